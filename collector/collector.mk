@@ -1,6 +1,104 @@
-# collector/collector.mk -- placeholder until the collector build lands (next commits).
-.PHONY: collector test-collector
-collector:
-	@echo "collector: not built yet"
-test-collector:
-	@echo "test-collector: no tests yet"
+# collector/collector.mk -- build and tests for the CUPTI collector (included by ../Makefile).
+#
+#   make collector        build/libfirstpass-cupti.so (when CUPTI is found) + build/firstpass-upload
+#   make test-collector   unit tests (cmocka), dlopen test, tests/collector/e2e.sh, smoke.sh checks
+#
+# CUPTI is looked up under CUDA_HOME (default $CUDA_PATH, else /usr/local/cuda): the header in
+# include/ or extras/CUPTI/include, the library in lib64/, extras/CUPTI/lib64 or lib/. Without it
+# the library and the CUPTI-dependent tests are skipped with one line; firstpass-upload and the
+# aggregator/JSON/upload tests still build and run. HAVE_CUPTI=0 on the command line forces that.
+
+CUDA_HOME    ?= $(or $(CUDA_PATH),/usr/local/cuda)
+CUPTI_INC    := $(firstword $(foreach d,$(CUDA_HOME)/include $(CUDA_HOME)/extras/CUPTI/include,$(if $(wildcard $(d)/cupti.h),$(d))))
+CUPTI_LIBDIR := $(firstword $(foreach d,$(CUDA_HOME)/lib64 $(CUDA_HOME)/extras/CUPTI/lib64 $(CUDA_HOME)/lib,$(if $(wildcard $(d)/libcupti.so),$(d))))
+HAVE_CUPTI   ?= $(if $(and $(CUPTI_INC),$(CUPTI_LIBDIR)),1,0)
+NVCC         ?= $(CUDA_HOME)/bin/nvcc
+
+COL_DIR      := $(BUILD)/collector
+COL_LIB      := $(BUILD)/libfirstpass-cupti.so
+COL_UPLOAD   := $(BUILD)/firstpass-upload
+COL_HDRS     := $(wildcard collector/*.h) api/session.h
+COL_CFLAGS   := $(CFLAGS_ALL) -Icollector -fPIC -fvisibility=hidden \
+                $(shell pkg-config --cflags libcurl jansson zlib 2>/dev/null) \
+                $(if $(filter 1,$(HAVE_CUPTI)),-I$(CUPTI_INC) -I$(CUDA_HOME)/include)
+COL_LIBS     := $(shell pkg-config --libs libcurl jansson zlib 2>/dev/null) -lpthread -ldl
+CUPTI_LIBS   := -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
+
+# Modules without CUPTI (build and test everywhere) and with CUPTI headers/library.
+COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o api_session.o)
+COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o)
+COL_INJECT_OBJ := $(COL_DIR)/inject.o
+
+COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload
+COL_TESTS_CUPTI := $(COL_DIR)/tests/test_record $(COL_DIR)/tests/test_buffer $(COL_DIR)/tests/test_dlopen
+COL_E2E_DRIVER  := $(COL_DIR)/tests/e2e_driver
+
+.PHONY: collector test-collector collector-tests
+
+ifeq ($(HAVE_CUPTI),1)
+collector: $(COL_LIB) $(COL_UPLOAD)
+collector-tests: $(COL_TESTS_BASE) $(COL_TESTS_CUPTI) $(COL_E2E_DRIVER)
+else
+collector: $(COL_UPLOAD)
+	@echo "collector: CUPTI not found under CUDA_HOME=$(CUDA_HOME); skipping libfirstpass-cupti.so (firstpass-upload built)"
+collector-tests: $(COL_TESTS_BASE)
+endif
+
+$(COL_DIR)/api_session.o: api/session.c api/session.h
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -c $< -o $@
+
+$(COL_DIR)/%.o: collector/%.c $(COL_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -c $< -o $@
+
+$(COL_LIB): $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
+	$(CC) $(LDFLAGS_ALL) -shared -fPIC -Wl,--no-undefined -o $@ $^ $(CUPTI_LIBS) $(COL_LIBS)
+
+$(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COL_LIBS)
+
+$(COL_DIR)/tests/test_agg: tests/collector/test_agg.c $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_upload: tests/collector/test_upload.c $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_record: tests/collector/test_record.c $(COL_DIR)/record.o $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_buffer: tests/collector/test_buffer.c $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(CUPTI_LIBS) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_dlopen: tests/collector/test_dlopen.c | $(COL_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $< $(LDFLAGS_ALL) -ldl -lcmocka
+
+$(COL_E2E_DRIVER): tests/collector/e2e_driver.c $(COL_DIR)/record.o $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS)
+
+# Every suite runs even if an earlier one failed; the target fails if any did.
+test-collector: collector collector-tests
+	@fail=0; \
+	for t in $(COL_TESTS_BASE); do echo "== $$t"; $$t || fail=1; done; \
+	if [ "$(HAVE_CUPTI)" = 1 ]; then \
+	  for t in $(filter-out %/test_dlopen,$(COL_TESTS_CUPTI)); do echo "== $$t"; $$t || fail=1; done; \
+	  echo "== $(COL_DIR)/tests/test_dlopen $(COL_LIB)"; \
+	  $(COL_DIR)/tests/test_dlopen $(COL_LIB) || fail=1; \
+	  echo "== tests/collector/e2e.sh"; \
+	  BUILD=$(BUILD) tests/collector/e2e.sh || fail=1; \
+	else \
+	  echo "skipping collector (no CUPTI): record, buffer, dlopen and e2e tests"; \
+	fi; \
+	echo "== tests/gpu/smoke.sh (bash -n; nvcc compile check)"; \
+	bash -n tests/gpu/smoke.sh || fail=1; \
+	if [ -x "$(NVCC)" ]; then \
+	  tests/gpu/smoke.sh --compile-only $(BUILD)/gpu-smoke || fail=1; \
+	else echo "skip: no nvcc at $(NVCC)"; fi; \
+	if [ $$fail = 0 ]; then echo "test-collector: all suites passed"; \
+	else echo "test-collector: FAILED"; exit 1; fi

@@ -1,0 +1,61 @@
+/* upload.h -- gzip, HTTP upload with libcurl, and the spool directory. */
+#ifndef FP_COLLECTOR_UPLOAD_H
+#define FP_COLLECTOR_UPLOAD_H
+
+#include <stddef.h>
+#include <zlib.h>
+
+#include "membuf.h"
+
+typedef struct fp_upload_opts {
+    const char *server;      /* base URL, e.g. "http://host:8080"; NULL = no server */
+    const char *token;       /* bearer token or NULL */
+    long connect_timeout_s;  /* CURLOPT_CONNECTTIMEOUT; <= 0 means 5 */
+    long timeout_s;          /* CURLOPT_TIMEOUT (whole transfer); <= 0 means 60 */
+    const char *query;       /* already-encoded query string without '?', or NULL */
+} fp_upload_opts;
+
+/* Streaming gzip sink usable as an fp_write_fn: deflate into a growable buffer. */
+typedef struct fp_gz {
+    z_stream zs;
+    fp_membuf out;
+    int err;
+    int init;
+} fp_gz;
+int fp_gz_init(fp_gz *g);                           /* 0 or -1 */
+int fp_gz_write(void *gz, const char *p, size_t n); /* fp_write_fn */
+int fp_gz_finish(fp_gz *g);  /* ends the stream; result in g->out.p / g->out.len. 0 or -1 */
+void fp_gz_free(fp_gz *g);
+
+/* POSTs body (n bytes; gzip-encoded if gzipped, which adds Content-Encoding: gzip) to
+ * <server>/api/v1/sessions[?query], with Authorization: Bearer when a token is set and
+ * bounded timeouts. *status gets the HTTP status (0 if no response). The reply body, cut to
+ * resplen-1 bytes and NUL-terminated, goes to resp when it is not NULL. Returns 0 when the
+ * server answered 201, -1 otherwise (never exits, logs nothing: the caller decides). */
+int fp_upload_mem(const fp_upload_opts *o, const void *body, size_t n, int gzipped,
+                  long *status, char *resp, size_t resplen);
+
+/* As fp_upload_mem for a file, streamed from disk; gzip is detected from the magic bytes.
+ * Returns 0 on 201, -1 otherwise; errbuf (if any) gets a reason. */
+int fp_upload_file(const fp_upload_opts *o, const char *path, long *status, char *resp,
+                   size_t resplen, char *errbuf, size_t errlen);
+
+/* Spool directory: $FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool, else
+ * /tmp/firstpass-spool-$UID. Writes it to buf. Creates it (mode 0700, parents too) when create
+ * is set. 0, or -1 if it cannot be named or created. */
+int fp_spool_dir(char *buf, size_t len, int create);
+
+/* Writes data atomically into dir as name: dir/.name.tmp, fsync, rename. The final path goes
+ * to path (if not NULL). 0 or -1 (tmp file removed). */
+int fp_spool_write(const char *dir, const char *name, const void *data, size_t n, char *path,
+                   size_t pathlen);
+
+/* Upload-or-spool for one gzipped session: uploads when o->server is set; on any failure (or
+ * without a server) spools it as name into the spool directory. Logs one line either way.
+ * Returns 0 uploaded, 1 spooled, -1 lost (upload and spool both failed: logged). */
+int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *name);
+
+/* curl_global_init once, thread-safe. 0 or -1. */
+int fp_upload_global_init(void);
+
+#endif
