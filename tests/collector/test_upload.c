@@ -1,0 +1,409 @@
+/* test_upload.c -- cmocka cases for collector/upload.c: gzip, spool, and the HTTP request
+ * (checked against a one-shot HTTP server on a loopback thread). No CUPTI. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "upload.h"
+
+/* ---- a one-request HTTP server ---------------------------------------------------------- */
+
+typedef struct srv {
+    int fd;
+    int port;
+    int status;           /* status to answer */
+    char req[1 << 16];    /* request head + body as received */
+    size_t req_len;
+    size_t body_off;
+    pthread_t th;
+} srv;
+
+static void *srv_main(void *arg)
+{
+    srv *s = arg;
+    int c = accept(s->fd, NULL, NULL);
+    size_t clen = 0;
+    char reply[256];
+    const char *cl;
+    int n;
+    if (c < 0)
+        return NULL;
+    for (;;) {
+        ssize_t r = read(c, s->req + s->req_len, sizeof s->req - 1 - s->req_len);
+        char *end;
+        if (r <= 0)
+            break;
+        s->req_len += (size_t)r;
+        s->req[s->req_len] = '\0';
+        end = strstr(s->req, "\r\n\r\n");
+        if (end == NULL)
+            continue;
+        s->body_off = (size_t)(end + 4 - s->req);
+        cl = strcasestr(s->req, "Content-Length:");
+        clen = cl ? (size_t)atol(cl + 15) : 0;
+        if (s->req_len >= s->body_off + clen)
+            break;
+    }
+    n = snprintf(reply, sizeof reply,
+                 "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                 "Connection: close\r\n\r\n%s",
+                 s->status, s->status == 201 ? 35 : 2,
+                 s->status == 201 ? "{\"id\":7,\"url\":\"/api/v1/sessions/7\"}" : "{}");
+    if (write(c, reply, (size_t)n) < 0)
+        perror("write");
+    close(c);
+    return NULL;
+}
+
+static srv *srv_start(int status)
+{
+    srv *s = calloc(1, sizeof *s);
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    s->status = status;
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(s->fd, 1), 0);
+    getsockname(s->fd, (struct sockaddr *)&a, &len);
+    s->port = ntohs(a.sin_port);
+    pthread_create(&s->th, NULL, srv_main, s);
+    return s;
+}
+
+static void srv_stop(srv *s)
+{
+    pthread_join(s->th, NULL);
+    close(s->fd);
+    free(s);
+}
+
+/* A port that refuses connections: bound then closed. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static char *gunzip(const void *p, size_t n, size_t *outn)
+{
+    z_stream zs;
+    size_t cap = 1 << 20;
+    char *out = malloc(cap);
+    memset(&zs, 0, sizeof zs);
+    assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+    zs.next_in = (Bytef *)p;
+    zs.avail_in = (uInt)n;
+    zs.next_out = (Bytef *)out;
+    zs.avail_out = (uInt)cap - 1;
+    assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+    *outn = zs.total_out;
+    out[*outn] = '\0';
+    inflateEnd(&zs);
+    return out;
+}
+
+static char tmpdir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/fp-test-upload-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown_dir(void **state)
+{
+    char cmd[300];
+    (void)state;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static int count_files(const char *dir, int dotfiles)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    if (d == NULL)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if ((de->d_name[0] == '.') == (dotfiles != 0))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ---- cases ------------------------------------------------------------------------------ */
+
+static void test_upload_gzip_round_trip(void **state)
+{
+    fp_gz g;
+    char *plain, *back;
+    size_t i, n = 3 * 65536 + 17, m;
+    (void)state;
+    plain = malloc(n);
+    for (i = 0; i < n; i++)
+        plain[i] = (char)('a' + (i * 7) % 26);
+    assert_int_equal(fp_gz_init(&g), 0);
+    assert_int_equal(fp_gz_write(&g, plain, 1000), 0);
+    assert_int_equal(fp_gz_write(&g, plain + 1000, n - 1000), 0);
+    assert_int_equal(fp_gz_finish(&g), 0);
+    assert_true(g.out.len > 18 && g.out.len < n);
+    assert_int_equal((unsigned char)g.out.p[0], 0x1f);
+    assert_int_equal((unsigned char)g.out.p[1], 0x8b);
+    back = gunzip(g.out.p, g.out.len, &m);
+    assert_int_equal(m, n);
+    assert_memory_equal(back, plain, n);
+    free(back);
+    free(plain);
+    fp_gz_free(&g);
+}
+
+static void test_upload_spool_dir_precedence(void **state)
+{
+    char buf[512], want[512];
+    (void)state;
+    setenv("FIRSTPASS_SPOOL", "/x/spool", 1);
+    setenv("XDG_STATE_HOME", "/y/state", 1);
+    assert_int_equal(fp_spool_dir(buf, sizeof buf, 0), 0);
+    assert_string_equal(buf, "/x/spool");
+    unsetenv("FIRSTPASS_SPOOL");
+    assert_int_equal(fp_spool_dir(buf, sizeof buf, 0), 0);
+    assert_string_equal(buf, "/y/state/firstpass/spool");
+    unsetenv("XDG_STATE_HOME");
+    assert_int_equal(fp_spool_dir(buf, sizeof buf, 0), 0);
+    snprintf(want, sizeof want, "/tmp/firstpass-spool-%u", (unsigned)getuid());
+    assert_string_equal(buf, want);
+}
+
+static void test_upload_spool_write_is_atomic_and_creates_dirs(void **state)
+{
+    char dir[512], path[600], buf[64];
+    struct stat st;
+    FILE *f;
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/a/b", tmpdir);
+    setenv("FIRSTPASS_SPOOL", dir, 1);
+    assert_int_equal(fp_spool_dir(buf, sizeof buf, 1), 0);
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(fp_spool_write(dir, "s1.json.gz", "hello", 5, path, sizeof path), 0);
+    assert_int_equal(count_files(dir, 0), 1);
+    assert_int_equal(count_files(dir, 1), 0); /* no tmp left behind */
+    f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(buf, 1, sizeof buf, f), 5);
+    fclose(f);
+    assert_memory_equal(buf, "hello", 5);
+    assert_int_equal(fp_spool_write("/nonexistent/dir", "s.json.gz", "x", 1, NULL, 0), -1);
+    unsetenv("FIRSTPASS_SPOOL");
+}
+
+static void test_upload_sends_gzip_bearer_and_gets_201(void **state)
+{
+    srv *s = srv_start(201);
+    char url[64], resp[128];
+    fp_upload_opts o;
+    fp_gz g;
+    long status = 0;
+    const char *doc = "{\"schemaVersion\":1,\"traceEvents\":[]}";
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.token = "s3cret";
+    o.connect_timeout_s = 2;
+    o.timeout_s = 5;
+    fp_gz_init(&g);
+    fp_gz_write(&g, doc, strlen(doc));
+    fp_gz_finish(&g);
+    assert_int_equal(fp_upload_mem(&o, g.out.p, g.out.len, 1, &status, resp, sizeof resp), 0);
+    srv_stop(s);
+    assert_int_equal(status, 201);
+    assert_string_equal(resp, "{\"id\":7,\"url\":\"/api/v1/sessions/7\"}");
+    fp_gz_free(&g);
+}
+
+static void test_upload_request_shape(void **state)
+{
+    srv *s = srv_start(201);
+    char url[64];
+    fp_upload_opts o;
+    fp_gz g;
+    long status = 0;
+    char *plain;
+    size_t n;
+    const char *doc = "{\"schemaVersion\":1}";
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.token = "tok";
+    o.query = "name=a%20b";
+    fp_gz_init(&g);
+    fp_gz_write(&g, doc, strlen(doc));
+    fp_gz_finish(&g);
+    assert_int_equal(fp_upload_mem(&o, g.out.p, g.out.len, 1, &status, NULL, 0), 0);
+    pthread_join(s->th, NULL);
+    assert_true(strncmp(s->req, "POST /api/v1/sessions?name=a%20b HTTP/1.1\r\n", 43) == 0);
+    assert_non_null(strcasestr(s->req, "\r\nContent-Encoding: gzip\r\n"));
+    assert_non_null(strcasestr(s->req, "\r\nAuthorization: Bearer tok\r\n"));
+    assert_non_null(strcasestr(s->req, "\r\nContent-Type: application/json\r\n"));
+    assert_int_equal(s->req_len - s->body_off, g.out.len);
+    plain = gunzip(s->req + s->body_off, g.out.len, &n);
+    assert_string_equal(plain, doc);
+    free(plain);
+    close(s->fd);
+    free(s);
+    fp_gz_free(&g);
+}
+
+static void test_upload_non_201_is_failure(void **state)
+{
+    srv *s = srv_start(400);
+    char url[64];
+    fp_upload_opts o;
+    long status = 0;
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    assert_int_equal(fp_upload_mem(&o, "{}", 2, 0, &status, NULL, 0), -1);
+    assert_int_equal(status, 400);
+    srv_stop(s);
+}
+
+static void test_upload_closed_port_fails_fast(void **state)
+{
+    char url[64];
+    fp_upload_opts o;
+    long status = 99;
+    time_t t = time(NULL);
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.connect_timeout_s = 2;
+    o.timeout_s = 3;
+    assert_int_equal(fp_upload_mem(&o, "{}", 2, 0, &status, NULL, 0), -1);
+    assert_int_equal(status, 0);
+    assert_true(time(NULL) - t <= 4);
+    memset(&o, 0, sizeof o); /* no server at all */
+    assert_int_equal(fp_upload_mem(&o, "{}", 2, 0, &status, NULL, 0), -1);
+}
+
+static void test_upload_deliver_spools_when_unreachable(void **state)
+{
+    char url[64], dir[512];
+    fp_upload_opts o;
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/spool", tmpdir);
+    setenv("FIRSTPASS_SPOOL", dir, 1);
+    setenv("FIRSTPASS_QUIET", "1", 1);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", closed_port());
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.connect_timeout_s = 2;
+    o.timeout_s = 3;
+    assert_int_equal(fp_deliver(&o, "gzbytes", 7, "session-h-1-1-0.json.gz"), 1);
+    assert_int_equal(count_files(dir, 0), 1);
+    memset(&o, 0, sizeof o); /* no FIRSTPASS_SERVER: straight to the spool */
+    assert_int_equal(fp_deliver(&o, "gzbytes", 7, "session-h-1-2-0.json.gz"), 1);
+    assert_int_equal(count_files(dir, 0), 2);
+    setenv("FIRSTPASS_SPOOL", "/proc/no/such/dir", 1);
+    assert_int_equal(fp_deliver(&o, "gzbytes", 7, "x.json.gz"), -1); /* lost, and says so */
+    unsetenv("FIRSTPASS_SPOOL");
+    unsetenv("FIRSTPASS_QUIET");
+}
+
+static void test_upload_deliver_uploads_when_reachable(void **state)
+{
+    srv *s = srv_start(201);
+    char url[64], dir[512];
+    fp_upload_opts o;
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/spool2", tmpdir);
+    setenv("FIRSTPASS_SPOOL", dir, 1);
+    setenv("FIRSTPASS_QUIET", "1", 1);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    assert_int_equal(fp_deliver(&o, "gz", 2, "s.json.gz"), 0);
+    srv_stop(s);
+    assert_int_equal(count_files(dir, 0), -1); /* spool never created */
+    unsetenv("FIRSTPASS_SPOOL");
+    unsetenv("FIRSTPASS_QUIET");
+}
+
+static void test_upload_file_detects_gzip(void **state)
+{
+    srv *s = srv_start(201);
+    char url[64], path[512], err[128], resp[128];
+    fp_upload_opts o;
+    long status = 0;
+    FILE *f;
+    (void)state;
+    snprintf(path, sizeof path, "%s/t.json.gz", tmpdir);
+    f = fopen(path, "wb");
+    fwrite("\x1f\x8b\x08\x00rest", 1, 8, f);
+    fclose(f);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    assert_int_equal(fp_upload_file(&o, path, &status, resp, sizeof resp, err, sizeof err), 0);
+    pthread_join(s->th, NULL);
+    assert_non_null(strcasestr(s->req, "\r\nContent-Encoding: gzip\r\n"));
+    assert_int_equal(s->req_len - s->body_off, 8);
+    close(s->fd);
+    free(s);
+    assert_int_equal(fp_upload_file(&o, "/no/such/file", &status, NULL, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot open"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_upload_gzip_round_trip),
+        cmocka_unit_test(test_upload_spool_dir_precedence),
+        cmocka_unit_test(test_upload_spool_write_is_atomic_and_creates_dirs),
+        cmocka_unit_test(test_upload_sends_gzip_bearer_and_gets_201),
+        cmocka_unit_test(test_upload_request_shape),
+        cmocka_unit_test(test_upload_non_201_is_failure),
+        cmocka_unit_test(test_upload_closed_port_fails_fast),
+        cmocka_unit_test(test_upload_deliver_spools_when_unreachable),
+        cmocka_unit_test(test_upload_deliver_uploads_when_reachable),
+        cmocka_unit_test(test_upload_file_detects_gzip),
+    };
+    return cmocka_run_group_tests_name("collector_upload", tests, setup_dir, teardown_dir);
+}
