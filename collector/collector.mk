@@ -20,9 +20,11 @@ COL_UPLOAD   := $(BUILD)/firstpass-upload
 COL_HDRS     := $(wildcard collector/*.h) api/session.h
 COL_CFLAGS   := $(CFLAGS_ALL) -Icollector -fPIC -fvisibility=hidden \
                 $(shell pkg-config --cflags libcurl jansson zlib 2>/dev/null) \
-                $(if $(filter 1,$(HAVE_CUPTI)),-I$(CUPTI_INC) -I$(CUDA_HOME)/include)
+                $(if $(filter 1,$(HAVE_CUPTI)),$(addprefix -I,$(sort $(CUPTI_INC) $(CUDA_HOME)/include)))
 COL_LIBS     := $(shell pkg-config --libs libcurl jansson zlib 2>/dev/null) -lpthread -ldl
 CUPTI_LIBS   := -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
+# --no-undefined cannot hold under sanitizers (their runtime comes with the executable).
+COL_NOUNDEF  := $(if $(strip $(SAN)),,-Wl,--no-undefined)
 
 # Modules without CUPTI (build and test everywhere) and with CUPTI headers/library.
 COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o api_session.o)
@@ -53,7 +55,7 @@ $(COL_DIR)/%.o: collector/%.c $(COL_HDRS)
 	$(CC) $(COL_CFLAGS) -c $< -o $@
 
 $(COL_LIB): $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
-	$(CC) $(LDFLAGS_ALL) -shared -fPIC -Wl,--no-undefined -o $@ $^ $(CUPTI_LIBS) $(COL_LIBS)
+	$(CC) $(LDFLAGS_ALL) -shared -fPIC $(COL_NOUNDEF) -o $@ $^ $(CUPTI_LIBS) $(COL_LIBS)
 
 $(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COL_LIBS)

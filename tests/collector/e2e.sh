@@ -7,6 +7,8 @@
 #      delivers it (201), deletes it, and the session is listed; a junk file is kept
 # Skips (exit 0, "skip:" line) only when build/firstpass-server does not exist.
 set -u
+# the checks read the collector's log lines; the caller's settings must not change them
+unset FIRSTPASS_QUIET FIRSTPASS_TOKEN FIRSTPASS_NAME FIRSTPASS_LABELS FIRSTPASS_SERVER FIRSTPASS_SPOOL
 BUILD=${BUILD:-build}
 SERVER=$BUILD/firstpass-server
 DRIVER=$BUILD/collector/tests/e2e_driver

@@ -55,6 +55,7 @@ static void test_dlopen_initialize_without_driver_disables_cleanly(void **state)
     int ret = -1;
     (void)state;
     unsetenv("FIRSTPASS_ENABLE");
+    unsetenv("FIRSTPASS_QUIET");
     setenv("FIRSTPASS_SERVER", "http://127.0.0.1:9", 1);
     unsetenv("NVTX_INJECTION64_PATH");
     h = dlopen(lib_path, RTLD_NOW | RTLD_LOCAL);
@@ -91,7 +92,7 @@ static void test_dlopen_kill_switch(void **state)
     size_t n;
     (void)state;
     snprintf(cmd, sizeof cmd,
-             "FIRSTPASS_ENABLE=0 python3 -c 'import ctypes,sys; l=ctypes.CDLL(sys.argv[1]); "
+             "env -u FIRSTPASS_QUIET FIRSTPASS_ENABLE=0 python3 -c 'import ctypes,sys; l=ctypes.CDLL(sys.argv[1]); "
              "print(l.InitializeInjection())' '%s' 2>&1",
              lib_path);
     p = popen(cmd, "r");
