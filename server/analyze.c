@@ -1,0 +1,855 @@
+/* analyze.c: the first profiler pass over one upload's events (scratch.ev).
+ *
+ * Owns the definitions below and the scratch tables ops, kern, ph, busy, kbusy, tlb.
+ * Must not see MHD types; it reads and writes the loader's connection only.
+ *
+ * Definitions (what every number means):
+ *  - Nesting (torch key_averages()): per thread, events sorted by (start, -end); a stack;
+ *    an event pops the top while `start >= top.end || end > top.end` (partial overlaps do
+ *    not nest); the remaining top is its parent. Ops, record_function ranges and CUDA
+ *    runtime/driver calls all take part (trace-semantics.md: runtime calls are children).
+ *  - Self CPU = duration - durations of direct children on the same thread.
+ *  - GPU activity (kernel/memcpy/memset) joins its runtime call by `correlation`. Its time
+ *    is self CUDA of the innermost op (cpu_op or user_annotation) around that call and
+ *    CUDA total of every op above; a call with no op around it keeps the time itself.
+ *    Each GPU activity counts once as self, so self CUDA sums to the GPU time.
+ *  - GPU rows of the operator table (kernel, gpu_memcpy, gpu_memset): calls and time,
+ *    self = total; gpu_user_annotation rows carry CUDA total only (they are ranges).
+ *  - Memory: [memory] events (args Bytes, "Device Type" 0 CPU / 1 CUDA) inside an op's
+ *    span on its thread count for that op and every op above; self for the innermost.
+ *  - GPU busy = union of GPU activity intervals; per device, per stream, and overall.
+ *    Idle fraction = 1 - busy / wall, wall = session span (first start .. last end).
+ *    A gap is an idle stretch of a device of at least GAP_MIN_US between activities.
+ *  - Phase = user_annotation (CPU) or gpu_user_annotation (GPU) name. gpu_busy_us is the
+ *    union of all GPU activity inside the instance's span; kernels are the GPU activities
+ *    launched by runtime calls nested inside it (CPU phases) or running on its device
+ *    inside it (GPU phases); cpu_only = total - gpu_busy.
+ *  - Launch delay = kernel start - start of the runtime call that launched it. */
+#include "analyze.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buf.h"
+#include "err.h"
+#include "report.h"
+
+typedef struct frame {
+    int cls;
+    long name, kind, shapes;
+    double ts, te, child;
+    double cuda_total, self_cuda;
+    long long cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
+    long long kernels;
+    double kernel_us;
+} frame;
+
+typedef struct agg {
+    int grouping;
+    long name, kind, shapes;
+    long long calls;
+    double cpu_total, self_cpu, cuda_total, self_cuda;
+    long long cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
+} agg;
+
+typedef struct phase {
+    long name;
+    int gpu;
+    long long count, kernels;
+    double total, busy, kernel_us, first_ts;
+} phase;
+
+typedef struct A {
+    trace_ctx *t;
+    sqlite3 *db;
+    char *err;
+    size_t errlen;
+    intern *keys;           /* agg keys -> index */
+    agg *aggs;
+    size_t naggs, capaggs;
+    intern *pkeys;          /* phase keys -> index */
+    phase *phases;
+    size_t nphases, capphases;
+    sqlite3_stmt *busy_q, *kbusy_q;
+    long ua_kind;           /* string id of "user_annotation", -1 if absent */
+    double wall;
+} A;
+
+static int dberr(A *a) {
+    snprintf(a->err, a->errlen, "analysis failed: %s", sqlite3_errmsg(a->db));
+    return ERR_DB;
+}
+static int run(A *a, const char *sql) {
+    return sqlite3_exec(a->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : dberr(a);
+}
+static sqlite3_stmt *prep(A *a, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(a->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        dberr(a);
+        return NULL;
+    }
+    return s;
+}
+static const char *str(A *a, long id) {
+    const char *s = id >= 0 ? intern_str(a->t->strs, id) : NULL;
+    return s ? s : "";
+}
+static long col_id(sqlite3_stmt *s, int i) {
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : (long)sqlite3_column_int64(s, i);
+}
+
+/* ---- operator aggregation ---- */
+
+static agg *agg_for(A *a, int grouping, long kind, long name, long shapes) {
+    char key[96];
+    int n = snprintf(key, sizeof key, "%d|%ld|%ld|%ld", grouping, kind, name, grouping ? shapes : -2);
+    long i = intern_id(a->keys, key, (size_t)n);
+    if (i < 0) return NULL;
+    if ((size_t)i == a->naggs) {
+        if (a->naggs == a->capaggs) {
+            size_t cap = a->capaggs ? a->capaggs * 2 : 256;
+            agg *na = realloc(a->aggs, cap * sizeof *na);
+            if (!na) return NULL;
+            a->aggs = na;
+            a->capaggs = cap;
+        }
+        agg *g = &a->aggs[a->naggs++];
+        memset(g, 0, sizeof *g);
+        g->grouping = grouping;
+        g->kind = kind;
+        g->name = name;
+        g->shapes = grouping ? shapes : -1;
+    }
+    return &a->aggs[i];
+}
+
+static phase *phase_for(A *a, long name, int gpu) {
+    char key[48];
+    int n = snprintf(key, sizeof key, "%d|%ld", gpu, name);
+    long i = intern_id(a->pkeys, key, (size_t)n);
+    if (i < 0) return NULL;
+    if ((size_t)i == a->nphases) {
+        if (a->nphases == a->capphases) {
+            size_t cap = a->capphases ? a->capphases * 2 : 32;
+            phase *np = realloc(a->phases, cap * sizeof *np);
+            if (!np) return NULL;
+            a->phases = np;
+            a->capphases = cap;
+        }
+        phase *p = &a->phases[a->nphases++];
+        memset(p, 0, sizeof *p);
+        p->name = name;
+        p->gpu = gpu;
+        p->first_ts = INFINITY;
+    }
+    return &a->phases[i];
+}
+
+/* GPU busy time in [-inf, t] from the merged intervals of table busy/kbusy. */
+static double busy_before(sqlite3_stmt *q, double t) {
+    double v = 0;
+    sqlite3_bind_double(q, 1, t);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        double s = sqlite3_column_double(q, 0), e = sqlite3_column_double(q, 1), cum = sqlite3_column_double(q, 2);
+        v = cum + (t < e ? t - s : e - s);
+    }
+    sqlite3_reset(q);
+    return v;
+}
+static double busy_in(sqlite3_stmt *q, double ts, double te) {
+    double b = busy_before(q, te) - busy_before(q, ts);
+    return b > 0 ? b : 0;
+}
+
+static int pop_frame(A *a, frame *stack, int *depth) {
+    frame *f = &stack[--*depth];
+    double dur = f->te - f->ts;
+    for (int g = 0; g < 2; g++) {
+        agg *r = agg_for(a, g, f->kind, f->name, f->shapes);
+        if (!r) return ERR_NOMEM;
+        r->calls++;
+        r->cpu_total += dur;
+        r->self_cpu += dur - f->child;
+        r->cuda_total += f->cuda_total;
+        r->self_cuda += f->self_cuda;
+        r->cpu_mem += f->cpu_mem;
+        r->self_cpu_mem += f->self_cpu_mem;
+        r->cuda_mem += f->cuda_mem;
+        r->self_cuda_mem += f->self_cuda_mem;
+    }
+    if (*depth > 0) stack[*depth - 1].child += dur;
+    if (f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
+        phase *p = phase_for(a, f->name, 0);
+        if (!p) return ERR_NOMEM;
+        p->count++;
+        p->total += dur;
+        p->busy += busy_in(a->busy_q, f->ts, f->te);
+        p->kernels += f->kernels;
+        p->kernel_us += f->kernel_us;
+        if (f->ts < p->first_ts) p->first_ts = f->ts;
+    }
+    return 0;
+}
+
+#define MAX_DEPTH 1024
+
+/* The key_averages() walk over host events, thread by thread. */
+static int host_walk(A *a) {
+    sqlite3_stmt *s = prep(a,
+        "SELECT e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n"
+        " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
+        " WHERE e.cls IN (0, 1, 3) ORDER BY e.track, e.ts, e.te DESC");
+    if (!s) return ERR_DB;
+    frame *stack = malloc(MAX_DEPTH * sizeof *stack);
+    if (!stack) { sqlite3_finalize(s); return ERR_NOMEM; }
+    int depth = 0, rc = 0, src;
+    long track = -1;
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
+        int cls = sqlite3_column_int(s, 0);
+        long tr = (long)sqlite3_column_int64(s, 3);
+        double ts = sqlite3_column_double(s, 4), te = sqlite3_column_double(s, 5);
+        if (tr != track) {
+            while (depth > 0 && !rc) rc = pop_frame(a, stack, &depth);
+            track = tr;
+        }
+        /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
+        while (depth > 0 && !rc && (ts >= stack[depth - 1].te || te > stack[depth - 1].te)) rc = pop_frame(a, stack, &depth);
+        if (rc) break;
+        if (cls == EV_MEMORY) {
+            long long bytes = sqlite3_column_int64(s, 7);
+            int cuda = sqlite3_column_int(s, 8) == 1;
+            int self_done = 0;
+            for (int i = depth - 1; i >= 0; i--) {
+                if (stack[i].cls != EV_HOST_OP) continue;
+                if (cuda) stack[i].cuda_mem += bytes; else stack[i].cpu_mem += bytes;
+                if (!self_done) {
+                    if (cuda) stack[i].self_cuda_mem += bytes; else stack[i].self_cpu_mem += bytes;
+                    self_done = 1;
+                }
+            }
+            continue;
+        }
+        if (depth == MAX_DEPTH) rc = pop_frame(a, stack, &depth); /* pathological nesting: keep going */
+        if (rc) break;
+        frame *f = &stack[depth++];
+        memset(f, 0, sizeof *f);
+        f->cls = cls;
+        f->kind = (long)sqlite3_column_int64(s, 1);
+        f->name = (long)sqlite3_column_int64(s, 2);
+        f->shapes = col_id(s, 6);
+        f->ts = ts;
+        f->te = te;
+        if (cls == EV_HOST_RT && sqlite3_column_type(s, 9) != SQLITE_NULL) {
+            double d = sqlite3_column_double(s, 9);
+            long long n = sqlite3_column_int64(s, 10);
+            int self_done = 0;
+            for (int i = depth - 2; i >= 0; i--) {
+                if (stack[i].cls != EV_HOST_OP) continue;
+                stack[i].cuda_total += d;
+                if (!self_done) { stack[i].self_cuda += d; self_done = 1; }
+                if (stack[i].kind == a->ua_kind) { stack[i].kernels += n; stack[i].kernel_us += d; }
+            }
+            if (!self_done) { f->self_cuda += d; f->cuda_total += d; }
+        }
+    }
+    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    while (depth > 0 && !rc) rc = pop_frame(a, stack, &depth);
+    free(stack);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* GPU rows of the operator table and the kernel table. */
+static int gpu_rows(A *a) {
+    sqlite3_stmt *s = prep(a,
+        "SELECT cls, kind, name, COUNT(*), SUM(te - ts), MIN(te - ts), MAX(te - ts), grid, block, regs, smem"
+        " FROM scratch.ev WHERE cls IN (2, 4) GROUP BY cls, kind, name");
+    sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
+    if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
+    int rc = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        int cls = sqlite3_column_int(s, 0);
+        long kind = (long)sqlite3_column_int64(s, 1), name = (long)sqlite3_column_int64(s, 2);
+        long long calls = sqlite3_column_int64(s, 3);
+        double total = sqlite3_column_double(s, 4);
+        for (int g = 0; g < 2; g++) {
+            agg *r = agg_for(a, g, kind, name, -1);
+            if (!r) { rc = ERR_NOMEM; break; }
+            r->calls += calls;
+            r->cuda_total += total;
+            if (cls == EV_GPU) r->self_cuda += total;
+        }
+        if (cls != EV_GPU) continue;
+        sqlite3_bind_text(ins, 1, str(a, name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, str(a, kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, calls);
+        sqlite3_bind_double(ins, 4, total);
+        sqlite3_bind_double(ins, 5, sqlite3_column_double(s, 5));
+        sqlite3_bind_double(ins, 6, sqlite3_column_double(s, 6));
+        for (int c = 7; c <= 8; c++) {
+            long id = col_id(s, c);
+            if (id >= 0) sqlite3_bind_text(ins, c, str(a, id), -1, SQLITE_STATIC);
+            else sqlite3_bind_null(ins, c);
+        }
+        for (int c = 9; c <= 10; c++) {
+            if (sqlite3_column_type(s, c) == SQLITE_NULL) sqlite3_bind_null(ins, c);
+            else sqlite3_bind_int64(ins, c, sqlite3_column_int64(s, c));
+        }
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins);
+        if (rc) break;
+    }
+    sqlite3_finalize(s);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+static int write_ops(A *a) {
+    sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!ins) return ERR_DB;
+    int rc = 0;
+    for (size_t i = 0; i < a->naggs && !rc; i++) {
+        agg *g = &a->aggs[i];
+        sqlite3_bind_int(ins, 1, g->grouping);
+        sqlite3_bind_text(ins, 2, str(a, g->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, str(a, g->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, g->shapes >= 0 ? str(a, g->shapes) : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 5, g->calls);
+        sqlite3_bind_double(ins, 6, g->cpu_total);
+        sqlite3_bind_double(ins, 7, g->self_cpu);
+        sqlite3_bind_double(ins, 8, g->cuda_total);
+        sqlite3_bind_double(ins, 9, g->self_cuda);
+        sqlite3_bind_int64(ins, 10, g->cpu_mem);
+        sqlite3_bind_int64(ins, 11, g->self_cpu_mem);
+        sqlite3_bind_int64(ins, 12, g->cuda_mem);
+        sqlite3_bind_int64(ins, 13, g->self_cuda_mem);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+/* Merges sorted intervals of `sel` into table `dst` (s, e, cum = busy before s). */
+static int merge_into(A *a, const char *sel, const char *dst_insert, double *total) {
+    sqlite3_stmt *s = prep(a, sel), *ins = prep(a, dst_insert);
+    if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
+    double cs = 0, ce = -INFINITY, cum = 0;
+    int have = 0, rc = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && !rc) {
+        double ts = sqlite3_column_double(s, 0), te = sqlite3_column_double(s, 1);
+        if (have && ts <= ce) {
+            if (te > ce) ce = te;
+            continue;
+        }
+        if (have) {
+            sqlite3_bind_double(ins, 1, cs);
+            sqlite3_bind_double(ins, 2, ce);
+            sqlite3_bind_double(ins, 3, cum);
+            if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+            sqlite3_reset(ins);
+            cum += ce - cs;
+        }
+        cs = ts;
+        ce = te;
+        have = 1;
+    }
+    if (have && !rc) {
+        sqlite3_bind_double(ins, 1, cs);
+        sqlite3_bind_double(ins, 2, ce);
+        sqlite3_bind_double(ins, 3, cum);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+        cum += ce - cs;
+    }
+    sqlite3_finalize(s);
+    sqlite3_finalize(ins);
+    if (total) *total = cum;
+    return rc;
+}
+
+/* GPU-side phases: gpu_user_annotation instances. */
+static int gpu_phases(A *a) {
+    sqlite3_stmt *s = prep(a, "SELECT name, dev, ts, te FROM scratch.ev WHERE cls = 4");
+    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(te - ts) FROM scratch.ev WHERE cls = 2 AND dev = ? AND ts >= ? AND ts < ?");
+    if (!s || !k) { sqlite3_finalize(s); sqlite3_finalize(k); return ERR_DB; }
+    int rc = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3);
+        phase *p = phase_for(a, (long)sqlite3_column_int64(s, 0), 1);
+        if (!p) { rc = ERR_NOMEM; break; }
+        p->count++;
+        p->total += te - ts;
+        p->busy += busy_in(a->busy_q, ts, te);
+        if (ts < p->first_ts) p->first_ts = ts;
+        sqlite3_bind_int64(k, 1, sqlite3_column_int64(s, 1));
+        sqlite3_bind_double(k, 2, ts);
+        sqlite3_bind_double(k, 3, te);
+        if (sqlite3_step(k) == SQLITE_ROW) {
+            p->kernels += sqlite3_column_int64(k, 0);
+            p->kernel_us += sqlite3_column_double(k, 1);
+        }
+        sqlite3_reset(k);
+    }
+    sqlite3_finalize(s);
+    sqlite3_finalize(k);
+    return rc;
+}
+
+static int write_phases(A *a, json_t *tl_phases) {
+    sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.ph VALUES (?,?,?,?,?,?,?,?)");
+    if (!ins) return ERR_DB;
+    int rc = 0;
+    for (size_t i = 0; i < a->nphases && !rc; i++) {
+        phase *p = &a->phases[i];
+        sqlite3_bind_text(ins, 1, str(a, p->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, p->gpu ? "gpu" : "cpu", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, p->count);
+        sqlite3_bind_double(ins, 4, p->total);
+        sqlite3_bind_double(ins, 5, p->busy);
+        sqlite3_bind_int64(ins, 6, p->kernels);
+        sqlite3_bind_double(ins, 7, p->kernel_us);
+        sqlite3_bind_double(ins, 8, isfinite(p->first_ts) ? p->first_ts : 0);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    /* Timeline bands: the instances of CPU phases, at most 5,000 (the longest first). */
+    sqlite3_stmt *s = prep(a, "SELECT name, ts, te - ts FROM scratch.ev WHERE cls IN (0, 4) AND kind = ?"
+                              " ORDER BY te - ts DESC LIMIT 5000");
+    if (!s) return ERR_DB;
+    sqlite3_bind_int64(s, 1, a->ua_kind);
+    while (!rc && sqlite3_step(s) == SQLITE_ROW)
+        json_array_append_new(tl_phases, json_pack("{s:s,s:f,s:f}", "name", str(a, (long)sqlite3_column_int64(s, 0)),
+                                                   "ts_us", sqlite3_column_double(s, 1), "dur_us", sqlite3_column_double(s, 2)));
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ---- GPU facts ---- */
+
+typedef struct gap { double start, dur; } gap;
+
+static void keep_largest(gap *top, int *ntop, int max, double start, double dur) {
+    if (*ntop < max) top[(*ntop)++] = (gap){start, dur};
+    else if (dur > top[max - 1].dur) top[max - 1] = (gap){start, dur};
+    else return;
+    for (int i = *ntop - 1; i > 0 && top[i].dur > top[i - 1].dur; i--) {
+        gap t = top[i]; top[i] = top[i - 1]; top[i - 1] = t;
+    }
+}
+
+/* The innermost host event of class cls spanning time t: what the host was doing. */
+static json_t *host_at(A *a, int cls, double t) {
+    sqlite3_stmt *s = prep(a, "SELECT name FROM scratch.ev WHERE cls = ? AND ts <= ? AND te >= ? ORDER BY te - ts LIMIT 1");
+    json_t *v = json_null();
+    if (!s) return v;
+    sqlite3_bind_int(s, 1, cls);
+    sqlite3_bind_double(s, 2, t);
+    sqlite3_bind_double(s, 3, t);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_decref(v);
+        v = json_string(str(a, (long)sqlite3_column_int64(s, 0)));
+    }
+    sqlite3_finalize(s);
+    return v;
+}
+
+static json_t *device_facts(A *a, long long dev, json_t *gaps_out) {
+    sqlite3_stmt *s = prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND dev = ? ORDER BY ts");
+    if (!s) return NULL;
+    sqlite3_bind_int64(s, 1, dev);
+    double cs = 0, ce = -INFINITY, busy = 0, gap_total = 0;
+    long long ngaps = 0;
+    int have = 0, ntop = 0;
+    gap top[5];
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        double ts = sqlite3_column_double(s, 0), te = sqlite3_column_double(s, 1);
+        if (have && ts <= ce) { if (te > ce) ce = te; continue; }
+        if (have) {
+            busy += ce - cs;
+            double g = ts - ce;
+            if (g >= GAP_MIN_US) {
+                ngaps++;
+                gap_total += g;
+                keep_largest(top, &ntop, 5, ce, g);
+            }
+        }
+        cs = ts; ce = te; have = 1;
+    }
+    if (have) busy += ce - cs;
+    sqlite3_finalize(s);
+    json_t *largest = json_array();
+    for (int i = 0; i < ntop; i++) {
+        double mid = top[i].start + top[i].dur / 2;
+        json_array_append_new(largest, json_pack("{s:f,s:f,s:o,s:o}", "start_us", top[i].start, "dur_us", top[i].dur,
+                                                 "host_op", host_at(a, EV_HOST_OP, mid), "host_call", host_at(a, EV_HOST_RT, mid)));
+        json_array_append_new(gaps_out, json_pack("{s:I,s:f,s:f}", "device", dev, "ts_us", top[i].start, "dur_us", top[i].dur));
+    }
+    json_t *streams = json_array();
+    sqlite3_stmt *st = prep(a, "SELECT stream, ts, te FROM scratch.ev WHERE cls = 2 AND dev = ? ORDER BY stream, ts");
+    if (st) {
+        sqlite3_bind_int64(st, 1, dev);
+        long long cur = 0, n = 0;
+        double sbusy = 0, ss = 0, se = -INFINITY;
+        int any = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            long long stream = sqlite3_column_int64(st, 0);
+            double ts = sqlite3_column_double(st, 1), te = sqlite3_column_double(st, 2);
+            if (any && stream != cur) {
+                sbusy += se - ss;
+                json_array_append_new(streams, json_pack("{s:I,s:f,s:I}", "stream", cur, "busy_us", sbusy, "events", n));
+                sbusy = 0; n = 0; any = 0;
+            }
+            if (any && ts <= se) { if (te > se) se = te; n++; continue; }
+            if (any) sbusy += se - ss;
+            ss = ts; se = te; cur = stream; any = 1; n++;
+        }
+        if (any) {
+            sbusy += se - ss;
+            json_array_append_new(streams, json_pack("{s:I,s:f,s:I}", "stream", cur, "busy_us", sbusy, "events", n));
+        }
+        sqlite3_finalize(st);
+    }
+    double idle = a->wall - busy;
+    if (idle < 0) idle = 0;
+    return json_pack("{s:I,s:f,s:f,s:f,s:o,s:{s:I,s:f,s:o}}", "device", dev, "busy_us", busy, "idle_us", idle,
+                     "idle_fraction", a->wall > 0 ? idle / a->wall : 0.0, "streams", streams,
+                     "gaps", "count", ngaps, "total_us", gap_total, "largest", largest);
+}
+
+static double quantile(A *a, long long n, double q) {
+    if (n <= 0) return 0;
+    long long k = (long long)ceil(q * (double)n) - 1;
+    if (k < 0) k = 0;
+    sqlite3_stmt *s = prep(a, "SELECT d FROM scratch.delays ORDER BY d LIMIT 1 OFFSET ?");
+    double v = 0;
+    if (!s) return 0;
+    sqlite3_bind_int64(s, 1, k);
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* "Memcpy HtoD (Pageable -> Device)" -> "HtoD"; memsets -> "Memset". */
+static void copy_direction(const char *name, const char *kind, char *out, size_t n) {
+    if (!strcmp(kind, "gpu_memset")) { snprintf(out, n, "Memset"); return; }
+    const char *p = strstr(name, "Memcpy ");
+    if (!p) { snprintf(out, n, "%s", name); return; }
+    p += 7;
+    size_t len = strcspn(p, " (");
+    snprintf(out, n, "%.*s", (int)len, p);
+}
+
+static int is_sync_call(const char *name) {
+    static const char *const sync[] = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+                                       "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                       "cudaEventSynchronize", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpy", NULL};
+    for (int i = 0; sync[i]; i++) {
+        size_t l = strlen(sync[i]);
+        if (!strncmp(name, sync[i], l) && (name[l] == '\0' || name[l] == '_')) return 1;
+    }
+    return 0;
+}
+
+static json_t *copies_facts(A *a) {
+    json_t *by = json_object();
+    sqlite3_stmt *s = prep(a,
+        "SELECT g.name, g.kind, g.ts, g.te, g.bytes, (SELECT r.name FROM scratch.ev r WHERE r.corr = g.corr AND r.cls = 1 LIMIT 1)"
+        " FROM scratch.ev g WHERE g.cls = 2 AND g.kind IN (SELECT kind FROM scratch.ev WHERE cls = 2 GROUP BY kind)");
+    if (!s) return by;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *kind = str(a, (long)sqlite3_column_int64(s, 1));
+        if (strcmp(kind, "gpu_memcpy") && strcmp(kind, "gpu_memset")) continue;
+        char dir[64];
+        copy_direction(str(a, (long)sqlite3_column_int64(s, 0)), kind, dir, sizeof dir);
+        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3);
+        const char *rt = sqlite3_column_type(s, 5) == SQLITE_NULL ? "" : str(a, (long)sqlite3_column_int64(s, 5));
+        /* On the critical path: no kernel ran meanwhile, or the host call waited for it. */
+        int critical = busy_in(a->kbusy_q, ts, te) <= 0 || is_sync_call(rt);
+        json_t *d = json_object_get(by, dir);
+        if (!d) {
+            d = json_pack("{s:s,s:I,s:I,s:f,s:I,s:f}", "direction", dir, "count", (json_int_t)0, "bytes", (json_int_t)0,
+                          "total_us", 0.0, "critical_path_count", (json_int_t)0, "critical_path_us", 0.0);
+            json_object_set_new(by, dir, d);
+        }
+        json_object_set_new(d, "count", json_integer(json_integer_value(json_object_get(d, "count")) + 1));
+        json_object_set_new(d, "bytes", json_integer(json_integer_value(json_object_get(d, "bytes")) + sqlite3_column_int64(s, 4)));
+        json_object_set_new(d, "total_us", json_real(json_real_value(json_object_get(d, "total_us")) + te - ts));
+        if (critical) {
+            json_object_set_new(d, "critical_path_count", json_integer(json_integer_value(json_object_get(d, "critical_path_count")) + 1));
+            json_object_set_new(d, "critical_path_us", json_real(json_real_value(json_object_get(d, "critical_path_us")) + te - ts));
+        }
+    }
+    sqlite3_finalize(s);
+    json_t *arr = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(by, k, v) json_array_append(arr, v);
+    json_decref(by);
+    return arr;
+}
+
+static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
+    json_t *devices = json_array();
+    sqlite3_stmt *s = prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
+    if (s) {
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            json_t *d = device_facts(a, sqlite3_column_int64(s, 0), gaps_out);
+            if (d) json_array_append_new(devices, d);
+        }
+        sqlite3_finalize(s);
+    }
+    long long n = 0;
+    double mean = 0;
+    if (!run(a, "CREATE TABLE scratch.delays AS SELECT g.ts - r.ts AS d FROM scratch.ev r"
+                " JOIN scratch.ev g ON g.cls = 2 AND g.corr = r.corr WHERE r.cls = 1 AND r.corr IS NOT NULL;"
+                "CREATE INDEX scratch.delays_d ON delays(d);")) {
+        sqlite3_stmt *c = prep(a, "SELECT COUNT(*), TOTAL(d) FROM scratch.delays");
+        if (c && sqlite3_step(c) == SQLITE_ROW) {
+            n = sqlite3_column_int64(c, 0);
+            mean = n ? sqlite3_column_double(c, 1) / (double)n : 0;
+        }
+        sqlite3_finalize(c);
+    }
+    long long nk = 0, nshort = 0;
+    double kt = 0, short_t = 0;
+    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(te - ts), TOTAL(te - ts < ?1), TOTAL(CASE WHEN te - ts < ?1 THEN te - ts END)"
+                              " FROM scratch.ev WHERE cls = 2 AND kind = ?2");
+    if (k) {
+        const char *kn = "kernel";
+        sqlite3_bind_double(k, 1, SHORT_KERNEL_US);
+        sqlite3_bind_int64(k, 2, intern_id(a->t->strs, kn, strlen(kn)));
+        if (sqlite3_step(k) == SQLITE_ROW) {
+            nk = sqlite3_column_int64(k, 0);
+            kt = sqlite3_column_double(k, 1);
+            nshort = (long long)sqlite3_column_double(k, 2);
+            short_t = sqlite3_column_double(k, 3);
+        }
+        sqlite3_finalize(k);
+    }
+    int any_gpu = json_array_size(devices) > 0;
+    json_t *idle = any_gpu && a->wall > 0 ? json_real(1.0 - gpu_busy / a->wall) : json_null();
+    return json_pack("{s:f,s:f,s:o,s:o,s:{s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:I,s:f},s:o}",
+                     "wall_us", a->wall, "gpu_busy_us", gpu_busy, "gpu_idle_fraction", idle, "devices", devices,
+                     "launch", "count", n, "delay_mean_us", mean, "delay_p50_us", quantile(a, n, 0.5),
+                     "delay_p99_us", quantile(a, n, 0.99), "short_kernel_threshold_us", SHORT_KERNEL_US,
+                     "short_kernels", nshort, "short_kernel_share", nk ? (double)nshort / (double)nk : 0.0,
+                     "short_kernel_time_share", kt > 0 ? short_t / kt : 0.0, "kernels", nk, "kernel_us", kt,
+                     "copies", copies_facts(a));
+}
+
+/* ---- timeline ---- */
+
+/* Per track: union busy time, event count and the longest event name per bucket. */
+static int timeline_buckets(A *a) {
+    sqlite3_stmt *s = prep(a, "SELECT track, ts, te, name FROM scratch.ev WHERE cls IN (0, 1, 2, 4) ORDER BY track, ts");
+    sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
+    if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
+    typedef struct { float busy; uint32_t count, top; float topdur; } bk;
+    bk *b = calloc(TL_BUCKETS, sizeof *b);
+    unsigned char *blob = malloc(TL_BUCKETS * 12);
+    int rc = 0;
+    if (!b || !blob) rc = ERR_NOMEM;
+    double t0 = a->t->start_us, w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
+    long track = -1;
+    double ue = -INFINITY;
+    int more = !rc && sqlite3_step(s) == SQLITE_ROW;
+    while (!rc) {
+        long tr = more ? (long)sqlite3_column_int64(s, 0) : -2;
+        if (tr != track && track >= 0) { /* write the finished track */
+            for (int i = 0; i < TL_BUCKETS; i++) {
+                memcpy(blob + i * 12, &b[i].busy, 4);
+                memcpy(blob + i * 12 + 4, &b[i].count, 4);
+                memcpy(blob + i * 12 + 8, &b[i].top, 4);
+            }
+            sqlite3_bind_int64(ins, 1, track);
+            sqlite3_bind_blob(ins, 2, blob, TL_BUCKETS * 12, SQLITE_STATIC);
+            if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
+            sqlite3_reset(ins);
+        }
+        if (!more || rc) break;
+        if (tr != track) { memset(b, 0, TL_BUCKETS * sizeof *b); track = tr; ue = -INFINITY; }
+        double ts = sqlite3_column_double(s, 1), te = sqlite3_column_double(s, 2);
+        uint32_t name = (uint32_t)sqlite3_column_int64(s, 3);
+        int bi = (int)((ts - t0) / w);
+        if (bi < 0) bi = 0;
+        if (bi >= TL_BUCKETS) bi = TL_BUCKETS - 1;
+        b[bi].count++;
+        if (te - ts > b[bi].topdur || b[bi].count == 1) { b[bi].topdur = (float)(te - ts); b[bi].top = name; }
+        /* Busy is the union: only the part after what earlier events covered counts. */
+        double from = ts > ue ? ts : ue;
+        if (te > from) {
+            for (int i = (int)((from - t0) / w); i < TL_BUCKETS && t0 + i * w < te; i++) {
+                if (i < 0) continue;
+                double lo = t0 + i * w, hi = lo + w;
+                double ov = (te < hi ? te : hi) - (from > lo ? from : lo);
+                if (ov > 0) b[i].busy += (float)ov;
+            }
+            ue = te;
+        }
+        more = sqlite3_step(s) == SQLITE_ROW;
+    }
+    free(b);
+    free(blob);
+    sqlite3_finalize(s);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+static json_t *timeline_doc(A *a, json_t *phases, json_t *gaps) {
+    json_t *tracks = json_array();
+    for (size_t i = 0; i < a->t->ntracks; i++) {
+        track_info *ti = &a->t->tracks[i];
+        char id[96], label[160];
+        if (ti->gpu) {
+            snprintf(id, sizeof id, "gpu:%lld:%lld", ti->device, ti->stream);
+            snprintf(label, sizeof label, "GPU %lld stream %lld", ti->device, ti->stream);
+        } else {
+            snprintf(id, sizeof id, "cpu:%s:%s", ti->pid, ti->tid);
+            snprintf(label, sizeof label, "thread %s (pid %s)", ti->tid, ti->pid);
+        }
+        json_array_append_new(tracks, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:I}", "index", (json_int_t)i, "id", id,
+                                                "kind", ti->gpu ? "gpu" : "cpu", "label", label, "pid", ti->pid, "tid", ti->tid,
+                                                "events", ti->events));
+    }
+    return json_pack("{s:f,s:f,s:i,s:o,s:o,s:o}", "start_us", a->t->start_us, "end_us", a->t->end_us, "buckets", TL_BUCKETS,
+                     "tracks", tracks, "phases", phases, "gaps", gaps);
+}
+
+/* ---- summary ---- */
+
+static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
+    double self_cpu = 0, self_cuda = 0, cpu_total_top = 0;
+    long long calls = 0;
+    const agg *top = NULL;
+    for (size_t i = 0; i < a->naggs; i++) {
+        const agg *g = &a->aggs[i];
+        if (g->grouping) continue;
+        self_cpu += g->self_cpu;
+        /* GPU rows hold each activity once; op rows repeat it as their self CUDA. */
+        const char *kn = str(a, g->kind);
+        if (!strcmp(kn, "kernel") || !strcmp(kn, "gpu_memcpy") || !strcmp(kn, "gpu_memset")) self_cuda += g->self_cuda;
+        calls += g->calls;
+        if (g->kind != a->ua_kind && strcmp(str(a, g->kind), "gpu_user_annotation") && g->cuda_total > 0 &&
+            (!top || g->self_cuda > top->self_cuda))
+            top = g;
+        if (g->kind == a->ua_kind && g->cpu_total > cpu_total_top) cpu_total_top = g->cpu_total;
+    }
+    json_t *smells = json_array();
+    json_t *sm;
+    size_t i;
+    json_array_foreach(json_object_get(report, "smells"), i, sm)
+        if (json_is_true(json_object_get(sm, "fired"))) json_array_append(smells, json_object_get(sm, "id"));
+    json_t *idle = json_object_get(gpu, "gpu_idle_fraction");
+    return json_pack("{s:f,s:f,s:I,s:O,s:o,s:o}", "self_cpu_time_total_us", self_cpu, "self_cuda_time_total_us", self_cuda,
+                     "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(),
+                     "top_cuda_operator", top ? json_string(str(a, top->name)) : json_null(), "smells", smells);
+}
+
+/* ---- entry ---- */
+
+/* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time: how bench/ finds hot steps. */
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+#define STEP_BEGIN() double t0_ = now_ms()
+#define STEP_END(name) \
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", name, now_ms() - t0_)
+
+static const char setup_sql[] =
+    "CREATE INDEX scratch.ev_corr ON ev(corr, cls);"
+    "CREATE INDEX scratch.ev_cls_ts ON ev(cls, ts);"
+    "CREATE INDEX scratch.ev_gpu ON ev(cls, dev, ts);"
+    "CREATE TABLE scratch.gcorr AS SELECT corr, TOTAL(te - ts) AS d, COUNT(*) AS n FROM scratch.ev"
+    " WHERE cls = 2 AND corr IS NOT NULL GROUP BY corr;"
+    "CREATE UNIQUE INDEX scratch.gcorr_corr ON gcorr(corr);"
+    "CREATE TABLE scratch.busy(s REAL, e REAL, cum REAL);"
+    "CREATE TABLE scratch.kbusy(s REAL, e REAL, cum REAL);"
+    "CREATE TABLE scratch.ops(grouping INT, name TEXT, kind TEXT, input_shapes TEXT, calls INT, cpu_total REAL,"
+    " self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT);"
+    "CREATE TABLE scratch.kern(name TEXT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid TEXT,"
+    " block TEXT, regs INT, smem INT);"
+    "CREATE TABLE scratch.ph(name TEXT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,"
+    " kernel_us REAL, first_ts REAL);"
+    "CREATE TABLE scratch.tlb(track INT, data BLOB);";
+
+int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
+    A a;
+    memset(&a, 0, sizeof a);
+    memset(out, 0, sizeof *out);
+    a.t = t;
+    a.db = t->db;
+    a.err = err;
+    a.errlen = errlen;
+    a.keys = intern_new();
+    a.pkeys = intern_new();
+    const char *ua = "user_annotation";
+    a.ua_kind = intern_id(t->strs, ua, strlen(ua));
+    if (!isfinite(t->start_us)) { t->start_us = 0; t->end_us = 0; }
+    a.wall = t->end_us - t->start_us;
+    double gpu_busy = 0;
+    int rc = !a.keys || !a.pkeys ? ERR_NOMEM : 0;
+    if (!rc) rc = run(&a, "BEGIN");
+    if (!rc) { STEP_BEGIN(); rc = run(&a, setup_sql); STEP_END("setup"); }
+    if (!rc) { STEP_BEGIN(); rc = merge_into(&a, "SELECT ts, te FROM scratch.ev WHERE cls = 2 ORDER BY ts",
+                             "INSERT INTO scratch.busy VALUES (?, ?, ?)", &gpu_busy); STEP_END("merge_into"); }
+    if (!rc) {
+        /* kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
+        char sql[160];
+        const char *kn = "kernel";
+        snprintf(sql, sizeof sql, "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = %ld ORDER BY ts",
+                 intern_id(t->strs, kn, strlen(kn)));
+        rc = merge_into(&a, sql, "INSERT INTO scratch.kbusy VALUES (?, ?, ?)", NULL);
+    }
+    if (!rc) rc = run(&a, "CREATE INDEX scratch.busy_s ON busy(s); CREATE INDEX scratch.kbusy_s ON kbusy(s);");
+    if (!rc) {
+        a.busy_q = prep(&a, "SELECT s, e, cum FROM scratch.busy WHERE s <= ? ORDER BY s DESC LIMIT 1");
+        a.kbusy_q = prep(&a, "SELECT s, e, cum FROM scratch.kbusy WHERE s <= ? ORDER BY s DESC LIMIT 1");
+        if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
+    }
+    if (!rc) { STEP_BEGIN(); rc = host_walk(&a); STEP_END("host_walk"); }
+    if (!rc) { STEP_BEGIN(); rc = gpu_rows(&a); STEP_END("gpu_rows"); }
+    if (!rc) { STEP_BEGIN(); rc = gpu_phases(&a); STEP_END("gpu_phases"); }
+    if (!rc) { STEP_BEGIN(); rc = write_ops(&a); STEP_END("write_ops"); }
+    json_t *tl_phases = json_array(), *gaps = json_array();
+    if (!rc) { STEP_BEGIN(); rc = write_phases(&a, tl_phases); STEP_END("write_phases"); }
+    if (!rc) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
+    if (!rc) {
+        STEP_BEGIN();
+        out->gpu = gpu_facts(&a, gpu_busy, gaps);
+        STEP_END("gpu_facts");
+        out->timeline = timeline_doc(&a, tl_phases, gaps);
+        tl_phases = gaps = NULL;
+        report_input in = {a.db, out->gpu, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};
+        out->report = report_draft(&in);
+        out->summary = summary_doc(&a, out->gpu, out->report);
+        if (!out->gpu || !out->timeline || !out->report || !out->summary) rc = ERR_NOMEM;
+    }
+    json_decref(tl_phases);
+    json_decref(gaps);
+    if (!rc) { STEP_BEGIN(); rc = run(&a, "COMMIT"); STEP_END("run"); }
+    if (rc) sqlite3_exec(a.db, "ROLLBACK", NULL, NULL, NULL);
+    if (rc == ERR_NOMEM && !err[0]) snprintf(err, errlen, "out of memory during analysis");
+    sqlite3_finalize(a.busy_q);
+    sqlite3_finalize(a.kbusy_q);
+    intern_free(a.keys);
+    intern_free(a.pkeys);
+    free(a.aggs);
+    free(a.phases);
+    return rc;
+}
+
+void analysis_free(analysis *a) {
+    json_decref(a->gpu);
+    json_decref(a->report);
+    json_decref(a->timeline);
+    json_decref(a->summary);
+    memset(a, 0, sizeof *a);
+}

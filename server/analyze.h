@@ -1,0 +1,29 @@
+/* analyze.h: the first profiler pass, computed once at ingest over scratch.ev.
+ *
+ * Writes the tables scratch.ops (operator table), scratch.kern (kernel table),
+ * scratch.ph (phases) and scratch.tlb (timeline buckets), which load.c copies into the
+ * session, and returns the JSON documents below. Definitions live in analyze.c's
+ * header comment; thresholds of the smells in report.h. */
+#ifndef FP_ANALYZE_H
+#define FP_ANALYZE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "trace.h"
+
+#define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
+#define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */
+#define TL_BUCKETS 4096         /* timeline pyramid resolution per track */
+
+typedef struct analysis {
+    json_t *gpu;      /* GET /gpu reply */
+    json_t *report;   /* {"draft":{...},"smells":[...]} */
+    json_t *timeline; /* {"tracks":[...],"phases":[...],"gaps":[...],"start_us","end_us"} */
+    json_t *summary;  /* sessions.summary */
+} analysis;
+
+int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);
+void analysis_free(analysis *a);
+
+#endif

@@ -1,0 +1,65 @@
+/* ingest.h: streaming Chrome-trace / Kineto parser.
+ *
+ * Bytes go in (plain or gzip, in chunks of any size, straight from the HTTP body);
+ * one ingest_event per element of "traceEvents" (or of a bare top-level array, the
+ * legacy autograd format) comes out through a callback, together with every other
+ * top-level key as compact JSON text. Nothing holds the whole document: memory is
+ * bounded by the largest single event (capped by INGEST_MAX_EVENT_BYTES). */
+#ifndef FP_INGEST_H
+#define FP_INGEST_H
+
+#include <stddef.h>
+
+#define INGEST_MAX_EVENT_BYTES (4u << 20) /* one event's JSON, args included */
+#define INGEST_MAX_META_BYTES (16u << 20) /* one top-level non-event value */
+#define INGEST_MAX_DEPTH 64               /* JSON nesting, anywhere */
+
+/* One trace event. Strings are NUL-terminated and borrowed: valid only during
+ * the callback. has_* say whether the key was present with the right type. */
+typedef struct ingest_event {
+    const char *name, *cat, *ph; /* "" when absent */
+    const char *pid, *tid;       /* as text: ints print as ints, strings verbatim */
+    double ts, dur;              /* microseconds, as in the file */
+    int has_ts, has_dur;
+    long long corr;              /* args.correlation */
+    long long ext;               /* args["External id"] (or "external id", 2021 schema) */
+    long long device, stream;    /* args.device / args.stream */
+    long long bytes;             /* args.Bytes ([memory]) or args.bytes (copies) */
+    long long devtype;           /* args["Device Type"] of [memory] events: 0 CPU, 1 CUDA */
+    long long regs, smem;        /* registers per thread, shared memory */
+    int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem;
+    const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
+    const char *grid, *block;    /* "[1, 1, 1]" or NULL */
+    const char *json;            /* the whole event, compact JSON, args kept */
+    size_t json_len;
+} ingest_event;
+
+typedef struct ingest_sink {
+    void *ctx;
+    /* Called once per event, in file order. Return 0 to go on, an ERR_* to stop. */
+    int (*on_event)(void *ctx, const ingest_event *ev);
+    /* Called for each top-level key other than traceEvents, with its value as JSON. */
+    int (*on_meta)(void *ctx, const char *key, const char *json, size_t len);
+} ingest_sink;
+
+typedef struct ingest ingest;
+
+/* gzip: 1 forces inflate (Content-Encoding: gzip), 0 sniffs the magic bytes.
+ * max_inflated caps the decompressed bytes (0: no cap). NULL on allocation failure. */
+ingest *ingest_new(const ingest_sink *sink, int gzip, unsigned long long max_inflated);
+/* Feeds the next bytes. 0, or ERR_PARSE / ERR_INVALID / ERR_NOTTRACE / ERR_TOOBIG /
+ * ERR_FORMAT (an SQLite file: see ingest_sniffed_sqlite) or the sink's error. */
+int ingest_feed(ingest *in, const void *buf, size_t len);
+/* Ends the document: checks it was complete and was a trace. */
+int ingest_finish(ingest *in);
+/* A message for the last error, e.g. "line 3: unexpected '}'" (never NULL). */
+const char *ingest_error(const ingest *in);
+/* 1 when the first bytes were "SQLite format 3\0" (an nsys export). */
+int ingest_sniffed_sqlite(const ingest *in);
+/* 1 when the document was a bare array of events (the legacy autograd format). */
+int ingest_top_is_array(const ingest *in);
+unsigned long long ingest_event_count(const ingest *in);
+unsigned long long ingest_bytes_in(const ingest *in);
+void ingest_free(ingest *in);
+
+#endif

@@ -1,0 +1,530 @@
+/* load.c: the trace importer's storage half: parsed events -> one stored session.
+ *
+ * Owns the loader's private SQLite connection, its scratch database (ATTACH '' : a
+ * temporary file SQLite deletes on close), the event classification, the per-track
+ * event chunks and the final copy into the main database. Must not see MHD types.
+ *
+ * Why a scratch database and not arrays: a 1 GB trace holds millions of events, and the
+ * analysis needs them sorted per thread and joined by correlation id. SQLite sorts and
+ * indexes them within its page cache and spills to disk, so server memory stays flat
+ * whatever the trace size (issue 8's target), and the analysis is plain SQL.
+ *
+ * Atomicity: nothing touches the main database until loader_commit's single
+ * BEGIN IMMEDIATE ... COMMIT; a failed or abandoned upload leaves nothing behind. */
+#include "load.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "analyze.h"
+#include "buf.h"
+#include "chunk.h"
+#include "err.h"
+#include "trace.h"
+
+struct loader {
+    store *st;
+    trace_ctx t;
+    ingest_sink sink;
+    load_opts opts;
+    sqlite3_stmt *ins_ev, *ins_chunk;
+    buf *chunks;        /* per track: records not yet written */
+    long long *chunk_n; /* per track: events in chunks[i] */
+    double *chunk_min, *chunk_max;
+    long long next_chunk;
+    intern *track_keys; /* "pid\x1ftid" -> track index */
+    buf keybuf;
+    int legacy;         /* set by loader_commit's caller through the source */
+    int failed;
+    char err[256];
+};
+
+static int set_err(loader *l, int code, const char *msg) {
+    if (!l->err[0]) snprintf(l->err, sizeof l->err, "%s", msg);
+    return code;
+}
+
+static int exec(sqlite3 *db, const char *sql) {
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB;
+}
+
+/* ---- classification ---- */
+
+typedef struct kind_map {
+    const char *cat;
+    int cls;
+    const char *kind;
+} kind_map;
+
+/* Categories of the current Kineto schema, then the 2021 one (capitalised). */
+static const kind_map kinds[] = {
+    {"cpu_op", EV_HOST_OP, "cpu_op"},
+    {"user_annotation", EV_HOST_OP, "user_annotation"},
+    {"cuda_runtime", EV_HOST_RT, "cuda_runtime"},
+    {"cuda_driver", EV_HOST_RT, "cuda_driver"},
+    {"kernel", EV_GPU, "kernel"},
+    {"gpu_memcpy", EV_GPU, "gpu_memcpy"},
+    {"gpu_memset", EV_GPU, "gpu_memset"},
+    {"gpu_user_annotation", EV_GPU_ANN, "gpu_user_annotation"},
+    {"Operator", EV_HOST_OP, "cpu_op"},
+    {"Runtime", EV_HOST_RT, "cuda_runtime"},
+    {"Kernel", EV_GPU, "kernel"},
+    {"Memcpy", EV_GPU, "gpu_memcpy"},
+    {"Memset", EV_GPU, "gpu_memset"},
+    {NULL, 0, NULL},
+};
+
+/* Decides the class and the normalised kind of one event. An event without a category
+ * is a legacy autograd event: aten ops are "namespace::op", so a name without "::" is a
+ * record_function range (how torch 1.13 writes `record_function("prefill")`). */
+static int classify(const ingest_event *e, const char **kind) {
+    int complete = !strcmp(e->ph, "X") && e->has_ts && e->has_dur;
+    if (!strcmp(e->name, "[memory]") && (!strcmp(e->ph, "i") || !strcmp(e->ph, "I"))) {
+        *kind = "[memory]";
+        return EV_MEMORY;
+    }
+    if (!e->cat[0]) {
+        *kind = strstr(e->name, "::") ? "cpu_op" : "user_annotation";
+        return complete ? EV_HOST_OP : EV_OTHER;
+    }
+    for (const kind_map *k = kinds; k->cat; k++) {
+        if (!strcmp(e->cat, k->cat)) {
+            *kind = k->kind;
+            return complete ? k->cls : EV_OTHER;
+        }
+    }
+    *kind = e->cat;
+    return EV_OTHER;
+}
+
+/* ---- tracks and chunks ---- */
+
+/* The track of an event: one per (pid, tid). track_keys hands out dense ids in order of
+ * first appearance, so a key's id is its index into t.tracks. */
+static long track_of(loader *l, const ingest_event *e) {
+    buf *k = &l->keybuf;
+    buf_reset(k);
+    if (buf_put(k, e->pid, strlen(e->pid)) || buf_put(k, "\x1f", 1) || buf_put(k, e->tid, strlen(e->tid))) return -1;
+    long tr = intern_id(l->track_keys, k->p, k->len);
+    if (tr < 0 || (size_t)tr < l->t.ntracks) return tr;
+    if (l->t.ntracks == l->t.captracks) {
+        size_t cap = l->t.captracks ? l->t.captracks * 2 : 16;
+        track_info *nt = realloc(l->t.tracks, cap * sizeof *nt);
+        if (!nt) return -1;
+        l->t.tracks = nt;
+        buf *nb = realloc(l->chunks, cap * sizeof *nb);
+        if (!nb) return -1;
+        l->chunks = nb;
+        long long *nn = realloc(l->chunk_n, cap * sizeof *nn);
+        if (!nn) return -1;
+        l->chunk_n = nn;
+        double *mn = realloc(l->chunk_min, cap * sizeof *mn);
+        if (!mn) return -1;
+        l->chunk_min = mn;
+        double *mx = realloc(l->chunk_max, cap * sizeof *mx);
+        if (!mx) return -1;
+        l->chunk_max = mx;
+        l->t.captracks = cap;
+    }
+    l->t.ntracks++;
+    track_info *ti = &l->t.tracks[tr];
+    memset(ti, 0, sizeof *ti);
+    ti->pid = strdup(e->pid);
+    ti->tid = strdup(e->tid);
+    ti->device = ti->stream = -1;
+    memset(&l->chunks[tr], 0, sizeof l->chunks[tr]);
+    l->chunk_n[tr] = 0;
+    l->chunk_min[tr] = INFINITY;
+    l->chunk_max[tr] = -INFINITY;
+    if (!ti->pid || !ti->tid) return -1;
+    return tr;
+}
+
+static int flush_chunk(loader *l, long tr) {
+    if (l->chunk_n[tr] == 0) return 0;
+    buf *b = &l->chunks[tr];
+    uLongf zlen = compressBound(b->len);
+    unsigned char *z = malloc(zlen);
+    if (!z) return ERR_NOMEM;
+    int rc = 0;
+    if (compress2(z, &zlen, (const unsigned char *)b->p, b->len, 6) != Z_OK) {
+        rc = ERR_IO;
+        goto out;
+    }
+    sqlite3_stmt *s = l->ins_chunk;
+    double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
+    double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
+    sqlite3_bind_int64(s, 1, tr);
+    sqlite3_bind_int64(s, 2, l->next_chunk++);
+    sqlite3_bind_int64(s, 3, l->chunk_n[tr]);
+    sqlite3_bind_double(s, 4, mn);
+    sqlite3_bind_double(s, 5, mx);
+    sqlite3_bind_blob(s, 6, z, (int)zlen, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE) rc = ERR_DB;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    buf_reset(b);
+    l->chunk_n[tr] = 0;
+    l->chunk_min[tr] = INFINITY;
+    l->chunk_max[tr] = -INFINITY;
+out:
+    free(z);
+    return rc;
+}
+
+/* ---- sink callbacks ---- */
+
+static void bind_opt(sqlite3_stmt *s, int i, int has, long long v) {
+    if (has) sqlite3_bind_int64(s, i, v);
+    else sqlite3_bind_null(s, i);
+}
+static int bind_str(loader *l, sqlite3_stmt *s, int i, const char *str) {
+    if (!str) {
+        sqlite3_bind_null(s, i);
+        return 0;
+    }
+    long id = intern_id(l->t.strs, str, strlen(str));
+    if (id < 0) return ERR_NOMEM;
+    sqlite3_bind_int64(s, i, id);
+    return 0;
+}
+
+static int on_event(void *ctx, const ingest_event *e) {
+    loader *l = ctx;
+    if (l->opts.max_events && (unsigned long long)l->t.events >= l->opts.max_events)
+        return set_err(l, ERR_TOOBIG, "the trace has more events than --max-events allows");
+    l->t.events++;
+    if (e->has_dur && (e->dur < 0 || !isfinite(e->dur)))
+        return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
+    if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
+    const char *kind;
+    int cls = classify(e, &kind);
+    long tr = track_of(l, e);
+    long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
+    long kind_id = intern_id(l->t.strs, kind, strlen(kind));
+    if (tr < 0 || name_id < 0 || kind_id < 0) return ERR_NOMEM;
+    track_info *ti = &l->t.tracks[tr];
+    ti->events++;
+    double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
+
+    if (cls != EV_OTHER) {
+        l->t.analysed++;
+        if (ts < l->t.start_us) l->t.start_us = ts;
+        if (ts + dur > l->t.end_us) l->t.end_us = ts + dur;
+        if (cls == EV_GPU || cls == EV_GPU_ANN) {
+            ti->gpu = 1;
+            ti->device = e->has_device ? e->device : atoll(e->pid);
+            ti->stream = e->has_stream ? e->stream : atoll(e->tid);
+        }
+        sqlite3_stmt *s = l->ins_ev;
+        sqlite3_bind_int(s, 1, cls);
+        sqlite3_bind_int64(s, 2, kind_id);
+        sqlite3_bind_int64(s, 3, name_id);
+        sqlite3_bind_int64(s, 4, tr);
+        sqlite3_bind_double(s, 5, ts);
+        sqlite3_bind_double(s, 6, ts + dur);
+        bind_opt(s, 7, e->has_corr, e->corr);
+        bind_opt(s, 8, e->has_ext, e->ext);
+        bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
+        bind_opt(s, 10, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
+        bind_opt(s, 11, e->has_bytes, e->bytes);
+        bind_opt(s, 12, e->has_devtype, e->devtype);
+        int rc = bind_str(l, s, 13, e->shapes);
+        if (!rc) rc = bind_str(l, s, 14, e->grid);
+        if (!rc) rc = bind_str(l, s, 15, e->block);
+        if (rc) return rc;
+        bind_opt(s, 16, e->has_regs, e->regs);
+        bind_opt(s, 17, e->has_smem, e->smem);
+        rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+        sqlite3_reset(s);
+        sqlite3_clear_bindings(s);
+        if (rc) return set_err(l, rc, sqlite3_errmsg(l->t.db));
+    }
+
+    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len};
+    if (chunk_append(&l->chunks[tr], &r, e->json)) return ERR_NOMEM;
+    if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
+    if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
+    if (++l->chunk_n[tr] >= CHUNK_EVENTS || l->chunks[tr].len >= CHUNK_BYTES) return flush_chunk(l, tr);
+    return 0;
+}
+
+static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
+    loader *l = ctx;
+    json_error_t jerr;
+    json_t *v = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+    if (!v) return set_err(l, ERR_INVALID, "a top-level value could not be read back");
+    json_object_set_new(l->t.meta, key, v);
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static const char scratch_sql[] =
+    "ATTACH '' AS scratch;"
+    "PRAGMA scratch.journal_mode=OFF;"
+    "PRAGMA scratch.synchronous=OFF;"
+    "PRAGMA scratch.cache_size=-16384;"
+    /* One row per analysed event; see trace.h for cls. te = ts + dur. */
+    "CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,"
+    " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, corr INT, ext INT,"
+    " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);"
+    "CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,"
+    " min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);";
+
+loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
+    loader *l = calloc(1, sizeof *l);
+    if (!l) goto oom;
+    l->st = st;
+    l->opts = *o;
+    l->t.start_us = INFINITY;
+    l->t.end_us = -INFINITY;
+    l->t.strs = intern_new();
+    l->track_keys = intern_new();
+    l->t.meta = json_object();
+    if (!l->t.strs || !l->track_keys || !l->t.meta) goto oom;
+    l->t.db = store_get(st);
+    if (!l->t.db) {
+        snprintf(err, errlen, "cannot open the database");
+        loader_free(l);
+        return NULL;
+    }
+    if (exec(l->t.db, scratch_sql) || exec(l->t.db, "BEGIN") ||
+        sqlite3_prepare_v2(l->t.db,
+                           "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,ext,dev,stream,bytes,devtype,"
+                           "shapes,grid,block,regs,smem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &l->ins_ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
+                           -1, &l->ins_chunk, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot prepare the scratch database: %s", sqlite3_errmsg(l->t.db));
+        loader_free(l);
+        return NULL;
+    }
+    l->sink.ctx = l;
+    l->sink.on_event = on_event;
+    l->sink.on_meta = on_meta;
+    return l;
+oom:
+    snprintf(err, errlen, "out of memory");
+    loader_free(l);
+    return NULL;
+}
+
+const ingest_sink *loader_sink(loader *l) { return &l->sink; }
+
+/* "NVIDIA A100-PG509-200 x8" from deviceProperties, or the collector's GPU list. */
+static char *hardware_of(json_t *meta) {
+    json_t *dp = json_object_get(meta, "deviceProperties");
+    if (!json_is_array(dp) || json_array_size(dp) == 0) dp = json_object_get(meta, "computeProperties");
+    if (!json_is_array(dp) || json_array_size(dp) == 0) return strdup("");
+    const char *first = json_string_value(json_object_get(json_array_get(dp, 0), "name"));
+    if (!first) return strdup("");
+    size_t same = 0, n = json_array_size(dp);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = json_string_value(json_object_get(json_array_get(dp, i), "name"));
+        if (nm && !strcmp(nm, first)) same++;
+    }
+    char out[512];
+    if (same == n) snprintf(out, sizeof out, "%s x%zu", first, n);
+    else snprintf(out, sizeof out, "%s x%zu (+%zu other)", first, same, n - same);
+    return strdup(out);
+}
+
+static int write_session(loader *l, const analysis *a, unsigned long long bytes_in, long long *id) {
+    sqlite3 *db = l->t.db;
+    sqlite3_stmt *s = NULL;
+    int rc = ERR_DB;
+    fp_session_meta fm;
+    memset(&fm, 0, sizeof fm);
+    json_t *fpobj = json_object_get(l->t.meta, "firstpass");
+    char ferr[128];
+    if (fpobj && fp_session_meta_from_json(fpobj, &fm, ferr, sizeof ferr)) {
+        set_err(l, ERR_INVALID, ferr);
+        return ERR_INVALID;
+    }
+    const char *name = l->t.name;
+    char *hw = strdup(l->t.hardware);
+    char *meta = json_dumps(l->t.meta, JSON_COMPACT);
+    char *summary = json_dumps(a->summary, JSON_COMPACT);
+    if (!hw || !meta || !summary) {
+        rc = ERR_NOMEM;
+        goto out;
+    }
+    if (exec(db, "BEGIN IMMEDIATE")) goto out;
+    if (sqlite3_prepare_v2(db, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary)"
+                               " VALUES (?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
+    sqlite3_bind_text(s, 1, name ? name : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 2, l->t.source, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, (long long)time(NULL));
+    sqlite3_bind_double(s, 4, isfinite(l->t.start_us) ? l->t.start_us : 0);
+    sqlite3_bind_double(s, 5, isfinite(l->t.end_us) ? l->t.end_us : 0);
+    sqlite3_bind_int64(s, 6, l->t.events);
+    sqlite3_bind_text(s, 7, hw, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 8, (long long)bytes_in);
+    sqlite3_bind_text(s, 9, meta, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 10, summary, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE) goto out;
+    sqlite3_finalize(s);
+    s = NULL;
+    *id = sqlite3_last_insert_rowid(db);
+    if (!name || !*name) { /* a session always has a name a person can read */
+        char dflt[64];
+        snprintf(dflt, sizeof dflt, "session %lld", *id);
+        if (sqlite3_prepare_v2(db, "UPDATE sessions SET name=? WHERE id=?", -1, &s, NULL) != SQLITE_OK) goto out;
+        sqlite3_bind_text(s, 1, dflt, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(s, 2, *id);
+        if (sqlite3_step(s) != SQLITE_DONE) goto out;
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+    /* Labels: the collector's first, then the query's, which win on the same key. */
+    if (sqlite3_prepare_v2(db, "INSERT INTO labels(session_id,key,value) VALUES (?,?,?) "
+                               "ON CONFLICT(session_id,key) DO UPDATE SET value=excluded.value", -1, &s, NULL) != SQLITE_OK) goto out;
+    for (int pass = 0; pass < 2; pass++) {
+        const fp_label *lb = pass ? l->opts.labels : fm.labels;
+        size_t n = pass ? l->opts.nlabels : fm.nlabels;
+        for (size_t i = 0; i < n; i++) {
+            sqlite3_bind_int64(s, 1, *id);
+            sqlite3_bind_text(s, 2, lb[i].key, -1, SQLITE_STATIC);
+            sqlite3_bind_text(s, 3, lb[i].value, -1, SQLITE_STATIC);
+            int ok = sqlite3_step(s) == SQLITE_DONE;
+            sqlite3_reset(s);
+            if (!ok) goto out;
+        }
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO strings(session_id,id,s) VALUES (?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
+    for (size_t i = 0; i < intern_count(l->t.strs); i++) {
+        sqlite3_bind_int64(s, 1, *id);
+        sqlite3_bind_int64(s, 2, (long long)i);
+        sqlite3_bind_text(s, 3, intern_str(l->t.strs, (long)i), -1, SQLITE_STATIC);
+        int ok = sqlite3_step(s) == SQLITE_DONE;
+        sqlite3_reset(s);
+        if (!ok) goto out;
+    }
+    sqlite3_finalize(s);
+    s = NULL;
+    /* The analysis left its tables in scratch; one INSERT ... SELECT each. */
+    static const char *const copies[] = {
+        "INSERT INTO operators SELECT ?1, grouping, name, kind, input_shapes, calls, cpu_total, self_cpu,"
+        " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.ops",
+        "INSERT INTO kernels SELECT ?1, name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern",
+        "INSERT INTO phases SELECT ?1, name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
+        "INSERT INTO event_chunks SELECT ?1, track, seq, n, min_ts, max_end, data FROM scratch.chunks",
+        "INSERT INTO timeline_buckets SELECT ?1, track, data FROM scratch.tlb",
+    };
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        if (sqlite3_prepare_v2(db, copies[i], -1, &s, NULL) != SQLITE_OK) goto out;
+        sqlite3_bind_int64(s, 1, *id);
+        if (sqlite3_step(s) != SQLITE_DONE) goto out;
+        sqlite3_finalize(s);
+        s = NULL;
+    }
+    if (sqlite3_prepare_v2(db, "INSERT INTO analysis(session_id,gpu,report,timeline) VALUES (?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
+    {
+        char *g = json_dumps(a->gpu, JSON_COMPACT), *r = json_dumps(a->report, JSON_COMPACT), *t = json_dumps(a->timeline, JSON_COMPACT);
+        int ok = g && r && t;
+        if (ok) {
+            sqlite3_bind_int64(s, 1, *id);
+            sqlite3_bind_text(s, 2, g, -1, SQLITE_STATIC);
+            sqlite3_bind_text(s, 3, r, -1, SQLITE_STATIC);
+            sqlite3_bind_text(s, 4, t, -1, SQLITE_STATIC);
+            ok = sqlite3_step(s) == SQLITE_DONE;
+        }
+        free(g);
+        free(r);
+        free(t);
+        if (!ok) goto out;
+    }
+    if (exec(db, "COMMIT")) goto out;
+    rc = 0;
+out:
+    if (rc) {
+        if (!l->err[0]) set_err(l, rc, rc == ERR_NOMEM ? "out of memory" : sqlite3_errmsg(db));
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_finalize(s);
+    fp_session_meta_free(&fm);
+    free(hw);
+    free(meta);
+    free(summary);
+    return rc;
+}
+
+/* Name, labels and hardware for the report: the query's name and labels win over the
+ * collector's firstpass object. */
+static int prepare_identity(loader *l) {
+    json_t *fpobj = json_object_get(l->t.meta, "firstpass");
+    fp_session_meta fm;
+    memset(&fm, 0, sizeof fm);
+    char ferr[128];
+    if (fpobj && fp_session_meta_from_json(fpobj, &fm, ferr, sizeof ferr)) return set_err(l, ERR_INVALID, ferr);
+    const char *name = l->opts.name && *l->opts.name ? l->opts.name : fm.name;
+    l->t.name = name ? strdup(name) : NULL;
+    json_t *labels = fp_labels_to_json(fm.labels, fm.nlabels);
+    json_t *q = fp_labels_to_json(l->opts.labels, l->opts.nlabels);
+    if (labels && q) json_object_update(labels, q);
+    json_decref(q);
+    l->t.labels = labels;
+    l->t.hardware = hardware_of(l->t.meta);
+    fp_session_meta_free(&fm);
+    return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
+}
+
+int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen) {
+    int rc = 0;
+    analysis a;
+    memset(&a, 0, sizeof a);
+    if (l->err[0]) {
+        rc = ERR_INVALID;
+        goto out;
+    }
+    l->t.source = json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
+    rc = prepare_identity(l);
+    if (rc) goto out;
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
+    if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
+    if (!rc) rc = write_session(l, &a, bytes_in, id);
+out:
+    analysis_free(&a);
+    if (rc) snprintf(err, errlen, "%s", l->err[0] ? l->err : "the session could not be stored");
+    return rc;
+}
+
+void loader_set_legacy(loader *l, int legacy) { l->legacy = legacy; }
+
+void loader_free(loader *l) {
+    if (!l) return;
+    sqlite3_finalize(l->ins_ev);
+    sqlite3_finalize(l->ins_chunk);
+    if (l->t.db) {
+        /* DETACH drops the scratch file; the connection goes back clean to the pool. */
+        if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
+        store_put(l->st, l->t.db);
+    }
+    for (size_t i = 0; i < l->t.ntracks; i++) {
+        free(l->t.tracks[i].pid);
+        free(l->t.tracks[i].tid);
+        buf_free(&l->chunks[i]);
+    }
+    free(l->t.tracks);
+    free(l->chunks);
+    free(l->chunk_n);
+    free(l->chunk_min);
+    free(l->chunk_max);
+    intern_free(l->t.strs);
+    free((char *)l->t.name);
+    free(l->t.hardware);
+    json_decref(l->t.labels);
+    intern_free(l->track_keys);
+    buf_free(&l->keybuf);
+    json_decref(l->t.meta);
+    free(l);
+}

@@ -1,0 +1,496 @@
+/* query.c: reads of stored sessions -> JSON replies. Prepared statements only; the
+ * only SQL assembled at run time is made of constant fragments chosen by whitelists
+ * (sort columns, one EXISTS per label filter), never of request text. */
+#include "query.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze.h"
+#include "buf.h"
+#include "chunk.h"
+#include "err.h"
+#include "report.h"
+
+static const struct { const char *field, *col; } sorts[] = {
+    {"cuda_time_total", "cuda_total"}, {"self_cuda_time_total", "self_cuda"},
+    {"cpu_time_total", "cpu_total"},   {"self_cpu_time_total", "self_cpu"},
+    {"calls", "calls"},                {"cpu_memory_usage", "cpu_mem"},
+    {"cuda_memory_usage", "cuda_mem"}, {"self_cpu_memory_usage", "self_cpu_mem"},
+    {"self_cuda_memory_usage", "self_cuda_mem"}, {NULL, NULL}};
+
+const char *query_sort_column(const char *field) {
+    for (int i = 0; sorts[i].field; i++)
+        if (!strcmp(field, sorts[i].field)) return sorts[i].col;
+    return NULL;
+}
+const char *query_sort_fields(void) {
+    return "cuda_time_total, self_cuda_time_total, cpu_time_total, self_cpu_time_total, calls, cpu_memory_usage, "
+           "cuda_memory_usage, self_cpu_memory_usage, self_cuda_memory_usage";
+}
+
+static json_t *col_json(sqlite3_stmt *s, int i) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    json_error_t e;
+    json_t *v = t ? json_loads(t, JSON_DECODE_ANY, &e) : NULL;
+    return v ? v : json_object();
+}
+static json_t *col_str(sqlite3_stmt *s, int i) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    return t ? json_string(t) : json_null();
+}
+
+static int exists(sqlite3 *db, long long id) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s) == SQLITE_ROW ? 0 : ERR_NOTFOUND;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static json_t *labels_of(sqlite3 *db, long long id) {
+    json_t *o = json_object();
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key", -1, &s, NULL) != SQLITE_OK) return o;
+    sqlite3_bind_int64(s, 1, id);
+    while (sqlite3_step(s) == SQLITE_ROW)
+        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
+    sqlite3_finalize(s);
+    return o;
+}
+
+#define SUMMARY_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, summary, bytes_in"
+
+static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s) {
+    long long id = sqlite3_column_int64(s, 0);
+    char created[32];
+    time_t ct = (time_t)sqlite3_column_int64(s, 3);
+    struct tm tm;
+    gmtime_r(&ct, &tm);
+    strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    double st = sqlite3_column_double(s, 4), en = sqlite3_column_double(s, 5);
+    json_t *sum = col_json(s, 8);
+    json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", id, "name", col_str(s, 1), "labels", labels_of(db, id),
+                          "source", col_str(s, 2), "created_at", created, "start_us", st, "end_us", en, "duration_us", en - st,
+                          "event_count", sqlite3_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", sqlite3_column_int64(s, 9));
+    json_object_set(o, "top_cuda_operator", json_object_get(sum, "top_cuda_operator") ? json_object_get(sum, "top_cuda_operator") : json_null());
+    json_object_set(o, "cuda_time_total_us", json_object_get(sum, "self_cuda_time_total_us"));
+    json_object_set(o, "cpu_time_total_us", json_object_get(sum, "self_cpu_time_total_us"));
+    json_object_set(o, "gpu_idle_fraction", json_object_get(sum, "gpu_idle_fraction") ? json_object_get(sum, "gpu_idle_fraction") : json_null());
+    json_object_set(o, "smells", json_object_get(sum, "smells") ? json_object_get(sum, "smells") : json_array());
+    json_decref(sum);
+    return o;
+}
+
+int query_session(sqlite3 *db, long long id, json_t **out) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = ERR_NOTFOUND;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *o = summary_row(db, s);
+        json_t *meta = col_json(s, 10);
+        json_t *dp = json_object_get(meta, "deviceProperties");
+        json_object_set(o, "devices", dp ? dp : json_array());
+        json_t *fp = json_object_get(meta, "firstpass");
+        if (fp) json_object_set(o, "collector", fp);
+        json_t *trace_meta = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(meta, k, v)
+            if (json_is_string(v) || json_is_number(v)) json_object_set(trace_meta, k, v);
+        json_object_set_new(o, "trace", trace_meta);
+        json_decref(meta);
+        *out = o;
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
+    char sql[2048];
+    int o = snprintf(sql, sizeof sql, "SELECT " SUMMARY_COLS " FROM sessions s WHERE 1");
+    for (int i = 0; i < f->nlabels; i++)
+        o += snprintf(sql + o, sizeof sql - (size_t)o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ? AND l.value = ?)");
+    if (f->name) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND name = ?");
+    if (f->source) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND source = ?");
+    if (f->since) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at >= ?");
+    if (f->until) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at < ?");
+    if (f->before_id) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND id < ?");
+    snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY id DESC LIMIT ?");
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    int p = 1;
+    for (int i = 0; i < f->nlabels; i++) {
+        sqlite3_bind_text(s, p++, f->label_keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, p++, f->label_values[i], -1, SQLITE_STATIC);
+    }
+    if (f->name) sqlite3_bind_text(s, p++, f->name, -1, SQLITE_STATIC);
+    if (f->source) sqlite3_bind_text(s, p++, f->source, -1, SQLITE_STATIC);
+    if (f->since) sqlite3_bind_int64(s, p++, f->since);
+    if (f->until) sqlite3_bind_int64(s, p++, f->until);
+    if (f->before_id) sqlite3_bind_int64(s, p++, f->before_id);
+    sqlite3_bind_int(s, p++, f->limit + 1); /* one more tells whether a next page exists */
+    json_t *arr = json_array();
+    long long last = 0;
+    int n = 0, more = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (n == f->limit) { more = 1; break; }
+        last = sqlite3_column_int64(s, 0);
+        json_array_append_new(arr, summary_row(db, s));
+        n++;
+    }
+    sqlite3_finalize(s);
+    char cur[32];
+    snprintf(cur, sizeof cur, "%lld", last);
+    *out = json_pack("{s:o,s:o}", "sessions", arr, "next", more ? json_string(cur) : json_null());
+    return 0;
+}
+
+static json_t *op_row(sqlite3_stmt *s, int by_shape) {
+    long long calls = sqlite3_column_int64(s, 2);
+    double cpu = sqlite3_column_double(s, 3), cuda = sqlite3_column_double(s, 5);
+    json_t *o = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name", col_str(s, 0), "kind", col_str(s, 1),
+                          "calls", calls, "cpu_time_total_us", cpu, "self_cpu_time_total_us", sqlite3_column_double(s, 4),
+                          "cpu_time_avg_us", calls ? cpu / (double)calls : 0.0, "cuda_time_total_us", cuda,
+                          "self_cuda_time_total_us", sqlite3_column_double(s, 6), "cuda_time_avg_us", calls ? cuda / (double)calls : 0.0,
+                          "cpu_memory_usage_bytes", sqlite3_column_int64(s, 7), "self_cpu_memory_usage_bytes", sqlite3_column_int64(s, 8),
+                          "cuda_memory_usage_bytes", sqlite3_column_int64(s, 9), "self_cuda_memory_usage_bytes", sqlite3_column_int64(s, 10));
+    if (by_shape) json_object_set_new(o, "input_shapes", col_str(s, 11));
+    return o;
+}
+
+int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    const char *col = query_sort_column(sort);
+    if (!col) return ERR_INVALID;
+    char sql[512];
+    /* col comes from the whitelist above, never from the request. */
+    snprintf(sql, sizeof sql,
+             "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
+             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (?3 IS NULL OR kind = ?3)"
+             " ORDER BY %s DESC, name LIMIT ?4", col);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, by_shape ? 1 : 0);
+    if (kind) sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, limit);
+    json_t *rows = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
+    sqlite3_finalize(s);
+    double tcpu = 0, tcuda = 0;
+    long long calls = 0;
+    if (sqlite3_prepare_v2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
+                           " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        if (sqlite3_step(s) == SQLITE_ROW) {
+            tcpu = sqlite3_column_double(s, 0);
+            tcuda = sqlite3_column_double(s, 1);
+            calls = (long long)sqlite3_column_double(s, 2);
+        }
+        sqlite3_finalize(s);
+    }
+    *out = json_pack("{s:o,s:{s:f,s:f,s:I},s:s,s:b}", "operators", rows, "totals", "self_cpu_time_total_us", tcpu,
+                     "self_cuda_time_total_us", tcuda, "calls", calls, "sort", sort, "group_by_input_shape", by_shape);
+    return 0;
+}
+
+int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
+    if (!col) return ERR_INVALID;
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
+                              " total_us / (SELECT TOTAL(total_us) FROM kernels WHERE session_id = ?1)"
+                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2", col);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, limit);
+    json_t *rows = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        long long calls = sqlite3_column_int64(s, 2);
+        double total = sqlite3_column_double(s, 3);
+        json_t *r = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls", calls,
+                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", sqlite3_column_double(s, 4),
+                              "max_us", sqlite3_column_double(s, 5), "share", sqlite3_column_double(s, 10));
+        /* grid/block are stored as "[1, 1, 1]": valid JSON arrays. */
+        json_object_set_new(r, "grid", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null() : col_json(s, 6));
+        json_object_set_new(r, "block", sqlite3_column_type(s, 7) == SQLITE_NULL ? json_null() : col_json(s, 7));
+        json_object_set_new(r, "registers_per_thread", sqlite3_column_type(s, 8) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 8)));
+        json_object_set_new(r, "shared_memory_bytes", sqlite3_column_type(s, 9) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 9)));
+        json_array_append_new(rows, r);
+    }
+    sqlite3_finalize(s);
+    *out = json_pack("{s:o}", "kernels", rows);
+    return 0;
+}
+
+int query_phases(sqlite3 *db, long long id, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
+                               " WHERE session_id = ? ORDER BY total_us DESC, name", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    json_t *rows = json_array();
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        long long count = sqlite3_column_int64(s, 2), k = sqlite3_column_int64(s, 5);
+        double total = sqlite3_column_double(s, 3), busy = sqlite3_column_double(s, 4), kus = sqlite3_column_double(s, 6);
+        json_array_append_new(rows, json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
+                                              "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
+                                              "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
+                                              "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7)));
+    }
+    sqlite3_finalize(s);
+    *out = json_pack("{s:o}", "phases", rows);
+    return 0;
+}
+
+static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
+    static const char *const sql[] = {"SELECT gpu FROM analysis WHERE session_id = ?", "SELECT report FROM analysis WHERE session_id = ?",
+                                      "SELECT timeline FROM analysis WHERE session_id = ?"};
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql[col], -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = ERR_NOTFOUND;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        *out = col_json(s, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int query_gpu(sqlite3 *db, long long id, json_t **out) { return analysis_doc(db, id, 0, out); }
+
+int query_report(sqlite3 *db, long long id, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 1, &doc);
+    if (rc) return rc;
+    json_t *draft = json_object_get(doc, "draft");
+    json_t *lines = json_deep_copy(draft), *edited = json_array();
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT line, text FROM report_edits WHERE session_id = ?", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            const char *line = (const char *)sqlite3_column_text(s, 0);
+            json_object_set_new(lines, line, json_string((const char *)sqlite3_column_text(s, 1)));
+            json_array_append_new(edited, json_string(line));
+        }
+        sqlite3_finalize(s);
+    }
+    *out = json_pack("{s:o,s:O,s:o,s:O}", "lines", lines, "draft", draft, "edited", edited, "smells", json_object_get(doc, "smells"));
+    json_decref(doc);
+    return 0;
+}
+
+/* ---- compare ---- */
+
+static json_t *load_side(sqlite3 *db, long long id, int phases) {
+    json_t *m = json_object();
+    sqlite3_stmt *s;
+    const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
+                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return m;
+    sqlite3_bind_int64(s, 1, id);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        char key[1024];
+        snprintf(key, sizeof key, "%s\x1f%s", sqlite3_column_text(s, 1), sqlite3_column_text(s, 0));
+        json_t *v = phases ? json_pack("{s:I,s:f}", "count", sqlite3_column_int64(s, 2), "total_us", sqlite3_column_double(s, 3))
+                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", sqlite3_column_int64(s, 2), "cuda_time_total_us", sqlite3_column_double(s, 3),
+                                       "cpu_time_total_us", sqlite3_column_double(s, 4), "self_cuda_time_total_us", sqlite3_column_double(s, 5),
+                                       "self_cpu_time_total_us", sqlite3_column_double(s, 6));
+        json_object_set_new(m, key, v);
+    }
+    sqlite3_finalize(s);
+    return m;
+}
+
+static double num(const json_t *o, const char *k) { return o ? json_number_value(json_object_get(o, k)) : 0; }
+
+static json_t *rel(double b, double h) { return b != 0 ? json_real((h - b) / b) : json_null(); }
+
+static int by_abs_delta(const void *pa, const void *pb) {
+    double a = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pa, "delta"), "sort")));
+    double b = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pb, "delta"), "sort")));
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static json_t *diff(json_t *base, json_t *head, int phases) {
+    json_t *keys = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(base, k, v) json_object_set_new(keys, k, json_true());
+    json_object_foreach(head, k, v) json_object_set_new(keys, k, json_true());
+    size_t n = json_object_size(keys), i = 0;
+    json_t **rows = calloc(n ? n : 1, sizeof *rows);
+    json_object_foreach(keys, k, v) {
+        json_t *b = json_object_get(base, k), *h = json_object_get(head, k);
+        const char *sep = strchr(k, '\x1f');
+        const char *status = !b ? "appeared" : !h ? "disappeared" : "changed";
+        json_t *row = json_pack("{s:s%,s:s,s:s,s:O,s:O}", "kind", k, (size_t)(sep - k), "name", sep + 1, "status", status,
+                                "base", b ? b : json_null(), "head", h ? h : json_null());
+        if (phases) {
+            double d = num(h, "total_us") - num(b, "total_us");
+            json_object_set_new(row, "delta", json_pack("{s:I,s:f,s:f}", "count", (json_int_t)(num(h, "count") - num(b, "count")), "total_us", d, "sort", d));
+            json_object_set_new(row, "relative", json_pack("{s:o}", "total", rel(num(b, "total_us"), num(h, "total_us"))));
+        } else {
+            double dc = num(h, "cuda_time_total_us") - num(b, "cuda_time_total_us");
+            double dp = num(h, "cpu_time_total_us") - num(b, "cpu_time_total_us");
+            json_object_set_new(row, "delta", json_pack("{s:I,s:f,s:f,s:f}", "calls", (json_int_t)(num(h, "calls") - num(b, "calls")),
+                                                        "cuda_time_total_us", dc, "cpu_time_total_us", dp,
+                                                        "sort", fabs(dc) > 0 ? fabs(dc) * 1e6 + fabs(dp) : fabs(dp)));
+            json_object_set_new(row, "relative", json_pack("{s:o,s:o}", "cuda_time_total", rel(num(b, "cuda_time_total_us"), num(h, "cuda_time_total_us")),
+                                                           "cpu_time_total", rel(num(b, "cpu_time_total_us"), num(h, "cpu_time_total_us"))));
+        }
+        rows[i++] = row;
+    }
+    qsort(rows, n, sizeof *rows, by_abs_delta);
+    json_t *arr = json_array();
+    for (i = 0; i < n; i++) {
+        json_object_del(json_object_get(rows[i], "delta"), "sort");
+        json_array_append_new(arr, rows[i]);
+    }
+    free(rows);
+    json_decref(keys);
+    return arr;
+}
+
+int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
+    json_t *bs, *hs;
+    int rc = query_session(db, base, &bs);
+    if (rc) return rc;
+    rc = query_session(db, head, &hs);
+    if (rc) { json_decref(bs); return rc; }
+    json_t *bo = load_side(db, base, 0), *ho = load_side(db, head, 0), *bp = load_side(db, base, 1), *hp = load_side(db, head, 1);
+    *out = json_pack("{s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1));
+    json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
+    return 0;
+}
+
+/* ---- timeline ---- */
+
+static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n) {
+    sqlite3_bind_int64(q, 2, id);
+    out[0] = '\0';
+    if (sqlite3_step(q) == SQLITE_ROW) snprintf(out, n, "%s", sqlite3_column_text(q, 0));
+    sqlite3_reset(q);
+    return out;
+}
+
+#define TL_MAX_EVENTS 2000
+
+static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
+    sqlite3_stmt *s;
+    json_t *arr = json_array();
+    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ? ORDER BY seq",
+                           -1, &s, NULL) != SQLITE_OK) return arr;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, track);
+    sqlite3_bind_double(s, 3, b);
+    sqlite3_bind_double(s, 4, a);
+    buf in = {0};
+    char name[512], kind[64];
+    while (sqlite3_step(s) == SQLITE_ROW && json_array_size(arr) < TL_MAX_EVENTS * 2) {
+        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+        size_t off = 0;
+        chunk_rec r;
+        const char *js;
+        while (chunk_next(&in, &off, &r, &js) == 1) {
+            if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
+            json_array_append_new(arr, json_pack("{s:f,s:f,s:s,s:s}", "ts_us", r.ts, "dur_us", r.dur, "name",
+                                                 string_of(names, r.name, name, sizeof name), "cat", string_of(names, r.kind, kind, sizeof kind)));
+        }
+    }
+    buf_free(&in);
+    sqlite3_finalize(s);
+    return arr;
+}
+
+int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 2, &doc);
+    if (rc) return rc;
+    double s0 = num(doc, "start_us"), s1 = num(doc, "end_us");
+    if (!isfinite(a) || a < s0) a = s0;
+    if (!isfinite(b) || b > s1 || b <= a) b = s1 > a ? s1 : a + 1;
+    double w0 = (s1 - s0) > 0 ? (s1 - s0) / TL_BUCKETS : 1, w = (b - a) / nb;
+    sqlite3_stmt *names = NULL, *tb = NULL;
+    sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
+    sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
+    if (!names || !tb) { sqlite3_finalize(names); sqlite3_finalize(tb); json_decref(doc); return ERR_DB; }
+    sqlite3_bind_int64(names, 1, id);
+    json_t *tracks = json_array(), *t;
+    size_t i;
+    json_array_foreach(json_object_get(doc, "tracks"), i, t) {
+        int idx = (int)json_integer_value(json_object_get(t, "index"));
+        json_t *o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
+        sqlite3_bind_int64(tb, 1, id);
+        sqlite3_bind_int(tb, 2, idx);
+        if (sqlite3_step(tb) != SQLITE_ROW || sqlite3_column_bytes(tb, 0) != TL_BUCKETS * 12) {
+            sqlite3_reset(tb);
+            json_decref(o);
+            continue; /* a track with no timed events */
+        }
+        const unsigned char *blob = sqlite3_column_blob(tb, 0);
+        /* Events in the window, estimated from the pyramid's counts. */
+        double est = 0;
+        int i0 = (int)floor((a - s0) / w0), i1 = (int)ceil((b - s0) / w0);
+        for (int k = i0 < 0 ? 0 : i0; k < TL_BUCKETS && k <= i1; k++) {
+            uint32_t c;
+            memcpy(&c, blob + k * 12 + 4, 4);
+            est += c;
+        }
+        if (est <= TL_MAX_EVENTS) {
+            json_object_set_new(o, "mode", json_string("events"));
+            json_object_set_new(o, "events", track_events(db, id, idx, a, b, names));
+        } else {
+            json_t *bk = json_array();
+            char name[512];
+            for (int j = 0; j < nb; j++) {
+                double lo = a + j * w, hi = lo + w, busy = 0, topdur = -1;
+                uint32_t count = 0, top = 0;
+                for (int k = (int)floor((lo - s0) / w0); k <= (int)floor((hi - s0) / w0) && k < TL_BUCKETS; k++) {
+                    if (k < 0) continue;
+                    double blo = s0 + k * w0, bhi = blo + w0;
+                    double ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+                    if (ov <= 0) continue;
+                    float bz;
+                    uint32_t c, tp;
+                    memcpy(&bz, blob + k * 12, 4);
+                    memcpy(&c, blob + k * 12 + 4, 4);
+                    memcpy(&tp, blob + k * 12 + 8, 4);
+                    busy += bz * (ov / w0);
+                    count += c;
+                    if (c && bz > topdur) { topdur = bz; top = tp; }
+                }
+                json_array_append_new(bk, json_pack("{s:f,s:f,s:f,s:I,s:s}", "ts_us", lo, "dur_us", w, "busy", busy / w > 1 ? 1.0 : busy / w,
+                                                    "count", (json_int_t)count, "top", count ? string_of(names, top, name, sizeof name) : ""));
+            }
+            json_object_set_new(o, "mode", json_string("buckets"));
+            json_object_set_new(o, "buckets", bk);
+        }
+        sqlite3_reset(tb);
+        json_array_append_new(tracks, o);
+    }
+    sqlite3_finalize(names);
+    sqlite3_finalize(tb);
+    json_t *ph = json_array(), *gp = json_array(), *e;
+    json_array_foreach(json_object_get(doc, "phases"), i, e)
+        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(ph, e);
+    json_array_foreach(json_object_get(doc, "gaps"), i, e)
+        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(gp, e);
+    *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases", ph, "gaps", gp);
+    json_decref(doc);
+    return 0;
+}

@@ -1,0 +1,37 @@
+/* query.h: every read of a stored session, as a new Jansson reference.
+ *
+ * Each function runs prepared statements on the connection it is given and returns 0
+ * with *out set (caller owns it), ERR_NOTFOUND for an unknown session, or ERR_DB. */
+#ifndef FP_QUERY_H
+#define FP_QUERY_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+typedef struct list_filter {
+    const char *label_keys[16], *label_values[16];
+    int nlabels;
+    const char *name;     /* exact name, or NULL */
+    const char *source;   /* or NULL */
+    long long since, until; /* created_at bounds, unix seconds; 0 = none */
+    long long before_id;  /* cursor: ids below this; 0 = first page */
+    int limit;
+} list_filter;
+
+int query_session(sqlite3 *db, long long id, json_t **out);
+int query_list(sqlite3 *db, const list_filter *f, json_t **out);
+/* sort: one of the key_averages fields (validated by the caller through query_sort_column). */
+int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out);
+int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out);
+int query_phases(sqlite3 *db, long long id, json_t **out);
+int query_gpu(sqlite3 *db, long long id, json_t **out);
+int query_report(sqlite3 *db, long long id, json_t **out);
+int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
+int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
+
+/* The SQL column for an operator sort field, or NULL if the field is unknown. */
+const char *query_sort_column(const char *field);
+/* Comma-separated list of the accepted sort fields, for error messages. */
+const char *query_sort_fields(void);
+
+#endif

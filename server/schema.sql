@@ -1,0 +1,138 @@
+-- schema.sql: the firstpass database, version 1 (PRAGMA user_version = 1).
+--
+-- Embedded into the server at build time; store.c runs it on an empty database and
+-- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
+--
+-- Invariants (store.c keeps them; tests/unit/test_store.c checks them):
+--  * A session and everything below it is written in ONE transaction: a session row
+--    exists only if its operators, phases, analysis and event chunks exist too.
+--  * Every child row carries session_id with ON DELETE CASCADE: deleting the session
+--    row deletes the session, nothing else is needed (foreign_keys=ON per connection).
+--  * Times are microseconds (REAL) in the trace's own time base; bytes are integers.
+--  * Aggregates are computed once, at ingest (analyze.c); reads never re-scan events.
+
+-- One uploaded profile.
+CREATE TABLE sessions (
+  id          INTEGER PRIMARY KEY,          -- the public id: /api/v1/sessions/{id}
+  name        TEXT NOT NULL,                -- ?name=, firstpass.name, or "session N"
+  source      TEXT NOT NULL,                -- 'kineto' | 'legacy' | 'firstpass' | 'nsys'
+  created_at  INTEGER NOT NULL,             -- unix seconds, server clock
+  start_us    REAL NOT NULL,                -- first event start (trace time base)
+  end_us      REAL NOT NULL,                -- last event end
+  event_count INTEGER NOT NULL,             -- events in the upload, all kinds
+  hardware    TEXT NOT NULL DEFAULT '',     -- "Tesla V100-SXM2-32GB x8", '' if unknown
+  bytes_in    INTEGER NOT NULL DEFAULT 0,   -- bytes received (compressed as sent)
+  meta        TEXT NOT NULL DEFAULT '{}',   -- JSON: top-level trace keys (deviceProperties,
+                                            -- schemaVersion, firstpass, ...) for the download
+  summary     TEXT NOT NULL DEFAULT '{}'    -- JSON: totals, counts, top operator, smells:
+                                            -- what the sessions list shows, precomputed
+);
+CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
+
+-- key:value labels of a session; a key appears once per session.
+CREATE TABLE labels (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  PRIMARY KEY (session_id, key)
+) WITHOUT ROWID;
+CREATE INDEX labels_kv ON labels(key, value, session_id);
+
+-- Interned strings of one session (event names, categories): event chunks refer to them.
+CREATE TABLE strings (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  id         INTEGER NOT NULL,
+  s          TEXT NOT NULL,
+  PRIMARY KEY (session_id, id)
+) WITHOUT ROWID;
+
+-- The operator table: torch.profiler key_averages() semantics (analyze.c says how).
+-- grouping 0: one row per (name, kind); grouping 1: per (name, kind, input_shapes).
+CREATE TABLE operators (
+  session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  grouping      INTEGER NOT NULL,
+  name          TEXT NOT NULL,
+  kind          TEXT NOT NULL,               -- the event category: cpu_op, kernel, ...
+  input_shapes  TEXT NOT NULL DEFAULT '',    -- str(input_shapes) like torch; '' when none
+  calls         INTEGER NOT NULL,
+  cpu_total     REAL NOT NULL,               -- CPU time total, us
+  self_cpu      REAL NOT NULL,               -- minus direct children on the same thread
+  cuda_total    REAL NOT NULL,               -- GPU time of everything launched below it
+  self_cuda     REAL NOT NULL,               -- GPU time launched directly by it
+  cpu_mem       INTEGER NOT NULL,            -- bytes, [memory] events inside the span
+  self_cpu_mem  INTEGER NOT NULL,
+  cuda_mem      INTEGER NOT NULL,
+  self_cuda_mem INTEGER NOT NULL
+);
+CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);
+
+-- The kernel table: one row per GPU activity name (kernels, copies, memsets).
+CREATE TABLE kernels (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name       TEXT NOT NULL,
+  kind       TEXT NOT NULL,
+  calls      INTEGER NOT NULL,
+  total_us   REAL NOT NULL,
+  min_us     REAL NOT NULL,
+  max_us     REAL NOT NULL,
+  grid       TEXT,                            -- "[1, 1, 1]" of one launch, NULL if unknown
+  block      TEXT,
+  regs       INTEGER,                         -- registers per thread
+  smem       INTEGER                          -- shared memory bytes
+);
+CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);
+
+-- Phases: NVTX ranges / record_function (user_annotation) and gpu_user_annotation.
+CREATE TABLE phases (
+  session_id     INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name           TEXT NOT NULL,
+  kind           TEXT NOT NULL,               -- 'cpu' (user_annotation) | 'gpu'
+  count          INTEGER NOT NULL,
+  total_us       REAL NOT NULL,               -- wall time summed over instances
+  gpu_busy_us    REAL NOT NULL,               -- union of GPU activity inside the instances
+  kernels        INTEGER NOT NULL,            -- GPU activities launched inside
+  kernel_us      REAL NOT NULL,               -- their summed duration
+  first_ts       REAL NOT NULL                -- start of the first instance
+);
+CREATE INDEX phases_session ON phases(session_id);
+
+-- Everything else the analysis computed, as JSON documents: GPU facts, the report
+-- draft and the smells. Small (kilobytes), read whole.
+CREATE TABLE analysis (
+  session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  gpu        TEXT NOT NULL,                   -- GET /gpu reply
+  report     TEXT NOT NULL,                   -- {"draft":{five lines},"smells":[...]}
+  timeline   TEXT NOT NULL                    -- tracks and the level-of-detail pyramid meta
+) WITHOUT ROWID;
+
+-- Edits a team made to the five-line report; an edit wins over the draft.
+CREATE TABLE report_edits (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  line       TEXT NOT NULL,                   -- workload | hardware | top_cuda_time | ...
+  text       TEXT NOT NULL,
+  edited_at  INTEGER NOT NULL,
+  PRIMARY KEY (session_id, line)
+) WITHOUT ROWID;
+
+-- The events themselves, for the Chrome-trace download and the zoomed-in timeline.
+-- Each chunk holds up to CHUNK_EVENTS events of ONE track in file order, deflated
+-- (chunk.c documents the record layout). Chunks of a track do not overlap in seq.
+CREATE TABLE event_chunks (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  track      INTEGER NOT NULL,                -- index into analysis.timeline tracks
+  seq        INTEGER NOT NULL,                -- chunk number within the session
+  n          INTEGER NOT NULL,                -- events in the chunk
+  min_ts     REAL NOT NULL,                   -- earliest start in the chunk
+  max_end    REAL NOT NULL,                   -- latest end in the chunk
+  data       BLOB NOT NULL,
+  PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);
+
+-- Per-track busy buckets at a fixed resolution, for zoomed-out timeline views.
+CREATE TABLE timeline_buckets (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  track      INTEGER NOT NULL,
+  data       BLOB NOT NULL,                   -- TL_BUCKETS x {float busy_us; u32 count; u32 top_name}
+  PRIMARY KEY (session_id, track)
+) WITHOUT ROWID;

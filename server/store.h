@@ -1,0 +1,38 @@
+/* store.h: the SQLite database: schema, migrations, connections.
+ *
+ * One store per server. Connections come from a small pool (SQLite connections are
+ * not shared between threads here): take one with store_get, give it back with
+ * store_put. Writers serialise inside SQLite (WAL, busy_timeout); readers never wait
+ * for writers. See schema.sql for the tables and their invariants. */
+#ifndef FP_STORE_H
+#define FP_STORE_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#define STORE_SCHEMA_VERSION 1
+
+typedef struct store store;
+
+/* Opens (creating if needed) the database file and brings its schema to
+ * STORE_SCHEMA_VERSION. NULL on failure with a message in err. */
+store *store_open(const char *path, char *err, size_t errlen);
+void store_close(store *s); /* accepts NULL */
+const char *store_path(const store *s);
+
+/* A connection with foreign keys on and a busy timeout; NULL when out of memory or
+ * the file cannot be opened. Give it back with store_put (or close it on error). */
+sqlite3 *store_get(store *s);
+void store_put(store *s, sqlite3 *db);
+
+/* Deletes a session and, through ON DELETE CASCADE, all it owns.
+ * 0, ERR_NOTFOUND or ERR_DB. */
+int store_delete_session(store *s, long long id);
+
+/* Saves (text non-empty) or clears (text NULL or "") one edited report line. */
+int store_set_report_line(store *s, long long id, const char *line, const char *text);
+
+/* Bytes of the database file plus its WAL. */
+long long store_size_bytes(const store *s);
+
+#endif

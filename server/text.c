@@ -1,0 +1,172 @@
+/* text.c: fixed-width tables in the style of torch's key_averages().table(), CSV, and
+ * the five-line report as text. Works on the JSON replies only; no SQL, no HTTP. */
+#include "text.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "report.h"
+
+static void fmt_time(double us, char *out, size_t n) {
+    if (us >= 1e6) snprintf(out, n, "%.3fs", us / 1e6);
+    else if (us >= 1e3) snprintf(out, n, "%.3fms", us / 1e3);
+    else snprintf(out, n, "%.3fus", us);
+}
+/* torch's _format_memory: "8.00 Kb", "-292 b". */
+static void fmt_mem(long long b, char *out, size_t n) {
+    double kb = 1024, mb = kb * 1024, gb = mb * 1024;
+    double a = (double)(b < 0 ? -b : b);
+    if (a >= gb) snprintf(out, n, "%.2f Gb", (double)b / gb);
+    else if (a >= mb) snprintf(out, n, "%.2f Mb", (double)b / mb);
+    else if (a >= kb) snprintf(out, n, "%.2f Kb", (double)b / kb);
+    else snprintf(out, n, "%lld b", b);
+}
+static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+static int put(buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
+static int putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int putf(buf *b, const char *fmt, ...) {
+    char tmp[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    return put(b, tmp);
+}
+
+char *text_operators(const json_t *reply, size_t *len) {
+    const json_t *rows = json_object_get(reply, "operators");
+    const json_t *tot = json_object_get(reply, "totals");
+    double tcpu = num(tot, "self_cpu_time_total_us"), tcuda = num(tot, "self_cuda_time_total_us");
+    int shapes = json_is_true(json_object_get(reply, "group_by_input_shape"));
+    size_t namew = 4, i;
+    const json_t *r;
+    json_array_foreach(rows, i, r) {
+        size_t l = strlen(json_string_value(json_object_get(r, "name")));
+        if (l > namew) namew = l;
+    }
+    if (namew > 55) namew = 55;
+    static const char *const hdr[] = {"Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA", "Self CUDA %",
+                                      "CUDA total", "CUDA time avg", "CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "# of Calls"};
+    buf b = {0};
+    char line[4096];
+    size_t o = 0;
+    o += (size_t)snprintf(line + o, sizeof line - o, "%-*.*s", (int)namew, (int)namew, "-------------------------------------------------------");
+    for (int c = 0; c < 14; c++) o += (size_t)snprintf(line + o, sizeof line - o, "  ------------");
+    if (shapes) o += (size_t)snprintf(line + o, sizeof line - o, "  ----------------------------------------");
+    putf(&b, "%s\n", line);
+    putf(&b, "%*s", (int)namew, "Name");
+    for (int c = 0; c < 14; c++) putf(&b, "  %12s", hdr[c]);
+    if (shapes) putf(&b, "  %-40s", "Input Shapes");
+    putf(&b, "\n%s\n", line);
+    json_array_foreach(rows, i, r) {
+        char v[14][32];
+        double scpu = num(r, "self_cpu_time_total_us"), cpu = num(r, "cpu_time_total_us"), scuda = num(r, "self_cuda_time_total_us"),
+               cuda = num(r, "cuda_time_total_us");
+        snprintf(v[0], 32, "%.2f%%", tcpu > 0 ? scpu / tcpu * 100 : 0);
+        fmt_time(scpu, v[1], 32);
+        snprintf(v[2], 32, "%.2f%%", tcpu > 0 ? cpu / tcpu * 100 : 0);
+        fmt_time(cpu, v[3], 32);
+        fmt_time(num(r, "cpu_time_avg_us"), v[4], 32);
+        fmt_time(scuda, v[5], 32);
+        snprintf(v[6], 32, "%.2f%%", tcuda > 0 ? scuda / tcuda * 100 : 0);
+        fmt_time(cuda, v[7], 32);
+        fmt_time(num(r, "cuda_time_avg_us"), v[8], 32);
+        fmt_mem((long long)num(r, "cpu_memory_usage_bytes"), v[9], 32);
+        fmt_mem((long long)num(r, "self_cpu_memory_usage_bytes"), v[10], 32);
+        fmt_mem((long long)num(r, "cuda_memory_usage_bytes"), v[11], 32);
+        fmt_mem((long long)num(r, "self_cuda_memory_usage_bytes"), v[12], 32);
+        snprintf(v[13], 32, "%lld", (long long)num(r, "calls"));
+        const char *name = json_string_value(json_object_get(r, "name"));
+        size_t nl = strlen(name);
+        if (nl > namew) putf(&b, "%.*s...", (int)namew - 3, name);
+        else putf(&b, "%*s", (int)namew, name);
+        for (int c = 0; c < 14; c++) putf(&b, "  %12s", v[c]);
+        if (shapes) putf(&b, "  %-40s", json_string_value(json_object_get(r, "input_shapes")));
+        put(&b, "\n");
+    }
+    char t1[32], t2[32];
+    fmt_time(tcpu, t1, sizeof t1);
+    fmt_time(tcuda, t2, sizeof t2);
+    putf(&b, "%s\nSelf CPU time total: %s\nSelf CUDA time total: %s\n", line, t1, t2);
+    *len = b.len;
+    return b.p;
+}
+
+static void cell(const json_t *v, char *out, size_t n) {
+    if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
+    else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) snprintf(out, n, "%.3f", json_real_value(v));
+    else if (json_is_null(v) || !v) snprintf(out, n, "%s", "");
+    else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf(out, n, "%s", s ? s : "");
+        free(s);
+    }
+}
+
+char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
+    buf b = {0};
+    for (int c = 0; cols[c]; c++) putf(&b, "%s%s", c ? "," : "", cols[c]);
+    put(&b, "\n");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r) {
+        for (int c = 0; cols[c]; c++) {
+            char v[2048];
+            cell(json_object_get(r, cols[c]), v, sizeof v);
+            /* RFC 4180: quote fields with commas, quotes or newlines; double the quotes. */
+            if (strpbrk(v, ",\"\n")) {
+                put(&b, c ? ",\"" : "\"");
+                for (char *p = v; *p; p++) {
+                    buf_put(&b, p, 1);
+                    if (*p == '"') buf_put(&b, "\"", 1);
+                }
+                put(&b, "\"");
+            } else {
+                putf(&b, "%s%s", c ? "," : "", v);
+            }
+        }
+        put(&b, "\n");
+    }
+    *len = b.len;
+    return b.p ? b.p : strdup("");
+}
+
+char *text_rows(const json_t *rows, const char *const *cols, size_t *len) {
+    int nc = 0;
+    while (cols[nc]) nc++;
+    size_t w[32] = {0}, i;
+    const json_t *r;
+    for (int c = 0; c < nc && c < 32; c++) w[c] = strlen(cols[c]);
+    json_array_foreach(rows, i, r) for (int c = 0; c < nc && c < 32; c++) {
+        char v[256];
+        cell(json_object_get(r, cols[c]), v, sizeof v);
+        if (strlen(v) > w[c]) w[c] = strlen(v) > 60 ? 60 : strlen(v);
+    }
+    buf b = {0};
+    for (int c = 0; c < nc; c++) putf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
+    put(&b, "\n");
+    json_array_foreach(rows, i, r) {
+        for (int c = 0; c < nc; c++) {
+            char v[256];
+            cell(json_object_get(r, cols[c]), v, sizeof v);
+            putf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], v);
+        }
+        put(&b, "\n");
+    }
+    *len = b.len;
+    return b.p ? b.p : strdup("");
+}
+
+char *text_report(const json_t *report, size_t *len) {
+    const json_t *lines = json_object_get(report, "lines");
+    buf b = {0};
+    for (int i = 0; i < REPORT_LINES; i++)
+        putf(&b, "%s: %s\n", report_line_titles[i], json_string_value(json_object_get(lines, report_line_keys[i])));
+    *len = b.len;
+    return b.p;
+}

@@ -1,0 +1,48 @@
+/* trace.h: what the loader knows about one upload while it is being stored.
+ *
+ * Shared by load.c (fills it while events stream in) and analyze.c (reads it when the
+ * stream ended). The events themselves are rows of scratch.ev, a table in a private
+ * temporary database attached to the loader's connection, so memory stays bounded by
+ * SQLite's page cache whatever the trace size. */
+#ifndef FP_TRACE_H
+#define FP_TRACE_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+
+#include "intern.h"
+
+/* Event classes: how an event takes part in the analysis (scratch.ev.cls). */
+enum ev_class {
+    EV_HOST_OP = 0,   /* cpu_op, user_annotation, legacy ops: nest on their thread */
+    EV_HOST_RT = 1,   /* cuda_runtime / cuda_driver: nest, and launch GPU work by correlation */
+    EV_GPU = 2,       /* kernel, gpu_memcpy, gpu_memset: GPU activity */
+    EV_MEMORY = 3,    /* [memory] instant events: allocation deltas */
+    EV_GPU_ANN = 4,   /* gpu_user_annotation: GPU-side ranges */
+    EV_OTHER = 5      /* python_function, flows, metadata, Trace spans, cuda_sync...: kept, not analysed */
+};
+
+typedef struct track_info {
+    char *pid, *tid;      /* as in the trace */
+    long long events;     /* events on the track */
+    int gpu;              /* holds GPU activity (a device/stream track) */
+    long long device;     /* for GPU tracks: args.device or pid */
+    long long stream;     /* for GPU tracks: args.stream or tid */
+} track_info;
+
+typedef struct trace_ctx {
+    sqlite3 *db;          /* main + scratch attached */
+    intern *strs;         /* names, kinds, shapes: scratch.ev refers to their ids */
+    track_info *tracks;
+    size_t ntracks, captracks;
+    json_t *meta;         /* top-level keys other than traceEvents (owned) */
+    const char *source;   /* kineto | legacy | firstpass */
+    double start_us, end_us;
+    long long events;     /* all events */
+    long long analysed;   /* events of classes 0..4 */
+    const char *name;     /* (owned) the session's name, when given (for the report) */
+    json_t *labels;       /* {"k":"v"} (owned), for the report */
+    char *hardware;       /* "NVIDIA A100 x8" or "" (owned) */
+} trace_ctx;
+
+#endif
