@@ -1,0 +1,323 @@
+/* test_analyze.c: the importer and the key_averages() aggregation on small hand-made
+ * traces with known answers (nesting, self time, partial overlap, correlation, memory,
+ * zero-duration and unsorted events, several threads and streams, phases, GPU facts). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "err.h"
+#include "ingest.h"
+#include "load.h"
+#include "query.h"
+#include "store.h"
+
+static store *st;
+static char dbpath[64];
+
+static int setup(void **state) {
+    (void)state;
+    snprintf(dbpath, sizeof dbpath, "/tmp/fp-test-analyze-%d.db", (int)getpid());
+    unlink(dbpath);
+    char err[256];
+    st = store_open(dbpath, err, sizeof err);
+    return st ? 0 : -1;
+}
+static int teardown(void **state) {
+    (void)state;
+    store_close(st);
+    char p[80];
+    unlink(dbpath);
+    snprintf(p, sizeof p, "%s-wal", dbpath);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", dbpath);
+    unlink(p);
+    return 0;
+}
+
+/* Imports `len` bytes in pieces of `piece` bytes; returns 0 with *id or the ERR_*. */
+static int import_bytes(const void *data, size_t len, size_t piece, int gzip, long long *id, char *err) {
+    load_opts o = {"t", NULL, 0, 0, 0};
+    loader *l = loader_new(st, &o, err, 256);
+    if (!l) return ERR_DB;
+    ingest *in = ingest_new(loader_sink(l), gzip, 0);
+    int rc = 0;
+    for (size_t off = 0; off < len && !rc; off += piece) rc = ingest_feed(in, (const char *)data + off, len - off < piece ? len - off : piece);
+    if (!rc) rc = ingest_finish(in);
+    if (rc) snprintf(err, 256, "%s", ingest_error(in));
+    if (!rc) {
+        loader_set_legacy(l, ingest_top_is_array(in));
+        rc = loader_commit(l, len, id, err, 256);
+    }
+    ingest_free(in);
+    loader_free(l);
+    return rc;
+}
+static int import(const char *json, long long *id) {
+    char err[256];
+    int rc = import_bytes(json, strlen(json), 7, 0, id, err);
+    if (rc) fprintf(stderr, "import: %s\n", err);
+    return rc;
+}
+
+static json_t *ops(long long id, int by_shape) {
+    sqlite3 *db = store_get(st);
+    json_t *out = NULL;
+    assert_int_equal(query_operators(db, id, "cuda_time_total", 1000, NULL, by_shape, &out), 0);
+    store_put(st, db);
+    return out;
+}
+static json_t *row(json_t *reply, const char *name) {
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(reply, "operators"), i, r)
+        if (!strcmp(json_string_value(json_object_get(r, "name")), name)) return r;
+    fail_msg("no operator row %s", name);
+    return NULL;
+}
+static double f(json_t *r, const char *k) { return json_number_value(json_object_get(r, k)); }
+
+#define X(name, cat, tid, ts, dur, args) \
+    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{" args "}}"
+
+static void test_ingest_nesting_self_time(void **state) {
+    (void)state;
+    long long id;
+    /* A [0,100] holds B [10,40] and C [50,60]; C holds D [52,53]. */
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "," X("B", "cpu_op", 1, 10, 30, "") ","
+                    X("C", "cpu_op", 1, 50, 10, "") "," X("D", "cpu_op", 1, 52, 1, "") "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "A"), "self_cpu_time_total_us") - 60) < 1e-9);
+    assert_true(fabs(f(row(r, "A"), "cpu_time_total_us") - 100) < 1e-9);
+    assert_true(fabs(f(row(r, "C"), "self_cpu_time_total_us") - 9) < 1e-9);
+    assert_true(fabs(f(row(r, "D"), "self_cpu_time_total_us") - 1) < 1e-9);
+    assert_int_equal((int)f(json_object_get(r, "totals"), "self_cpu_time_total_us"), 100);
+    json_decref(r);
+}
+
+static void test_ingest_partial_overlap_is_not_nested(void **state) {
+    (void)state;
+    long long id;
+    /* B starts inside A but ends after it: torch does not nest it (trace-semantics.md). */
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 50, "") "," X("B", "cpu_op", 1, 40, 40, "") "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "A"), "self_cpu_time_total_us") - 50) < 1e-9);
+    assert_true(fabs(f(row(r, "B"), "self_cpu_time_total_us") - 40) < 1e-9);
+    json_decref(r);
+}
+
+static void test_ingest_unsorted_threads_zero_duration(void **state) {
+    (void)state;
+    long long id;
+    /* Events out of order, two threads, a zero-duration child. */
+    const char *t = "[" X("C", "cpu_op", 2, 5, 5, "") "," X("B", "cpu_op", 1, 20, 0, "") "," X("A", "cpu_op", 1, 0, 100, "") ","
+                    X("A", "cpu_op", 2, 0, 10, "") "]";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    json_t *a = row(r, "A");
+    assert_int_equal((int)f(a, "calls"), 2);
+    assert_true(fabs(f(a, "cpu_time_total_us") - 110) < 1e-9);
+    assert_true(fabs(f(a, "self_cpu_time_total_us") - 105) < 1e-9); /* 100 - 0 + 10 - 5 */
+    assert_int_equal((int)f(row(r, "B"), "calls"), 1);
+    json_decref(r);
+}
+
+static void test_ingest_correlation_attributes_cuda_time(void **state) {
+    (void)state;
+    long long id;
+    /* P [0,200] > X [0,100] > cudaLaunchKernel [10,20] corr 7 -> kernel 30 us on stream 7;
+     * a second launch under P directly, corr 8 -> kernel 5 us. */
+    const char *t = "{\"traceEvents\":[" X("P", "cpu_op", 1, 0, 200, "") "," X("X", "cpu_op", 1, 0, 100, "") ","
+                    X("cudaLaunchKernel", "cuda_runtime", 1, 10, 10, "\"correlation\":7") ","
+                    X("cudaLaunchKernel", "cuda_runtime", 1, 150, 10, "\"correlation\":8") ","
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":25,\"dur\":30,\"args\":{\"correlation\":7,\"device\":0,\"stream\":7}},"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"add\",\"pid\":0,\"tid\":8,\"ts\":170,\"dur\":5,\"args\":{\"correlation\":8,\"device\":0,\"stream\":8}}"
+                    "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "X"), "self_cuda_time_total_us") - 30) < 1e-9);
+    assert_true(fabs(f(row(r, "P"), "cuda_time_total_us") - 35) < 1e-9);
+    assert_true(fabs(f(row(r, "P"), "self_cuda_time_total_us") - 5) < 1e-9);
+    assert_true(fabs(f(row(r, "cudaLaunchKernel"), "cuda_time_total_us")) < 1e-9);
+    assert_true(fabs(f(row(r, "cudaLaunchKernel"), "self_cpu_time_total_us") - 20) < 1e-9);
+    assert_true(fabs(f(row(r, "X"), "self_cpu_time_total_us") - 90) < 1e-9);
+    assert_true(fabs(f(row(r, "gemm"), "self_cuda_time_total_us") - 30) < 1e-9);
+    /* Self CUDA total counts each GPU activity once. */
+    assert_true(fabs(f(json_object_get(r, "totals"), "self_cuda_time_total_us") - 35) < 1e-9);
+    json_decref(r);
+
+    sqlite3 *db = store_get(st);
+    json_t *g = NULL;
+    assert_int_equal(query_gpu(db, id, &g), 0);
+    store_put(st, db);
+    /* Busy 35 of a 200 us wall; launch delays 15 and 20. */
+    assert_true(fabs(json_number_value(json_object_get(g, "gpu_idle_fraction")) - (1 - 35.0 / 200)) < 1e-9);
+    json_t *launch = json_object_get(g, "launch");
+    assert_int_equal(json_integer_value(json_object_get(launch, "count")), 2);
+    assert_true(fabs(json_number_value(json_object_get(launch, "delay_mean_us")) - 17.5) < 1e-9);
+    assert_int_equal(json_integer_value(json_object_get(launch, "short_kernels")), 1);
+    json_decref(g);
+}
+
+static void test_ingest_memory_self_and_total(void **state) {
+    (void)state;
+    long long id;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "," X("B", "cpu_op", 1, 10, 20, "") ","
+                    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":15,\"args\":{\"Bytes\":100,\"Device Type\":0}},"
+                    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":50,\"args\":{\"Bytes\":-40,\"Device Type\":0}},"
+                    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":60,\"args\":{\"Bytes\":4096,\"Device Type\":1}},"
+                    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":2,\"ts\":60,\"args\":{\"Bytes\":7,\"Device Type\":0}}"
+                    "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    json_t *a = row(r, "A"), *b = row(r, "B");
+    assert_int_equal((int)f(a, "cpu_memory_usage_bytes"), 60);
+    assert_int_equal((int)f(a, "self_cpu_memory_usage_bytes"), -40);
+    assert_int_equal((int)f(a, "cuda_memory_usage_bytes"), 4096);
+    assert_int_equal((int)f(b, "cpu_memory_usage_bytes"), 100);
+    assert_int_equal((int)f(b, "self_cpu_memory_usage_bytes"), 100);
+    json_decref(r);
+}
+
+static void test_ingest_input_shapes_grouping(void **state) {
+    (void)state;
+    long long id;
+    const char *t = "{\"traceEvents\":[" X("mm", "cpu_op", 1, 0, 10, "\"Input Dims\":[[2,3],[3,4]]") ","
+                    X("mm", "cpu_op", 1, 20, 10, "\"Input Dims\":[[2,3],[3,4]]") "," X("mm", "cpu_op", 1, 40, 5, "\"Input Dims\":[[8,8],[]]") "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 1);
+    size_t i;
+    json_t *x;
+    int seen = 0;
+    json_array_foreach(json_object_get(r, "operators"), i, x) {
+        const char *sh = json_string_value(json_object_get(x, "input_shapes"));
+        if (!strcmp(sh, "[[2, 3], [3, 4]]")) { assert_int_equal((int)f(x, "calls"), 2); seen |= 1; }
+        if (!strcmp(sh, "[[8, 8], []]")) { assert_int_equal((int)f(x, "calls"), 1); seen |= 2; }
+    }
+    assert_int_equal(seen, 3);
+    json_decref(r);
+}
+
+static void test_ingest_phases_count_kernels(void **state) {
+    (void)state;
+    long long id;
+    /* Three decode_step ranges, each launching two kernels of 2 us. */
+    char t[8192];
+    int o = snprintf(t, sizeof t, "{\"traceEvents\":[");
+    for (int i = 0; i < 3; i++) {
+        int b = i * 100, c = i * 10;
+        o += snprintf(t + o, sizeof t - (size_t)o,
+                      "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"decode_step\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":50},"
+                      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}},"
+                      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}},"
+                      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}},"
+                      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}}",
+                      i ? "," : "", b, b + 1, c + 1, b + 5, c + 2, b + 10, c + 1, b + 20, c + 2);
+    }
+    snprintf(t + o, sizeof t - (size_t)o, "]}");
+    assert_int_equal(import(t, &id), 0);
+    sqlite3 *db = store_get(st);
+    json_t *p = NULL;
+    assert_int_equal(query_phases(db, id, &p), 0);
+    store_put(st, db);
+    json_t *ph = json_array_get(json_object_get(p, "phases"), 0);
+    assert_string_equal(json_string_value(json_object_get(ph, "name")), "decode_step");
+    assert_int_equal(json_integer_value(json_object_get(ph, "count")), 3);
+    assert_int_equal(json_integer_value(json_object_get(ph, "kernels")), 6);
+    assert_true(fabs(f(ph, "gpu_busy_us") - 12) < 1e-9);
+    assert_true(fabs(f(ph, "cpu_only_us") - 138) < 1e-9);
+    json_decref(p);
+}
+
+static void test_ingest_gzip_in_pieces_and_truncated(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "]}";
+    unsigned char z[512];
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    deflateInit2(&s, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    s.next_in = (unsigned char *)t;
+    s.avail_in = (uInt)strlen(t);
+    s.next_out = z;
+    s.avail_out = sizeof z;
+    assert_int_equal(deflate(&s, Z_FINISH), Z_STREAM_END);
+    size_t zl = sizeof z - s.avail_out;
+    deflateEnd(&s);
+    long long id;
+    char err[256];
+    assert_int_equal(import_bytes(z, zl, 3, 0, &id, err), 0);     /* sniffed */
+    assert_int_equal(import_bytes(z, zl, 5, 1, &id, err), 0);     /* Content-Encoding */
+    assert_int_equal(import_bytes(z, zl - 6, 5, 0, &id, err), ERR_PARSE); /* truncated */
+}
+
+static void test_ingest_bad_input_codes(void **state) {
+    (void)state;
+    long long id;
+    char err[256];
+    static const struct { const char *body; int rc; } cases[] = {
+        {"{\"traceEvents\":[", ERR_PARSE},
+        {"not json", ERR_PARSE},
+        {"{\"foo\":1}", ERR_NOTTRACE},
+        {"42", ERR_NOTTRACE},
+        {"{\"traceEvents\":[1]}", ERR_INVALID},
+        {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":\"x\",\"dur\":1}]}", ERR_INVALID},
+        {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":5,\"ts\":1,\"dur\":1}]}", ERR_INVALID},
+        {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}]}", ERR_INVALID},
+        {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":{},\"dur\":1}]}", ERR_INVALID},
+    };
+    sqlite3 *db = store_get(st);
+    sqlite3_stmt *s;
+    sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sessions", -1, &s, NULL);
+    sqlite3_step(s);
+    int before = sqlite3_column_int(s, 0);
+    sqlite3_reset(s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = import_bytes(cases[i].body, strlen(cases[i].body), 4, 0, &id, err);
+        if (rc != cases[i].rc) fail_msg("case %zu (%s): got %d want %d (%s)", i, cases[i].body, rc, cases[i].rc, err);
+    }
+    /* Nothing half-stored. */
+    sqlite3_step(s);
+    assert_int_equal(sqlite3_column_int(s, 0), before);
+    sqlite3_finalize(s);
+    store_put(st, db);
+}
+
+static void test_ingest_unknown_categories_kept(void **state) {
+    (void)state;
+    long long id;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 10, "") ",{\"ph\":\"Q\",\"cat\":\"weird\",\"name\":\"q\",\"pid\":1,\"tid\":1},"
+                    "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"main\"}}],\"extra\":{\"k\":[1,2]}}";
+    assert_int_equal(import(t, &id), 0);
+    sqlite3 *db = store_get(st);
+    json_t *sj = NULL;
+    assert_int_equal(query_session(db, id, &sj), 0);
+    store_put(st, db);
+    assert_int_equal(json_integer_value(json_object_get(sj, "event_count")), 3);
+    json_decref(sj);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ingest_nesting_self_time),
+        cmocka_unit_test(test_ingest_partial_overlap_is_not_nested),
+        cmocka_unit_test(test_ingest_unsorted_threads_zero_duration),
+        cmocka_unit_test(test_ingest_correlation_attributes_cuda_time),
+        cmocka_unit_test(test_ingest_memory_self_and_total),
+        cmocka_unit_test(test_ingest_input_shapes_grouping),
+        cmocka_unit_test(test_ingest_phases_count_kernels),
+        cmocka_unit_test(test_ingest_gzip_in_pieces_and_truncated),
+        cmocka_unit_test(test_ingest_bad_input_codes),
+        cmocka_unit_test(test_ingest_unknown_categories_kept),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
