@@ -41,7 +41,7 @@
 typedef struct frame {
     int cls;
     long name, kind, shapes;
-    double ts, te, child;
+    double ts, te, dur, child; /* dur as in the trace: te - ts loses digits at epoch-us magnitudes */
     double cuda_total, self_cuda;
     long long cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
     long long kernels;
@@ -167,7 +167,7 @@ static double busy_in(sqlite3_stmt *q, double ts, double te) {
 
 static int pop_frame(A *a, frame *stack, int *depth) {
     frame *f = &stack[--*depth];
-    double dur = f->te - f->ts;
+    double dur = f->dur;
     for (int g = 0; g < 2; g++) {
         agg *r = agg_for(a, g, f->kind, f->name, f->shapes);
         if (!r) return ERR_NOMEM;
@@ -200,7 +200,7 @@ static int pop_frame(A *a, frame *stack, int *depth) {
 /* The key_averages() walk over host events, thread by thread. */
 static int host_walk(A *a) {
     sqlite3_stmt *s = prep(a,
-        "SELECT e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n"
+        "SELECT e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n, e.dur"
         " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
         " WHERE e.cls IN (0, 1, 3) ORDER BY e.track, e.ts, e.te DESC");
     if (!s) return ERR_DB;
@@ -243,6 +243,7 @@ static int host_walk(A *a) {
         f->shapes = col_id(s, 6);
         f->ts = ts;
         f->te = te;
+        f->dur = sqlite3_column_double(s, 11);
         if (cls == EV_HOST_RT && sqlite3_column_type(s, 9) != SQLITE_NULL) {
             double d = sqlite3_column_double(s, 9);
             long long n = sqlite3_column_int64(s, 10);
@@ -266,7 +267,7 @@ static int host_walk(A *a) {
 /* GPU rows of the operator table and the kernel table. */
 static int gpu_rows(A *a) {
     sqlite3_stmt *s = prep(a,
-        "SELECT cls, kind, name, COUNT(*), SUM(te - ts), MIN(te - ts), MAX(te - ts), grid, block, regs, smem"
+        "SELECT cls, kind, name, COUNT(*), SUM(dur), MIN(dur), MAX(dur), grid, block, regs, smem"
         " FROM scratch.ev WHERE cls IN (2, 4) GROUP BY cls, kind, name");
     sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
@@ -374,8 +375,8 @@ static int merge_into(A *a, const char *sel, const char *dst_insert, double *tot
 
 /* GPU-side phases: gpu_user_annotation instances. */
 static int gpu_phases(A *a) {
-    sqlite3_stmt *s = prep(a, "SELECT name, dev, ts, te FROM scratch.ev WHERE cls = 4");
-    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(te - ts) FROM scratch.ev WHERE cls = 2 AND dev = ? AND ts >= ? AND ts < ?");
+    sqlite3_stmt *s = prep(a, "SELECT name, dev, ts, te, dur FROM scratch.ev WHERE cls = 4");
+    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(dur) FROM scratch.ev WHERE cls = 2 AND dev = ? AND ts >= ? AND ts < ?");
     if (!s || !k) { sqlite3_finalize(s); sqlite3_finalize(k); return ERR_DB; }
     int rc = 0;
     while (sqlite3_step(s) == SQLITE_ROW) {
@@ -383,7 +384,7 @@ static int gpu_phases(A *a) {
         phase *p = phase_for(a, (long)sqlite3_column_int64(s, 0), 1);
         if (!p) { rc = ERR_NOMEM; break; }
         p->count++;
-        p->total += te - ts;
+        p->total += sqlite3_column_double(s, 4);
         p->busy += busy_in(a->busy_q, ts, te);
         if (ts < p->first_ts) p->first_ts = ts;
         sqlite3_bind_int64(k, 1, sqlite3_column_int64(s, 1));
@@ -419,8 +420,8 @@ static int write_phases(A *a, json_t *tl_phases) {
     }
     sqlite3_finalize(ins);
     /* Timeline bands: the instances of CPU phases, at most 5,000 (the longest first). */
-    sqlite3_stmt *s = prep(a, "SELECT name, ts, te - ts FROM scratch.ev WHERE cls IN (0, 4) AND kind = ?"
-                              " ORDER BY te - ts DESC LIMIT 5000");
+    sqlite3_stmt *s = prep(a, "SELECT name, ts, dur FROM scratch.ev WHERE cls IN (0, 4) AND kind = ?"
+                              " ORDER BY dur DESC LIMIT 5000");
     if (!s) return ERR_DB;
     sqlite3_bind_int64(s, 1, a->ua_kind);
     while (!rc && sqlite3_step(s) == SQLITE_ROW)
@@ -445,7 +446,7 @@ static void keep_largest(gap *top, int *ntop, int max, double start, double dur)
 
 /* The innermost host event of class cls spanning time t: what the host was doing. */
 static json_t *host_at(A *a, int cls, double t) {
-    sqlite3_stmt *s = prep(a, "SELECT name FROM scratch.ev WHERE cls = ? AND ts <= ? AND te >= ? ORDER BY te - ts LIMIT 1");
+    sqlite3_stmt *s = prep(a, "SELECT name FROM scratch.ev WHERE cls = ? AND ts <= ? AND te >= ? ORDER BY dur LIMIT 1");
     json_t *v = json_null();
     if (!s) return v;
     sqlite3_bind_int(s, 1, cls);
@@ -560,14 +561,14 @@ static json_t *copies_facts(A *a) {
     json_t *by = json_object();
     sqlite3_stmt *s = prep(a,
         "SELECT g.name, g.kind, g.ts, g.te, g.bytes, (SELECT r.name FROM scratch.ev r WHERE r.corr = g.corr AND r.cls = 1 LIMIT 1)"
-        " FROM scratch.ev g WHERE g.cls = 2 AND g.kind IN (SELECT kind FROM scratch.ev WHERE cls = 2 GROUP BY kind)");
+        ", g.dur FROM scratch.ev g WHERE g.cls = 2 AND g.kind IN (SELECT kind FROM scratch.ev WHERE cls = 2 GROUP BY kind)");
     if (!s) return by;
     while (sqlite3_step(s) == SQLITE_ROW) {
         const char *kind = str(a, (long)sqlite3_column_int64(s, 1));
         if (strcmp(kind, "gpu_memcpy") && strcmp(kind, "gpu_memset")) continue;
         char dir[64];
         copy_direction(str(a, (long)sqlite3_column_int64(s, 0)), kind, dir, sizeof dir);
-        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3);
+        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3), dur = sqlite3_column_double(s, 6);
         const char *rt = sqlite3_column_type(s, 5) == SQLITE_NULL ? "" : str(a, (long)sqlite3_column_int64(s, 5));
         /* On the critical path: no kernel ran meanwhile, or the host call waited for it. */
         int critical = busy_in(a->kbusy_q, ts, te) <= 0 || is_sync_call(rt);
@@ -579,10 +580,10 @@ static json_t *copies_facts(A *a) {
         }
         json_object_set_new(d, "count", json_integer(json_integer_value(json_object_get(d, "count")) + 1));
         json_object_set_new(d, "bytes", json_integer(json_integer_value(json_object_get(d, "bytes")) + sqlite3_column_int64(s, 4)));
-        json_object_set_new(d, "total_us", json_real(json_real_value(json_object_get(d, "total_us")) + te - ts));
+        json_object_set_new(d, "total_us", json_real(json_real_value(json_object_get(d, "total_us")) + dur));
         if (critical) {
             json_object_set_new(d, "critical_path_count", json_integer(json_integer_value(json_object_get(d, "critical_path_count")) + 1));
-            json_object_set_new(d, "critical_path_us", json_real(json_real_value(json_object_get(d, "critical_path_us")) + te - ts));
+            json_object_set_new(d, "critical_path_us", json_real(json_real_value(json_object_get(d, "critical_path_us")) + dur));
         }
     }
     sqlite3_finalize(s);
@@ -618,7 +619,7 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
     }
     long long nk = 0, nshort = 0;
     double kt = 0, short_t = 0;
-    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(te - ts), TOTAL(te - ts < ?1), TOTAL(CASE WHEN te - ts < ?1 THEN te - ts END)"
+    sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(dur), TOTAL(dur < ?1), TOTAL(CASE WHEN dur < ?1 THEN dur END)"
                               " FROM scratch.ev WHERE cls = 2 AND kind = ?2");
     if (k) {
         const char *kn = "kernel";
@@ -647,7 +648,7 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
 
 /* Per track: union busy time, event count and the longest event name per bucket. */
 static int timeline_buckets(A *a) {
-    sqlite3_stmt *s = prep(a, "SELECT track, ts, te, name FROM scratch.ev WHERE cls IN (0, 1, 2, 4) ORDER BY track, ts");
+    sqlite3_stmt *s = prep(a, "SELECT track, ts, te, name, dur FROM scratch.ev WHERE cls IN (0, 1, 2, 4) ORDER BY track, ts");
     sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
     if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
     typedef struct { float busy; uint32_t count, top; float topdur; } bk;
@@ -680,7 +681,8 @@ static int timeline_buckets(A *a) {
         if (bi < 0) bi = 0;
         if (bi >= TL_BUCKETS) bi = TL_BUCKETS - 1;
         b[bi].count++;
-        if (te - ts > b[bi].topdur || b[bi].count == 1) { b[bi].topdur = (float)(te - ts); b[bi].top = name; }
+        double dur = sqlite3_column_double(s, 4);
+        if (dur > b[bi].topdur || b[bi].count == 1) { b[bi].topdur = (float)dur; b[bi].top = name; }
         /* Busy is the union: only the part after what earlier events covered counts. */
         double from = ts > ue ? ts : ue;
         if (te > from) {
@@ -767,7 +769,7 @@ static const char setup_sql[] =
     "CREATE INDEX scratch.ev_corr ON ev(corr, cls);"
     "CREATE INDEX scratch.ev_cls_ts ON ev(cls, ts);"
     "CREATE INDEX scratch.ev_gpu ON ev(cls, dev, ts);"
-    "CREATE TABLE scratch.gcorr AS SELECT corr, TOTAL(te - ts) AS d, COUNT(*) AS n FROM scratch.ev"
+    "CREATE TABLE scratch.gcorr AS SELECT corr, TOTAL(dur) AS d, COUNT(*) AS n FROM scratch.ev"
     " WHERE cls = 2 AND corr IS NOT NULL GROUP BY corr;"
     "CREATE UNIQUE INDEX scratch.gcorr_corr ON gcorr(corr);"
     "CREATE TABLE scratch.busy(s REAL, e REAL, cum REAL);"

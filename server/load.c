@@ -239,6 +239,7 @@ static int on_event(void *ctx, const ingest_event *e) {
         if (rc) return rc;
         bind_opt(s, 16, e->has_regs, e->regs);
         bind_opt(s, 17, e->has_smem, e->smem);
+        sqlite3_bind_double(s, 18, dur);
         rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
@@ -271,7 +272,7 @@ static const char scratch_sql[] =
     "PRAGMA scratch.cache_size=-16384;"
     /* One row per analysed event; see trace.h for cls. te = ts + dur. */
     "CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,"
-    " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, corr INT, ext INT,"
+    " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT, ext INT,"
     " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);"
     "CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,"
     " min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);";
@@ -296,7 +297,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     if (exec(l->t.db, scratch_sql) || exec(l->t.db, "BEGIN") ||
         sqlite3_prepare_v2(l->t.db,
                            "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,ext,dev,stream,bytes,devtype,"
-                           "shapes,grid,block,regs,smem) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "shapes,grid,block,regs,smem,dur) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {

@@ -119,7 +119,7 @@ json_t *report_draft(const report_input *in) {
         snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld calls; %s)", top[0].name, share * 100, basis, t1,
                  top[0].calls, !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
         json_array_append_new(smells, smell("one_operator_owns_the_run", "One operator owns the run", owns, buf,
-                                            json_pack("{s:s,s:s,s:f,s:f,s:f,s:I,s:s,s:f}", "operator", top[0].name, "kind", top[0].kind,
+                                            json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s,s:f}", "operator", top[0].name, "kind", top[0].kind, "basis", basis,
                                                       "share", share, "time_us", v, "total_us", denom, "calls", top[0].calls,
                                                       "class", cls, "threshold", SMELL_OWNS_SHARE)));
     } else {

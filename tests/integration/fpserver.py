@@ -1,0 +1,182 @@
+"""fpserver.py: start a real firstpass-server on a free loopback port, talk to it.
+
+Shared by the integration tests. Standard library only (plus torch in the oracle test)."""
+import gzip
+import json
+import os
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRACES = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "traces"))
+SERVER = os.environ.get("FIRSTPASS_SERVER_BIN", os.path.join(ROOT, "build", "firstpass-server"))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Server:
+    def __init__(self, *extra):
+        self.dir = tempfile.mkdtemp(prefix="fp-it-")
+        self.db = os.path.join(self.dir, "db.sqlite")
+        self.port = free_port()
+        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.proc = subprocess.Popen([SERVER, "--port", str(self.port), "--db", self.db, "--static",
+                                      os.path.join(ROOT, "static"), "--quiet", *extra],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.base = "http://127.0.0.1:%d" % self.port
+        for _ in range(100):
+            try:
+                if self.get("/healthz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("server did not start: " + open(self.log.name).read())
+
+    def request(self, method, path, body=None, headers=None):
+        req = urllib.request.Request(self.base + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def get(self, path, headers=None):
+        st, h, b = self.request("GET", path, headers=headers)
+        return st, h, b
+
+    def json(self, path):
+        st, _, b = self.get(path)
+        assert st == 200, (path, st, b[:300])
+        return json.loads(b)
+
+    def upload(self, data, query="", headers=None):
+        st, h, b = self.request("POST", "/api/v1/sessions" + query, body=data, headers=headers)
+        return st, h, json.loads(b) if b else None
+
+    def upload_ok(self, data, query=""):
+        st, _, b = self.upload(data, query)
+        assert st == 201, (st, b)
+        return b["id"]
+
+    def alive(self):
+        return self.proc.poll() is None and self.get("/healthz")[0] == 200
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+def read_trace(path):
+    raw = open(path, "rb").read()
+    text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+    return raw, json.loads(text)
+
+
+def events_of(doc):
+    return doc if isinstance(doc, list) else doc["traceEvents"]
+
+
+HOST_OP = {"cpu_op": "cpu_op", "user_annotation": "user_annotation", "Operator": "cpu_op"}
+HOST_RT = {"cuda_runtime": "cuda_runtime", "cuda_driver": "cuda_driver", "Runtime": "cuda_runtime"}
+GPU = {"kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset",
+       "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+
+
+def classify(e):
+    """Independent restatement of the importer's classes: ('host'|'rt'|'gpu'|None, kind)."""
+    complete = e.get("ph") == "X" and "ts" in e and "dur" in e
+    if not complete:
+        return None, None
+    cat = e.get("cat")
+    if not cat:
+        return "host", "cpu_op" if "::" in e.get("name", "") else "user_annotation"
+    if cat in HOST_OP:
+        return "host", HOST_OP[cat]
+    if cat in HOST_RT:
+        return "rt", HOST_RT[cat]
+    if cat in GPU:
+        return "gpu", GPU[cat]
+    return None, None
+
+
+def key_averages(doc):
+    """Reference operator table by torch's rule (trace-semantics.md), written apart
+    from the server: {(name, kind): {calls, cpu_total, self_cpu, self_cuda, cuda_total}}."""
+    evs = events_of(doc)
+    gpu_by_corr = {}
+    rows = {}
+
+    def row(name, kind):
+        return rows.setdefault((name, kind), dict(calls=0, cpu_total=0.0, self_cpu=0.0, self_cuda=0.0, cuda_total=0.0))
+
+    threads = {}
+    for e in evs:
+        c, kind = classify(e)
+        args = e.get("args") or {}
+        if c == "gpu":
+            r = row(e["name"], kind)
+            r["calls"] += 1
+            r["self_cuda"] += e["dur"]
+            r["cuda_total"] += e["dur"]
+            if "correlation" in args:
+                gpu_by_corr[args["correlation"]] = gpu_by_corr.get(args["correlation"], 0) + e["dur"]
+        elif c in ("host", "rt"):
+            threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((e, c, kind))
+    for evl in threads.values():
+        evl.sort(key=lambda x: (x[0]["ts"], -(x[0]["ts"] + x[0]["dur"])))
+        stack = []
+
+        def pop():
+            f = stack.pop()
+            r = row(f["name"], f["kind"])
+            r["calls"] += 1
+            r["cpu_total"] += f["dur"]
+            r["self_cpu"] += f["dur"] - f["child"]
+            r["self_cuda"] += f["self_cuda"]
+            r["cuda_total"] += f["cuda_total"]
+            if stack:
+                stack[-1]["child"] += f["dur"]
+        for e, c, kind in evl:
+            s, en = e["ts"], e["ts"] + e["dur"]
+            while stack and (s >= stack[-1]["end"] or en > stack[-1]["end"]):
+                pop()
+            f = dict(name=e["name"], kind=kind, dur=e["dur"], end=en, child=0.0, self_cuda=0.0, cuda_total=0.0, cls=c)
+            if c == "rt":
+                d = gpu_by_corr.get((e.get("args") or {}).get("correlation"))
+                if d is not None and (e.get("args") or {}).get("correlation") is not None:
+                    ops = [x for x in stack if x["cls"] == "host"]
+                    for x in ops:
+                        x["cuda_total"] += d
+                    if ops:
+                        ops[-1]["self_cuda"] += d
+                    else:
+                        f["self_cuda"] += d
+                        f["cuda_total"] += d
+            stack.append(f)
+        while stack:
+            pop()
+    return rows
+
+
+def all_traces():
+    out = []
+    for d, _, files in os.walk(TRACES):
+        for f in sorted(files):
+            if f.endswith(".json") or f.endswith(".json.gz"):
+                out.append(os.path.join(d, f))
+    return sorted(out)

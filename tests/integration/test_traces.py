@@ -1,0 +1,126 @@
+"""Every real trace under ../shared/data/traces: import, check counts and totals against an
+independent computation, the report's numbers and evidence, and the download round trip."""
+import gzip
+import json
+import math
+import os
+import unittest
+
+from fpserver import Server, all_traces, events_of, key_averages, read_trace, TRACES
+
+
+def close(a, b, tol=1e-6):
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+class RealTraces(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.traces = all_traces()
+        assert cls.traces, "no traces under " + TRACES
+        cls.ids = {}
+        for p in cls.traces:
+            raw, doc = read_trace(p)
+            cls.ids[p] = (cls.srv.upload_ok(raw, "?name=" + os.path.basename(p)), doc)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def ops(self, sid):
+        rows = self.srv.json("/api/v1/sessions/%d/operators?limit=10000" % sid)["operators"]
+        return {(r["name"], r["kind"]): r for r in rows}
+
+    def test_counts_and_operator_table(self):
+        for p, (sid, doc) in self.ids.items():
+            with self.subTest(trace=os.path.relpath(p, TRACES)):
+                s = self.srv.json("/api/v1/sessions/%d" % sid)
+                self.assertEqual(s["event_count"], len(events_of(doc)))
+                ref = key_averages(doc)
+                got = self.ops(sid)
+                # Rows for gpu_user_annotation exist only on the server side; everything the
+                # reference knows must match exactly (calls) and to rounding (times).
+                for key, r in ref.items():
+                    self.assertIn(key, got, key)
+                    g = got[key]
+                    self.assertEqual(g["calls"], r["calls"], key)
+                    for mine, theirs in (("cpu_time_total_us", "cpu_total"), ("self_cpu_time_total_us", "self_cpu"),
+                                         ("cuda_time_total_us", "cuda_total"), ("self_cuda_time_total_us", "self_cuda")):
+                        self.assertTrue(close(g[mine], r[theirs], 1e-6), (key, mine, g[mine], r[theirs]))
+
+    def test_report_numbers_reproducible(self):
+        for p, (sid, doc) in self.ids.items():
+            with self.subTest(trace=os.path.relpath(p, TRACES)):
+                rep = self.srv.json("/api/v1/sessions/%d/report" % sid)
+                for k in ("workload", "hardware", "top_cuda_time", "top_cpu_cost", "next_experiment"):
+                    self.assertTrue(rep["lines"][k], k)
+                ref = key_averages(doc)
+                gpu_total = sum(r["self_cuda"] for (n, k), r in ref.items() if k in ("kernel", "gpu_memcpy", "gpu_memset"))
+                cpu_total = sum(r["self_cpu"] for r in ref.values())
+                for sm in rep["smells"]:
+                    ev = sm["evidence"]
+                    if sm["fired"]:
+                        self.assertTrue(ev, sm)  # no smell without its evidence
+                    if sm["id"] == "one_operator_owns_the_run" and "operator" in ev:
+                        r = ref[(ev["operator"], ev["kind"])]
+                        num = r["self_cpu"] if ev["basis"] == "self CPU" else r["self_cuda"]
+                        self.assertTrue(close(ev["share"], num / ev["total_us"]), (sm, num))
+                        self.assertTrue(close(ev["total_us"], cpu_total if ev["basis"] == "self CPU" else gpu_total), sm)
+                    if sm["id"] == "cheap_operator_called_often" and "operator" in ev:
+                        r = ref[(ev["operator"], ev["kind"])]
+                        self.assertEqual(ev["calls"], r["calls"])
+                    if sm["id"] == "gpu_idle_host_bound" and ev.get("gpu_idle_fraction") is not None:
+                        self.assertEqual(sm["fired"], ev["gpu_idle_fraction"] >= ev["threshold"])
+                gpu = self.srv.json("/api/v1/sessions/%d/gpu" % sid)
+                # GPU busy recomputed as the union of GPU intervals; idle = 1 - busy / span.
+                iv = sorted((e["ts"], e["ts"] + e["dur"]) for e in events_of(doc)
+                            if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"))
+                busy, ce = 0.0, -math.inf
+                for a, b in iv:
+                    if a > ce:
+                        busy += b - a
+                        ce = b
+                    elif b > ce:
+                        busy += b - ce
+                        ce = b
+                if iv:
+                    self.assertTrue(close(gpu["gpu_busy_us"], busy, 1e-6), (gpu["gpu_busy_us"], busy))
+                    self.assertTrue(close(1 - busy / gpu["wall_us"], gpu["gpu_idle_fraction"], 1e-6))
+                else:
+                    self.assertIsNone(gpu["gpu_idle_fraction"])
+
+    def test_download_round_trip(self):
+        for p, (sid, doc) in self.ids.items():
+            with self.subTest(trace=os.path.relpath(p, TRACES)):
+                st, h, body = self.srv.get("/api/v1/sessions/%d/trace" % sid, {"Accept-Encoding": "gzip"})
+                self.assertEqual(st, 200)
+                self.assertEqual(h.get("Content-Encoding"), "gzip")
+                self.assertIn("attachment", h.get("Content-Disposition", ""))
+                down = json.loads(gzip.decompress(body))
+                self.assertEqual(len(down["traceEvents"]), len(events_of(doc)))
+                self.assertIn("displayTimeUnit", down)
+                again = self.srv.upload_ok(json.dumps(down).encode(), "?name=roundtrip")
+                a, b = self.ops(sid), self.ops(again)
+                self.assertEqual(set(a), set(b))
+                for k in a:
+                    for f in ("calls", "cpu_time_total_us", "self_cpu_time_total_us", "cuda_time_total_us", "self_cuda_time_total_us"):
+                        self.assertTrue(close(a[k][f], b[k][f]), (k, f))
+                pa = self.srv.json("/api/v1/sessions/%d/phases" % sid)["phases"]
+                pb = self.srv.json("/api/v1/sessions/%d/phases" % again)["phases"]
+                self.assertEqual([(x["name"], x["count"]) for x in pa], [(x["name"], x["count"]) for x in pb])
+                ra = self.srv.json("/api/v1/sessions/%d/report" % sid)["draft"]
+                rb = self.srv.json("/api/v1/sessions/%d/report" % again)["draft"]
+                for k in ("hardware", "top_cuda_time", "top_cpu_cost", "next_experiment"):
+                    self.assertEqual(ra[k], rb[k], k)
+                self.srv.request("DELETE", "/api/v1/sessions/%d" % again)
+
+    def test_nsys_sqlite_is_refused_clearly(self):
+        for p in sorted(os.listdir(os.path.join(TRACES, "pipit_nsys"))):
+            st, _, b = self.srv.upload(open(os.path.join(TRACES, "pipit_nsys", p), "rb").read())
+            self.assertEqual(st, 415)
+            self.assertIn("SQLite", b["error"]["message"])
+
+
+if __name__ == "__main__":
+    unittest.main()
