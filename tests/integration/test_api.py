@@ -1,0 +1,266 @@
+"""The REST API as a client sees it: bad input, limits, errors, listing, edits, compare,
+and the three smells on synthetic traces with exact expected numbers."""
+import gzip
+import json
+import os
+import unittest
+
+from fpserver import Server, TRACES
+
+SMALL = os.path.join(TRACES, "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz")
+
+
+def ev(name, cat, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+def trace(events, **top):
+    d = {"schemaVersion": 1, "traceEvents": events}
+    d.update(top)
+    return json.dumps(d).encode()
+
+
+def launch_pair(op, kernel, ts, op_dur, k_dur, corr, kts=None, stream=7):
+    """An op with one cudaLaunchKernel inside and its kernel on the GPU."""
+    return [ev(op, "cpu_op", ts, op_dur), ev("cudaLaunchKernel", "cuda_runtime", ts + 1, 2, correlation=corr),
+            ev(kernel, "kernel", ts + 3 if kts is None else kts, k_dur, pid=0, tid=stream, correlation=corr, device=0, stream=stream)]
+
+
+class Api(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--max-upload", "2M")
+        with open(SMALL, "rb") as f:
+            cls.small = f.read()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def count(self):
+        return len(self.srv.json("/api/v1/sessions?limit=1000")["sessions"])
+
+    def assertError(self, st, body, status, code=None):
+        self.assertEqual(st, status, body)
+        self.assertIn("error", body)
+        self.assertTrue(body["error"]["message"])
+        if code:
+            self.assertEqual(body["error"]["code"], code)
+
+    def test_upload_reply_and_location(self):
+        st, h, b = self.srv.upload(self.small, "?name=small&label=model:add&label=gpu:A100")
+        self.assertEqual(st, 201)
+        self.assertEqual(h["Location"], "/api/v1/sessions/%d" % b["id"])
+        self.assertEqual(b["url"], h["Location"])
+        s = self.srv.json(b["url"])
+        self.assertEqual(s["name"], "small")
+        self.assertEqual(s["labels"], {"model": "add", "gpu": "A100"})
+        self.assertEqual(s["source"], "kineto")
+        self.assertEqual(s["hardware"], "NVIDIA A100-PG509-200 x8")
+        # Content-Encoding: gzip on a plain body, and on the gzip file itself.
+        plain = gzip.decompress(self.small)
+        st, _, b2 = self.srv.upload(gzip.compress(plain), headers={"Content-Encoding": "gzip"})
+        self.assertEqual(st, 201, b2)
+        st, _, b3 = self.srv.upload(plain)
+        self.assertEqual(st, 201)
+        a = self.srv.json("/api/v1/sessions/%d/operators" % b2["id"])["operators"]
+        c = self.srv.json("/api/v1/sessions/%d/operators" % b3["id"])["operators"]
+        self.assertEqual(a, c)
+
+    def test_bad_input_nothing_stored(self):
+        before = self.count()
+        plain = gzip.decompress(self.small)
+        cases = [
+            (b'{"traceEvents":[{"ph":"X"', 400, "invalid_json", {}),
+            (b"not json at all", 400, "invalid_json", {}),
+            (self.small[: len(self.small) // 2], 400, "invalid_json", {}),  # truncated gzip
+            (b'{"traceEvents":[{"ph":"X","name":"a","ts":"soon","dur":1}]}', 400, "invalid_trace", {}),
+            (b'{"traceEvents":[{"ph":"X","name":["a"],"ts":1,"dur":1}]}', 400, "invalid_trace", {}),
+            (b'{"traceEvents":[{"ph":"X","name":"a","ts":1,"dur":-5}]}', 400, "invalid_trace", {}),
+            (b'{"traceEvents":"no"}', 422, "not_a_trace", {}),
+            (b'{"foo":1}', 422, "not_a_trace", {}),
+            (b"", 422, "not_a_trace", {}),
+            (plain, 415, "unsupported_media_type", {"Content-Encoding": "br"}),
+            (b"x" * (3 << 20), 413, "too_large", {}),
+            (self.small, 400, "invalid_trace", {"X-Ignore": "1", "__query": "?label=nocolon"}),
+        ]
+        for body, status, code, hdr in cases:
+            with self.subTest(status=status, code=code, body=body[:40]):
+                q = hdr.pop("__query", "")
+                st, _, b = self.srv.upload(body, q, headers=hdr)
+                self.assertError(st, b, status, code)
+                self.assertTrue(self.srv.alive())
+        self.assertEqual(self.count(), before)
+
+    def test_errors_404_405_400(self):
+        st, _, b = self.srv.get("/api/v1/sessions/999999")
+        self.assertError(st, json.loads(b), 404, "not_found")
+        st, _, b = self.srv.get("/api/v1/sessions/999999/operators")
+        self.assertError(st, json.loads(b), 404)
+        st, h, b = self.srv.request("DELETE", "/api/v1/compare")
+        self.assertError(st, json.loads(b), 405, "method_not_allowed")
+        self.assertEqual(h["Allow"], "GET")
+        st, h, b = self.srv.request("PUT", "/api/v1/sessions")
+        self.assertEqual(st, 405)
+        self.assertEqual(h["Allow"], "GET, POST")
+        sid = self.srv.upload_ok(self.small)
+        for q in ("sort=bogus", "limit=0", "limit=abc", "group_by=color"):
+            st, _, b = self.srv.get("/api/v1/sessions/%d/operators?%s" % (sid, q))
+            self.assertError(st, json.loads(b), 400, "invalid_parameter")
+        st, _, b = self.srv.get("/api/v1/nothing-here")
+        self.assertError(st, json.loads(b), 404)
+        for p in ("/../Makefile", "/%2e%2e/Makefile", "/..%2fMakefile"):
+            st, _, b = self.srv.get(p)
+            self.assertEqual(st, 404, p)
+
+    def test_list_filter_pagination_delete(self):
+        ids = [self.srv.upload_ok(self.small, "?name=pg&label=run:%d&label=team:x" % i) for i in range(5)]
+        got, cursor = [], None
+        while True:
+            page = self.srv.json("/api/v1/sessions?label=team:x&name=pg&limit=2" + ("&next=" + cursor if cursor else ""))
+            got += [s["id"] for s in page["sessions"]]
+            cursor = page["next"]
+            if not cursor:
+                break
+        self.assertEqual(got, sorted(ids, reverse=True))  # newest first, each once
+        one = self.srv.json("/api/v1/sessions?label=team:x&label=run:3")["sessions"]
+        self.assertEqual([s["id"] for s in one], [ids[3]])
+        st, _, _ = self.srv.request("DELETE", "/api/v1/sessions/%d" % ids[0])
+        self.assertEqual(st, 204)
+        self.assertEqual(self.srv.get("/api/v1/sessions/%d" % ids[0])[0], 404)
+        self.assertEqual(self.srv.request("DELETE", "/api/v1/sessions/%d" % ids[0])[0], 404)
+
+    def test_report_edit_persists_and_text(self):
+        sid = self.srv.upload_ok(self.small)
+        st, _, b = self.srv.request("PUT", "/api/v1/sessions/%d/report" % sid,
+                                    json.dumps({"lines": {"next_experiment": "pin memory"}}).encode())
+        self.assertEqual(st, 200, b)
+        r = self.srv.json("/api/v1/sessions/%d/report" % sid)
+        self.assertEqual(r["lines"]["next_experiment"], "pin memory")
+        self.assertEqual(r["edited"], ["next_experiment"])
+        self.assertNotEqual(r["draft"]["next_experiment"], "pin memory")
+        st, h, t = self.srv.get("/api/v1/sessions/%d/report" % sid, {"Accept": "text/plain"})
+        lines = t.decode().splitlines()
+        self.assertEqual(len(lines), 5)
+        self.assertEqual(lines[4], "Next experiment: pin memory")
+        self.assertTrue(lines[0].startswith("Workload: "))
+        # null restores the draft; a bad key or type is 422; a bad body 400.
+        self.srv.request("PUT", "/api/v1/sessions/%d/report" % sid, b'{"lines":{"next_experiment":null}}')
+        self.assertEqual(self.srv.json("/api/v1/sessions/%d/report" % sid)["edited"], [])
+        st, _, b = self.srv.request("PUT", "/api/v1/sessions/%d/report" % sid, b'{"lines":{"colour":"x"}}')
+        self.assertError(st, json.loads(b), 422)
+        st, _, b = self.srv.request("PUT", "/api/v1/sessions/%d/report" % sid, b'{"lines":')
+        self.assertError(st, json.loads(b), 400)
+        st, _, b = self.srv.request("PUT", "/api/v1/sessions/999999/report", b'{"lines":{}}')
+        self.assertError(st, json.loads(b), 404)
+
+    def test_csv_and_text(self):
+        sid = self.srv.upload_ok(self.small)
+        st, h, b = self.srv.get("/api/v1/sessions/%d/operators?format=csv&limit=5" % sid)
+        self.assertEqual(st, 200)
+        self.assertTrue(h["Content-Type"].startswith("text/csv"))
+        rows = b.decode().splitlines()
+        self.assertTrue(rows[0].startswith("name,kind,"))
+        self.assertEqual(len(rows), 6)
+        st, _, b = self.srv.get("/api/v1/sessions/%d/kernels?format=text" % sid)
+        self.assertEqual(st, 200)
+        self.assertIn("calls", b.decode().splitlines()[0])
+
+    def test_compare(self):
+        base = self.srv.upload_ok(open(os.path.join(TRACES, "hta/trace_compare/base/base.json.gz"), "rb").read())
+        head = self.srv.upload_ok(open(os.path.join(TRACES, "hta/trace_compare/test/test.json.gz"), "rb").read())
+        c = self.srv.json("/api/v1/compare?base=%d&head=%d" % (base, head))
+        ops = c["operators"]
+        self.assertTrue(ops)
+        deltas = [abs(o["delta"]["cuda_time_total_us"]) for o in ops]
+        self.assertEqual(deltas, sorted(deltas, reverse=True)[: len(deltas)] if all(d > 0 for d in deltas) else deltas)
+        for o in ops:
+            b, h = o["base"], o["head"]
+            if o["status"] == "changed":
+                self.assertAlmostEqual(o["delta"]["cuda_time_total_us"], h["cuda_time_total_us"] - b["cuda_time_total_us"])
+            else:
+                self.assertIn(o["status"], ("appeared", "disappeared"))
+        st, _, b = self.srv.get("/api/v1/compare?base=%d&head=999999" % base)
+        self.assertEqual(st, 404)
+        st, _, b = self.srv.get("/api/v1/compare?base=%d" % base)
+        self.assertEqual(st, 400)
+
+    # ---- smells, on synthetic traces with known answers ----
+
+    def smells(self, data):
+        sid = self.srv.upload_ok(data)
+        rep = self.srv.json("/api/v1/sessions/%d/report" % sid)
+        return sid, {s["id"]: s for s in rep["smells"]}, rep
+
+    def test_smell_gemm_owns_the_run(self):
+        evs = launch_pair("aten::mm", "ampere_sgemm_128x64", 0, 100, 800, 1)
+        evs += launch_pair("aten::add", "elementwise_add", 2000, 50, 100, 2)
+        evs += launch_pair("aten::relu", "elementwise_relu", 3000, 50, 100, 3)
+        _, sm, rep = self.smells(trace(evs))
+        own = sm["one_operator_owns_the_run"]
+        self.assertTrue(own["fired"])
+        self.assertEqual(own["evidence"]["operator"], "aten::mm")
+        self.assertAlmostEqual(own["evidence"]["share"], 0.8)
+        self.assertEqual(own["evidence"]["class"], "compute")
+        self.assertFalse(sm["cheap_operator_called_often"]["fired"])
+        self.assertIn("aten::mm 80.0%", rep["lines"]["top_cuda_time"])
+
+    def test_smell_copies_dominate(self):
+        # Kernels queued back to back, so the GPU is busy and only the copy stands out.
+        evs = launch_pair("aten::copy_", "Memcpy DtoD", 0, 50, 600, 1, kts=3)
+        evs += launch_pair("aten::to", "cast_kernel", 100, 50, 200, 2, kts=603)
+        evs += launch_pair("aten::mm", "sgemm", 200, 50, 200, 3, kts=803)
+        _, sm, rep = self.smells(trace(evs))
+        own = sm["one_operator_owns_the_run"]
+        self.assertTrue(own["fired"])
+        self.assertEqual(own["evidence"]["operator"], "aten::copy_")
+        self.assertAlmostEqual(own["evidence"]["share"], 0.6)
+        self.assertEqual(own["evidence"]["class"], "memory")
+        self.assertIn("Remove the traffic of aten::copy_", rep["lines"]["next_experiment"])
+
+    def test_smell_tiny_kernels_from_a_loop(self):
+        evs = []
+        for i in range(5000):  # a Python token loop: 5,000 launches of a 2 us kernel, back to back
+            evs += launch_pair("aten::add", "tiny_add", i * 10, 6, 2, i + 1)
+        _, sm, rep = self.smells(trace(evs))
+        ch = sm["cheap_operator_called_often"]
+        self.assertTrue(ch["fired"], ch)
+        self.assertEqual(ch["evidence"]["calls"], 5000)
+        self.assertIn(ch["evidence"]["operator"], ("aten::add", "tiny_add"))
+        gpu = self.srv.json("/api/v1/sessions/%d/gpu" % _)
+        self.assertEqual(gpu["launch"]["count"], 5000)
+        self.assertEqual(gpu["launch"]["short_kernels"], 5000)
+        self.assertAlmostEqual(gpu["launch"]["delay_mean_us"], 2.0)
+
+    def test_smell_gpu_idle_behind_host(self):
+        evs = launch_pair("aten::mm", "sgemm", 0, 100, 50, 1)
+        evs.append(ev("aten::item", "cpu_op", 200, 9000))
+        evs.append(ev("cudaStreamSynchronize", "cuda_runtime", 300, 8000))
+        evs += launch_pair("aten::mm", "sgemm", 9300, 100, 50, 2)
+        sid, sm, rep = self.smells(trace(evs))
+        idle = sm["gpu_idle_host_bound"]
+        self.assertTrue(idle["fired"])
+        wall = 9300 + 100  # the last op ends after its kernel
+        self.assertAlmostEqual(idle["evidence"]["gpu_idle_fraction"], 1 - 100 / wall)
+        self.assertEqual(idle["evidence"]["syncs"][0]["call"], "cudaStreamSynchronize")
+        self.assertIn("cudaStreamSynchronize", rep["lines"]["next_experiment"])
+        gpu = self.srv.json("/api/v1/sessions/%d/gpu" % sid)
+        gap = gpu["devices"][0]["gaps"]["largest"][0]
+        self.assertAlmostEqual(gap["dur_us"], 9303 - 53)
+        self.assertEqual(gap["host_op"], "aten::item")
+        self.assertEqual(gap["host_call"], "cudaStreamSynchronize")
+
+    def test_smell_healthy_run_fires_nothing(self):
+        evs = []
+        names = ["aten::mm", "aten::add", "aten::relu", "aten::softmax"]
+        t = 0
+        for i in range(40):  # four balanced ops, kernels packed back to back
+            evs += launch_pair(names[i % 4], names[i % 4] + "_kernel", t, 12, 30, i + 1, kts=i * 30)
+            t += 10
+        _, sm, rep = self.smells(trace(evs))
+        self.assertEqual([k for k, s in sm.items() if s["fired"]], [])
+        self.assertTrue(rep["lines"]["next_experiment"].startswith("No smell fired"))
+
+
+if __name__ == "__main__":
+    unittest.main()
