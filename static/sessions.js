@@ -1,0 +1,148 @@
+// sessions.js: the session list (index.html): filter, upload with progress, delete.
+'use strict';
+(() => {
+  const { api, el, qs, fmtTime, fmtPct, fmtInt, fmtDate, smellText, showError, clearError, renderTable } = FP;
+  const table = document.getElementById('sessions');
+  const more = document.getElementById('more');
+  const fName = document.getElementById('f-name');
+  const fLabel = document.getElementById('f-label');
+  const PAGE = 50;
+  let rows = [];
+  let next = null;
+
+  const cols = [
+    { key: 'name', label: 'Name', rowHeader: true,
+      render: (s) => el('a', { href: `session.html?id=${s.id}`, class: 'session-link' }, FP.sessionName(s)) },
+    { key: 'labels', label: 'Labels',
+      render: (s) => Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`)) },
+    { key: 'source', label: 'Source' },
+    { key: 'hardware', label: 'Hardware', render: (s) => s.hardware || '—' },
+    { key: 'duration_us', label: 'Duration', num: true, render: (s) => fmtTime(s.duration_us) },
+    { key: 'event_count', label: 'Events', num: true, render: (s) => fmtInt(s.event_count) },
+    { key: 'top_cuda_operator', label: 'Top CUDA operator', render: (s) => el('span', { class: 'name', title: s.top_cuda_operator || '—' }, s.top_cuda_operator || '—') },
+    { key: 'gpu_idle_fraction', label: 'GPU idle', num: true, render: (s) => fmtPct(s.gpu_idle_fraction) },
+    { key: 'smells', label: 'Smells',
+      render: (s) => (s.smells || []).map((id) => el('span', { class: 'badge smell', title: id }, smellText(id))) },
+    { key: 'created_at', label: 'Uploaded', render: (s) => fmtDate(s.created_at) },
+    { key: 'actions', label: 'Actions', render: (s) => [
+      el('a', { href: `timeline.html?id=${s.id}` }, 'timeline'), ' ',
+      el('button', { type: 'button', class: 'danger delete', 'aria-label': `Delete ${FP.sessionName(s)}`,
+                     onclick: () => del(s) }, 'Delete')] },
+  ];
+
+  function filterQuery(extra) {
+    const label = fLabel.value.trim();
+    return qs({ name: fName.value.trim(), label, limit: PAGE, ...extra });
+  }
+
+  async function load(append) {
+    const q = filterQuery(append && next ? { next } : {});
+    const j = await api('/api/v1/sessions' + q);
+    rows = append ? rows.concat(j.sessions || []) : (j.sessions || []);
+    next = j.next || null;
+    more.hidden = !next;
+    renderTable(table, cols, rows, null, null);
+    table.querySelector('caption').textContent =
+      `${rows.length} session${rows.length === 1 ? '' : 's'}${next ? ' (more available)' : ''}`;
+  }
+
+  async function del(s) {
+    if (!confirm(`Delete session “${FP.sessionName(s)}” (id ${s.id})? This cannot be undone.`)) return;
+    await api(`/api/v1/sessions/${s.id}`, { method: 'DELETE' });
+    status(`Deleted “${FP.sessionName(s)}”.`);
+    await load(false);
+  }
+
+  // ---- upload -------------------------------------------------------------------------------
+  const fileInput = document.getElementById('file');
+  const labelsInput = document.getElementById('upload-labels');
+  const progress = document.getElementById('progress');
+  const statusEl = document.getElementById('upload-status');
+  const drop = document.getElementById('dropzone');
+
+  function status(msg, link) {
+    statusEl.replaceChildren(msg, link ? ' ' : '', link || '');
+  }
+
+  function parseLabels(text) {
+    return text.split(',').map((x) => x.trim()).filter(Boolean);
+  }
+
+  // The raw file body goes as-is (gzip too: the server reads the magic bytes). XMLHttpRequest,
+  // not fetch, because only XHR reports upload progress.
+  function upload(file) {
+    return new Promise((resolve) => {
+      clearError();
+      const labels = parseLabels(labelsInput.value);
+      const bad = labels.find((l) => !/^[^:]+:/.test(l));
+      if (bad) { showError(`Label “${bad}” is not key:value.`); resolve(null); return; }
+      const xhr = new XMLHttpRequest();
+      xhr.open('POST', '/api/v1/sessions' + qs({ name: file.name, label: labels }));
+      xhr.setRequestHeader('Accept', 'application/json');
+      progress.hidden = false;
+      progress.value = 0;
+      status(`Uploading ${file.name} (${FP.fmtMem(file.size)})…`);
+      xhr.upload.onprogress = (e) => {
+        if (e.lengthComputable) {
+          progress.value = Math.round((e.loaded / e.total) * 100);
+          if (e.loaded >= e.total) status(`Uploaded ${file.name}; the server is reading the trace…`);
+        }
+      };
+      xhr.onload = async () => {
+        progress.value = 100;
+        let j = null;
+        try { j = JSON.parse(xhr.responseText); } catch (_) { /* shown below */ }
+        if (xhr.status >= 200 && xhr.status < 300 && j && j.id !== undefined) {
+          status(`Uploaded ${file.name} as session ${j.id}.`,
+                 el('a', { href: `session.html?id=${j.id}`, class: 'new-session' }, 'Open it'));
+          progress.hidden = true;
+          await load(false);
+          resolve(j);
+        } else {
+          const e = j && j.error ? j.error : { code: 'http_' + xhr.status, message: xhr.responseText.slice(0, 300) };
+          showError(`Upload of ${file.name} failed: ${e.message} (${e.code}, HTTP ${xhr.status})`);
+          status(`Upload of ${file.name} failed.`);
+          progress.hidden = true;
+          resolve(null);
+        }
+      };
+      xhr.onerror = () => {
+        showError(`Upload of ${file.name} failed: the server could not be reached.`);
+        progress.hidden = true;
+        resolve(null);
+      };
+      xhr.send(file);
+    });
+  }
+
+  async function uploadAll(files) {
+    for (const f of files) await upload(f);
+    fileInput.value = '';
+  }
+
+  fileInput.addEventListener('change', () => uploadAll([...fileInput.files]));
+  for (const ev of ['dragenter', 'dragover']) {
+    drop.addEventListener(ev, (e) => { e.preventDefault(); drop.classList.add('over'); });
+  }
+  for (const ev of ['dragleave', 'drop']) {
+    drop.addEventListener(ev, () => drop.classList.remove('over'));
+  }
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    if (e.dataTransfer && e.dataTransfer.files.length) uploadAll([...e.dataTransfer.files]);
+  });
+
+  // ---- filters ------------------------------------------------------------------------------
+  const form = document.getElementById('filters');
+  form.addEventListener('submit', (e) => { e.preventDefault(); load(false).catch(() => {}); });
+  form.addEventListener('reset', () => setTimeout(() => load(false).catch(() => {}), 0));
+  const live = FP.debounce(() => load(false).catch(() => {}), 300);
+  fName.addEventListener('input', live);
+  fLabel.addEventListener('input', () => {
+    const v = fLabel.value.trim();
+    if (!v || v.includes(':')) live(); // a half-typed label is not a filter yet
+  });
+  more.addEventListener('click', () => load(true).catch(() => {}));
+
+  load(false).catch(() => {});
+})();

@@ -1,0 +1,479 @@
+// timeline.js: canvas timeline (timeline.html?id=N).
+//
+// Draws CPU threads and GPU streams from the server's level-of-detail replies
+// (GET /timeline?start_us&end_us&buckets): a track comes as events (<= 2,000 in the window) or
+// as buckets (busy fraction per slice). Nothing is one DOM node per event. Zoom and pan act on
+// the view at once, redrawing the last reply stretched to the new view; a debounced re-fetch
+// then replaces it. Replies that arrive after a newer request was made are dropped.
+'use strict';
+(() => {
+  const { api, el, qs, fmtTime, fmtPct, fmtInt } = FP;
+  const id = FP.param('id');
+  if (!id) { FP.showError('No session id in the address (timeline.html?id=N).'); return; }
+  const base = `/api/v1/sessions/${encodeURIComponent(id)}`;
+  document.getElementById('to-session').href = `session.html?id=${encodeURIComponent(id)}`;
+
+  const canvas = document.getElementById('tl');
+  const ctx = canvas.getContext('2d');
+  const tip = document.getElementById('tip');
+  const rangeEl = document.getElementById('range');
+  const glanceEl = document.getElementById('glance');
+
+  const COLORS = {
+    cpu_op: '#4e79a7', user_annotation: '#b07aa1', gpu_user_annotation: '#76b7b2', python_function: '#a0cbe8',
+    cuda_runtime: '#f28e2b', cuda_driver: '#ff9da7', kernel: '#59a14f', gpu_memcpy: '#edc948',
+    gpu_memset: '#9c755f', cuda_sync: '#bab0ac',
+  };
+  const DEFAULT_COLOR = '#8c959f';
+  const GAP_FILL = 'rgba(214, 39, 40, 0.22)';
+  const GAP_EDGE = 'rgba(214, 39, 40, 0.9)';
+  const PHASE_FILLS = ['rgba(255, 190, 60, 0.13)', 'rgba(60, 140, 255, 0.10)'];
+  const PHASE_BAR = ['#f1c36b', '#8fb8f0'];
+  const LABEL_W = 180, AXIS_H = 26, LANE_H = 15, MAX_LANES = 4, ROW = 14, BUCKET_H = 30, GAP = 6, MAX_DEPTH = 8;
+  const color = (cat) => COLORS[cat] || DEFAULT_COLOR;
+  const phaseH = () => phaseLanes * LANE_H + 4;
+
+  let phaseLanes = 1;      // rows of the phase band (see normalize)
+  let full = null;          // {s, e}: the whole session
+  let view = null;          // {s, e}: what is on screen
+  let data = null;          // last timeline reply
+  let layout = [];          // [{track, y, h}]
+  let seq = 0, pending = 0, dirty = false; // dirty: the view moved since the last fetch began
+  let cssW = 800, cssH = 300;
+
+  // ---- legend --------------------------------------------------------------------------------
+  document.getElementById('legend').replaceChildren(
+    ...Object.entries(COLORS).map(([k, c]) => el('span', {}, el('i', { style: `background:${c}` }), k)),
+    el('span', {}, el('i', { style: `background:${GAP_FILL};border:1px solid ${GAP_EDGE}` }), 'GPU idle gap'),
+    el('span', {}, el('i', { style: `background:${PHASE_BAR[0]}` }), 'phase'));
+
+  // ---- fetching ------------------------------------------------------------------------------
+  function plotW() { return Math.max(50, cssW - LABEL_W); }
+
+  async function fetchView() {
+    const my = ++seq;
+    pending++;
+    dirty = false;
+    canvas.dataset.state = 'loading';
+    showRange();
+    try {
+      // Half a view either side, so a short pan still has data to draw.
+      const span = view.e - view.s;
+      const s = Math.max(full.s, view.s - span / 2), e = Math.min(full.e, view.e + span / 2);
+      const buckets = Math.min(4000, Math.max(50, Math.round(plotW() * (e - s) / span)));
+      const j = await api(`${base}/timeline${qs({ start_us: s, end_us: e, buckets })}`);
+      if (my === seq) { data = normalize(j); relayout(); }
+    } catch (_) {
+      /* the banner shows it; keep drawing what we had */
+    } finally {
+      pending--;
+      if (my === seq) {
+        if (!dirty) canvas.dataset.state = 'ready';
+        showRange(); draw(); summarize();
+      }
+    }
+  }
+  const refetch = FP.debounce(fetchView, 150);
+
+  // Nesting depth per event when the reply has none (a stack of open intervals), and phase
+  // lanes: phases overlap (a step holds forward and backward), so each goes in the first lane
+  // where it does not overlap the previous phase.
+  function normalize(j) {
+    for (const t of j.tracks || []) {
+      const evs = t.events || [];
+      if (!evs.length || evs.every((e) => typeof e.depth === 'number')) continue;
+      evs.sort((a, b) => a.ts_us - b.ts_us || b.dur_us - a.dur_us);
+      const ends = [];
+      for (const e of evs) {
+        while (ends.length && ends[ends.length - 1] <= e.ts_us + 1e-6) ends.pop();
+        e.depth = ends.length;
+        ends.push(e.ts_us + e.dur_us);
+      }
+    }
+    const phases = (j.phases || []).slice().sort((a, b) => a.ts_us - b.ts_us || b.dur_us - a.dur_us);
+    const laneEnd = [];
+    for (const p of phases) {
+      let l = laneEnd.findIndex((end) => end <= p.ts_us);
+      if (l < 0) { l = laneEnd.length; laneEnd.push(0); }
+      laneEnd[l] = p.ts_us + p.dur_us;
+      p.lane = l;
+    }
+    j.phases = phases;
+    phaseLanes = Math.max(phaseLanes, Math.min(MAX_LANES, laneEnd.length || 1));
+    return j;
+  }
+
+  // ---- layout and drawing --------------------------------------------------------------------
+  function heightOf(t) {
+    let h;
+    if (t.mode === 'buckets') h = BUCKET_H;
+    else {
+      let d = 0;
+      for (const ev of t.events || []) if ((ev.depth || 0) > d) d = ev.depth || 0;
+      h = (Math.min(d, MAX_DEPTH - 1) + 1) * ROW + 4;
+    }
+    return Math.max(h, ROW + 4);
+  }
+  function relayout() {
+    let y = AXIS_H + phaseH() + 4;
+    layout = (data ? data.tracks : []).map((t) => {
+      const h = heightOf(t);
+      const r = { track: t, y, h };
+      y += h + GAP;
+      return r;
+    });
+    resize(Math.max(y + 4, 120));
+  }
+  function resize(h) {
+    const w = canvas.parentElement.clientWidth || 800;
+    const dpr = window.devicePixelRatio || 1;
+    if (w !== cssW || h !== cssH || canvas.width !== Math.round(w * dpr)) {
+      cssW = w; cssH = h;
+      canvas.style.height = h + 'px';
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+    }
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  }
+  const xOf = (t) => LABEL_W + ((t - view.s) / (view.e - view.s)) * plotW();
+  const tOf = (x) => view.s + ((x - LABEL_W) / plotW()) * (view.e - view.s);
+
+  function niceStep(span, n) {
+    const raw = span / n, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const m of [1, 2, 5, 10]) if (raw <= m * p) return m * p;
+    return 10 * p;
+  }
+
+  let frame = 0;
+  function draw() {
+    if (frame) return;
+    frame = requestAnimationFrame(() => { frame = 0; drawNow(); });
+  }
+  function drawNow() {
+    if (!view) return;
+    const W = cssW, H = cssH, pw = plotW();
+    ctx.clearRect(0, 0, W, H);
+    ctx.fillStyle = '#ffffff';
+    ctx.fillRect(0, 0, W, H);
+    ctx.font = '11px system-ui, "DejaVu Sans", sans-serif';
+    ctx.textBaseline = 'middle';
+
+    // axis
+    ctx.fillStyle = '#f6f8fa';
+    ctx.fillRect(0, 0, W, AXIS_H);
+    const step = niceStep(view.e - view.s, Math.max(2, pw / 110));
+    ctx.strokeStyle = '#eaeef2';
+    ctx.fillStyle = '#57606a';
+    ctx.beginPath();
+    for (let t = Math.ceil((view.s - full.s) / step) * step + full.s; t <= view.e; t += step) {
+      const x = Math.round(xOf(t)) + 0.5;
+      ctx.moveTo(x, AXIS_H - 6); ctx.lineTo(x, H);
+      ctx.fillText(fmtTime(t - full.s), x + 3, AXIS_H / 2);
+    }
+    ctx.stroke();
+
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL_W, 0, pw, H);
+    ctx.clip();
+    if (data) {
+      // phases: a bar in their row and a faint band over every track
+      let i0 = 0;
+      for (const p of data.phases || []) {
+        if (p.lane >= MAX_LANES) continue;
+        const x0 = xOf(p.ts_us), x1 = xOf(p.ts_us + p.dur_us);
+        if (x1 < LABEL_W || x0 > W) continue;
+        const w = Math.max(1, x1 - x0), i = p.lane === 0 ? i0++ : p.lane;
+        if (p.lane === 0) { // the outermost phases shade the tracks too
+          ctx.fillStyle = PHASE_FILLS[i % 2];
+          ctx.fillRect(x0, AXIS_H + phaseH(), w, H);
+        }
+        const y = AXIS_H + 2 + p.lane * LANE_H;
+        ctx.fillStyle = PHASE_BAR[i % 2];
+        ctx.fillRect(x0, y, w, LANE_H - 2);
+        ctx.fillStyle = '#ffffff';
+        ctx.fillRect(Math.round(x0), y, 1, LANE_H - 2); // a seam between touching phases
+        label(p.name, x0, x1, y + (LANE_H - 2) / 2, '#1b1f24');
+      }
+      for (const r of layout) drawTrack(r);
+      // GPU idle gaps over the GPU tracks of their device
+      for (const g of data.gaps || []) {
+        const x0 = xOf(g.ts_us), x1 = xOf(g.ts_us + g.dur_us);
+        if (x1 < LABEL_W || x0 > W) continue;
+        for (const r of layout) {
+          if (r.track.kind !== 'gpu' || !sameDevice(r.track, g.device)) continue;
+          ctx.fillStyle = GAP_FILL;
+          ctx.fillRect(x0, r.y, Math.max(2, x1 - x0), r.h);
+        }
+        ctx.fillStyle = GAP_EDGE;
+        ctx.fillRect(x0, AXIS_H + phaseH() - 4, Math.max(2, x1 - x0), 4);
+      }
+    }
+    ctx.restore();
+
+    // track labels
+    ctx.fillStyle = '#f6f8fa';
+    ctx.fillRect(0, AXIS_H, LABEL_W, H);
+    ctx.fillStyle = '#57606a';
+    ctx.fillText('phases', 8, AXIS_H + phaseH() / 2);
+    for (const r of layout) {
+      ctx.fillStyle = r.track.kind === 'gpu' ? '#116329' : '#0a3069';
+      ctx.fillText(clipText(trackName(r.track), LABEL_W - 12),
+                   8, r.y + Math.min(r.h, ROW * 2) / 2);
+      ctx.fillStyle = '#eaeef2';
+      ctx.fillRect(0, r.y + r.h + GAP / 2, W, 1);
+    }
+    ctx.strokeStyle = '#d0d7de';
+    ctx.beginPath();
+    ctx.moveTo(LABEL_W + 0.5, 0); ctx.lineTo(LABEL_W + 0.5, H);
+    ctx.moveTo(0, AXIS_H + 0.5); ctx.lineTo(W, AXIS_H + 0.5);
+    ctx.stroke();
+  }
+
+  // "GPU 0 stream 7" already says what it is; "thread 456" gets a CPU in front.
+  function trackName(t) {
+    const l = t.label || t.id;
+    return /^(cpu|gpu)\b/i.test(l) ? l : `${t.kind === 'gpu' ? 'GPU' : 'CPU'} ${l}`;
+  }
+
+  function sameDevice(track, dev) {
+    if (dev === undefined || dev === null) return true;
+    if (track.device !== undefined) return track.device === dev;
+    const parts = String(track.id).split(':'); // "gpu:DEVICE:STREAM"
+    return parts.length < 2 || Number(parts[1]) === Number(dev);
+  }
+
+  function drawTrack(r) {
+    const t = r.track, W = cssW;
+    if (t.mode === 'buckets') {
+      const c = t.kind === 'gpu' ? COLORS.kernel : COLORS.cpu_op;
+      ctx.fillStyle = c;
+      for (const b of t.buckets || []) {
+        const x0 = xOf(b.ts_us), x1 = xOf(b.ts_us + b.dur_us);
+        if (x1 < LABEL_W || x0 > W || !(b.busy > 0)) continue;
+        const h = Math.max(1, Math.min(1, b.busy) * (r.h - 2));
+        ctx.fillRect(x0, r.y + r.h - h, Math.max(1, x1 - x0), h);
+      }
+      return;
+    }
+    let lastCat = null;
+    for (const ev of t.events || []) {
+      const x0 = xOf(ev.ts_us), x1 = xOf(ev.ts_us + ev.dur_us);
+      if (x1 < LABEL_W || x0 > W) continue;
+      const d = Math.min(ev.depth || 0, MAX_DEPTH - 1);
+      const y = r.y + 2 + d * ROW;
+      if (ev.cat !== lastCat) { ctx.fillStyle = color(ev.cat); lastCat = ev.cat; }
+      const w = Math.max(1, x1 - x0);
+      ctx.fillRect(x0, y, w, ROW - 2);
+      if (w > 40) {
+        label(ev.name, x0, x1, y + (ROW - 2) / 2, '#ffffff');
+        ctx.fillStyle = color(ev.cat);
+      }
+    }
+  }
+
+  function clipText(s, maxW) {
+    s = String(s);
+    if (ctx.measureText(s).width <= maxW) return s;
+    let lo = 0, hi = s.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(s.slice(0, mid) + '…').width <= maxW) lo = mid; else hi = mid - 1;
+    }
+    return lo ? s.slice(0, lo) + '…' : '';
+  }
+  function label(text, x0, x1, y, fg) {
+    const a = Math.max(x0, LABEL_W) + 3, b = Math.min(x1, cssW) - 3;
+    if (b - a < 20) return;
+    const s = clipText(text, b - a);
+    if (!s) return;
+    ctx.fillStyle = fg;
+    ctx.fillText(s, a, y);
+  }
+
+  // ---- text around the canvas ----------------------------------------------------------------
+  function showRange() {
+    if (!view) return;
+    rangeEl.textContent = `${fmtTime(view.s - full.s)} – ${fmtTime(view.e - full.s)} ` +
+      `(${fmtTime(view.e - view.s)} of ${fmtTime(full.e - full.s)})${pending ? ' · loading…' : ''}`;
+    canvas.dataset.viewStart = String(view.s);
+    canvas.dataset.viewEnd = String(view.e);
+  }
+
+  function busyInView(t) {
+    let busy = 0, n = 0, durs = [];
+    const clip = (a, d) => Math.max(0, Math.min(a + d, view.e) - Math.max(a, view.s));
+    if (t.mode === 'buckets') {
+      for (const b of t.buckets || []) {
+        const c = clip(b.ts_us, b.dur_us);
+        if (c > 0) { busy += c * (b.busy || 0); n += b.count || 0; }
+      }
+    } else {
+      for (const ev of t.events || []) {
+        if ((ev.depth || 0) !== 0) continue;
+        const c = clip(ev.ts_us, ev.dur_us);
+        if (c > 0 || (ev.ts_us >= view.s && ev.ts_us <= view.e)) { busy += c; n++; durs.push(ev.dur_us); }
+      }
+    }
+    durs.sort((a, b) => a - b);
+    return { busy: busy / (view.e - view.s), n, median: durs.length ? durs[durs.length >> 1] : null };
+  }
+
+  function summarize() {
+    if (!data) return;
+    const rows = layout.map((r) => ({ t: r.track, ...busyInView(r.track) }));
+    const gpu = rows.filter((r) => r.t.kind === 'gpu');
+    const gaps = (data.gaps || []).filter((g) => g.ts_us + g.dur_us > view.s && g.ts_us < view.e);
+    const gapTotal = gaps.reduce((a, g) => a + Math.min(g.ts_us + g.dur_us, view.e) - Math.max(g.ts_us, view.s), 0);
+    if (gpu.length) {
+      const best = gpu.reduce((a, b) => (b.busy > a.busy ? b : a));
+      const kernels = gpu.reduce((a, r) => a + r.n, 0);
+      glanceEl.textContent = `In view: busiest GPU stream (${best.t.label || best.t.id}) is busy ${fmtPct(best.busy)}; ` +
+        `${fmtInt(kernels)} GPU events; ${fmtInt(gaps.length)} idle gap${gaps.length === 1 ? '' : 's'} ` +
+        `totalling ${fmtTime(gapTotal)} (${fmtPct(gapTotal / (view.e - view.s))} of the view). ` +
+        (best.busy > 0.8 ? 'Kernels are packed.' : best.busy < 0.5 ? 'The GPU is mostly waiting.' : 'The GPU waits part of the time.');
+    } else {
+      glanceEl.textContent = 'No GPU stream in this session.';
+    }
+    FP.renderTable(document.getElementById('tracks'), [
+      { key: 'label', label: 'Track', rowHeader: true, render: (r) => trackName(r.t) },
+      { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets' ? 'busy buckets' : 'events') },
+      { key: 'n', label: 'Events in view', num: true, render: (r) => fmtInt(r.n) },
+      { key: 'busy', label: 'Busy in view', num: true, render: (r) => fmtPct(r.busy) },
+      { key: 'median', label: 'Median event', num: true, render: (r) => (r.median === null ? '—' : fmtTime(r.median)) },
+    ], rows, null, null);
+  }
+
+  // ---- hover ---------------------------------------------------------------------------------
+  function hit(x, y) {
+    if (!data || x < LABEL_W) return null;
+    const t = tOf(x), tol = (3 / plotW()) * (view.e - view.s);
+    if (y >= AXIS_H && y < AXIS_H + phaseH()) {
+      const lane = Math.floor((y - AXIS_H - 2) / LANE_H);
+      const p = (data.phases || []).find((q) => q.lane === lane && t >= q.ts_us && t <= q.ts_us + q.dur_us);
+      return p && { title: p.name, rows: [['phase', ''], ['start', fmtTime(p.ts_us - full.s)], ['duration', fmtTime(p.dur_us)]] };
+    }
+    const r = layout.find((l) => y >= l.y && y < l.y + l.h);
+    if (!r) return null;
+    const tr = r.track;
+    if (tr.mode === 'buckets') {
+      const b = (tr.buckets || []).find((q) => t >= q.ts_us && t < q.ts_us + q.dur_us);
+      if (b) return { title: b.top || '(idle)', rows: [['events', fmtInt(b.count)], ['busy', fmtPct(b.busy)],
+        ['slice', `${fmtTime(b.ts_us - full.s)} + ${fmtTime(b.dur_us)}`], ['track', tr.label || tr.id]] };
+    } else {
+      const d = Math.floor((y - r.y - 2) / ROW);
+      let best = null, bestDist = Infinity;
+      for (const ev of tr.events || []) {
+        if (Math.min(ev.depth || 0, MAX_DEPTH - 1) !== d) continue;
+        const dist = t < ev.ts_us ? ev.ts_us - t : t > ev.ts_us + ev.dur_us ? t - ev.ts_us - ev.dur_us : 0;
+        if (dist < bestDist) { bestDist = dist; best = ev; }
+      }
+      if (best && bestDist <= tol) {
+        const rows = [['duration', fmtTime(best.dur_us)], ['start', fmtTime(best.ts_us - full.s)],
+                      ['category', best.cat || '—'], ['track', tr.label || tr.id]];
+        for (const [k, v] of Object.entries(best.args || {})) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
+        return { title: best.name, rows };
+      }
+    }
+    const g = tr.kind === 'gpu' && (data.gaps || []).find((q) => sameDevice(tr, q.device) && t >= q.ts_us && t <= q.ts_us + q.dur_us);
+    if (g) return { title: 'GPU idle', rows: [['duration', fmtTime(g.dur_us)], ['start', fmtTime(g.ts_us - full.s)], ['device', String(g.device)]] };
+    return null;
+  }
+  function showTip(e) {
+    const rect = canvas.getBoundingClientRect();
+    const x = e.clientX - rect.left, y = e.clientY - rect.top;
+    const h = hit(x, y);
+    if (!h) { tip.hidden = true; return; }
+    tip.replaceChildren(el('div', {}, el('b', {}, h.title)),
+      ...h.rows.slice(0, 14).map(([k, v]) => el('div', {}, el('span', { class: 'k' }, k + ': '), v)));
+    tip.hidden = false;
+    const tx = Math.min(x + 14, cssW - tip.offsetWidth - 4);
+    tip.style.left = Math.max(0, tx) + 'px';
+    tip.style.top = (y + 16 + tip.offsetHeight > cssH ? Math.max(0, y - tip.offsetHeight - 8) : y + 16) + 'px';
+  }
+
+  // ---- zoom and pan --------------------------------------------------------------------------
+  function setView(s, e) {
+    const minSpan = 0.5, fullSpan = full.e - full.s;
+    let span = Math.min(Math.max(e - s, minSpan), fullSpan);
+    if (s < full.s) s = full.s;
+    if (s + span > full.e) s = full.e - span;
+    view = { s, e: s + span };
+    dirty = true;
+    canvas.dataset.state = 'loading';
+    showRange();
+    draw();
+    refetch();
+  }
+  function zoom(factor, atX) {
+    const x = atX === undefined ? LABEL_W + plotW() / 2 : atX;
+    const t = tOf(x), span = (view.e - view.s) * factor;
+    const frac = (x - LABEL_W) / plotW();
+    setView(t - frac * span, t - frac * span + span);
+  }
+  function pan(fraction) {
+    const d = (view.e - view.s) * fraction;
+    setView(view.s + d, view.e + d);
+  }
+
+  canvas.addEventListener('wheel', (e) => {
+    e.preventDefault();
+    const rect = canvas.getBoundingClientRect();
+    const x = Math.max(LABEL_W, e.clientX - rect.left);
+    if (e.shiftKey || Math.abs(e.deltaX) > Math.abs(e.deltaY)) pan((e.deltaX || e.deltaY) / plotW());
+    else zoom(Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.002))), x);
+  }, { passive: false });
+
+  let drag = null;
+  canvas.addEventListener('mousedown', (e) => {
+    if (e.button !== 0) return;
+    drag = { x: e.clientX, s: view.s, e: view.e };
+    canvas.classList.add('dragging');
+  });
+  window.addEventListener('mousemove', (e) => {
+    if (drag) {
+      const dt = ((drag.x - e.clientX) / plotW()) * (drag.e - drag.s);
+      setView(drag.s + dt, drag.e + dt);
+      tip.hidden = true;
+    } else if (e.target === canvas) showTip(e);
+  });
+  window.addEventListener('mouseup', () => { drag = null; canvas.classList.remove('dragging'); });
+  canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
+  canvas.addEventListener('keydown', (e) => {
+    const k = e.key;
+    if (k === '+' || k === '=') zoom(0.5);
+    else if (k === '-' || k === '_') zoom(2);
+    else if (k === 'ArrowLeft') pan(-0.2);
+    else if (k === 'ArrowRight') pan(0.2);
+    else if (k === '0' || k === 'Home') setView(full.s, full.e);
+    else return;
+    e.preventDefault();
+  });
+  document.getElementById('zoom-in').addEventListener('click', () => zoom(0.5));
+  document.getElementById('zoom-out').addEventListener('click', () => zoom(2));
+  document.getElementById('pan-left').addEventListener('click', () => pan(-0.25));
+  document.getElementById('pan-right').addEventListener('click', () => pan(0.25));
+  document.getElementById('reset').addEventListener('click', () => setView(full.s, full.e));
+  window.addEventListener('resize', FP.debounce(() => { relayout(); draw(); refetch(); }, 150));
+
+  // ---- start ---------------------------------------------------------------------------------
+  (async () => {
+    canvas.dataset.state = 'loading';
+    try {
+      const s = await api(base);
+      document.getElementById('title').textContent = `Timeline: ${FP.sessionName(s)}`;
+      document.title = `Timeline: ${FP.sessionName(s)} · firstpass`;
+    } catch (_) { /* banner */ }
+    resize(cssH);
+    try {
+      data = normalize(await api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`));
+    } catch (_) { canvas.dataset.state = 'error'; return; }
+    full = { s: data.start_us, e: data.end_us > data.start_us ? data.end_us : data.start_us + 1 };
+    view = { ...full };
+    relayout();
+    canvas.dataset.state = 'ready';
+    showRange();
+    drawNow();
+    summarize();
+  })();
+})();
