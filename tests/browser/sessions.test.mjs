@@ -1,0 +1,102 @@
+// The sessions page: upload through the file input, the list, filters, delete with confirmation.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { basename } from 'node:path';
+import { BASE, T, launch, openPage, assertClean, shot, uploadThroughPage, apiGet } from './helpers.mjs';
+
+let browser;
+before(async () => { browser = await launch(); });
+after(async () => { await browser?.close(); });
+
+const tag = `run${process.pid}`;
+
+test('upload through the page: the session appears with its columns', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/index.html`);
+  await page.locator('#sessions caption').filter({ hasText: /session/ }).waitFor();
+  const id = await uploadThroughPage(page, T.small, `suite:${tag}, kind:small`);
+  const s = await apiGet(`/api/v1/sessions/${id}`);
+  assert.equal(s.name, basename(T.small), 'the page sends ?name=<file name>');
+  assert.deepEqual(s.labels, { suite: tag, kind: 'small' }, 'the page sends the typed labels');
+
+  // newest first: the row we just made is the first one
+  const row = page.locator('#sessions tbody tr').first();
+  await assert.doesNotReject(row.locator(`a[href="session.html?id=${id}"]`).waitFor());
+  const text = await row.innerText();
+  assert.ok(text.includes(basename(T.small)), 'name column');
+  assert.ok(text.includes(`suite:${tag}`), 'labels column');
+  assert.ok(text.includes(s.source), 'source column');
+  if (s.hardware) assert.ok(text.includes(s.hardware), 'hardware column');
+  if (s.top_cuda_operator) assert.ok(text.includes(s.top_cuda_operator), 'top CUDA operator column');
+  for (const smell of s.smells) assert.ok(text.includes(smell.replace(/_/g, ' ')), `smell badge ${smell}`);
+  const headers = await page.$$eval('#sessions thead th', (ths) => ths.map((t) => [t.textContent, t.getAttribute('scope')]));
+  for (const h of ['Name', 'Labels', 'Source', 'Hardware', 'Duration', 'Top CUDA operator', 'Smells']) {
+    assert.ok(headers.some(([t, scope]) => t === h && scope === 'col'), `header ${h} with scope=col`);
+  }
+  await page.locator('#progress').waitFor({ state: 'hidden' });
+  await shot(page, 'sessions.png');
+  assertClean(problems, 'sessions page');
+  await page.close();
+});
+
+test('filters by label and by name', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/index.html`);
+  const a = await uploadThroughPage(page, T.base, `suite:${tag}-f, which:base`);
+  const b = await uploadThroughPage(page, T.test, `suite:${tag}-f, which:test`);
+
+  await page.fill('#f-label', `which:base`);
+  await page.click('#filters button[type=submit]');
+  await page.waitForResponse((r) => r.url().includes('label=which%3Abase'));
+  await page.waitForFunction(() => document.querySelectorAll('#sessions tbody a.session-link').length > 0);
+  let ids = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((x) => x.getAttribute('href')));
+  assert.ok(ids.includes(`session.html?id=${a}`), 'label filter keeps the match');
+  assert.ok(!ids.includes(`session.html?id=${b}`), 'label filter drops the other');
+
+  await page.click('#filters button[type=reset]');
+  await page.fill('#f-name', basename(T.test));
+  await page.click('#filters button[type=submit]');
+  await page.waitForResponse((r) => r.url().includes(`name=${encodeURIComponent(basename(T.test))}`));
+  await page.waitForFunction(() => document.querySelectorAll('#sessions tbody a.session-link').length > 0);
+  const names = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((x) => x.textContent));
+  assert.ok(names.length > 0 && names.every((n) => n.includes(basename(T.test))), `name filter: ${names}`);
+  ids = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((x) => x.getAttribute('href')));
+  assert.ok(ids.includes(`session.html?id=${b}`));
+  assertClean(problems, 'sessions filters');
+  await page.close();
+});
+
+test('delete asks first and removes the session', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/index.html`);
+  const id = await uploadThroughPage(page, T.base, `suite:${tag}-del`);
+  const link = page.locator(`#sessions a[href="session.html?id=${id}"]`);
+  const del = page.locator('#sessions tbody tr', { has: page.locator(`a[href="session.html?id=${id}"]`) }).locator('button.delete');
+
+  page.removeAllListeners('dialog');
+  page.once('dialog', (d) => { assert.equal(d.type(), 'confirm'); d.dismiss(); });
+  await del.click();
+  await page.waitForTimeout(300);
+  assert.equal(await link.count(), 1, 'dismissing the confirmation keeps the session');
+  assert.equal((await fetch(`${BASE}/api/v1/sessions/${id}`)).status, 200);
+
+  page.once('dialog', (d) => d.accept());
+  const gone = page.waitForResponse((r) => r.url().endsWith(`/api/v1/sessions/${id}`) && r.request().method() === 'DELETE');
+  await del.click();
+  assert.equal((await gone).status(), 204);
+  await link.waitFor({ state: 'detached' });
+  assert.equal((await fetch(`${BASE}/api/v1/sessions/${id}`)).status, 404, 'deleted on the server');
+  assertClean(problems, 'sessions delete');
+  await page.close();
+});
+
+test('an error body from the server shows in the banner', { timeout: 30000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/session.html?id=999999999`);
+  const banner = page.locator('#banner');
+  await banner.waitFor({ state: 'visible' });
+  assert.match(await banner.innerText(), /404/);
+  // the failed requests here are the point of this test
+  assert.ok(problems.some((p) => p.includes('HTTP 404')));
+  await page.close();
+});
