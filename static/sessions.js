@@ -35,9 +35,12 @@
     return qs({ name: fName.value.trim(), label, limit: PAGE, ...extra });
   }
 
+  let seq = 0;
   async function load(append) {
+    const my = ++seq;
     const q = filterQuery(append && next ? { next } : {});
     const j = await api('/api/v1/sessions' + q);
+    if (my !== seq) return; // a newer filter was asked for meanwhile
     rows = append ? rows.concat(j.sessions || []) : (j.sessions || []);
     next = j.next || null;
     more.hidden = !next;

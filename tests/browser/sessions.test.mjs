@@ -45,18 +45,21 @@ test('filters by label and by name', { timeout: 60000 }, async () => {
   const a = await uploadThroughPage(page, T.base, `suite:${tag}-f, which:base`);
   const b = await uploadThroughPage(page, T.test, `suite:${tag}-f, which:test`);
 
+  let reply = page.waitForResponse((r) => r.url().includes('label=which%3Abase'), { timeout: 60000 });
   await page.fill('#f-label', `which:base`);
   await page.click('#filters button[type=submit]');
-  await page.waitForResponse((r) => r.url().includes('label=which%3Abase'));
+  await reply;
   await page.waitForFunction(() => document.querySelectorAll('#sessions tbody a.session-link').length > 0);
   let ids = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((x) => x.getAttribute('href')));
   assert.ok(ids.includes(`session.html?id=${a}`), 'label filter keeps the match');
   assert.ok(!ids.includes(`session.html?id=${b}`), 'label filter drops the other');
 
   await page.click('#filters button[type=reset]');
+  reply = page.waitForResponse((r) => r.url().includes(`name=${encodeURIComponent(basename(T.test))}`) && !r.url().includes('label='),
+                              { timeout: 60000 });
   await page.fill('#f-name', basename(T.test));
   await page.click('#filters button[type=submit]');
-  await page.waitForResponse((r) => r.url().includes(`name=${encodeURIComponent(basename(T.test))}`));
+  await reply;
   await page.waitForFunction(() => document.querySelectorAll('#sessions tbody a.session-link').length > 0);
   const names = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((x) => x.textContent));
   assert.ok(names.length > 0 && names.every((n) => n.includes(basename(T.test))), `name filter: ${names}`);
