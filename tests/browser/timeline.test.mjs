@@ -23,13 +23,15 @@ async function pixels(page) {
     const c = document.getElementById('tl');
     const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
     const colours = new Set();
-    let nonWhite = 0, red = 0;
+    let nonWhite = 0, red = 0, kernel = 0, cpu = 0;
     for (let i = 0; i < d.length; i += 4) {
       colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
       if (d[i] < 245 || d[i + 1] < 245 || d[i + 2] < 245) nonWhite++;
       if (d[i] > 170 && d[i + 1] < 110 && d[i + 2] < 110) red++;
+      if (d[i] === 0x59 && d[i + 1] === 0xa1 && d[i + 2] === 0x4f) kernel++; // kernel / GPU buckets
+      if (d[i] === 0x4e && d[i + 1] === 0x79 && d[i + 2] === 0xa7) cpu++;    // cpu_op / CPU buckets
     }
-    return { colours: colours.size, nonWhite: nonWhite / (d.length / 4), red, url: c.toDataURL() };
+    return { colours: colours.size, nonWhite: nonWhite / (d.length / 4), red, kernel, cpu, url: c.toDataURL() };
   });
 }
 const range = (page) => page.locator('#range').innerText();
@@ -48,6 +50,9 @@ test('the canvas is drawn, not blank, and shows GPU idle gaps', { timeout: 60000
   assert.ok(p.colours > 8, `canvas has ${p.colours} colours`);
   assert.ok(p.nonWhite > 0.05, `canvas is ${(p.nonWhite * 100).toFixed(1)}% non-white`);
   assert.ok(p.red > 0, 'GPU idle gaps are drawn in red');
+  // the tracks themselves, not just the axis and phases: a 96%-busy GPU stream and a busy CPU thread
+  assert.ok(p.kernel > 20000, `GPU stream drawn (${p.kernel} kernel-green pixels)`);
+  assert.ok(p.cpu > 20000, `CPU threads drawn (${p.cpu} cpu-blue pixels)`);
   assert.equal(await page.locator('#tl-help').count(), 1);
   assert.equal(await page.locator('body *').count() < 2000, true, 'no DOM node per event');
   const rows = await page.$$eval('#tracks tbody tr', (trs) => trs.map((t) => t.textContent));
@@ -77,7 +82,7 @@ test('zoom changes the view, re-fetches a window, and changes the pixels', { tim
   assert.notEqual(r1, r0, 'the range label changed');
   assert.ok(Math.abs((v1.e - v1.s) - (v0.e - v0.s) / 8) < 1e-3 * (v0.e - v0.s), 'three zoom-ins: 1/8 of the span');
   assert.notEqual(p1.url, p0.url, 'the pixels changed');
-  assert.ok(p1.colours > 8, 'still drawn after the zoom');
+  assert.ok(p1.colours > 8 && p1.kernel > 1000, 'still drawn after the zoom');
   const s = Number(req.searchParams.get('start_us')), e = Number(req.searchParams.get('end_us'));
   assert.ok(e - s < v0.e - v0.s, 'the re-fetch asks for a narrower window than the session');
   assert.ok(Number(req.searchParams.get('buckets')) > 0);
