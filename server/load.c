@@ -412,8 +412,8 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
     s = NULL;
     /* The analysis left its tables in scratch; one INSERT ... SELECT each. */
     static const char *const copies[] = {
-        "INSERT INTO operators SELECT ?1, grouping, name, kind, input_shapes, calls, cpu_total, self_cpu,"
-        " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.ops",
+        ("INSERT INTO operators SELECT ?1, grouping, name, kind, input_shapes, calls, cpu_total, self_cpu,"
+         " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.ops"),
         "INSERT INTO kernels SELECT ?1, name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern",
         "INSERT INTO phases SELECT ?1, name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
         "INSERT INTO event_chunks SELECT ?1, track, seq, n, min_ts, max_end, data FROM scratch.chunks",

@@ -77,11 +77,15 @@ static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s) {
     json_t *o = json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", id, "name", col_str(s, 1), "labels", labels_of(db, id),
                           "source", col_str(s, 2), "created_at", created, "start_us", st, "end_us", en, "duration_us", en - st,
                           "event_count", sqlite3_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", sqlite3_column_int64(s, 9));
-    json_object_set(o, "top_cuda_operator", json_object_get(sum, "top_cuda_operator") ? json_object_get(sum, "top_cuda_operator") : json_null());
-    json_object_set(o, "cuda_time_total_us", json_object_get(sum, "self_cuda_time_total_us"));
-    json_object_set(o, "cpu_time_total_us", json_object_get(sum, "self_cpu_time_total_us"));
-    json_object_set(o, "gpu_idle_fraction", json_object_get(sum, "gpu_idle_fraction") ? json_object_get(sum, "gpu_idle_fraction") : json_null());
-    json_object_set(o, "smells", json_object_get(sum, "smells") ? json_object_get(sum, "smells") : json_array());
+    /* Copied from the precomputed summary; absent keys (an older row) read as null/[]. */
+    static const char *const keys[][2] = {{"top_cuda_operator", "top_cuda_operator"}, {"cuda_time_total_us", "self_cuda_time_total_us"},
+                                          {"cpu_time_total_us", "self_cpu_time_total_us"}, {"gpu_idle_fraction", "gpu_idle_fraction"}};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_t *v = json_object_get(sum, keys[i][1]);
+        json_object_set_new(o, keys[i][0], v ? json_incref(v) : json_null());
+    }
+    json_t *sm = json_object_get(sum, "smells");
+    json_object_set_new(o, "smells", sm ? json_incref(sm) : json_array());
     json_decref(sum);
     return o;
 }
@@ -95,7 +99,7 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
         json_t *o = summary_row(db, s);
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
-        json_object_set(o, "devices", dp ? dp : json_array());
+        json_object_set_new(o, "devices", dp ? json_incref(dp) : json_array());
         json_t *fp = json_object_get(meta, "firstpass");
         if (fp) json_object_set(o, "collector", fp);
         json_t *trace_meta = json_object();

@@ -238,9 +238,11 @@ static int h_report_put(app *a, http_req *rq, http_reply *out) {
         int known = 0;
         for (int i = 0; i < REPORT_LINES; i++) known |= !strcmp(k, report_line_keys[i]);
         if (!known || !(json_is_string(v) || json_is_null(v)) || (json_is_string(v) && json_string_length(v) > 4000)) {
+            /* k belongs to doc: format the reply before doc goes (ASan found the use after free). */
+            http_error(out, 422, "invalid_report", "'%.40s' must be one of workload, hardware, top_cuda_time, top_cpu_cost, "
+                                                   "next_experiment, with a string (at most 4000 bytes) or null", k);
             json_decref(doc);
-            return http_error(out, 422, "invalid_report", "'%.40s' must be one of workload, hardware, top_cuda_time, top_cpu_cost, "
-                                                          "next_experiment, with a string (at most 4000 bytes) or null", k);
+            return 0;
         }
     }
     /* Check the session first so that a PUT to an unknown id is a 404, not an orphan edit. */

@@ -73,12 +73,18 @@ class Server:
         return self.proc.poll() is None and self.get("/healthz")[0] == 200
 
     def stop(self):
+        """SIGTERM, then fail if the server reported a sanitizer finding (ASan runs)."""
         self.proc.terminate()
         try:
-            self.proc.wait(10)
+            self.proc.wait(30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
         self.log.close()
+        with open(self.log.name) as f:
+            log = f.read()
+        for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if bad in log:
+                raise AssertionError("server log has '%s':\n%s" % (bad, log[-4000:]))
 
 
 def read_trace(path):
