@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# tests/docker/check.sh: checks docker/Dockerfile and docker/compose.yaml WITHOUT a Docker engine.
+#
+# What it can and cannot say: it proves that the apt packages exist in Debian bookworm, that the
+# build stage runs the installer CI runs and `make install`, that what COPY names is in the
+# repo, that the runtime stage installs every library the server binary links, that the
+# installed layout answers the HEALTHCHECK when started with the image's CMD and ENV, and
+# that the Dockerfile passes a lint. It does not build the image or run a container.
+#
+# Usage: tests/docker/check.sh          (from anywhere; exit 1 when a check fails)
+#   DOCKER_CHECK_INSTALL=0  skip the `make install` + start-up smoke check (it compiles, ~30 s)
+#   DOCKER_CHECK_LINT=grep  skip dockerfilelint (npm) and use only the grep lint
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+DF=$ROOT/docker/Dockerfile
+COMPOSE=$ROOT/docker/compose.yaml
+pass=0
+fail=0
+ok() { echo "PASS $*"; pass=$((pass + 1)); }
+ko() { echo "FAIL $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else ko "$what"; fi; }
+TMP=$(mktemp -d)
+SPID=""
+cleanup() { [ -n "$SPID" ] && kill "$SPID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+[ -f "$DF" ] || { ko "docker/Dockerfile exists"; echo "0 passed, 1 failed"; exit 1; }
+[ -f "$COMPOSE" ] || ko "docker/compose.yaml exists"
+
+# The Dockerfile with continuation lines joined and comments dropped: one instruction per line.
+JOINED=$TMP/Dockerfile.joined
+sed -e 's/^[[:space:]]*#.*$//' "$DF" | awk '{ if (sub(/\\[[:space:]]*$/, "")) { buf = buf $0 " " } else { print buf $0; buf = "" } }' |
+  sed -e '/^[[:space:]]*$/d' >"$JOINED"
+# stage bodies: runtime = everything after the last FROM
+RUNTIME=$TMP/runtime
+awk 'toupper($1) == "FROM" { n++ } { print n "\t" $0 }' "$JOINED" >"$TMP/staged"
+last=$(awk -F'\t' 'END { print $1 }' "$TMP/staged")
+awk -F'\t' -v n="$last" '$1 == n { sub(/^[^\t]*\t/, ""); print }' "$TMP/staged" >"$RUNTIME"
+
+# ---- 1. apt packages exist in Debian bookworm ----
+# Those the Dockerfile names in `apt-get install`, plus those the installer it runs installs.
+df_pkgs=$(grep -oE 'apt-get install[^&;|]*' "$JOINED" | sed -e 's/apt-get install//' | tr ' ' '\n' | grep -vE '^(-.*|)$' | sort -u)
+inst_pkgs=$(sed -n 's/^BUILD_PKGS="\(.*\)"/\1/p' "$ROOT/scripts/install-deps.sh" | tr ' ' '\n' | sed '/^$/d')
+codename=$(. /etc/os-release 2>/dev/null; echo "${VERSION_CODENAME:-}")
+if [ "$codename" != bookworm ]; then
+  ko "apt packages: this host is '${codename:-unknown}', not Debian bookworm; cannot check bookworm's archive"
+elif ! command -v apt-cache >/dev/null; then
+  ko "apt packages: apt-cache missing"
+else
+  # An empty package cache (as in a fresh container) knows no package: update it if we may.
+  if ! apt-cache show --no-all-versions libc6 >/dev/null 2>&1 || [ -z "$(ls /var/lib/apt/lists/ 2>/dev/null | grep -v -e lock -e partial)" ]; then
+    if [ "$(id -u)" = 0 ]; then apt-get update -q >/dev/null 2>&1 || true; fi
+  fi
+  [ -n "$df_pkgs" ] && ok "Dockerfile installs packages with apt-get: $(echo $df_pkgs)" || ko "no apt-get install found in the Dockerfile"
+  for p in $df_pkgs $inst_pkgs; do
+    check "apt package exists in bookworm: $p" sh -c "apt-cache show --no-all-versions '$p' 2>/dev/null | grep -q '^Package: $p\$'"
+  done
+fi
+
+# ---- 2. the build stage: the CI installer, make server, make install ----
+check "FROM debian:bookworm-slim in every stage" sh -c "! grep -iE '^FROM ' '$JOINED' | grep -vqiE '^FROM debian:bookworm-slim( AS [A-Za-z0-9_-]+)?[[:space:]]*\$'"
+check "multi-stage: 2+ FROM, runtime copies from the build stage" sh -c "[ \$(grep -ciE '^FROM ' '$JOINED') -ge 2 ] && grep -qE '^COPY --from=build ' '$RUNTIME'"
+check "build stage runs scripts/install-deps.sh build (the installer CI and the README use)" grep -qE '^RUN .*scripts/install-deps\.sh build' "$JOINED"
+check "build stage runs make server" grep -qE '^RUN .*make ([A-Za-z_]+=[^ ]* )*server' "$JOINED"
+check "build stage runs make install PREFIX=/usr/local DESTDIR=/out" grep -qE '^RUN .*make install PREFIX=/usr/local DESTDIR=/out' "$JOINED"
+check "the Makefile has an install target" grep -qE '^install:' "$ROOT/Makefile"
+check "scripts/install-deps.sh is tracked and executable in git" sh -c "cd '$ROOT' && git ls-files -s scripts/install-deps.sh | grep -q '^100755 '"
+
+# ---- 3. what COPY names exists in the repo (and is tracked, so a clean checkout has it) ----
+while read -r line; do
+  set -- $line
+  shift
+  args=()
+  for a in "$@"; do case "$a" in --*) ;; *) args+=("$a") ;; esac; done
+  n=${#args[@]}
+  for ((i = 0; i < n - 1; i++)); do
+    src=${args[$i]}
+    if [ "$src" = . ] || [ "$src" = ./ ]; then
+      ok "COPY $src: the repository root (context), docker/Dockerfile.dockerignore trims it"
+      continue
+    fi
+    check "COPY source exists in the repo: $src" sh -c "[ -e '$ROOT/$src' ] && cd '$ROOT' && [ -n \"\$(git ls-files -- '$src' | head -1)\" ]"
+  done
+done < <(grep -E '^COPY ' "$JOINED" | grep -v -- '--from=')
+check "docker/Dockerfile.dockerignore keeps build/ and .git out of the context" sh -c "grep -qx 'build/' '$ROOT/docker/Dockerfile.dockerignore' && grep -qx '.git' '$ROOT/docker/Dockerfile.dockerignore'"
+
+# ---- 4. runtime stage: the libraries the server links ----
+SERVER=$ROOT/build/firstpass-server
+if [ -x "$SERVER" ] && command -v readelf >/dev/null && command -v dpkg >/dev/null; then
+  rt_pkgs=$(grep -oE 'apt-get install[^&;|]*' "$RUNTIME" | sed -e 's/apt-get install//' | tr ' ' '\n' | grep -vE '^(-.*|)$')
+  for lib in $(readelf -d "$SERVER" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|x86_64|AArch64|aarch64/ { print $NF; exit }')
+    pkg=$(dpkg -S "$(readlink -f "${path:-/nonexistent}")" 2>/dev/null | head -1 | cut -d: -f1)
+    [ -z "$pkg" ] && pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
+    case "$pkg" in
+      libc6) ok "runtime has $lib ($pkg, in the base image)" ;;
+      "") ko "runtime library $lib: no Debian package owns it on this host" ;;
+      *) check "runtime stage installs $pkg (for $lib)" sh -c "echo '$rt_pkgs' | grep -qx '$pkg'" ;;
+    esac
+  done
+else
+  ko "runtime libraries: build/firstpass-server missing (run make server) or readelf/dpkg missing"
+fi
+
+# ---- 5. lint ----
+# (a) the grep lint, always: the rules we hold the Dockerfile to.
+check "lint: no ':latest' tag and no untagged FROM" sh -c "! grep -iE '^FROM ' '$JOINED' | grep -qiE '(:latest\b|^FROM [^: ]+( AS .*)?\$)'"
+check "lint: no ADD of a URL (use curl + checksum in a RUN)" sh -c "! grep -qiE '^ADD .*https?://' '$JOINED'"
+check "lint: runtime stage runs as non-root USER firstpass" sh -c "grep -iE '^USER ' '$RUNTIME' | tail -1 | grep -qE '^USER firstpass(:firstpass)?\$'"
+check "lint: user firstpass is created in the runtime stage" grep -qE 'useradd .*firstpass' "$RUNTIME"
+check "lint: HEALTHCHECK with curl on /healthz" grep -qE '^HEALTHCHECK .*CMD .*curl .*/healthz' "$RUNTIME"
+check "lint: EXPOSE 8080" grep -qE '^EXPOSE 8080$' "$RUNTIME"
+check "lint: VOLUME /data" grep -qE '^VOLUME \[?"?/data"?\]?$' "$RUNTIME"
+check "lint: apt-get install --no-install-recommends and lists removed in the same RUN" \
+  sh -c "! grep -E 'apt-get install' '$RUNTIME' | grep -qvE -- '--no-install-recommends.*rm -rf /var/lib/apt/lists'"
+check "lint: apt-get update and install in one RUN" sh -c "! grep -E '^RUN .*apt-get update' '$JOINED' | grep -qv 'apt-get install'"
+check "lint: CMD in exec form with --bind 0.0.0.0 --db /data/firstpass.db --static /usr/local/share/firstpass/static" \
+  grep -qE '^CMD \["firstpass-server", "--bind", "0\.0\.0\.0", "--db", "/data/firstpass\.db", "--static", "/usr/local/share/firstpass/static"\]$' "$RUNTIME"
+check "lint: no secrets in ENV/ARG (TOKEN, PASSWORD, SECRET)" sh -c "! grep -qiE '^(ENV|ARG) .*(TOKEN|PASSWORD|SECRET)' '$JOINED'"
+# (b) dockerfilelint from npm, when npx can fetch it (a pinned version; it runs in a temp dir).
+if [ "${DOCKER_CHECK_LINT:-}" != grep ] && command -v npx >/dev/null; then
+  if (cd "$TMP" && timeout 180 npx --yes dockerfilelint@1.8.0 --version >/dev/null 2>&1); then
+    if (cd "$TMP" && npx --yes dockerfilelint@1.8.0 "$DF" >"$TMP/lint.txt" 2>&1); then
+      ok "dockerfilelint@1.8.0: no issues"
+    else
+      ko "dockerfilelint@1.8.0:"; sed 's/^/    /' "$TMP/lint.txt"
+    fi
+  else
+    echo "SKIP dockerfilelint: npx could not fetch it (offline?); the grep lint above stands alone"
+  fi
+else
+  echo "SKIP dockerfilelint (DOCKER_CHECK_LINT=grep or no npx); the grep lint above stands alone"
+fi
+
+# ---- 6. compose.yaml ----
+if [ -f "$COMPOSE" ]; then
+  if python3 -c 'import yaml' 2>/dev/null; then
+    check "compose.yaml parses; server has restart unless-stopped, a named volume on /data, env config, build docker/Dockerfile" \
+      python3 - "$COMPOSE" "$ROOT" <<'EOF'
+import os, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+s = d["services"]["firstpass"]
+assert s["restart"] == "unless-stopped"
+vols = [v.split(":") for v in s["volumes"]]
+assert any(v[1] == "/data" and v[0] in (d.get("volumes") or {}) for v in vols), vols
+assert all(k.startswith("FIRSTPASS_") for k in s["environment"]) and s["environment"]
+b = s["build"]
+assert os.path.isfile(os.path.join(os.path.dirname(sys.argv[1]), b["context"], b["dockerfile"]))
+EOF
+  else
+    check "compose.yaml (grep, no PyYAML): restart unless-stopped, volume on /data" \
+      sh -c "grep -q 'restart: unless-stopped' '$COMPOSE' && grep -qE -- '- [a-z-]+:/data' '$COMPOSE'"
+  fi
+  check "compose.yaml has the commented collector example (CUDA_INJECTION64_PATH, NVTX_INJECTION64_PATH, FIRSTPASS_SERVER, nvidia/cuda)" \
+    sh -c "grep -q '^ *# *CUDA_INJECTION64_PATH:' '$COMPOSE' && grep -q '^ *# *NVTX_INJECTION64_PATH:' '$COMPOSE' && grep -q '^ *# *FIRSTPASS_SERVER:' '$COMPOSE' && grep -q '# *image: nvidia/cuda:' '$COMPOSE'"
+  # keys of the server's environment: mapping (not the commented collector, not ${...} interpolation)
+  for v in $(grep -E '^ {6}FIRSTPASS_[A-Z_]+:' "$COMPOSE" | sed -E 's/^ +(FIRSTPASS_[A-Z_]+):.*/\1/' | sort -u); do
+    case "$v" in FIRSTPASS_SERVER|FIRSTPASS_NAME|FIRSTPASS_LABELS|FIRSTPASS_SPOOL|FIRSTPASS_TOKEN) continue ;; esac  # collector-side
+    check "compose env $v is one the server reads (--help)" sh -c "[ -x '$SERVER' ] && '$SERVER' --help | grep -q '\[$v'"
+  done
+fi
+
+# ---- 7. the installed layout starts with the image's CMD flags and ENV, and answers HEALTHCHECK ----
+if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
+  if make -C "$ROOT" --no-print-directory BUILD="$TMP/build" server >"$TMP/make.log" 2>&1 &&
+     make -C "$ROOT" --no-print-directory BUILD="$TMP/build" install PREFIX=/usr/local DESTDIR="$TMP/out" >>"$TMP/make.log" 2>&1; then
+    ok "make server && make install PREFIX=/usr/local DESTDIR=/out (separate BUILD dir)"
+    check "installed: /out/usr/local/bin/firstpass-server" test -x "$TMP/out/usr/local/bin/firstpass-server"
+    check "installed: /out/usr/local/share/firstpass/static/index.html" test -f "$TMP/out/usr/local/share/firstpass/static/index.html"
+    # CMD as the image runs it, with /data and /usr/local re-rooted, as a non-root user when we are root.
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    mkdir -p "$TMP/data"
+    runas=()
+    if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+      chown 65534:65534 "$TMP/data"; chmod 755 "$TMP"
+      runas=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    fi
+    # the image's ENV; CMD's flags win over FIRSTPASS_BIND/DB/STATIC, FIRSTPASS_PORT is honoured
+    env FIRSTPASS_PORT="$port" FIRSTPASS_BIND=0.0.0.0 FIRSTPASS_DB=/nonexistent/ignored.db FIRSTPASS_STATIC=/nonexistent \
+      "${runas[@]}" "$TMP/out/usr/local/bin/firstpass-server" --bind 127.0.0.1 --db "$TMP/data/firstpass.db" \
+      --static "$TMP/out/usr/local/share/firstpass/static" >"$TMP/server.log" 2>&1 &
+    SPID=$!
+    up=0
+    for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && { up=1; break; }; sleep 0.1; done
+    check "server from the install tree answers the HEALTHCHECK (FIRSTPASS_PORT=$port from ENV${runas:+, non-root})" test "$up" = 1
+    check "dashboard served from /usr/local/share/firstpass/static" sh -c "curl -fsS 'http://127.0.0.1:$port/' | grep -qi '<html'"
+    check "SQLite file created under the data volume" test -f "$TMP/data/firstpass.db"
+    kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""
+  else
+    ko "make server && make install into a temp DESTDIR:"; tail -20 "$TMP/make.log" | sed 's/^/    /'
+  fi
+else
+  echo "SKIP install-layout smoke check (DOCKER_CHECK_INSTALL=0)"
+fi
+
+echo "NOTE the image itself was not built and no container was run (no Docker engine here)"
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
