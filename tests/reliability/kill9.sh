@@ -169,7 +169,8 @@ if fp_start; then
         fi
     done
     if [ "$badops" -eq 0 ]; then pass "restart: operators served for all ${#ANSWERED[@]} answered sessions"; fi
-    rc=$(fp_term)
+    fp_term
+    rc=$TERM_RC
     if [ "$rc" -eq 0 ]; then pass "restart: SIGTERM, exit 0"
     else fail "restart: SIGTERM, exit $rc (124: still running, SIGKILLed; see sigterm.sh)"; fi
 else

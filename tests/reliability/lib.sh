@@ -32,8 +32,8 @@ fp_free_port() {
     if command -v python3 >/dev/null; then
         python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
     else
-        local p i
-        for i in $(seq 1 50); do
+        local p
+        for _ in $(seq 1 50); do
             p=$((20000 + RANDOM % 40000))
             if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
         done
@@ -44,14 +44,13 @@ fp_free_port() {
 # fp_start [server flags...]: starts $SERVER on a free loopback port with $DB, waits for
 # /healthz (at most 10 s per try, 3 tries). Returns 1 if it never answers.
 fp_start() {
-    local i
     for _ in 1 2 3; do
         PORT=$(fp_free_port)
         URL=http://127.0.0.1:$PORT
         "$SERVER" --bind 127.0.0.1 --port "$PORT" --db "$DB" --static "$TMP/no-static" --quiet "$@" \
             >> "$TMP/server.log" 2>&1 &
         SPID=$!
-        for i in $(seq 1 100); do
+        for _ in $(seq 1 100); do
             if curl -fsS -o /dev/null --max-time 2 "$URL/healthz" 2>/dev/null; then return 0; fi
             kill -0 "$SPID" 2>/dev/null || break
             sleep 0.1
@@ -72,29 +71,32 @@ fp_kill9() {
 }
 
 # fp_term [SECONDS]: SIGTERM the server and wait for it, at most SECONDS (default 90: the
-# server drains uploads for up to 60 s). Prints its exit status; 124 when it was still
-# running, in which case it is SIGKILLed (a hang must not hang the test) after writing
-# where its threads sleep to $TMP/hung-threads.txt.
+# server drains uploads for up to 60 s). Sets TERM_RC to its exit status, or to 124 when it
+# was still running: then it is SIGKILLed (a hang must not hang the test) after writing
+# where its threads sleep to $TMP/hung-threads.txt. Call it directly, not in $(...): only
+# this shell can wait for the server.
+# shellcheck disable=SC2034 # read by the scripts that source this file
+TERM_RC=''
 fp_term() {
-    local limit=${1:-90} rc=0
-    [ -n "$SPID" ] || { echo 0; return 0; }
+    local limit=${1:-90} task
+    TERM_RC=0
+    [ -n "$SPID" ] || return 0
     kill -TERM "$SPID" 2>/dev/null || true
     for _ in $(seq 1 $((limit * 10))); do
         kill -0 "$SPID" 2>/dev/null || break
         sleep 0.1
     done
     if kill -0 "$SPID" 2>/dev/null; then
-        local task
-        for task in /proc/"$SPID"/task/*; do # where each thread sleeps, for the report
+        for task in /proc/"$SPID"/task/*; do
             printf '%s:%s ' "$(cat "$task/comm" 2>/dev/null)" "$(cat "$task/wchan" 2>/dev/null)"
         done > "$TMP/hung-threads.txt"
         fp_kill9
-        echo 124
+        TERM_RC=124
         return 0
     fi
-    wait "$SPID" || rc=$?
+    # shellcheck disable=SC2034
+    wait "$SPID" || TERM_RC=$?
     SPID=
-    echo "$rc"
 }
 
 # fp_cleanup: for the caller's EXIT trap. Kills the server and the background jobs this

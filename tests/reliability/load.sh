@@ -194,7 +194,8 @@ else
     if [ "$reqs" -gt 0 ] && [ "$non200" -eq 0 ]; then pass "reads: all $reqs answered 200"
     else fail "reads: $non200 of $reqs not 200"; fi
 fi
-rc=$(fp_term)
+fp_term
+rc=$TERM_RC
 if [ "$rc" -eq 0 ]; then pass "phase 1 server: SIGTERM when idle, exit 0"
 else fail "phase 1 server: exit $rc on SIGTERM (124: still running, SIGKILLed; see sigterm.sh)"; fi
 
@@ -218,7 +219,8 @@ sleep 0.5
 inflight=()
 for k in $(seq 1 8); do [ -e "$TMP/up/term$k.done" ] || inflight+=("term$k"); done
 ts=$(now)
-rc=$(fp_term) # bounded: the server drains for at most 60 s
+fp_term # bounded: the server drains for at most 60 s
+rc=$TERM_RC
 te=$(now)
 for p in "${P2[@]}"; do wait "$p" 2>/dev/null || true; done
 note "SIGTERM with ${#inflight[@]} of 8 uploads in flight; the server took $(awk -v a="$ts" -v b="$te" 'BEGIN { printf "%.2f", b - a }')s to exit"

@@ -45,7 +45,8 @@ for t in $(seq 1 "$TRIALS"); do
     done
     sleep "0.0$((RANDOM % 3))$((RANDOM % 10))"
     pid=$SPID
-    rc=$(fp_term 10)
+    fp_term 10
+    rc=$TERM_RC
     if [ "$rc" -eq 124 ]; then
         hung=$((hung + 1))
         fail "trial $t: pid $pid still running 10 s after SIGTERM (threads: $(cat "$TMP/hung-threads.txt")); SIGKILLed"

@@ -1,0 +1,594 @@
+// api.test.mjs: calls every operation of api/openapi.yaml on a running firstpass-server
+// (FP_BASE_URL, started by run.sh with --max-upload FP_MAX_UPLOAD and --max-uploads
+// FP_MAX_UPLOADS) with real traces (FP_TRACES), including each documented error, and
+// validates every reply (status, headers, media type, body) against the document. The last
+// test fails if a documented response (5xx faults aside) was never exercised.
+//
+// The tests run in file order and share state (the sessions uploaded first).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { request, openUpload } from './lib/http.mjs';
+import { validateResponse, documentedResponses, seen } from './lib/spec.mjs';
+
+const TRACES = process.env.FP_TRACES;
+const MAX_UPLOAD = Number(process.env.FP_MAX_UPLOAD || 1 << 20);
+const MAX_UPLOADS = Number(process.env.FP_MAX_UPLOADS || 2);
+assert.ok(TRACES, 'FP_TRACES is not set');
+const trace = (rel) => readFileSync(join(TRACES, rel));
+const FILES = {
+  simpleAdd: 'hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz',
+  base: 'hta/trace_compare/base/base.json.gz',
+  test: 'hta/trace_compare/test/test.json.gz',
+  cpuOnly: 'hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz',
+  nccl: 'hta/nccl_parser_config/nccl_data.json.gz', // tracks with > 2,000 events: bucket mode
+};
+
+/** One call, validated against the document; asserts the status when given. */
+async function call(method, path, opts = {}, status = undefined) {
+  const res = await request(method, path, opts);
+  const body = validateResponse(method, path, res);
+  if (status !== undefined) assert.equal(res.status, status, `${method} ${path}: ${res.status} ${res.text.slice(0, 300)}`);
+  return { res, body };
+}
+async function expectError(method, path, opts, status, code) {
+  const { res, body } = await call(method, path, opts, status);
+  assert.equal(body.error.code, code, `${method} ${path}: error ${JSON.stringify(body.error)}`);
+  return res;
+}
+const ids = {}; // name -> session id
+const events = {}; // name -> events the upload reply counted
+
+/** RFC 4180, enough for the server's CSV: rows of fields. */
+function parseCsv(text) {
+  const rows = [];
+  let row = [], f = '', q = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (q) {
+      if (c === '"' && text[i + 1] === '"') { f += '"'; i++; }
+      else if (c === '"') q = false;
+      else f += c;
+    } else if (c === '"') q = true;
+    else if (c === ',') { row.push(f); f = ''; }
+    else if (c === '\n') { row.push(f); rows.push(row); row = []; f = ''; }
+    else f += c;
+  }
+  assert.ok(!q && f === '' && row.length === 0, 'the CSV ends inside a record');
+  return rows;
+}
+function assertCsvMatches(text, rows, cols) {
+  const csv = parseCsv(text);
+  assert.deepEqual(csv[0], cols);
+  assert.equal(csv.length - 1, rows.length, 'CSV data rows = JSON rows');
+  const at = cols.indexOf('name');
+  csv.slice(1).forEach((r, i) => assert.equal(r[at], rows[i].name, `CSV row ${i + 1} is JSON row ${i}`));
+}
+const textLines = (t) => t.split('\n').filter((l) => l.length);
+
+// ---------------------------------------------------------------- health
+
+test('GET /healthz', async () => {
+  const { body } = await call('GET', '/healthz', {}, 200);
+  assert.equal(body.status, 'ok');
+  await call('POST', '/healthz', {}, 405);
+});
+
+// ---------------------------------------------------------------- uploads
+
+async function upload(name, path, opts) {
+  const { res, body } = await call('POST', path, opts, 201);
+  assert.equal(res.headers.location, body.url);
+  assert.equal(body.url, `/api/v1/sessions/${body.id}`);
+  ids[name] = body.id;
+  events[name] = body.events;
+  return body;
+}
+
+test('POST /api/v1/sessions: gzip sniffed from the magic bytes, with a name and labels', async () => {
+  const b = await upload('simpleAdd', '/api/v1/sessions?name=simple%20add&label=model:alexnet&label=run:1', { body: trace(FILES.simpleAdd) });
+  assert.ok(b.events > 1000);
+});
+
+test('POST /api/v1/sessions: plain JSON and Content-Encoding: gzip', async () => {
+  await upload('base', '/api/v1/sessions?name=base&label=pair:cmp&label=side:base', {
+    body: gunzipSync(trace(FILES.base)),
+    headers: { 'Content-Type': 'application/json' },
+  });
+  await upload('test', '/api/v1/sessions?name=test&label=pair:cmp&label=side:test', {
+    body: trace(FILES.test),
+    headers: { 'Content-Encoding': 'gzip', 'Content-Type': 'application/json' },
+  });
+  await upload('cpuOnly', '/api/v1/sessions?name=cpu%20only', { body: trace(FILES.cpuOnly) });
+  await upload('nccl', '/api/v1/sessions?name=nccl', { body: trace(FILES.nccl) });
+});
+
+test('POST /api/v1/sessions: chunked (no Content-Length), a legacy bare array, a native session', async () => {
+  const plain = gunzipSync(trace(FILES.test));
+  const chunks = [];
+  for (let i = 0; i < plain.length; i += 700) chunks.push(plain.subarray(i, i + 700));
+  await upload('chunked', '/api/v1/sessions?name=chunked', { chunks });
+
+  const legacy = Buffer.from(JSON.stringify(JSON.parse(gunzipSync(trace(FILES.base))).traceEvents));
+  await upload('legacy', '/api/v1/sessions?name=legacy', { body: legacy });
+
+  // A firstpass native session, the shape docs/contract.md gives the collector.
+  const native = {
+    schemaVersion: 1,
+    firstpass: {
+      format: 'firstpass-session', version: 1, name: 'native decode', labels: { model: 'tiny' }, host: 'ci', pid: 123,
+      command: 'python infer.py', cupti_version: 130001, driver_version: 13000, runtime_version: 13000, start_ns: 0, end_ns: 100000,
+      dropped_records: 0, events_truncated: false,
+      aggregates: { kernels: [{ name: 'gemm', calls: 1, total_ns: 30000, min_ns: 30000, max_ns: 30000 }], apis: [], ranges: [], memcpy: [] },
+    },
+    deviceProperties: [{ id: 0, name: 'NVIDIA H100 80GB HBM3', totalGlobalMem: 85000000000, computeMajor: 9, computeMinor: 0, numSms: 132,
+      maxThreadsPerBlock: 1024, maxThreadsPerMultiprocessor: 2048, regsPerBlock: 65536, sharedMemPerBlock: 49152, warpSize: 32 }],
+    traceEvents: [
+      { ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 123, tid: 456, ts: 10.0, dur: 4.0, args: { correlation: 5, cbid: 211 } },
+      { ph: 'X', cat: 'kernel', name: 'gemm', pid: 0, tid: 7, ts: 12.0, dur: 30.0,
+        args: { correlation: 5, device: 0, stream: 7, grid: [1, 1, 1], block: [128, 1, 1], 'registers per thread': 32, 'shared memory': 0, context: 1 } },
+      { ph: 'X', cat: 'gpu_memcpy', name: 'Memcpy HtoD (Pinned -> Device)', pid: 0, tid: 7, ts: 1, dur: 2,
+        args: { correlation: 6, device: 0, stream: 7, bytes: 4096, kind: 'HtoD', src_kind: 'Pinned', dst_kind: 'Device' } },
+      { ph: 'X', cat: 'user_annotation', name: 'prefill', pid: 123, tid: 456, ts: 0, dur: 100, args: { domain: 'default' } },
+    ],
+  };
+  await upload('native', '/api/v1/sessions?label=run:native', { body: gzipSync(JSON.stringify(native)), headers: { 'Content-Type': 'application/gzip' } });
+});
+
+test('POST /api/v1/sessions: 400 invalid_json, invalid_trace, invalid_parameter', async () => {
+  const P = '/api/v1/sessions';
+  await expectError('POST', P, { body: '{"traceEvents":[' }, 400, 'invalid_json');
+  await expectError('POST', P, { body: 'not json' }, 400, 'invalid_json');
+  await expectError('POST', P, { body: 'not gzip', headers: { 'Content-Encoding': 'gzip' } }, 400, 'invalid_json');
+  await expectError('POST', P, { body: '{"traceEvents":[{"ph":"X","name":"a","ts":"soon"}]}' }, 400, 'invalid_trace');
+  await expectError('POST', P, { body: '{"traceEvents":[1]}' }, 400, 'invalid_trace');
+  // Query parameters are the client's input, not the trace's: the same code GET uses.
+  await expectError('POST', `${P}?label=nocolon`, { body: '{"traceEvents":[]}' }, 400, 'invalid_parameter');
+  await expectError('POST', `${P}?name=${'n'.repeat(513)}`, { body: '{"traceEvents":[]}' }, 400, 'invalid_parameter');
+});
+
+test('POST /api/v1/sessions: 422 not_a_trace', async () => {
+  const P = '/api/v1/sessions';
+  await expectError('POST', P, { body: '{"foo":1}' }, 422, 'not_a_trace');
+  await expectError('POST', P, { body: '42' }, 422, 'not_a_trace');
+  await expectError('POST', P, { body: '' }, 422, 'not_a_trace');
+});
+
+test('POST /api/v1/sessions: 415 for Content-Encoding: br and for an SQLite (nsys) file', async () => {
+  const P = '/api/v1/sessions';
+  await expectError('POST', P, { body: '{"traceEvents":[]}', headers: { 'Content-Encoding': 'br' } }, 415, 'unsupported_media_type');
+  const sqlite = Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096)]);
+  await expectError('POST', P, { body: sqlite }, 415, 'unsupported_media_type');
+});
+
+test('POST /api/v1/sessions: 413 over --max-upload, by Content-Length and while streaming', async () => {
+  const P = '/api/v1/sessions';
+  const over = Buffer.alloc(MAX_UPLOAD + 4096, 0x20);
+  await expectError('POST', P, { body: over }, 413, 'too_large');
+  // Chunked: no Content-Length, so the limit is found while the (valid) events stream in.
+  const ev = Buffer.from('{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":1,"dur":1},');
+  const chunks = [Buffer.from('{"traceEvents":[')];
+  for (let n = 0; n < MAX_UPLOAD + 65536; n += ev.length * 512) chunks.push(Buffer.concat(Array(512).fill(ev)));
+  chunks.push(Buffer.from('{}]}'));
+  await expectError('POST', P, { chunks }, 413, 'too_large');
+  await call('GET', '/api/v1/sessions?name=__none__', {}, 200); // the server is still fine
+});
+
+test('PATCH /api/v1/sessions: 405 with Allow: GET, POST', async () => {
+  const res = await expectError('PATCH', '/api/v1/sessions', {}, 405, 'method_not_allowed');
+  assert.equal(res.headers.allow, 'GET, POST');
+});
+
+// ---------------------------------------------------------------- list
+
+test('GET /api/v1/sessions: newest first, filters', async () => {
+  const { body } = await call('GET', '/api/v1/sessions', {}, 200);
+  const all = body.sessions.map((s) => s.id);
+  assert.deepEqual([...all].sort((a, b) => b - a), all, 'newest (highest id) first');
+  for (const id of Object.values(ids)) assert.ok(all.includes(id), `session ${id} listed`);
+  assert.equal(body.next, null);
+
+  const pair = (await call('GET', '/api/v1/sessions?label=pair:cmp', {}, 200)).body.sessions.map((s) => s.id);
+  assert.deepEqual(pair, [ids.test, ids.base]);
+  const both = (await call('GET', '/api/v1/sessions?label=pair:cmp&label=side:base', {}, 200)).body.sessions;
+  assert.deepEqual(both.map((s) => s.id), [ids.base]);
+  assert.deepEqual(both[0].labels, { pair: 'cmp', side: 'base' });
+  assert.deepEqual((await call('GET', '/api/v1/sessions?name=simple%20add', {}, 200)).body.sessions.map((s) => s.id), [ids.simpleAdd]);
+  assert.deepEqual((await call('GET', '/api/v1/sessions?source=legacy', {}, 200)).body.sessions.map((s) => s.id), [ids.legacy]);
+  const nat = (await call('GET', '/api/v1/sessions?source=firstpass', {}, 200)).body.sessions;
+  assert.deepEqual(nat.map((s) => s.id), [ids.native]);
+  assert.equal(nat[0].name, 'native decode');
+  assert.deepEqual(nat[0].labels, { model: 'tiny', run: 'native' });
+  assert.deepEqual((await call('GET', '/api/v1/sessions?until=1', {}, 200)).body.sessions, []);
+  const since = Math.floor(Date.now() / 1000) - 3600;
+  assert.equal((await call('GET', `/api/v1/sessions?since=${since}`, {}, 200)).body.sessions.length, all.length);
+});
+
+test('GET /api/v1/sessions: pagination with limit and next', async () => {
+  const all = (await call('GET', '/api/v1/sessions', {}, 200)).body.sessions.map((s) => s.id);
+  const got = [];
+  let next = null, pages = 0;
+  do {
+    const { body } = await call('GET', `/api/v1/sessions?limit=3${next ? `&next=${next}` : ''}`, {}, 200);
+    assert.ok(body.sessions.length <= 3);
+    got.push(...body.sessions.map((s) => s.id));
+    next = body.next;
+    pages++;
+  } while (next && pages < 20);
+  assert.deepEqual(got, all);
+  assert.equal(pages, Math.ceil(all.length / 3));
+});
+
+test('GET /api/v1/sessions: text/plain and text/csv', async () => {
+  const rows = (await call('GET', '/api/v1/sessions?label=pair:cmp', {}, 200)).body.sessions;
+  const cols = ['id', 'name', 'source', 'hardware', 'duration_us', 'event_count', 'top_cuda_operator', 'created_at'];
+  const csv = await call('GET', '/api/v1/sessions?label=pair:cmp&format=csv', {}, 200);
+  assert.match(csv.res.headers['content-type'], /^text\/csv/);
+  const parsed = parseCsv(csv.body);
+  assert.deepEqual(parsed[0], cols);
+  assert.deepEqual(parsed.slice(1).map((r) => Number(r[0])), rows.map((s) => s.id));
+  for (const q of [{ path: '?label=pair:cmp&format=text' }, { path: '?label=pair:cmp', headers: { Accept: 'text/plain' } }]) {
+    const t = await call('GET', `/api/v1/sessions${q.path}`, { headers: q.headers }, 200);
+    assert.match(t.res.headers['content-type'], /^text\/plain/);
+    assert.equal(textLines(t.body).length, rows.length + 1);
+  }
+  // Accept naming JSON too, or ?format=json, is JSON.
+  const j = await call('GET', '/api/v1/sessions?limit=1', { headers: { Accept: 'text/plain, application/json' } }, 200);
+  assert.ok(Array.isArray(j.body.sessions));
+  await call('GET', '/api/v1/sessions?limit=1&format=json', { headers: { Accept: 'text/plain' } }, 200);
+});
+
+test('GET /api/v1/sessions: 400 invalid_parameter', async () => {
+  for (const q of ['limit=0', 'limit=1001', 'limit=x', 'label=nocolon', 'label=:v', 'next=-1', 'next=abc', 'since=-5', 'until=x'])
+    await expectError('GET', `/api/v1/sessions?${q}`, {}, 400, 'invalid_parameter');
+});
+
+// ---------------------------------------------------------------- one session
+
+test('GET /api/v1/sessions/{id}', async () => {
+  for (const [name, id] of Object.entries(ids)) {
+    const { body } = await call('GET', `/api/v1/sessions/${id}`, {}, 200);
+    assert.equal(body.id, id);
+    assert.equal(body.event_count, events[name], `${name}: event_count is what the upload counted`);
+    const counted = Object.values(body.counts ?? {}).reduce((a, b) => a + b, 0);
+    assert.equal(counted, body.event_count, `${name}: counts add up to event_count`);
+  }
+  const s = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}`, {}, 200)).body;
+  assert.equal(s.name, 'simple add');
+  assert.equal(s.source, 'kineto');
+  assert.equal(s.devices.length, 8);
+  assert.equal(s.hardware, 'NVIDIA A100-PG509-200 x8');
+  const n = (await call('GET', `/api/v1/sessions/${ids.native}`, {}, 200)).body;
+  assert.equal(n.source, 'firstpass');
+  assert.equal(n.collector.format, 'firstpass-session');
+  assert.equal((await call('GET', `/api/v1/sessions/${ids.legacy}`, {}, 200)).body.source, 'legacy');
+  const c = (await call('GET', `/api/v1/sessions/${ids.cpuOnly}`, {}, 200)).body;
+  assert.equal(c.gpu_idle_fraction, null);
+  assert.equal(c.top_cuda_operator, null);
+  // JSON only, whatever Accept says.
+  await call('GET', `/api/v1/sessions/${ids.base}`, { headers: { Accept: 'text/plain' } }, 200);
+});
+
+test('GET /api/v1/sessions/{id}: 404 unknown id, no route for a non-numeric or zero id, 405', async () => {
+  await expectError('GET', '/api/v1/sessions/999999', {}, 404, 'not_found');
+  await expectError('GET', '/api/v1/sessions/abc', {}, 404, 'not_found');
+  await expectError('GET', '/api/v1/sessions/0', {}, 404, 'not_found');
+  const res = await expectError('PATCH', `/api/v1/sessions/${ids.base}`, {}, 405, 'method_not_allowed');
+  assert.equal(res.headers.allow, 'GET, DELETE');
+});
+
+// ---------------------------------------------------------------- operators
+
+const SORT_KEY = {
+  cuda_time_total: 'cuda_time_total_us', self_cuda_time_total: 'self_cuda_time_total_us', cpu_time_total: 'cpu_time_total_us',
+  self_cpu_time_total: 'self_cpu_time_total_us', calls: 'calls', cpu_memory_usage: 'cpu_memory_usage_bytes',
+  cuda_memory_usage: 'cuda_memory_usage_bytes', self_cpu_memory_usage: 'self_cpu_memory_usage_bytes', self_cuda_memory_usage: 'self_cuda_memory_usage_bytes',
+};
+const OP_CSV = ['name', 'kind', 'input_shapes', 'calls', 'self_cpu_time_total_us', 'cpu_time_total_us', 'cpu_time_avg_us', 'self_cuda_time_total_us',
+  'cuda_time_total_us', 'cuda_time_avg_us', 'cpu_memory_usage_bytes', 'self_cpu_memory_usage_bytes', 'cuda_memory_usage_bytes', 'self_cuda_memory_usage_bytes'];
+const nonIncreasing = (rows, k) => rows.every((r, i) => i === 0 || rows[i - 1][k] >= r[k]);
+
+test('GET /api/v1/sessions/{id}/operators: every sort, limit, kind, group_by', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/operators`;
+  const def = (await call('GET', P, {}, 200)).body;
+  assert.equal(def.sort, 'cuda_time_total');
+  assert.equal(def.group_by_input_shape, false);
+  assert.ok(def.operators.length > 10);
+  for (const [sort, k] of Object.entries(SORT_KEY)) {
+    const { body } = await call('GET', `${P}?sort=${sort}&limit=1000`, {}, 200);
+    assert.equal(body.sort, sort);
+    assert.ok(nonIncreasing(body.operators, k), `sorted by ${k}`);
+  }
+  assert.equal((await call('GET', `${P}?limit=3`, {}, 200)).body.operators.length, 3);
+  const k = (await call('GET', `${P}?kind=kernel`, {}, 200)).body.operators;
+  assert.ok(k.length > 0 && k.every((r) => r.kind === 'kernel'));
+  // simple_add was profiled without record_shapes; base has "Input Dims".
+  const g = (await call('GET', `/api/v1/sessions/${ids.base}/operators?group_by=input_shape&kind=cpu_op`, {}, 200)).body;
+  assert.equal(g.group_by_input_shape, true);
+  assert.ok(g.operators.some((r) => r.input_shapes.startsWith('[')));
+  await call('GET', `${P}?group_by=name`, {}, 200);
+  for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/operators`, {}, 200);
+});
+
+test('GET /api/v1/sessions/{id}/operators: text/plain (torch table) and text/csv', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/operators?sort=cuda_time_total&limit=5`;
+  const rows = (await call('GET', P, {}, 200)).body.operators;
+  const t = (await call('GET', `${P}&format=text`, {}, 200)).body;
+  assert.equal(textLines(t).length, 3 + rows.length + 1 + 2);
+  assert.equal((await call('GET', P, { headers: { Accept: 'text/plain' } }, 200)).body, t);
+  const shapes = (await call('GET', `${P}&group_by=input_shape&format=text`, {}, 200)).body;
+  assert.match(shapes, /Input Shapes/);
+  const csv = (await call('GET', `${P}&format=csv`, {}, 200)).body;
+  assertCsvMatches(csv, rows, OP_CSV);
+  await call('GET', `/api/v1/sessions/${ids.cpuOnly}/operators?format=text`, {}, 200);
+});
+
+test('GET /api/v1/sessions/{id}/operators: 400, 404', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/operators`;
+  for (const q of ['sort=bogus', 'sort=name', 'group_by=bogus', 'limit=0', 'limit=10001', 'limit=x'])
+    await expectError('GET', `${P}?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `${P}?sort=bogus&format=text`, {}, 400, 'invalid_parameter'); // errors stay JSON
+  await expectError('GET', '/api/v1/sessions/999999/operators', {}, 404, 'not_found');
+  await expectError('GET', '/api/v1/sessions/999999/operators?format=csv', {}, 404, 'not_found');
+  await call('POST', P, {}, 405);
+});
+
+// ---------------------------------------------------------------- kernels, phases, gpu
+
+const K_CSV = ['name', 'kind', 'calls', 'total_us', 'mean_us', 'min_us', 'max_us', 'share', 'grid', 'block', 'registers_per_thread', 'shared_memory_bytes'];
+
+test('GET /api/v1/sessions/{id}/kernels', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/kernels`;
+  const def = (await call('GET', P, {}, 200)).body.kernels;
+  assert.ok(def.length > 5 && nonIncreasing(def, 'total_us'));
+  assert.ok(def.some((r) => Array.isArray(r.grid)), 'kernels carry grid/block');
+  const share = def.reduce((a, r) => a + r.share, 0);
+  assert.ok(Math.abs(share - 1) < 1e-6, `shares add up to 1, not ${share}`);
+  for (const sort of ['total_us', 'calls', 'mean_us']) {
+    const { body } = await call('GET', `${P}?sort=${sort}&limit=1000`, {}, 200);
+    assert.ok(nonIncreasing(body.kernels, sort), `sorted by ${sort}`);
+  }
+  assert.equal((await call('GET', `${P}?limit=2`, {}, 200)).body.kernels.length, 2);
+  assert.deepEqual((await call('GET', `/api/v1/sessions/${ids.cpuOnly}/kernels`, {}, 200)).body.kernels, []);
+  for (const q of ['sort=name', 'sort=bogus', 'limit=0', 'limit=x']) await expectError('GET', `${P}?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', '/api/v1/sessions/999999/kernels', {}, 404, 'not_found');
+  await call('DELETE', P, {}, 405);
+});
+
+test('GET /api/v1/sessions/{id}/kernels: text/plain and text/csv (names in full, however long)', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/kernels`;
+  const def = (await call('GET', P, {}, 200)).body.kernels;
+  assert.ok(def.some((r) => r.name.length > 2048), 'simple_add has a kernel name over 2 KiB');
+  assert.equal(textLines((await call('GET', `${P}?format=text`, {}, 200)).body).length, def.length + 1);
+  await call('GET', P, { headers: { Accept: 'text/plain' } }, 200);
+  assertCsvMatches((await call('GET', `${P}?format=csv`, {}, 200)).body, def, K_CSV);
+});
+
+const PH_CSV = ['name', 'kind', 'count', 'total_us', 'mean_us', 'gpu_busy_us', 'kernels', 'kernel_mean_us', 'cpu_only_us'];
+
+test('GET /api/v1/sessions/{id}/phases', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/phases`;
+  const rows = (await call('GET', P, {}, 200)).body.phases;
+  assert.ok(rows.length > 0 && nonIncreasing(rows, 'total_us'));
+  assertCsvMatches((await call('GET', `${P}?format=csv`, {}, 200)).body, rows, PH_CSV);
+  assert.equal(textLines((await call('GET', `${P}?format=text`, {}, 200)).body).length, rows.length + 1);
+  await call('GET', P, { headers: { Accept: 'text/plain' } }, 200);
+  for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/phases`, {}, 200);
+  await expectError('GET', '/api/v1/sessions/999999/phases', {}, 404, 'not_found');
+  await call('PUT', P, {}, 405);
+});
+
+test('GET /api/v1/sessions/{id}/gpu', async () => {
+  for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/gpu`, {}, 200);
+  const g = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/gpu`, {}, 200)).body;
+  assert.ok(g.devices.length >= 1 && g.launch.count > 0 && g.copies.length > 0);
+  const c = (await call('GET', `/api/v1/sessions/${ids.cpuOnly}/gpu`, {}, 200)).body;
+  assert.equal(c.gpu_idle_fraction, null);
+  assert.deepEqual(c.devices, []);
+  await expectError('GET', '/api/v1/sessions/999999/gpu', {}, 404, 'not_found');
+  await call('POST', `/api/v1/sessions/${ids.base}/gpu`, {}, 405);
+});
+
+// ---------------------------------------------------------------- report
+
+const TITLES = ['Workload', 'Hardware', 'Top CUDA time', 'Top CPU / orchestration cost', 'Next experiment'];
+const LINE_KEYS = ['workload', 'hardware', 'top_cuda_time', 'top_cpu_cost', 'next_experiment'];
+const asText = (lines) => LINE_KEYS.map((k, i) => `${TITLES[i]}: ${lines[k]}\n`).join('');
+
+test('GET /api/v1/sessions/{id}/report: JSON and the five lines as text', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/report`;
+  const r = (await call('GET', P, {}, 200)).body;
+  assert.deepEqual(r.lines, r.draft);
+  assert.deepEqual(r.edited, []);
+  assert.deepEqual(r.smells.map((s) => s.id).sort(), ['cheap_operator_called_often', 'gpu_idle_host_bound', 'one_operator_owns_the_run']);
+  const summary = (await call('GET', '/api/v1/sessions?name=simple%20add', {}, 200)).body.sessions[0];
+  assert.deepEqual(r.smells.filter((s) => s.fired).map((s) => s.id).sort(), [...summary.smells].sort(), 'the summary lists the fired smells');
+  assert.equal((await call('GET', `${P}?format=text`, {}, 200)).body, asText(r.lines));
+  assert.equal((await call('GET', P, { headers: { Accept: 'text/plain' } }, 200)).body, asText(r.lines));
+  for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/report`, {}, 200);
+  await expectError('GET', '/api/v1/sessions/999999/report', {}, 404, 'not_found');
+});
+
+test('PUT /api/v1/sessions/{id}/report: edit, restore with null and ""', async () => {
+  const P = `/api/v1/sessions/${ids.base}/report`;
+  const before = (await call('GET', P, {}, 200)).body;
+  const put = (lines, q = '') => call('PUT', P + q, { body: JSON.stringify({ lines }), headers: { 'Content-Type': 'application/json' } }, 200);
+  let r = (await put({ next_experiment: 'try torch.compile', workload: 'base run, batch 8' })).body;
+  assert.equal(r.lines.next_experiment, 'try torch.compile');
+  assert.equal(r.lines.workload, 'base run, batch 8');
+  assert.deepEqual(r.draft, before.draft);
+  assert.deepEqual([...r.edited].sort(), ['next_experiment', 'workload']);
+  assert.deepEqual((await call('GET', P, {}, 200)).body, r, 'GET returns what PUT replied');
+  const t = (await put({ hardware: 'one A100' }, '?format=text')).body;
+  assert.equal(t, asText({ ...r.lines, hardware: 'one A100' }));
+  r = (await put({ workload: null, hardware: '' })).body;
+  assert.equal(r.lines.workload, before.draft.workload);
+  assert.equal(r.lines.hardware, before.draft.hardware);
+  assert.deepEqual(r.edited, ['next_experiment']);
+  r = (await put({})).body;
+  assert.deepEqual(r.edited, ['next_experiment']);
+  r = (await put({ next_experiment: null })).body;
+  assert.deepEqual(r.lines, before.draft);
+  assert.deepEqual(r.edited, []);
+});
+
+test('PUT /api/v1/sessions/{id}/report: 400, 404, 413, 422, 405', async () => {
+  const P = `/api/v1/sessions/${ids.base}/report`;
+  await expectError('PUT', P, { body: 'nope' }, 400, 'invalid_json');
+  await expectError('PUT', P, {}, 400, 'invalid_json');
+  await expectError('PUT', P, { body: '{"foo":1}' }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: '[1]' }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: '{"lines":"x"}' }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: '{"lines":{"bogus":"x"}}' }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: '{"lines":{"workload":5}}' }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: JSON.stringify({ lines: { workload: 'w'.repeat(4001) } }) }, 422, 'invalid_report');
+  await expectError('PUT', P, { body: ' '.repeat(300 * 1024) }, 413, 'too_large');
+  await expectError('PUT', '/api/v1/sessions/999999/report', { body: '{"lines":{}}' }, 404, 'not_found');
+  const res = await expectError('DELETE', P, {}, 405, 'method_not_allowed');
+  assert.equal(res.headers.allow, 'GET, PUT');
+  assert.deepEqual((await call('GET', P, {}, 200)).body.edited, [], 'failed edits changed nothing');
+});
+
+// ---------------------------------------------------------------- timeline
+
+test('GET /api/v1/sessions/{id}/timeline: whole session, a window, bucket mode', async () => {
+  const s = (await call('GET', '/api/v1/sessions?name=simple%20add', {}, 200)).body.sessions[0];
+  const P = `/api/v1/sessions/${ids.simpleAdd}/timeline`;
+  const all = (await call('GET', P, {}, 200)).body;
+  assert.equal(all.start_us, s.start_us);
+  assert.equal(all.end_us, s.end_us);
+  assert.ok(all.tracks.some((t) => t.kind === 'cpu') && all.tracks.some((t) => t.kind === 'gpu'));
+  const a = s.start_us + s.duration_us / 2, b = a + s.duration_us / 10;
+  const w = (await call('GET', `${P}?start_us=${a}&end_us=${b}&buckets=50`, {}, 200)).body;
+  assert.equal(w.start_us, a);
+  assert.equal(w.end_us, b);
+  for (const t of w.tracks) for (const e of t.events ?? []) assert.ok(e.ts_us < b && e.ts_us + e.dur_us > a, 'events overlap the window');
+
+  const N = `/api/v1/sessions/${ids.nccl}/timeline`;
+  const n = (await call('GET', `${N}?buckets=40`, {}, 200)).body;
+  const bucketed = n.tracks.filter((t) => t.mode === 'buckets');
+  assert.ok(bucketed.length > 0, 'a track with > 2,000 events is bucketed');
+  for (const t of bucketed) assert.equal(t.buckets.length, 40);
+  for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/timeline?buckets=10`, {}, 200);
+});
+
+test('GET /api/v1/sessions/{id}/timeline: 400, 404', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/timeline`;
+  for (const q of ['buckets=0', 'buckets=10001', 'buckets=x', 'start_us=abc', 'end_us=1e999', 'start_us='])
+    await expectError('GET', `${P}?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', '/api/v1/sessions/999999/timeline', {}, 404, 'not_found');
+  await call('PATCH', P, {}, 405);
+});
+
+// ---------------------------------------------------------------- trace download
+
+test('GET /api/v1/sessions/{id}/trace: plain and gzip, complete documents', async () => {
+  for (const name of ['simpleAdd', 'base', 'legacy', 'native']) {
+    const P = `/api/v1/sessions/${ids[name]}/trace`;
+    const plain = await call('GET', P, {}, 200);
+    assert.equal(plain.res.headers['content-encoding'], undefined);
+    assert.equal(plain.res.headers['content-disposition'], `attachment; filename="firstpass-session-${ids[name]}.json"`);
+    assert.equal(plain.body.traceEvents.length, events[name], `${name}: every event comes back`);
+    const gz = await call('GET', P, { headers: { 'Accept-Encoding': 'gzip' } }, 200);
+    assert.equal(gz.res.headers['content-encoding'], 'gzip');
+    assert.deepEqual(gz.res.raw.subarray(0, 2), Buffer.from([0x1f, 0x8b]), 'the bytes are gzip');
+    assert.deepEqual(gz.body, plain.body, `${name}: gzip and plain are the same document`);
+  }
+  const orig = JSON.parse(gunzipSync(trace(FILES.base)));
+  const back = (await call('GET', `/api/v1/sessions/${ids.base}/trace`, { headers: { 'Accept-Encoding': 'gzip' } }, 200)).body;
+  assert.deepEqual(back.distributedInfo, orig.distributedInfo, 'top-level keys are kept');
+  assert.deepEqual(back.traceEvents.map((e) => e.name).sort(), orig.traceEvents.map((e) => e.name).sort());
+});
+
+test('GET /api/v1/sessions/{id}/trace: 404, 405', async () => {
+  await expectError('GET', '/api/v1/sessions/999999/trace', {}, 404, 'not_found');
+  await call('DELETE', `/api/v1/sessions/${ids.base}/trace`, {}, 405);
+});
+
+// ---------------------------------------------------------------- compare
+
+const CMP_CSV = ['name', 'kind', 'status', 'base', 'head', 'delta', 'relative'];
+
+test('GET /api/v1/compare', async () => {
+  const P = `/api/v1/compare?base=${ids.base}&head=${ids.test}`;
+  const c = (await call('GET', P, {}, 200)).body;
+  assert.equal(c.base.id, ids.base);
+  assert.equal(c.head.id, ids.test);
+  assert.ok(c.operators.length > 0 && c.phases.length > 0);
+  const st = new Set(c.operators.map((r) => r.status));
+  assert.ok(st.has('changed') && st.has('appeared'), [...st].join());
+  const d = (r) => Math.abs(r.delta.cuda_time_total_us);
+  assert.ok(c.operators.every((r, i) => i === 0 || d(c.operators[i - 1]) >= d(r)), 'sorted by |delta CUDA|');
+  assert.ok(c.phases.every((r, i) => i === 0 || Math.abs(c.phases[i - 1].delta.total_us) >= Math.abs(r.delta.total_us)));
+  const self = (await call('GET', `/api/v1/compare?base=${ids.base}&head=${ids.base}`, {}, 200)).body;
+  assert.ok(self.operators.every((r) => r.status === 'changed' && r.delta.cuda_time_total_us === 0));
+  const gone = (await call('GET', `/api/v1/compare?base=${ids.simpleAdd}&head=${ids.cpuOnly}`, {}, 200)).body;
+  assert.ok(gone.operators.some((r) => r.status === 'disappeared'));
+});
+
+test('GET /api/v1/compare: text/plain and text/csv list the operator rows', async () => {
+  const P = `/api/v1/compare?base=${ids.base}&head=${ids.test}`;
+  const rows = JSON.parse((await request('GET', P)).text).operators; // the JSON form is checked above
+  assertCsvMatches((await call('GET', `${P}&format=csv`, {}, 200)).body, rows, CMP_CSV);
+  assert.equal(textLines((await call('GET', `${P}&format=text`, {}, 200)).body).length, rows.length + 1);
+  await call('GET', P, { headers: { Accept: 'text/plain' } }, 200);
+});
+
+test('GET /api/v1/compare: 400, 404, 405', async () => {
+  for (const q of ['', `base=${ids.base}`, `head=${ids.base}`, `base=x&head=${ids.base}`, `base=0&head=${ids.base}`, `base=${ids.base}&head=-1`])
+    await expectError('GET', `/api/v1/compare?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `/api/v1/compare?base=${ids.base}&head=999999`, {}, 404, 'not_found');
+  await expectError('GET', `/api/v1/compare?base=999999&head=${ids.base}`, {}, 404, 'not_found');
+  const res = await expectError('DELETE', '/api/v1/compare', {}, 405, 'method_not_allowed');
+  assert.equal(res.headers.allow, 'GET');
+  await expectError('POST', '/api/v1/compare', {}, 405, 'method_not_allowed');
+});
+
+// ---------------------------------------------------------------- misc
+
+test('unknown /api/ routes are 404 not_found', async () => {
+  await expectError('GET', '/api/v1/nope', {}, 404, 'not_found');
+  await expectError('POST', '/api/v2/sessions', {}, 404, 'not_found');
+  await expectError('GET', `/api/v1/sessions/${ids.base}/nope`, {}, 404, 'not_found');
+});
+
+test('POST /api/v1/sessions: 503 too_many_uploads while --max-uploads uploads are open', async () => {
+  await new Promise((r) => setTimeout(r, 300)); // earlier uploads have released their slots
+  const held = [];
+  try {
+    for (let i = 0; i < MAX_UPLOADS; i++) held.push(openUpload('/api/v1/sessions?name=held', 100000, '{"traceEvents":['));
+    await new Promise((r) => setTimeout(r, 300)); // the server has read their headers and taken the slots
+    await expectError('POST', '/api/v1/sessions', { body: '{"traceEvents":[]}' }, 503, 'too_many_uploads');
+  } finally {
+    for (const h of held) h.abort();
+  }
+  // The slots come back: an upload works again (within a second).
+  let status = 0;
+  for (let i = 0; i < 20 && status !== 201; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    const res = await request('POST', '/api/v1/sessions?name=after-503', { body: '[]' });
+    validateResponse('POST', '/api/v1/sessions', res);
+    status = res.status;
+    if (status === 201) ids.after503 = JSON.parse(res.text).id;
+  }
+  assert.equal(status, 201);
+  assert.deepEqual((await call('GET', '/api/v1/sessions?name=held', {}, 200)).body.sessions, [], 'a dropped upload leaves nothing');
+});
+
+test('DELETE /api/v1/sessions/{id}', async () => {
+  const id = ids.chunked;
+  await call('DELETE', `/api/v1/sessions/${id}`, {}, 204);
+  await expectError('GET', `/api/v1/sessions/${id}`, {}, 404, 'not_found');
+  for (const sub of ['operators', 'kernels', 'phases', 'gpu', 'report', 'timeline', 'trace'])
+    await expectError('GET', `/api/v1/sessions/${id}/${sub}`, {}, 404, 'not_found');
+  await expectError('DELETE', `/api/v1/sessions/${id}`, {}, 404, 'not_found');
+  assert.ok(!(await call('GET', '/api/v1/sessions?limit=1000', {}, 200)).body.sessions.some((s) => s.id === id));
+  await call('DELETE', `/api/v1/sessions/${ids.after503}`, {}, 204);
+});
+
+test('every documented response (5xx faults aside) was exercised', () => {
+  const missing = documentedResponses().filter((k) => !seen.has(k));
+  assert.deepEqual(missing, [], 'documented but never seen from the server');
+});
