@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "err.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,7 +151,10 @@ static int set_num(ingest *in, const char *s, size_t n) {
     ingest_event *e = &in->ev;
     double d = strtod(tmp, NULL);
     long long ll = strtoll(tmp, NULL, 10);
-    if (memchr(tmp, '.', n) || memchr(tmp, 'e', n) || memchr(tmp, 'E', n)) ll = (long long)d;
+    /* A float for an integer field: convert only when it fits (1e300 in long long is UB;
+     * tests/fuzz/regress/ingest/set_num_float_cast_overflow.json). */
+    if (memchr(tmp, '.', n) || memchr(tmp, 'e', n) || memchr(tmp, 'E', n))
+        ll = isfinite(d) && d > -9.2e18 && d < 9.2e18 ? (long long)d : 0;
     switch (in->field) {
     case F_TS: e->ts = d; e->has_ts = 1; break;
     case F_DUR: e->dur = d; e->has_dur = 1; break;
