@@ -135,25 +135,26 @@ export function validateResponse(method, path, res) {
   method = method.toUpperCase();
   const ctx = `${method} ${path} -> ${res.status}`;
   const template = templateOf(path);
-  let response, covKey;
+  const opMethod = method === 'HEAD' ? 'GET' : method;
+  let response;
+  let opKey = null; // the coverage key of an operation's response, once its media type is known
   if (!template) {
     if (res.status !== 404) fail(ctx, 'a path the document does not list must be 404');
     response = deref(spec.components.responses.NoRoute);
-    covKey = null;
   } else {
-    const op = spec.paths[template][method === 'HEAD' ? 'get' : method.toLowerCase()];
+    const op = spec.paths[template][opMethod.toLowerCase()];
     if (!op) {
       if (res.status !== 405) fail(ctx, `${method} is not an operation of ${template}: expected 405`);
       response = deref(spec.components.responses.MethodNotAllowed);
       const allow = (res.headers.allow || '').split(',').map((s) => s.trim()).filter(Boolean).sort();
       const want = methodsOf(template).sort();
-      if (JSON.stringify(allow) !== JSON.stringify(want))
-        fail(ctx, `Allow is '${res.headers.allow}', the document lists ${want.join(', ')}`);
-      covKey = `* ${template} 405`;
+      if (JSON.stringify(allow) !== JSON.stringify(want)) fail(ctx, `Allow is '${res.headers.allow}', the document lists ${want.join(', ')}`);
+      seen.add(`* ${template} 405`);
     } else {
       const r0 = op.responses[String(res.status)];
-      if (!r0) fail(ctx, `status ${res.status} is not documented for ${method} ${template} (documented: ${Object.keys(op.responses).join(', ')}); body: ${String(res.body).slice(0, 300)}`);
+      if (!r0) fail(ctx, `status ${res.status} is not documented for ${opMethod} ${template} (documented: ${Object.keys(op.responses).join(', ')}); body: ${res.text.slice(0, 300)}`);
       response = deref(r0);
+      opKey = (ctype) => key(opMethod, template, res.status, ctype);
     }
   }
   for (const [name, h0] of Object.entries(response.headers ?? {})) {
@@ -163,35 +164,33 @@ export function validateResponse(method, path, res) {
       if (h.required) fail(ctx, `required header ${name} is missing`);
       continue;
     }
-    const val = compile(h.schema, `${ctx} header ${name}`);
+    const val = compile(h.schema, `${template ?? "no-route"} ${res.status} header ${name}`);
     if (!val(v)) fail(ctx, `header ${name}: '${v}': ${errorsText(val)}`);
   }
   const content = response.content ?? {};
   const raw = res.headers['content-encoding'] === 'gzip' ? gunzipSync(res.raw) : res.raw;
-  let body;
-  let ctype = null;
   if (!Object.keys(content).length) {
+    if (opKey) seen.add(opKey());
     if (raw.length && method !== 'HEAD') fail(ctx, `the response documents no body, got ${raw.length} bytes`);
-  } else {
-    ctype = (res.headers['content-type'] || '').split(';')[0].trim().toLowerCase();
-    const media = content[ctype];
-    if (!media) fail(ctx, `Content-Type '${res.headers['content-type']}' is not one of ${Object.keys(content).join(', ')}`);
-    // Exercised, whether or not the body turns out valid: that is the coverage test's business.
-    if (template && covKey === undefined) seen.add(key(method === 'HEAD' ? 'GET' : method, template, res.status, ctype));
-    const text = raw.toString('utf8');
-    if (ctype === 'application/json') {
-      try {
-        body = JSON.parse(text);
-      } catch (e) {
-        fail(ctx, `the body is not valid JSON (${e.message}); it ends with: ${JSON.stringify(text.slice(-120))}`);
-      }
-    } else body = text;
-    if (media.schema) {
-      const val = compile(media.schema, `${method} ${template ?? 'no-route'} ${res.status} ${ctype}`);
-      if (!val(body)) fail(ctx, `the ${ctype} body does not match the document: ${errorsText(val)}`);
+    return undefined;
+  }
+  const ctype = (res.headers['content-type'] || '').split(';')[0].trim().toLowerCase();
+  const media = content[ctype];
+  if (!media) fail(ctx, `Content-Type '${res.headers['content-type']}' is not one of ${Object.keys(content).join(', ')}`);
+  // Exercised, whether or not the body turns out valid: validity is reported below.
+  if (opKey) seen.add(opKey(ctype));
+  const text = raw.toString('utf8');
+  let body = text;
+  if (ctype === 'application/json') {
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      fail(ctx, `the body is not valid JSON (${e.message}); it ends with: ${JSON.stringify(text.slice(-120))}`);
     }
   }
-  if (template && covKey === undefined) covKey = key(method === 'HEAD' ? 'GET' : method, template, res.status, ctype);
-  seen.add(covKey);
+  if (media.schema) {
+    const val = compile(media.schema, `${opMethod} ${template ?? 'no-route'} ${res.status} ${ctype}`);
+    if (!val(body)) fail(ctx, `the ${ctype} body does not match the document: ${errorsText(val)}`);
+  }
   return body;
 }
