@@ -116,7 +116,7 @@ static int refill(download *d) {
         buf_reset(&plain);
         int pr = produce(d, dst);
         if (pr < 0) { rc = -1; break; }
-        if (!d->gzip) { rc = pr; break; }
+        if (!d->gzip) { rc = pr; continue; } /* a stage may add nothing (an empty chunk): go on */
         int flush = pr == 1 ? Z_FINISH : Z_NO_FLUSH;
         d->z.next_in = (unsigned char *)plain.p;
         d->z.avail_in = (uInt)plain.len;
