@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "err.h"
+#include "synth.h"
 #include "trace.h"
 
 struct loader {
@@ -37,8 +38,14 @@ struct loader {
     double *chunk_min, *chunk_max;
     long long next_chunk;
     intern *track_keys; /* "pid\x1ftid" -> track index */
+    intern *count_keys; /* counts keys (count_key) -> index into counts */
+    long long *counts;
+    size_t capcounts;
+    buf synth;          /* synthesized events (synth.h) not yet written */
+    long long synth_n;
     buf keybuf;
     int legacy;         /* set by loader_commit's caller through the source */
+    const char *source; /* loader_set_source (static string), NULL: decided at commit */
     int failed;
     char err[256];
 };
@@ -144,9 +151,8 @@ static long track_of(loader *l, const ingest_event *e) {
     return tr;
 }
 
-static int flush_chunk(loader *l, long tr) {
-    if (l->chunk_n[tr] == 0) return 0;
-    buf *b = &l->chunks[tr];
+/* Deflates b into one scratch.chunks row of track tr and resets b. */
+static int write_chunk(loader *l, long tr, buf *b, long long n, double mn, double mx) {
     uLongf zlen = compressBound(b->len);
     unsigned char *z = malloc(zlen);
     if (!z) return ERR_NOMEM;
@@ -156,11 +162,9 @@ static int flush_chunk(loader *l, long tr) {
         goto out;
     }
     sqlite3_stmt *s = l->ins_chunk;
-    double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
-    double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
     sqlite3_bind_int64(s, 1, tr);
     sqlite3_bind_int64(s, 2, l->next_chunk++);
-    sqlite3_bind_int64(s, 3, l->chunk_n[tr]);
+    sqlite3_bind_int64(s, 3, n);
     sqlite3_bind_double(s, 4, mn);
     sqlite3_bind_double(s, 5, mx);
     sqlite3_bind_blob(s, 6, z, (int)zlen, SQLITE_STATIC);
@@ -168,12 +172,67 @@ static int flush_chunk(loader *l, long tr) {
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     buf_reset(b);
-    l->chunk_n[tr] = 0;
-    l->chunk_min[tr] = INFINITY;
-    l->chunk_max[tr] = -INFINITY;
 out:
     free(z);
     return rc;
+}
+
+static int flush_chunk(loader *l, long tr) {
+    if (l->chunk_n[tr] == 0) return 0;
+    double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
+    double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
+    int rc = write_chunk(l, tr, &l->chunks[tr], l->chunk_n[tr], mn, mx);
+    l->chunk_n[tr] = 0;
+    l->chunk_min[tr] = INFINITY;
+    l->chunk_max[tr] = -INFINITY;
+    return rc;
+}
+
+static int flush_synth(loader *l) {
+    long long n = l->synth_n;
+    l->synth_n = 0;
+    return n ? write_chunk(l, SYNTH_TRACK, &l->synth, n, 0, 0) : 0;
+}
+
+/* synth_emit: synthesized events go to chunks of their own track (synth.h). */
+static int on_synth(void *ctx, const chunk_rec *r, const char *json) {
+    loader *l = ctx;
+    if (chunk_append(&l->synth, r, json)) return ERR_NOMEM;
+    if (++l->synth_n < CHUNK_EVENTS && l->synth.len < CHUNK_BYTES) return 0;
+    return flush_synth(l);
+}
+
+/* The key an event counts under in the session's `counts`: its normalised kind, or
+ * "metadata" / "uncategorized" for the uncategorised events that are not analysed. */
+static int count_event(loader *l, const ingest_event *e, int cls, const char *kind) {
+    const char *k = cls != EV_OTHER || e->cat[0] ? kind : e->ph[0] == 'M' ? "metadata" : "uncategorized";
+    long i = intern_id(l->count_keys, k, strlen(k));
+    if (i < 0) return ERR_NOMEM;
+    if ((size_t)i >= l->capcounts) {
+        size_t cap = l->capcounts ? l->capcounts * 2 : 16;
+        long long *nc = realloc(l->counts, cap * sizeof *nc);
+        if (!nc) return ERR_NOMEM;
+        memset(nc + l->capcounts, 0, (cap - l->capcounts) * sizeof *nc);
+        l->counts = nc;
+        l->capcounts = cap;
+    }
+    l->counts[i]++;
+    return 0;
+}
+
+/* What synth.c needs to know about the upload's own names and flows. */
+static void note_shown(loader *l, track_info *ti, const ingest_event *e) {
+    char ph = e->ph[0];
+    if (ph == 'M') {
+        if (!strcmp(e->name, "thread_name")) ti->thread_named = 1;
+        else if (!strcmp(e->name, "process_name")) ti->process_named = 1;
+    } else if (ph == 's' || ph == 'f' || ph == 't') {
+        /* Kineto's launch flows: ac2g (current), async_cpu_to_gpu, async "launch" (2021). */
+        if (!strcmp(e->cat, "ac2g") || !strcmp(e->cat, "async_cpu_to_gpu") || (!strcmp(e->cat, "async") && !strcmp(e->name, "launch")))
+            l->t.has_launch_flows = 1;
+    } else {
+        ti->shown = 1;
+    }
 }
 
 /* ---- sink callbacks ---- */
@@ -209,6 +268,8 @@ static int on_event(void *ctx, const ingest_event *e) {
     if (tr < 0 || name_id < 0 || kind_id < 0) return ERR_NOMEM;
     track_info *ti = &l->t.tracks[tr];
     ti->events++;
+    note_shown(l, ti, e);
+    if (count_event(l, e, cls, kind)) return ERR_NOMEM;
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
 
     if (cls != EV_OTHER) {
@@ -286,8 +347,9 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.end_us = -INFINITY;
     l->t.strs = intern_new();
     l->track_keys = intern_new();
+    l->count_keys = intern_new();
     l->t.meta = json_object();
-    if (!l->t.strs || !l->track_keys || !l->t.meta) goto oom;
+    if (!l->t.strs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
     l->t.db = store_get(st);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
@@ -457,6 +519,15 @@ out:
     return rc;
 }
 
+/* The summary's `counts`: events by count_event's key; they add up to event_count. */
+static int add_counts(loader *l, analysis *a) {
+    json_t *c = json_object();
+    for (size_t i = 0; c && i < intern_count(l->count_keys); i++)
+        if (json_object_set_new(c, intern_str(l->count_keys, (long)i), json_integer(l->counts[i]))) c = (json_decref(c), NULL);
+    if (!c || json_object_set_new(a->summary, "counts", c)) return set_err(l, ERR_NOMEM, "out of memory");
+    return 0;
+}
+
 /* Name, labels and hardware for the report: the query's name and labels win over the
  * collector's firstpass object. */
 static int prepare_identity(loader *l) {
@@ -485,12 +556,18 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
         rc = ERR_INVALID;
         goto out;
     }
-    l->t.source = json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
+    l->t.source = l->source ? l->source
+                  : json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
     rc = prepare_identity(l);
     if (rc) goto out;
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
+    if (!rc && exec(l->t.db, "BEGIN")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    if (!rc) rc = synth_run(&l->t, on_synth, l);
+    if (!rc) rc = flush_synth(l);
+    if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    if (!rc) rc = add_counts(l, &a);
     if (!rc) rc = write_session(l, &a, bytes_in, id);
 out:
     analysis_free(&a);
@@ -499,6 +576,7 @@ out:
 }
 
 void loader_set_legacy(loader *l, int legacy) { l->legacy = legacy; }
+void loader_set_source(loader *l, const char *source) { l->source = source; }
 
 void loader_free(loader *l) {
     if (!l) return;
@@ -525,6 +603,9 @@ void loader_free(loader *l) {
     free(l->t.hardware);
     json_decref(l->t.labels);
     intern_free(l->track_keys);
+    intern_free(l->count_keys);
+    free(l->counts);
+    buf_free(&l->synth);
     buf_free(&l->keybuf);
     json_decref(l->t.meta);
     free(l);

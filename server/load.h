@@ -28,6 +28,9 @@ loader *loader_new(store *s, const load_opts *o, char *err, size_t errlen);
 const ingest_sink *loader_sink(loader *l);
 /* Marks the upload as the legacy autograd format (a bare array of events). */
 void loader_set_legacy(loader *l, int legacy);
+/* Names the session's source outright ("nsys"; a static string), for importers other than
+ * the JSON parser. Without it loader_commit decides kineto / legacy / firstpass. */
+void loader_set_source(loader *l, const char *source);
 /* Analyses and stores. 0 with *id set, or an ERR_* with a message in err. */
 int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen);
 void loader_free(loader *l); /* accepts NULL; rolls back whatever was not committed */

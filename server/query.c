@@ -100,6 +100,9 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
         json_object_set_new(o, "devices", dp ? json_incref(dp) : json_array());
+        json_t *sum = col_json(s, 8), *counts = json_object_get(sum, "counts");
+        json_object_set_new(o, "counts", json_is_object(counts) ? json_incref(counts) : json_object());
+        json_decref(sum);
         json_t *fp = json_object_get(meta, "firstpass");
         if (fp) json_object_set(o, "collector", fp);
         json_t *trace_meta = json_object();
@@ -394,6 +397,22 @@ static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n)
 
 #define TL_MAX_EVENTS 2000
 
+typedef struct tl_ev {
+    double ts, dur;
+    uint32_t name, kind;
+} tl_ev;
+
+/* Longer first on equal starts, so that a parent precedes the child it encloses. */
+static int by_start(const void *pa, const void *pb) {
+    const tl_ev *a = pa, *b = pb;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return a->dur > b->dur ? -1 : a->dur < b->dur;
+}
+
+/* The drawn events of one track in [a, b), each with its nesting depth: the number of
+ * earlier-starting events on the track still open when it starts (a stack of ends, the
+ * same rule as analyze.c's nesting but without its partial-overlap exception, which
+ * only matters for attributing time, not for drawing rows). */
 static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
     sqlite3_stmt *s;
     json_t *arr = json_array();
@@ -404,20 +423,37 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
     sqlite3_bind_double(s, 3, b);
     sqlite3_bind_double(s, 4, a);
     buf in = {0};
-    char name[512], kind[64];
-    while (sqlite3_step(s) == SQLITE_ROW && json_array_size(arr) < TL_MAX_EVENTS * 2) {
+    tl_ev *ev = NULL;
+    size_t n = 0, cap = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && n < TL_MAX_EVENTS * 2) {
         if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
         size_t off = 0;
         chunk_rec r;
         const char *js;
-        while (chunk_next(&in, &off, &r, &js) == 1) {
+        while (chunk_next(&in, &off, &r, &js) == 1 && n < TL_MAX_EVENTS * 2) {
             if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
-            json_array_append_new(arr, json_pack("{s:f,s:f,s:s,s:s}", "ts_us", r.ts, "dur_us", r.dur, "name",
-                                                 string_of(names, r.name, name, sizeof name), "cat", string_of(names, r.kind, kind, sizeof kind)));
+            if (n == cap) {
+                tl_ev *ne = realloc(ev, (cap = cap ? cap * 2 : 256) * sizeof *ev);
+                if (!ne) break;
+                ev = ne;
+            }
+            ev[n++] = (tl_ev){r.ts, r.dur, r.name, r.kind};
         }
     }
     buf_free(&in);
     sqlite3_finalize(s);
+    if (n) qsort(ev, n, sizeof *ev, by_start);
+    double ends[64];
+    int depth = 0;
+    char name[512], kind[64];
+    for (size_t i = 0; i < n; i++) {
+        while (depth > 0 && ev[i].ts >= ends[depth - 1]) depth--;
+        json_array_append_new(arr, json_pack("{s:f,s:f,s:s,s:s,s:i}", "ts_us", ev[i].ts, "dur_us", ev[i].dur, "name",
+                                             string_of(names, ev[i].name, name, sizeof name), "cat",
+                                             string_of(names, ev[i].kind, kind, sizeof kind), "depth", depth));
+        if (depth < 64) ends[depth++] = ev[i].ts + ev[i].dur;
+    }
+    free(ev);
     return arr;
 }
 

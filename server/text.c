@@ -96,68 +96,72 @@ char *text_operators(const json_t *reply, size_t *len) {
     return b.p;
 }
 
-static void cell(const json_t *v, char *out, size_t n) {
-    if (json_is_string(v)) snprintf(out, n, "%s", json_string_value(v));
-    else if (json_is_integer(v)) snprintf(out, n, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v)) snprintf(out, n, "%.3f", json_real_value(v));
-    else if (json_is_null(v) || !v) snprintf(out, n, "%s", "");
-    else {
+/* One table cell as text, in full (CSV keeps every byte of a 4 KiB kernel name). */
+static void cell(const json_t *v, buf *out) {
+    buf_reset(out);
+    if (json_is_string(v)) buf_put(out, json_string_value(v), json_string_length(v));
+    else if (json_is_integer(v)) putf(out, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) putf(out, "%.3f", json_real_value(v));
+    else if (v && !json_is_null(v)) {
         char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        snprintf(out, n, "%s", s ? s : "");
+        if (s) put(out, s);
         free(s);
     }
 }
 
 char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
-    buf b = {0};
+    buf b = {0}, v = {0};
     for (int c = 0; cols[c]; c++) putf(&b, "%s%s", c ? "," : "", cols[c]);
     put(&b, "\n");
     size_t i;
     const json_t *r;
     json_array_foreach(rows, i, r) {
         for (int c = 0; cols[c]; c++) {
-            char v[2048];
-            cell(json_object_get(r, cols[c]), v, sizeof v);
+            cell(json_object_get(r, cols[c]), &v);
+            if (c) put(&b, ",");
             /* RFC 4180: quote fields with commas, quotes or newlines; double the quotes. */
-            if (strpbrk(v, ",\"\n")) {
-                put(&b, c ? ",\"" : "\"");
-                for (char *p = v; *p; p++) {
-                    buf_put(&b, p, 1);
-                    if (*p == '"') buf_put(&b, "\"", 1);
-                }
-                put(&b, "\"");
-            } else {
-                putf(&b, "%s%s", c ? "," : "", v);
+            if (!strpbrk(buf_str(&v), ",\"\n\r")) {
+                buf_put(&b, buf_str(&v), v.len);
+                continue;
             }
+            put(&b, "\"");
+            for (const char *p = buf_str(&v); *p; p++) {
+                buf_put(&b, p, 1);
+                if (*p == '"') buf_put(&b, "\"", 1);
+            }
+            put(&b, "\"");
         }
         put(&b, "\n");
     }
+    buf_free(&v);
     *len = b.len;
     return b.p ? b.p : strdup("");
 }
 
+/* Aligned columns; a cell wider than TEXT_COL_MAX is cut there (CSV has it in full). */
+#define TEXT_COL_MAX 60
+
 char *text_rows(const json_t *rows, const char *const *cols, size_t *len) {
     int nc = 0;
-    while (cols[nc]) nc++;
+    while (cols[nc] && nc < 32) nc++;
     size_t w[32] = {0}, i;
     const json_t *r;
-    for (int c = 0; c < nc && c < 32; c++) w[c] = strlen(cols[c]);
-    json_array_foreach(rows, i, r) for (int c = 0; c < nc && c < 32; c++) {
-        char v[256];
-        cell(json_object_get(r, cols[c]), v, sizeof v);
-        if (strlen(v) > w[c]) w[c] = strlen(v) > 60 ? 60 : strlen(v);
+    buf b = {0}, v = {0};
+    for (int c = 0; c < nc; c++) w[c] = strlen(cols[c]);
+    json_array_foreach(rows, i, r) for (int c = 0; c < nc; c++) {
+        cell(json_object_get(r, cols[c]), &v);
+        if (v.len > w[c]) w[c] = v.len > TEXT_COL_MAX ? TEXT_COL_MAX : v.len;
     }
-    buf b = {0};
     for (int c = 0; c < nc; c++) putf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
     put(&b, "\n");
     json_array_foreach(rows, i, r) {
         for (int c = 0; c < nc; c++) {
-            char v[256];
-            cell(json_object_get(r, cols[c]), v, sizeof v);
-            putf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], v);
+            cell(json_object_get(r, cols[c]), &v);
+            putf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], buf_str(&v));
         }
         put(&b, "\n");
     }
+    buf_free(&v);
     *len = b.len;
     return b.p ? b.p : strdup("");
 }

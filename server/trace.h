@@ -28,6 +28,9 @@ typedef struct track_info {
     int gpu;              /* holds GPU activity (a device/stream track) */
     long long device;     /* for GPU tracks: args.device or pid */
     long long stream;     /* for GPU tracks: args.stream or tid */
+    int shown;            /* has an event a viewer draws (ph other than M, s, t, f) */
+    int thread_named;     /* a ph M thread_name event is on the track */
+    int process_named;    /* a ph M process_name event is on the track (names its pid) */
 } track_info;
 
 typedef struct trace_ctx {
@@ -36,13 +39,14 @@ typedef struct trace_ctx {
     track_info *tracks;
     size_t ntracks, captracks;
     json_t *meta;         /* top-level keys other than traceEvents (owned) */
-    const char *source;   /* kineto | legacy | firstpass */
+    const char *source;   /* kineto | legacy | firstpass | nsys */
     double start_us, end_us;
     long long events;     /* all events */
     long long analysed;   /* events of classes 0..4 */
     const char *name;     /* (owned) the session's name, when given (for the report) */
     json_t *labels;       /* {"k":"v"} (owned), for the report */
     char *hardware;       /* "NVIDIA A100 x8" or "" (owned) */
+    int has_launch_flows; /* the upload has ac2g / async_cpu_to_gpu flow events (synth.h) */
 } trace_ctx;
 
 #endif

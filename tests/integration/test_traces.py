@@ -9,6 +9,26 @@ import unittest
 from fpserver import Server, all_traces, events_of, key_averages, read_trace, TRACES
 
 
+LAUNCH_FLOW_CATS = ("ac2g", "async_cpu_to_gpu")
+RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+
+
+def launch_flow(e):
+    return e.get("ph") in ("s", "f", "t") and (e.get("cat") in LAUNCH_FLOW_CATS or (e.get("cat") == "async" and e.get("name") == "launch"))
+
+
+def ident(v):
+    """A pid/tid as viewers read it: "25738" and 25738 are one thread."""
+    if isinstance(v, str) and v.lstrip("-").isdigit():
+        return int(v)
+    return v
+
+
+def synthesized(e):
+    return bool((e.get("args") or {}).get("firstpass_synthesized"))
+
+
 def close(a, b, tol=1e-6):
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
 
@@ -98,8 +118,10 @@ class RealTraces(unittest.TestCase):
                 self.assertEqual(h.get("Content-Encoding"), "gzip")
                 self.assertIn("attachment", h.get("Content-Disposition", ""))
                 down = json.loads(gzip.decompress(body))
-                self.assertEqual(len(down["traceEvents"]), len(events_of(doc)))
+                kept = [e for e in down["traceEvents"] if not synthesized(e)]
+                self.assertEqual(len(kept), len(events_of(doc)))
                 self.assertIn("displayTimeUnit", down)
+                self.check_names_and_flows(events_of(doc), down["traceEvents"])
                 again = self.srv.upload_ok(json.dumps(down).encode(), "?name=roundtrip")
                 a, b = self.ops(sid), self.ops(again)
                 self.assertEqual(set(a), set(b))
@@ -113,7 +135,44 @@ class RealTraces(unittest.TestCase):
                 rb = self.srv.json("/api/v1/sessions/%d/report" % again)["draft"]
                 for k in ("hardware", "top_cuda_time", "top_cpu_cost", "next_experiment"):
                     self.assertEqual(ra[k], rb[k], k)
+                # The download already has its names and flows: a second pass adds none.
+                st, _, body2 = self.srv.get("/api/v1/sessions/%d/trace" % again)
+                self.assertEqual(len(json.loads(body2)["traceEvents"]), len(down["traceEvents"]))
                 self.srv.request("DELETE", "/api/v1/sessions/%d" % again)
+
+    def check_names_and_flows(self, orig, down):
+        """Every drawn pid and (pid, tid) has a ph M name; without launch flows of its own,
+        each runtime launch -> GPU activity pair (joined by correlation, computed here from
+        the uploaded events) has an ac2g s/f pair at the two starts."""
+        shown = [e for e in down if e.get("ph") not in ("M", "s", "t", "f")]
+        meta = [e for e in down if e.get("ph") == "M"]
+        procs = {ident(e.get("pid")) for e in meta if e.get("name") == "process_name"}
+        threads = {(ident(e.get("pid")), ident(e.get("tid"))) for e in meta if e.get("name") == "thread_name"}
+        self.assertEqual({ident(e.get("pid")) for e in shown} - procs, set())
+        self.assertEqual({(ident(e.get("pid")), ident(e.get("tid"))) for e in shown} - threads, set())
+        if any(launch_flow(e) for e in orig):
+            self.assertFalse(any(synthesized(e) and e.get("ph") in ("s", "f") for e in down))
+            return
+        calls = {}
+        for e in orig:
+            if e.get("ph") == "X" and e.get("cat") in RUNTIME_CATS and "dur" in e:
+                c = (e.get("args") or {}).get("correlation")
+                if isinstance(c, int):
+                    calls.setdefault(c, e)
+        want = set()
+        for e in orig:
+            c = (e.get("args") or {}).get("correlation")
+            if e.get("ph") == "X" and e.get("cat") in GPU_CATS and "dur" in e and c in calls:
+                r = calls[c]
+                want.add((ident(r["pid"]), ident(r["tid"]), r["ts"], ident(e["pid"]), ident(e["tid"]), e["ts"]))
+        starts = {e["id"]: e for e in down if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+        got = set()
+        for f in down:
+            if f.get("ph") == "f" and f.get("cat") == "ac2g" and f["id"] in starts:
+                s = starts[f["id"]]
+                self.assertEqual(f.get("bp"), "e")
+                got.add((ident(s["pid"]), ident(s["tid"]), s["ts"], ident(f["pid"]), ident(f["tid"]), f["ts"]))
+        self.assertEqual(got, want)
 
     def test_nsys_sqlite_is_refused_clearly(self):
         for p in sorted(os.listdir(os.path.join(TRACES, "pipit_nsys"))):
