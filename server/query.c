@@ -13,6 +13,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "err.h"
+#include "occupancy.h"
 #include "report.h"
 
 static const struct { const char *field, *col; } sorts[] = {
@@ -47,10 +48,15 @@ static int exists(sqlite3 *db, long long id) {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT 1 FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
     sqlite3_bind_int64(s, 1, id);
-    int rc = sqlite3_step(s) == SQLITE_ROW ? 0 : ERR_NOTFOUND;
+    int st = sqlite3_step(s);
     sqlite3_finalize(s);
-    return rc;
+    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
 }
+
+/* After a row loop: 0 when the statement ran to its end (or stopped on a row on purpose),
+ * ERR_DB when SQLite failed (SQLITE_CORRUPT, IOERR...). A read must not pass a failed
+ * step off as the end of the rows: that would be a truncated 200. */
+static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
 
 static json_t *labels_of(sqlite3 *db, long long id) {
     json_t *o = json_object();
@@ -94,8 +100,8 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
     sqlite3_bind_int64(s, 1, id);
-    int rc = ERR_NOTFOUND;
-    if (sqlite3_step(s) == SQLITE_ROW) {
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
         json_t *o = summary_row(db, s);
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
@@ -145,14 +151,15 @@ int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
     sqlite3_bind_int(s, p++, f->limit + 1); /* one more tells whether a next page exists */
     json_t *arr = json_array();
     long long last = 0;
-    int n = 0, more = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    int n = 0, more = 0, st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == f->limit) { more = 1; break; }
         last = sqlite3_column_int64(s, 0);
         json_array_append_new(arr, summary_row(db, s));
         n++;
     }
     sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(arr); return ERR_DB; }
     char cur[32];
     snprintf(cur, sizeof cur, "%lld", last);
     *out = json_pack("{s:o,s:o}", "sessions", arr, "next", more ? json_string(cur) : json_null());
@@ -190,24 +197,92 @@ int query_operators(sqlite3 *db, long long id, const char *sort, int limit, cons
     if (kind) sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 4, limit);
     json_t *rows = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
     sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     double tcpu = 0, tcuda = 0;
     long long calls = 0;
     if (sqlite3_prepare_v2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
                            " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
                            -1, &s, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(s, 1, id);
-        if (sqlite3_step(s) == SQLITE_ROW) {
+        st = sqlite3_step(s);
+        if (st == SQLITE_ROW) {
             tcpu = sqlite3_column_double(s, 0);
             tcuda = sqlite3_column_double(s, 1);
             calls = (long long)sqlite3_column_double(s, 2);
         }
         sqlite3_finalize(s);
+        if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     }
     *out = json_pack("{s:o,s:{s:f,s:f,s:I},s:s,s:b}", "operators", rows, "totals", "self_cpu_time_total_us", tcpu,
                      "self_cuda_time_total_us", tcuda, "calls", calls, "sort", sort, "group_by_input_shape", by_shape);
     return 0;
+}
+
+/* ---- kernel occupancy estimates (definitions and limits: occupancy.h) ---- */
+
+static long long prop_num(const json_t *dp, const char *k) {
+    double v = json_number_value(json_object_get(dp, k));
+    return v > 0 && v < 1e15 ? (long long)v : 0;
+}
+
+/* The session's first deviceProperties entry: kernel rows aggregate over devices and do
+ * not say which one ran them, and the GPUs of one trace are alike. 0 when it has none. */
+static int session_device(sqlite3 *db, long long id, occ_device *d) {
+    sqlite3_stmt *s;
+    int ok = 0;
+    memset(d, 0, sizeof *d);
+    if (sqlite3_prepare_v2(db, "SELECT meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_int64(s, 1, id);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *meta = col_json(s, 0), *dp = json_array_get(json_object_get(meta, "deviceProperties"), 0);
+        if (json_is_object(dp)) {
+            *d = (occ_device){(int)prop_num(dp, "computeMajor"), (int)prop_num(dp, "computeMinor"), (int)prop_num(dp, "numSms"),
+                              (int)prop_num(dp, "warpSize"), (int)prop_num(dp, "maxThreadsPerBlock"),
+                              (int)prop_num(dp, "maxThreadsPerMultiprocessor"), (int)prop_num(dp, "regsPerBlock"),
+                              (int)prop_num(dp, "regsPerMultiprocessor"), prop_num(dp, "sharedMemPerBlock"),
+                              prop_num(dp, "sharedMemPerBlockOptin"), prop_num(dp, "sharedMemPerMultiprocessor"),
+                              (int)prop_num(dp, "maxBlocksPerMultiProcessor")};
+            /* computeMinor 0 reads as "absent" above, which is the same number. */
+            ok = 1;
+        }
+        json_decref(meta);
+    }
+    sqlite3_finalize(s);
+    return ok;
+}
+
+/* [x, y, z] (1 to 3 positive integers; missing ones are 1) into v; 0 or -1. */
+static int dims_of(const json_t *a, long long v[3]) {
+    size_t n = json_array_size(a);
+    if (n < 1 || n > 3) return -1;
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_array_get(a, i);
+        v[i] = i < n ? (json_is_integer(x) ? json_integer_value(x) : 0) : 1;
+        if (v[i] < 1) return -1;
+    }
+    return 0;
+}
+
+/* est_occupancy, est_sm_efficiency, theoretical_occupancy, occupancy_limiter of a kernel
+ * row from its stored launch (grid, block, registers, shared memory); null when unknown. */
+static void add_estimates(json_t *r, const occ_device *d, int have_device) {
+    occ_launch l;
+    occ_result e;
+    json_t *regs = json_object_get(r, "registers_per_thread"), *smem = json_object_get(r, "shared_memory_bytes");
+    int ok = have_device && json_is_integer(regs) && json_is_integer(smem) && !dims_of(json_object_get(r, "grid"), l.grid) &&
+             !dims_of(json_object_get(r, "block"), l.block);
+    if (ok) {
+        l.regs_per_thread = (int)json_integer_value(regs);
+        l.smem_bytes = json_integer_value(smem);
+        ok = occ_estimate(d, &l, &e) == 0;
+    }
+    json_object_set_new(r, "est_occupancy", ok ? json_real(e.est_occupancy) : json_null());
+    json_object_set_new(r, "est_sm_efficiency", ok ? json_real(e.est_sm_efficiency) : json_null());
+    json_object_set_new(r, "theoretical_occupancy", ok ? json_real(e.theoretical) : json_null());
+    json_object_set_new(r, "occupancy_limiter", ok ? json_string(occ_limiter_name(e.limiter)) : json_null());
 }
 
 int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
@@ -223,6 +298,8 @@ int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t
     if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, limit);
+    occ_device dev;
+    int have_dev = session_device(db, id, &dev);
     json_t *rows = json_array();
     while (sqlite3_step(s) == SQLITE_ROW) {
         long long calls = sqlite3_column_int64(s, 2);
@@ -235,6 +312,7 @@ int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t
         json_object_set_new(r, "block", sqlite3_column_type(s, 7) == SQLITE_NULL ? json_null() : col_json(s, 7));
         json_object_set_new(r, "registers_per_thread", sqlite3_column_type(s, 8) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 8)));
         json_object_set_new(r, "shared_memory_bytes", sqlite3_column_type(s, 9) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 9)));
+        add_estimates(r, &dev, have_dev);
         json_array_append_new(rows, r);
     }
     sqlite3_finalize(s);
@@ -250,15 +328,21 @@ int query_phases(sqlite3 *db, long long id, json_t **out) {
                                " WHERE session_id = ? ORDER BY total_us DESC, name", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
     sqlite3_bind_int64(s, 1, id);
     json_t *rows = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
         long long count = sqlite3_column_int64(s, 2), k = sqlite3_column_int64(s, 5);
         double total = sqlite3_column_double(s, 3), busy = sqlite3_column_double(s, 4), kus = sqlite3_column_double(s, 6);
-        json_array_append_new(rows, json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
-                                              "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
-                                              "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
-                                              "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7)));
+        json_t *ph = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
+                               "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
+                               "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
+                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7));
+        /* gpu_utilization = time with at least one GPU activity running / wall time of the
+         * phase's instances: analyze.c's gpu_busy_us over total_us, null for an empty span. */
+        json_object_set_new(ph, "gpu_utilization", total > 0 ? json_real(busy / total) : json_null());
+        json_array_append_new(rows, ph);
     }
     sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "phases", rows);
     return 0;
 }
@@ -269,8 +353,8 @@ static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
     sqlite3_stmt *s;
     if (sqlite3_prepare_v2(db, sql[col], -1, &s, NULL) != SQLITE_OK) return ERR_DB;
     sqlite3_bind_int64(s, 1, id);
-    int rc = ERR_NOTFOUND;
-    if (sqlite3_step(s) == SQLITE_ROW) {
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
         *out = col_json(s, 0);
         rc = 0;
     }
@@ -278,7 +362,16 @@ static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
     return rc;
 }
 
-int query_gpu(sqlite3 *db, long long id, json_t **out) { return analysis_doc(db, id, 0, out); }
+/* Adds gpu_utilization = gpu_busy_us / wall_us (time with at least one GPU activity over
+ * the session span; 1 - gpu_idle_fraction), null where the idle fraction is (no GPU work). */
+int query_gpu(sqlite3 *db, long long id, json_t **out) {
+    int rc = analysis_doc(db, id, 0, out);
+    if (rc) return rc;
+    json_t *idle = json_object_get(*out, "gpu_idle_fraction");
+    double wall = json_number_value(json_object_get(*out, "wall_us")), busy = json_number_value(json_object_get(*out, "gpu_busy_us"));
+    json_object_set_new(*out, "gpu_utilization", json_is_number(idle) && wall > 0 ? json_real(busy / wall) : json_null());
+    return 0;
+}
 
 int query_report(sqlite3 *db, long long id, json_t **out) {
     json_t *doc;

@@ -25,9 +25,10 @@ def free_port():
 
 
 class Server:
-    def __init__(self, *extra):
+    def __init__(self, *extra, db=None):
+        """extra: more flags; db: an existing database file to serve (a restart)."""
         self.dir = tempfile.mkdtemp(prefix="fp-it-")
-        self.db = os.path.join(self.dir, "db.sqlite")
+        self.db = db or os.path.join(self.dir, "db.sqlite")
         self.port = free_port()
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen([SERVER, "--port", str(self.port), "--db", self.db, "--static",
