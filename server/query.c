@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "analyze.h"
+#include "oprow.h"
 #include "buf.h"
 #include "chunk.h"
 #include "err.h"
@@ -166,17 +167,16 @@ int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
     return 0;
 }
 
+/* One operator row, in the wire shape api/oprow.h defines. */
 static json_t *op_row(sqlite3_stmt *s, int by_shape) {
-    long long calls = sqlite3_column_int64(s, 2);
-    double cpu = sqlite3_column_double(s, 3), cuda = sqlite3_column_double(s, 5);
-    json_t *o = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:I}", "name", col_str(s, 0), "kind", col_str(s, 1),
-                          "calls", calls, "cpu_time_total_us", cpu, "self_cpu_time_total_us", sqlite3_column_double(s, 4),
-                          "cpu_time_avg_us", calls ? cpu / (double)calls : 0.0, "cuda_time_total_us", cuda,
-                          "self_cuda_time_total_us", sqlite3_column_double(s, 6), "cuda_time_avg_us", calls ? cuda / (double)calls : 0.0,
-                          "cpu_memory_usage_bytes", sqlite3_column_int64(s, 7), "self_cpu_memory_usage_bytes", sqlite3_column_int64(s, 8),
-                          "cuda_memory_usage_bytes", sqlite3_column_int64(s, 9), "self_cuda_memory_usage_bytes", sqlite3_column_int64(s, 10));
-    if (by_shape) json_object_set_new(o, "input_shapes", col_str(s, 11));
-    return o;
+    fp_op_row r = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+                   by_shape ? (const char *)sqlite3_column_text(s, 11) : NULL, sqlite3_column_int64(s, 2),
+                   sqlite3_column_double(s, 3), sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
+                   sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)};
+    if (!r.name) r.name = "";
+    if (!r.kind) r.kind = "";
+    if (by_shape && !r.input_shapes) r.input_shapes = "";
+    return fp_op_row_to_json(&r);
 }
 
 int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
