@@ -118,6 +118,37 @@ for name, count, total in (("prefill", 1, 5000.0), ("decode_step", 20, 18000.0))
 sys.exit(1 if bad else 0)
 PY
 
+# ---- 2b. the Chrome-trace download of a collector session ------------------------------
+# The collector writes no ph M names and no flows; the download must add both: a name for
+# the GPU process and its stream, and one ac2g s/f pair per cudaLaunchKernel -> kernel.
+curl -sS "$URL/api/v1/sessions/$ID/trace" >"$TMP/trace.json"
+python3 - "$TMP/trace.json" <<'PY' || FAILS=$((FAILS + 1))
+import json, sys
+evs = json.load(open(sys.argv[1]))["traceEvents"]
+bad = 0
+def check(ok, msg):
+    global bad
+    print(("PASS: " if ok else "FAIL: ") + msg)
+    bad += 0 if ok else 1
+kern = [e for e in evs if e.get("cat") == "kernel"]
+meta = {(e["name"], e["pid"], e.get("tid")): e["args"]["name"] for e in evs if e.get("ph") == "M"}
+gp, gt = kern[0]["pid"], kern[0]["tid"]
+check(any(k[0] == "process_name" and k[1] == gp for k in meta), "download: the GPU pid %s has a process_name" % gp)
+check(meta.get(("thread_name", gp, gt)) == "stream %s" % gt, "download: stream %s is named" % gt)
+starts = {e["id"]: e for e in evs if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+ends = [e for e in evs if e.get("ph") == "f" and e.get("cat") == "ac2g"]
+calls = {e["args"]["correlation"]: e for e in evs if e.get("name") == "cudaLaunchKernel"}
+linked = 0
+for f in ends:
+    s = starts.get(f["id"])
+    k = [x for x in kern if x["ts"] == f["ts"] and x["tid"] == f["tid"]]
+    if s and k and calls.get(k[0]["args"]["correlation"], {}).get("ts") == s["ts"]:
+        linked += 1
+check(len(ends) == len(kern) and linked == len(kern),
+      "download: %d of %d kernels linked to their cudaLaunchKernel by a flow" % (linked, len(kern)))
+sys.exit(1 if bad else 0)
+PY
+
 # ---- 3. spool and firstpass-upload -------------------------------------------------------
 stop_server
 FIRSTPASS_SERVER=$URL FIRSTPASS_SPOOL=$TMP/spool FIRSTPASS_NAME=e2e-spooled \
