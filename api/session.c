@@ -38,6 +38,17 @@ static void trim(const char **s, size_t *n)
 }
 
 /* Parses the entry [kv, kv + len) into *out. 0 or -1 (malformed / OOM), *out zeroed on -1. */
+/* Labels become JSON object keys and values: text that is not UTF-8 (or holds a NUL)
+ * could never be stored or served, so it is refused where it enters. Jansson's own
+ * validator decides, the same one every later json_string call applies. */
+static int utf8_ok(const char *s, size_t n)
+{
+    json_t *t = json_stringn(s, n);
+    int ok = t != NULL && memchr(s, '\0', n) == NULL;
+    json_decref(t);
+    return ok;
+}
+
 static int label_parse_range(const char *kv, size_t len, fp_label *out)
 {
     const char *colon = memchr(kv, ':', len);
@@ -53,7 +64,7 @@ static int label_parse_range(const char *kv, size_t len, fp_label *out)
     vn = len - kn - 1;
     trim(&k, &kn);
     trim(&v, &vn);
-    if (kn == 0)
+    if (kn == 0 || !utf8_ok(k, kn) || !utf8_ok(v, vn))
         return -1;
     out->key = dup_range(k, kn);
     out->value = dup_range(v, vn);
@@ -257,6 +268,10 @@ static int get_labels(const json_t *obj, fp_session_meta *out, char *err, size_t
     json_object_foreach((json_t *)v, key, val) {
         if (!json_is_string(val)) {
             set_err(err, errlen, "firstpass.labels.%s must be a string", key);
+            return -1;
+        }
+        if (key[0] == '\0') {
+            set_err(err, errlen, "firstpass.labels keys must not be empty");
             return -1;
         }
         out->labels[i].key = strdup(key);

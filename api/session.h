@@ -37,8 +37,8 @@ typedef struct fp_session_meta {
 /* Parses "k:v,k2:v2" into a new array of labels. The split is on the first ':' of each entry,
  * so values may contain ':'; spaces around keys and values are trimmed. NULL or "" gives zero
  * labels. Returns 0 on success, -1 on a malformed spec (an entry with no ':', an empty key, an
- * empty entry such as a trailing ','); on -1 *out is NULL and *n is 0. Caller frees the array
- * with fp_labels_free. */
+ * empty entry such as a trailing ',', a key or value that is not UTF-8); on -1 *out is NULL
+ * and *n is 0. Caller frees the array with fp_labels_free. */
 int fp_labels_parse(const char *spec, fp_label **out, size_t *n);
 
 /* Parses one "k:v" into *out (same rules as fp_labels_parse). 0 on success, -1 on malformed or
@@ -57,7 +57,8 @@ json_t *fp_labels_to_json(const fp_label *l, size_t n);
 json_t *fp_session_meta_to_json(const fp_session_meta *m);
 
 /* Parses the "firstpass" object (borrowed) into *out, which it zeroes first. Unknown keys are
- * ignored; missing keys and JSON null keep the zero value. A key of the wrong type, a negative
+ * ignored; missing keys and JSON null keep the zero value. A key of the wrong type, an empty
+ * label key, a negative
  * dropped_records, or a "format" other than FP_SESSION_FORMAT gives -1, a one-line message in
  * err (if err and errlen > 0), and *out freed and zeroed. 0 on success; caller then frees with
  * fp_session_meta_free. */

@@ -13,14 +13,16 @@
 # tests/fuzz/regress/<target>/ (replayed first; each must run clean).
 #
 # Environment: FUZZ_CC (default clang-14), FP_TRACES (traces folder), FUZZ_TARGETS (default
-# "fuzz_ingest fuzz_session_meta"). A target stops at its first finding, as libFuzzer does.
+# "fuzz_ingest fuzz_session_meta"), FUZZ_OUT (default build/fuzz: binaries, logs, artifacts;
+# `make test-fuzz` points it into $(BUILD)). A target stops at its first finding, as libFuzzer does.
 set -euo pipefail
 SECS=${1:-60}
 case $SECS in '' | *[!0-9]*) echo "usage: run.sh [SECONDS]" >&2; exit 2 ;; esac
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(git -C "$HERE" rev-parse --show-toplevel)
 CC=${FUZZ_CC:-clang-14}
-OUT=$ROOT/build/fuzz
+OUT=${FUZZ_OUT:-$ROOT/build/fuzz}
+case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
 TARGETS=${FUZZ_TARGETS:-fuzz_ingest fuzz_session_meta}
 WORK=$(mktemp -d /tmp/fp-fuzz-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

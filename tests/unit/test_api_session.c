@@ -212,6 +212,37 @@ static void test_session_meta_from_json_wrong_types(void **state)
     expect_bad("[1]", "object");
 }
 
+/* tests/fuzz/regress/session/labels_to_json_invalid_utf8.txt: a label that is not UTF-8 was
+ * accepted by the parser and then lost by fp_labels_to_json (NULL). */
+static void test_session_labels_not_utf8_refused(void **state)
+{
+    fp_label *l = NULL;
+    size_t n = 9;
+    (void)state;
+    assert_int_equal(fp_labels_parse("\xc4:x", &l, &n), -1);
+    assert_null(l);
+    assert_int_equal(n, 0);
+    assert_int_equal(fp_labels_parse("k:\xff\xfe", &l, &n), -1);
+    assert_int_equal(fp_labels_parse("gpu:H100,model:caf\xc3\xa9", &l, &n), 0); /* "café" is fine */
+    json_t *j = fp_labels_to_json(l, n);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "model")), "caf\xc3\xa9");
+    json_decref(j);
+    fp_labels_free(l, n);
+}
+
+static void test_session_meta_empty_label_key_refused(void **state)
+{
+    fp_session_meta m;
+    char err[128] = "";
+    (void)state;
+    json_t *o = json_pack("{s:s,s:i,s:{s:s}}", "format", FP_SESSION_FORMAT, "version", 1, "labels", "", "x");
+    assert_int_equal(fp_session_meta_from_json(o, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "must not be empty"));
+    assert_null(m.labels);
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -225,6 +256,8 @@ int main(void)
         cmocka_unit_test(test_session_meta_round_trip),
         cmocka_unit_test(test_session_meta_from_json_minimal),
         cmocka_unit_test(test_session_meta_from_json_wrong_types),
+        cmocka_unit_test(test_session_labels_not_utf8_refused),
+        cmocka_unit_test(test_session_meta_empty_label_key_refused),
     };
     return cmocka_run_group_tests_name("api_session", tests, NULL, NULL);
 }

@@ -1,0 +1,140 @@
+"""http.c hardening: upload parameters, Vary, Expect: 100-continue, SIGTERM mid-upload."""
+import json
+import signal
+import socket
+import time
+import unittest
+import urllib.parse
+
+from fpserver import Server, head_only
+
+TRACE = json.dumps({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1,
+                                     "ts": 1, "dur": 2}]}).encode()
+
+
+class Params(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def bad(self, query):
+        st, _, b = self.srv.upload(TRACE, query)
+        self.assertEqual(st, 400, (query, b))
+        self.assertEqual(b["error"]["code"], "invalid_parameter", (query, b))
+        return b["error"]["message"]
+
+    def test_label_and_name_errors_are_invalid_parameter(self):
+        for q in ("?label=nocolon", "?label=:x", "?label=%20:x", "?name=" + "n" * 513,
+                  "?label=ok:1&label=nocolon"):
+            with self.subTest(q=q):
+                self.bad(q)
+
+    def test_invalid_utf8_is_refused(self):
+        # lone continuation byte, truncated sequence, overlong '/', UTF-16 surrogate, > U+10FFFF
+        for raw in ("%FF%FE", "%80", "abc%C3", "%C0%AF", "%ED%A0%80", "%F4%90%80%80"):
+            for q in ("?name=" + raw, "?label=k:" + raw, "?label=" + raw + ":v"):
+                with self.subTest(q=q):
+                    msg = self.bad(q)
+                    self.assertIn("UTF-8", msg)
+
+    def test_valid_utf8_is_stored_and_served(self):
+        name, value = "décodé ✓ 𝔽", "Ĥ100"
+        q = "?name=%s&label=%s" % (urllib.parse.quote(name), urllib.parse.quote("gpu:" + value))
+        st, _, b = self.srv.upload(TRACE, q)
+        self.assertEqual(st, 201, b)
+        s = self.srv.json("/api/v1/sessions/%d" % b["id"])
+        self.assertEqual(s["name"], name)
+        self.assertEqual(s["labels"], {"gpu": value})
+
+
+class Vary(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.sid = cls.srv.upload_ok(TRACE)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_trace_download_varies_on_accept_encoding(self):
+        for hdr in ({}, {"Accept-Encoding": "gzip"}):
+            with self.subTest(hdr=hdr):
+                st, h, _ = self.srv.get("/api/v1/sessions/%d/trace" % self.sid, headers=hdr)
+                self.assertEqual(st, 200)
+                self.assertIn("Accept-Encoding", h.get("Vary", ""))
+
+    def test_text_negotiation_varies_on_accept(self):
+        for path in ("/api/v1/sessions/%d/report" % self.sid, "/api/v1/sessions/%d/operators" % self.sid):
+            for hdr in ({}, {"Accept": "text/plain"}):
+                with self.subTest(path=path, hdr=hdr):
+                    st, h, _ = self.srv.get(path, headers=hdr)
+                    self.assertEqual(st, 200)
+                    self.assertIn("Accept", h.get("Vary", "").split(", "))
+
+    def test_no_vary_where_nothing_is_negotiated(self):
+        st, h, _ = self.srv.get("/api/v1/sessions/%d" % self.sid)
+        self.assertEqual(st, 200)
+        self.assertNotIn("Vary", h)
+
+
+class ExpectContinue(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--max-upload", "1000")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_too_large_is_413_before_the_body(self):
+        got = head_only(self.srv.port, "POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n"
+                                       "Expect: 100-continue\r\n\r\n")
+        self.assertTrue(got.startswith(b"HTTP/1.1 413"), got[:200])
+        self.assertNotIn(b"100 Continue", got)
+        self.assertIn(b'"too_large"', got)
+
+    def test_bad_parameter_is_400_before_the_body(self):
+        got = head_only(self.srv.port, "POST /api/v1/sessions?label=nocolon HTTP/1.1\r\nHost: x\r\n"
+                                       "Content-Length: 500\r\nExpect: 100-continue\r\n\r\n")
+        self.assertTrue(got.startswith(b"HTTP/1.1 400"), got[:200])
+        self.assertIn(b'"invalid_parameter"', got)
+
+    def test_acceptable_upload_still_gets_100_continue(self):
+        got = head_only(self.srv.port, "POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n"
+                                       "Expect: 100-continue\r\n\r\n", wait=1.0)
+        self.assertTrue(got.startswith(b"HTTP/1.1 100"), got[:200])
+
+
+class Sigterm(unittest.TestCase):
+    def test_upload_in_flight_finishes_then_exit_0(self):
+        srv = Server()
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        try:
+            s.sendall(b"POST /api/v1/sessions?name=inflight HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                      % len(TRACE) + TRACE[:10])
+            time.sleep(0.3)  # the server holds a half-received upload
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.3)
+            self.assertIsNone(srv.proc.poll(), "exited with an upload in flight")
+            s.sendall(TRACE[10:])
+            got = b""
+            while b"}\n" not in got:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            self.assertTrue(got.startswith(b"HTTP/1.1 201"), got[:300])
+            self.assertIn(b"Connection: close", got)
+        finally:
+            s.close()
+        self.assertEqual(srv.proc.wait(10), 0)
+        srv.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
