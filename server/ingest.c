@@ -12,7 +12,11 @@
  *   depth 1  Kineto top-level keys; "traceEvents" opens the event array
  *   ev_depth the event object; ev_depth+1 inside its "args"
  * Every token inside an event is also replayed into a yajl_gen, so the stored event is
- * the original (numbers keep their text) and the download can return it unchanged. */
+ * the original (numbers keep their text) and the download can return it unchanged.
+ *
+ * An SQLite body (an nsys export, plain or gzip) is not parsed here: once the magic bytes
+ * are seen, the (decompressed) bytes go to the sink of ingest_set_sqlite_sink (http.c
+ * gives nsys.c's spool). */
 #include "ingest.h"
 #include "buf.h"
 #include "err.h"
@@ -38,7 +42,12 @@ struct ingest {
     ingest_sink sink;
     yajl_handle y;
     int gzip;        /* -1 unknown yet, 0 plain, 1 inflating */
-    int sqlite;      /* saw the SQLite magic */
+    int sqlite;      /* saw the SQLite magic: bytes go to sqlite_fn, not YAJL */
+    ingest_bytes_fn sqlite_fn; /* ingest_set_sqlite_sink; NULL: SQLite is ERR_FORMAT */
+    void *sqlite_ctx;
+    unsigned char isniff[16];  /* gzip bodies: the first decompressed bytes */
+    size_t nisniff;
+    int inner_done;  /* gzip bodies: isniff decided JSON or SQLite */
     z_stream z;
     int z_live;
     unsigned long long max_inflated, inflated, bytes_in, events;
@@ -441,6 +450,53 @@ static int parse_plain(ingest *in, const unsigned char *p, size_t n) {
     return ERR_PARSE;
 }
 
+static int is_sqlite_magic(const unsigned char *b, size_t n) {
+    return n >= 16 && !memcmp(b, "SQLite format 3\0", 16);
+}
+
+/* An SQLite body: ERR_FORMAT unless someone takes its bytes (ingest_set_sqlite_sink). */
+static int start_sqlite(ingest *in) {
+    in->sqlite = 1;
+    if (!in->sqlite_fn) return fail(in, ERR_FORMAT, "an SQLite file (nsys export) is not a JSON trace%s", NULL);
+    return 0;
+}
+
+static int to_sqlite(ingest *in, const unsigned char *p, size_t n) {
+    if (in->max_inflated && (in->inflated += n) > in->max_inflated)
+        return fail(in, ERR_TOOBIG, "the decompressed upload is larger than the limit%s", NULL);
+    int rc = in->sqlite_fn(in->sqlite_ctx, p, n);
+    return rc ? fail(in, rc, "cannot keep the SQLite upload in a temporary file%s", NULL) : 0;
+}
+
+/* Decides JSON or SQLite from the first decompressed bytes of a gzip body. */
+static int inner_decide(ingest *in) {
+    in->inner_done = 1;
+    if (is_sqlite_magic(in->isniff, in->nisniff)) {
+        int rc = start_sqlite(in);
+        return rc ? rc : to_sqlite(in, in->isniff, in->nisniff);
+    }
+    return in->nisniff ? parse_plain(in, in->isniff, in->nisniff) : 0;
+}
+
+/* Plain (or decompressed) bytes: to YAJL, or to the SQLite sink. A gzip body can hold an
+ * SQLite file too (gzip -c export.sqlite), so its first 16 decompressed bytes are sniffed
+ * as a plain body's are. */
+static int route_plain(ingest *in, const unsigned char *p, size_t n) {
+    if (in->gzip == 1 && !in->inner_done) {
+        size_t take = sizeof in->isniff - in->nisniff;
+        if (take > n) take = n;
+        memcpy(in->isniff + in->nisniff, p, take);
+        in->nisniff += take;
+        p += take;
+        n -= take;
+        if (in->nisniff < sizeof in->isniff) return 0;
+        int rc = inner_decide(in);
+        if (rc) return rc;
+    }
+    if (n == 0) return 0;
+    return in->sqlite ? to_sqlite(in, p, n) : parse_plain(in, p, n);
+}
+
 static int feed_inflate(ingest *in, const unsigned char *p, size_t n) {
     unsigned char out[64 * 1024];
     in->z.next_in = (unsigned char *)p;
@@ -451,7 +507,7 @@ static int feed_inflate(ingest *in, const unsigned char *p, size_t n) {
         int zr = inflate(&in->z, Z_NO_FLUSH);
         size_t got = sizeof out - in->z.avail_out;
         if (got) {
-            int rc = parse_plain(in, out, got);
+            int rc = route_plain(in, out, got);
             if (rc) return rc;
         }
         if (zr == Z_STREAM_END) {
@@ -480,13 +536,12 @@ int ingest_feed(ingest *in, const void *data, size_t n) {
         n -= take;
         int could_be_sqlite = !memcmp(in->sniff, "SQLite format 3", in->nsniff < 15 ? in->nsniff : 15);
         if (in->nsniff < sizeof in->sniff && (in->nsniff < 2 || could_be_sqlite)) return 0; /* need more to decide */
-        if (in->nsniff >= 16 && !memcmp(in->sniff, "SQLite format 3\0", 16)) {
-            in->sqlite = 1;
-            return fail(in, ERR_FORMAT, "an SQLite file (nsys export) is not a JSON trace%s", NULL);
-        }
         in->gzip = in->nsniff >= 2 && in->sniff[0] == 0x1f && in->sniff[1] == 0x8b;
         int rc;
-        if (in->gzip) {
+        if (is_sqlite_magic(in->sniff, in->nsniff)) {
+            rc = start_sqlite(in);
+            if (!rc) rc = to_sqlite(in, in->sniff, in->nsniff);
+        } else if (in->gzip) {
             if (inflateInit2(&in->z, 15 + 16) != Z_OK) return ERR_NOMEM;
             in->z_live = 1;
             rc = feed_inflate(in, in->sniff, in->nsniff);
@@ -499,7 +554,7 @@ int ingest_feed(ingest *in, const void *data, size_t n) {
         in->z_live = 1;
     }
     if (n == 0) return 0;
-    return in->gzip ? feed_inflate(in, p, n) : parse_plain(in, p, n);
+    return in->gzip ? feed_inflate(in, p, n) : route_plain(in, p, n);
 }
 
 int ingest_finish(ingest *in) {
@@ -526,6 +581,11 @@ int ingest_finish(ingest *in) {
         in->z.avail_out = 0;
         if (inflate(&in->z, Z_FINISH) != Z_STREAM_END) return fail(in, ERR_PARSE, "gzip stream truncated%s", NULL);
     }
+    if (in->gzip == 1 && !in->inner_done) { /* fewer than 16 decompressed bytes */
+        int rc = inner_decide(in);
+        if (rc) return rc;
+    }
+    if (in->sqlite) return 0; /* the SQLite sink's owner reads and checks the file */
     if (yajl_complete_parse(in->y) != yajl_status_ok) {
         if (in->errcode) return in->errcode;
         unsigned char *msg = yajl_get_error(in->y, 0, NULL, 0);
@@ -540,6 +600,10 @@ int ingest_finish(ingest *in) {
 
 const char *ingest_error(const ingest *in) { return in->err[0] ? in->err : "no error"; }
 int ingest_sniffed_sqlite(const ingest *in) { return in->sqlite; }
+void ingest_set_sqlite_sink(ingest *in, ingest_bytes_fn fn, void *ctx) {
+    in->sqlite_fn = fn;
+    in->sqlite_ctx = ctx;
+}
 int ingest_top_is_array(const ingest *in) { return in->top == TOP_ARRAY; }
 unsigned long long ingest_event_count(const ingest *in) { return in->events; }
 unsigned long long ingest_bytes_in(const ingest *in) { return in->bytes_in; }

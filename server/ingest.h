@@ -47,14 +47,20 @@ typedef struct ingest ingest;
 /* gzip: 1 forces inflate (Content-Encoding: gzip), 0 sniffs the magic bytes.
  * max_inflated caps the decompressed bytes (0: no cap). NULL on allocation failure. */
 ingest *ingest_new(const ingest_sink *sink, int gzip, unsigned long long max_inflated);
+/* Where the bytes of an SQLite body (an nsys export, plain or gzip) go instead of the
+ * JSON parser: fn gets the whole file, decompressed, magic included, in order, and
+ * returns 0 or an ERR_*. Without one, an SQLite body fails with ERR_FORMAT. */
+typedef int (*ingest_bytes_fn)(void *ctx, const void *buf, size_t len);
+void ingest_set_sqlite_sink(ingest *in, ingest_bytes_fn fn, void *ctx);
 /* Feeds the next bytes. 0, or ERR_PARSE / ERR_INVALID / ERR_NOTTRACE / ERR_TOOBIG /
- * ERR_FORMAT (an SQLite file: see ingest_sniffed_sqlite) or the sink's error. */
+ * ERR_FORMAT (an SQLite file and no SQLite sink: see ingest_sniffed_sqlite) or the sink's error. */
 int ingest_feed(ingest *in, const void *buf, size_t len);
-/* Ends the document: checks it was complete and was a trace. */
+/* Ends the document: checks it was complete and was a trace (an SQLite body: only that
+ * its gzip stream, if any, was complete; the SQLite sink's owner checks the file). */
 int ingest_finish(ingest *in);
 /* A message for the last error, e.g. "line 3: unexpected '}'" (never NULL). */
 const char *ingest_error(const ingest *in);
-/* 1 when the first bytes were "SQLite format 3\0" (an nsys export). */
+/* 1 when the first (decompressed) bytes were "SQLite format 3\0" (an nsys export). */
 int ingest_sniffed_sqlite(const ingest *in);
 /* 1 when the document was a bare array of events (the legacy autograd format). */
 int ingest_top_is_array(const ingest *in);
