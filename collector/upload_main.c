@@ -5,6 +5,7 @@
  * the server answered 201 for it. */
 #include <curl/curl.h>
 #include <dirent.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,18 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: firstpass-upload --server URL [--token T] [--spool DIR]\n"
             "       firstpass-upload --server URL [--token T] [--name N] [--label k:v]... FILE...\n"
+            "       firstpass-upload --check-against BASELINE [--server URL] [--name N] [--label k:v]...\n"
+            "                        [--rel X] [--abs-us X] [--abs-calls X] FILE\n"
             "\n"
             "Without FILE: sends every session in the spool directory (default: $FIRSTPASS_SPOOL,\n"
             "else $XDG_STATE_HOME/firstpass/spool, else /tmp/firstpass-spool-$UID), deleting each\n"
             "file the server accepts (HTTP 201) and keeping the others.\n"
             "With FILE...: uploads each trace file (Kineto / Chrome trace / native session JSON,\n"
             "plain or gzip) and prints the session URL; files are never deleted.\n"
+            "With --check-against: uploads FILE, checks the new session against the named baseline\n"
+            "(GET /api/v1/sessions/{id}/regressions), prints the five-line report and the\n"
+            "regressions as text; thresholds default to the server's (rel 0.10, abs_us 100,\n"
+            "abs_calls 10).\n"
             "\n"
             "  --server URL     server base URL (default $FIRSTPASS_SERVER)\n"
             "  --token T        bearer token (default $FIRSTPASS_TOKEN)\n"
@@ -33,7 +40,8 @@ static void usage(FILE *f)
             "  --help           this text\n"
             "\n"
             "Exit status: 0 when every upload got 201 (or nothing to send), 1 if any failed,\n"
-            "2 on a usage error.\n");
+            "2 on a usage error. With --check-against: 0 no regression, 1 regression found,\n"
+            "2 usage error, failed upload or failed request.\n");
 }
 
 /* Appends "&key=escaped(value)" to q. 0 or -1. */
@@ -46,6 +54,146 @@ static int query_add(char *q, size_t len, const char *key, const char *value)
         return -1;
     w = snprintf(q + used, len - used, "%s%s=%s", used ? "&" : "", key, e);
     curl_free(e);
+    return (w < 0 || (size_t)w >= len - used) ? -1 : 0;
+}
+
+/* ---- --check-against: upload, then the regression check (docs/collector.md) ---- */
+
+static size_t on_get_body(char *data, size_t size, size_t nmemb, void *ud)
+{
+    size_t n = size * nmemb;
+    return fp_membuf_write(ud, data, n) == 0 ? n : 0;
+}
+
+/* GET <server><path> with Accept; the whole reply goes to body. 0 when the server answered
+ * (any status, in *status), -1 on a transport error (reason in err). */
+static int http_get(const fp_upload_opts *o, const char *path, const char *accept, fp_membuf *body,
+                    long *status, char *err, size_t errlen)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[4096], hdr[1100], cerr[CURL_ERROR_SIZE] = "";
+    size_t n = strlen(o->server);
+    CURLcode rc;
+    if (c == NULL) {
+        snprintf(err, errlen, "curl_easy_init failed");
+        return -1;
+    }
+    while (n > 0 && o->server[n - 1] == '/')
+        n--;
+    snprintf(url, sizeof url, "%.*s%s", (int)n, o->server, path);
+    snprintf(hdr, sizeof hdr, "Accept: %s", accept);
+    h = curl_slist_append(h, hdr);
+    if (o->token && o->token[0]) {
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", o->token);
+        h = curl_slist_append(h, hdr);
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_get_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "firstpass-upload/1");
+    rc = curl_easy_perform(c);
+    *status = 0;
+    if (rc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else
+        snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return rc == CURLE_OK ? 0 : -1;
+}
+
+/* GET path; on 200 prints the body to stdout when print is set and hands it back in out
+ * (caller frees). -1 after printing why on stderr otherwise. */
+static int get_ok(const fp_upload_opts *o, const char *path, const char *accept, int print, fp_membuf *out)
+{
+    char err[CURL_ERROR_SIZE + 64] = "";
+    long status = 0;
+    memset(out, 0, sizeof *out);
+    if (http_get(o, path, accept, out, &status, err, sizeof err) != 0 || status != 200) {
+        if (err[0])
+            fprintf(stderr, "firstpass-upload: GET %s: %s\n", path, err);
+        else
+            fprintf(stderr, "firstpass-upload: GET %s: HTTP %ld: %s\n", path, status, out->p ? out->p : "");
+        fp_membuf_free(out);
+        return -1;
+    }
+    if (print && out->p)
+        fputs(out->p, stdout);
+    return 0;
+}
+
+/* 1 when name is a baseline name ([A-Za-z0-9._-]{1,64}), so it goes into a URL as is. */
+static int baseline_name_ok(const char *name)
+{
+    size_t n = strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+    return n > 0 && n <= 64 && name[n] == '\0';
+}
+
+/* Exit status: 0 clean, 1 regressions found, 2 the upload or a request failed. */
+static int check_against(const fp_upload_opts *o, const char *file, const char *baseline,
+                         const char *thresholds)
+{
+    char resp[1024], err[256], path[1024];
+    long status = 0;
+    json_error_t je;
+    json_t *doc;
+    fp_membuf b;
+    long long id;
+    int regressed;
+
+    if (fp_upload_file(o, file, &status, resp, sizeof resp, err, sizeof err) != 0) {
+        fprintf(stderr, "firstpass-upload: %s: failed: %s%s%s\n", file, err, resp[0] ? ": " : "", resp);
+        return 2;
+    }
+    doc = json_loads(resp, 0, &je);
+    id = json_integer_value(json_object_get(doc, "id"));
+    json_decref(doc);
+    if (id <= 0) {
+        fprintf(stderr, "firstpass-upload: %s: the server's reply has no session id: %s\n", file, resp);
+        return 2;
+    }
+    printf("%s: 201 %s\n", file, resp);
+    /* The JSON reply decides the exit status; the text replies are what a person reads. */
+    snprintf(path, sizeof path, "/api/v1/sessions/%lld/regressions?baseline=%s%s", id, baseline, thresholds);
+    if (get_ok(o, path, "application/json", 0, &b) != 0)
+        return 2;
+    doc = json_loads(b.p ? b.p : "", 0, &je);
+    fp_membuf_free(&b);
+    if (!json_is_boolean(json_object_get(doc, "regressed"))) {
+        fprintf(stderr, "firstpass-upload: GET %s: the reply has no \"regressed\"\n", path);
+        json_decref(doc);
+        return 2;
+    }
+    regressed = json_is_true(json_object_get(doc, "regressed"));
+    json_decref(doc);
+    snprintf(path, sizeof path, "/api/v1/sessions/%lld/report", id);
+    if (get_ok(o, path, "text/plain", 1, &b) != 0)
+        return 2;
+    fp_membuf_free(&b);
+    printf("\n");
+    snprintf(path, sizeof path, "/api/v1/sessions/%lld/regressions?baseline=%s%s&format=text", id, baseline, thresholds);
+    if (get_ok(o, path, "text/plain", 1, &b) != 0)
+        return 2;
+    fp_membuf_free(&b);
+    return regressed ? 1 : 0;
+}
+
+/* Appends "&key=value" for a threshold option; value must be a number >= 0. 0 or -1. */
+static int threshold_add(char *q, size_t len, const char *key, const char *value)
+{
+    char *end;
+    double v = strtod(value, &end);
+    size_t used = strlen(q);
+    int w;
+    if (!*value || *end || !(v >= 0))
+        return -1;
+    w = snprintf(q + used, len - used, "&%s=%s", key, value);
     return (w < 0 || (size_t)w >= len - used) ? -1 : 0;
 }
 
@@ -128,8 +276,8 @@ static int send_spool(const fp_upload_opts *o, const char *dir)
 int main(int argc, char **argv)
 {
     fp_upload_opts o;
-    const char *spool = NULL, *name = NULL;
-    char query[4096] = "", dir[4096];
+    const char *spool = NULL, *name = NULL, *check = NULL;
+    char query[4096] = "", dir[4096], thresholds[512] = "";
     int i, nfiles = 0, failed = 0;
 
     memset(&o, 0, sizeof o);
@@ -162,6 +310,20 @@ int main(int argc, char **argv)
                 goto bad;
         } else if (strcmp(a, "--timeout") == 0 && has_val) {
             o.timeout_s = atol(argv[++i]);
+        } else if (strcmp(a, "--check-against") == 0 && has_val) {
+            check = argv[++i];
+            if (!baseline_name_ok(check)) {
+                fprintf(stderr, "firstpass-upload: --check-against wants a baseline name "
+                                "([A-Za-z0-9._-], 1 to 64), got '%s'\n", check);
+                return 2;
+            }
+        } else if ((strcmp(a, "--rel") == 0 || strcmp(a, "--abs-us") == 0 || strcmp(a, "--abs-calls") == 0) && has_val) {
+            if (threshold_add(thresholds, sizeof thresholds, strcmp(a, "--rel") == 0 ? "rel"
+                              : strcmp(a, "--abs-us") == 0 ? "abs_us" : "abs_calls", argv[i + 1]) != 0) {
+                fprintf(stderr, "firstpass-upload: %s wants a number >= 0, got '%s'\n", a, argv[i + 1]);
+                return 2;
+            }
+            i++;
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "firstpass-upload: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -180,9 +342,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "firstpass-upload: give either --spool or FILE..., not both\n");
         return 2;
     }
+    if (thresholds[0] && !check) {
+        fprintf(stderr, "firstpass-upload: --rel, --abs-us and --abs-calls go with --check-against\n");
+        return 2;
+    }
+    if (check && (nfiles != 1 || spool)) {
+        fprintf(stderr, "firstpass-upload: --check-against takes exactly one FILE\n");
+        return 2;
+    }
     if (fp_upload_global_init() != 0) {
         fprintf(stderr, "firstpass-upload: curl_global_init failed\n");
-        return 1;
+        return check ? 2 : 1;
+    }
+    if (check) {
+        o.query = query;
+        return check_against(&o, argv[1], check, thresholds);
     }
     if (nfiles > 0) {
         o.query = query;

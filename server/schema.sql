@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 1 (PRAGMA user_version = 1).
+-- schema.sql: the firstpass database, version 3 (PRAGMA user_version = 3).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -10,10 +10,16 @@
 --    row deletes the session, nothing else is needed (foreign_keys=ON per connection).
 --  * Times are microseconds (REAL) in the trace's own time base; bytes are integers.
 --  * Aggregates are computed once, at ingest (analyze.c); reads never re-scan events.
+--  * A session id is never used twice (AUTOINCREMENT): a deleted session's URL never
+--    names another session. Version 3 rebuilt the table to get it.
+--  * A baseline names one existing session (history.c): deleting that session deletes
+--    the baseline and its labels (ON DELETE CASCADE), so a baseline never dangles.
+--  * This file is always the newest schema; a new database runs it whole. Each table
+--    added later is also in store.c's migrations[] with the same DDL.
 
 -- One uploaded profile.
 CREATE TABLE sessions (
-  id          INTEGER PRIMARY KEY,          -- the public id: /api/v1/sessions/{id}
+  id          INTEGER PRIMARY KEY AUTOINCREMENT, -- the public id: /api/v1/sessions/{id}; never reused
   name        TEXT NOT NULL,                -- ?name=, firstpass.name, or "session N"
   source      TEXT NOT NULL,                -- 'kineto' | 'legacy' | 'firstpass' | 'nsys'
   created_at  INTEGER NOT NULL,             -- unix seconds, server clock
@@ -135,4 +141,23 @@ CREATE TABLE timeline_buckets (
   track      INTEGER NOT NULL,
   data       BLOB NOT NULL,                   -- TL_BUCKETS x {float busy_us; u32 count; u32 top_name}
   PRIMARY KEY (session_id, track)
+) WITHOUT ROWID;
+
+-- Named baselines (history.c, schema version 2): a session later sessions are checked
+-- against. PUT /api/v1/baselines/{name} replaces the session and the labels of a name.
+CREATE TABLE baselines (
+  name       TEXT PRIMARY KEY,                -- [A-Za-z0-9._-]{1,64}
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq        INTEGER NOT NULL,                -- grows on every PUT: "newest" = largest seq
+  created_at INTEGER NOT NULL,                -- unix seconds, first PUT
+  updated_at INTEGER NOT NULL                 -- unix seconds, last PUT
+);
+CREATE INDEX baselines_session ON baselines(session_id);
+
+-- key:value labels a baseline stands for (default: its session's labels at PUT time).
+CREATE TABLE baseline_labels (
+  name  TEXT NOT NULL REFERENCES baselines(name) ON DELETE CASCADE ON UPDATE CASCADE,
+  key   TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (name, key)
 ) WITHOUT ROWID;

@@ -1,8 +1,9 @@
 /* store.c: owns the database file, the schema, migrations and the connection pool.
  *
  * The schema is schema.sql, embedded at build time (build/gen/schema_sql.h): only
- * store_open runs DDL. A new database gets schema.sql and user_version 1; an older
- * one runs migrations[from..] in one transaction each. Must not include microhttpd.h. */
+ * store_open runs DDL. A new database gets schema.sql (always the newest schema) and
+ * user_version STORE_SCHEMA_VERSION at once; an older one runs migrations[from..] in one
+ * transaction each. Must not include microhttpd.h. */
 #include "store.h"
 #include "err.h"
 
@@ -22,13 +23,56 @@ struct store {
     pthread_mutex_t lock; /* guards pool[] and npool */
     sqlite3 *pool[POOL_MAX];
     int npool;
+    _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
 };
 
 /* Forward migrations: migrations[v] takes a database from user_version v to v+1.
- * Version 0 is "empty": it gets the whole schema.sql. Append, never edit. */
+ * Version 0 is "empty": it gets the whole schema.sql, which already holds every later
+ * table, and goes straight to the newest version. Append, never edit; a table added here
+ * goes into schema.sql too, with the same DDL (test_history.py compares the two). */
 static const char *const migrations[] = {
     schema_sql,
+    /* 1 -> 2: named baselines (history.c). */
+    "CREATE TABLE baselines (\n"
+    "  name       TEXT PRIMARY KEY,\n"
+    "  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  seq        INTEGER NOT NULL,\n"
+    "  created_at INTEGER NOT NULL,\n"
+    "  updated_at INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE INDEX baselines_session ON baselines(session_id);\n"
+    "CREATE TABLE baseline_labels (\n"
+    "  name  TEXT NOT NULL REFERENCES baselines(name) ON DELETE CASCADE ON UPDATE CASCADE,\n"
+    "  key   TEXT NOT NULL,\n"
+    "  value TEXT NOT NULL,\n"
+    "  PRIMARY KEY (name, key)\n"
+    ") WITHOUT ROWID;\n",
+    /* 2 -> 3: sessions.id AUTOINCREMENT, so a deleted session's id is never reused. SQLite
+     * cannot add it in place: the table is rebuilt (https://sqlite.org/lang_altertable.html,
+     * "making other kinds of table schema changes") with foreign keys off (see migrate), so
+     * the DROP cascades nothing and the children keep pointing at "sessions". Copying the
+     * rows sets sqlite_sequence to the largest id; ids deleted above it before the
+     * migration cannot be known. */
+    "CREATE TABLE sessions_v3 (\n"
+    "  id          INTEGER PRIMARY KEY AUTOINCREMENT,\n"
+    "  name        TEXT NOT NULL,\n"
+    "  source      TEXT NOT NULL,\n"
+    "  created_at  INTEGER NOT NULL,\n"
+    "  start_us    REAL NOT NULL,\n"
+    "  end_us      REAL NOT NULL,\n"
+    "  event_count INTEGER NOT NULL,\n"
+    "  hardware    TEXT NOT NULL DEFAULT '',\n"
+    "  bytes_in    INTEGER NOT NULL DEFAULT 0,\n"
+    "  meta        TEXT NOT NULL DEFAULT '{}',\n"
+    "  summary     TEXT NOT NULL DEFAULT '{}'\n"
+    ");\n"
+    "INSERT INTO sessions_v3 (id, name, source, created_at, start_us, end_us, event_count, hardware, bytes_in, meta, summary)\n"
+    "  SELECT id, name, source, created_at, start_us, end_us, event_count, hardware, bytes_in, meta, summary FROM sessions;\n"
+    "DROP TABLE sessions;\n"
+    "ALTER TABLE sessions_v3 RENAME TO sessions;\n"
+    "CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);\n",
 };
+_Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
 static sqlite3 *conn_open(const char *path, char *err, size_t errlen) {
     sqlite3 *db = NULL;
@@ -55,6 +99,20 @@ static sqlite3 *conn_open(const char *path, char *err, size_t errlen) {
     return db;
 }
 
+/* 1 (and a message in *msg, sqlite3_malloc'd) when PRAGMA foreign_key_check finds a row
+ * whose parent is missing; 0 when none. */
+static int fk_violations(sqlite3 *db, char **msg) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "PRAGMA foreign_key_check", -1, &st, NULL) != SQLITE_OK) {
+        *msg = sqlite3_mprintf("%s", sqlite3_errmsg(db));
+        return 1;
+    }
+    int bad = sqlite3_step(st) == SQLITE_ROW;
+    if (bad) *msg = sqlite3_mprintf("foreign key violation in table %s", sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return bad;
+}
+
 static int migrate(sqlite3 *db, char *err, size_t errlen) {
     sqlite3_stmt *st;
     int version = 0;
@@ -66,21 +124,31 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
         snprintf(err, errlen, "database schema version %d is newer than this server's %d", version, target);
         return ERR_DB;
     }
-    for (int v = version; v < target; v++) {
+    /* A table rebuild (2 -> 3) must not cascade: foreign keys are off while migrating (the
+     * pragma is a no-op inside a transaction, hence here) and checked before each COMMIT. */
+    if (version < target) sqlite3_exec(db, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
+    int rc = 0;
+    for (int v = version; v < target && !rc; v++) {
         char *msg = NULL;
         char pragma[64];
-        snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d;", v + 1);
+        /* schema.sql is the whole newest schema: an empty database skips the later steps. */
+        int to = v == 0 ? target : v + 1;
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d;", to);
         if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, &msg) != SQLITE_OK ||
             sqlite3_exec(db, migrations[v], NULL, NULL, &msg) != SQLITE_OK ||
+            fk_violations(db, &msg) ||
             sqlite3_exec(db, pragma, NULL, NULL, &msg) != SQLITE_OK ||
             sqlite3_exec(db, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
-            snprintf(err, errlen, "migration to schema version %d failed: %s", v + 1, msg ? msg : "?");
+            snprintf(err, errlen, "migration to schema version %d failed: %s", to, msg ? msg : "?");
             sqlite3_free(msg);
             sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
-            return ERR_DB;
+            rc = ERR_DB;
+            break;
         }
+        v = to - 1;
     }
-    return 0;
+    sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
+    return rc;
 }
 
 store *store_open(const char *path, char *err, size_t errlen) {
@@ -149,12 +217,15 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
     if (sqlite3_step(st) == SQLITE_DONE) {
         rc = 0;
         if (changes) *changes = sqlite3_changes(db);
+        s->gen++; /* after the commit (autocommit), never before: see store_generation */
     }
 out:
     sqlite3_finalize(st);
     store_put(s, db);
     return rc;
 }
+
+unsigned long store_generation(store *s) { return s->gen; }
 
 int store_delete_session(store *s, long long id) {
     int changes = 0;
@@ -178,4 +249,30 @@ long long store_size_bytes(const store *s) {
     snprintf(wal, sizeof wal, "%s-wal", s->path);
     if (stat(wal, &st) == 0) total += st.st_size;
     return total;
+}
+
+/* The first column of the first row of sql, or -1. */
+static long long one_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+int store_usage_get(store *s, store_usage *u) {
+    sqlite3 *db = store_get(s);
+    if (!db) return ERR_DB;
+    /* One read transaction, so that the four numbers describe one snapshot. */
+    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB;
+    if (!rc) {
+        u->sessions = one_int(db, "SELECT count(*) FROM sessions");
+        u->pages = one_int(db, "PRAGMA page_count");
+        u->free_pages = one_int(db, "PRAGMA freelist_count");
+        u->page_size = one_int(db, "PRAGMA page_size");
+        if (u->sessions < 0 || u->pages < 0 || u->free_pages < 0 || u->page_size < 0) rc = ERR_DB;
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    }
+    store_put(s, db);
+    return rc;
 }

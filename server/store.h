@@ -10,7 +10,7 @@
 #include <sqlite3.h>
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 3 /* = entries in store.c's migrations[] */
 
 typedef struct store store;
 
@@ -32,7 +32,25 @@ int store_delete_session(store *s, long long id);
 /* Saves (text non-empty) or clears (text NULL or "") one edited report line. */
 int store_set_report_line(store *s, long long id, const char *line, const char *text);
 
+/* A counter bumped after every committed change to a stored session (a deletion, a
+ * report edit). Read it BEFORE rendering a reply: a reply rendered at generation g is
+ * current while the counter is still g (rcache.h). New uploads do not bump it: they
+ * change no existing session. */
+unsigned long store_generation(store *s);
+
 /* Bytes of the database file plus its WAL. */
 long long store_size_bytes(const store *s);
+
+/* What the database holds, as one connection sees it (WAL included): its sessions and
+ * its pages (PRAGMA page_count, freelist_count, page_size). Pages in use, (pages -
+ * free_pages) * page_size, are what retention's --max-db-bytes limits: freed pages stay
+ * in the file and are reused by the next upload. 0 or ERR_DB. */
+typedef struct store_usage {
+    long long sessions;   /* rows in sessions */
+    long long pages;      /* PRAGMA page_count */
+    long long free_pages; /* PRAGMA freelist_count */
+    long long page_size;  /* bytes */
+} store_usage;
+int store_usage_get(store *s, store_usage *u);
 
 #endif
