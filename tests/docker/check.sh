@@ -10,9 +10,14 @@
 # Usage: tests/docker/check.sh          (from anywhere; exit 1 when a check fails)
 #   DOCKER_CHECK_INSTALL=0  skip the `make install` + start-up smoke check (it compiles, ~30 s)
 #   DOCKER_CHECK_LINT=grep  skip dockerfilelint (npm) and use only the grep lint
+#   DOCKER_CHECK_BUILD=DIR  the build dir to read the server from and to install from (relative
+#                           to the repo root or absolute; `make test-docker` passes $(BUILD)), so
+#                           nothing is compiled again; default: build/ to read, a temp dir to build
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILDDIR=${DOCKER_CHECK_BUILD:-}
+case "$BUILDDIR" in "" | /*) ;; *) BUILDDIR=$ROOT/$BUILDDIR ;; esac
 DF=$ROOT/docker/Dockerfile
 COMPOSE=$ROOT/docker/compose.yaml
 pass=0
@@ -86,19 +91,25 @@ done < <(grep -E '^COPY ' "$JOINED" | grep -v -- '--from=')
 check "docker/Dockerfile.dockerignore keeps build/ and .git out of the context" sh -c "grep -qx 'build/' '$ROOT/docker/Dockerfile.dockerignore' && grep -qx '.git' '$ROOT/docker/Dockerfile.dockerignore'"
 
 # ---- 4. runtime stage: the libraries the server links ----
-SERVER=$ROOT/build/firstpass-server
-if [ -x "$SERVER" ] && command -v readelf >/dev/null && command -v dpkg >/dev/null; then
-  rt_pkgs=$(grep -oE 'apt-get install[^&;|]*' "$RUNTIME" | sed -e 's/apt-get install//' | tr ' ' '\n' | grep -vE '^(-.*|)$')
-  for lib in $(readelf -d "$SERVER" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+SERVER=${BUILDDIR:-$ROOT/build}/firstpass-server
+rt_pkgs=$(grep -oE 'apt-get install[^&;|]*' "$RUNTIME" | sed -e 's/apt-get install//' | tr ' ' '\n' | grep -vE '^(-.*|)$')
+# needed_in_runtime FILE: one check per NEEDED library of FILE: its Debian package is installed
+# by the runtime stage (or is libc6, in the base image).
+needed_in_runtime() {
+  local f=$1 lib path pkg
+  for lib in $(readelf -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|x86_64|AArch64|aarch64/ { print $NF; exit }')
     pkg=$(dpkg -S "$(readlink -f "${path:-/nonexistent}")" 2>/dev/null | head -1 | cut -d: -f1)
     [ -z "$pkg" ] && pkg=$(dpkg -S "$path" 2>/dev/null | head -1 | cut -d: -f1)
     case "$pkg" in
-      libc6) ok "runtime has $lib ($pkg, in the base image)" ;;
-      "") ko "runtime library $lib: no Debian package owns it on this host" ;;
-      *) check "runtime stage installs $pkg (for $lib)" sh -c "echo '$rt_pkgs' | grep -qx '$pkg'" ;;
+      libc6) ok "runtime has $lib ($pkg, in the base image) for $(basename "$f")" ;;
+      "") ko "runtime library $lib of $(basename "$f"): no Debian package owns it on this host" ;;
+      *) check "runtime stage installs $pkg (for $lib of $(basename "$f"))" sh -c "echo '$rt_pkgs' | grep -qx '$pkg'" ;;
     esac
   done
+}
+if [ -x "$SERVER" ] && command -v readelf >/dev/null && command -v dpkg >/dev/null; then
+  needed_in_runtime "$SERVER"
 else
   ko "runtime libraries: build/firstpass-server missing (run make server) or readelf/dpkg missing"
 fi
@@ -117,6 +128,11 @@ check "lint: apt-get install --no-install-recommends and lists removed in the sa
 check "lint: apt-get update and install in one RUN" sh -c "! grep -E '^RUN .*apt-get update' '$JOINED' | grep -qv 'apt-get install'"
 check "lint: CMD in exec form with --bind 0.0.0.0 --db /data/firstpass.db --static /usr/local/share/firstpass/static" \
   grep -qE '^CMD \["firstpass-server", "--bind", "0\.0\.0\.0", "--db", "/data/firstpass\.db", "--static", "/usr/local/share/firstpass/static"\]$' "$RUNTIME"
+check "lint: VOLUME /backups, owned by firstpass, and ENV FIRSTPASS_BACKUP_DIR=/backups" \
+  sh -c "grep -qE '^VOLUME \\[?\"?/backups\"?\\]?\$' '$RUNTIME' && grep -qE 'chown firstpass:firstpass .*/backups' '$RUNTIME' && grep -qE '^ENV .*FIRSTPASS_BACKUP_DIR=/backups( |\$)' '$RUNTIME'"
+for v in $(grep -E '^ENV ' "$RUNTIME" | grep -oE 'FIRSTPASS_[A-Z_]+=' | tr -d = | sort -u); do
+  check "Dockerfile ENV $v is one the server reads (--help)" sh -c "[ -x '$SERVER' ] && '$SERVER' --help | grep -q '\[$v'"
+done
 check "lint: no secrets in ENV/ARG (TOKEN, PASSWORD, SECRET)" sh -c "! grep -qiE '^(ENV|ARG) .*(TOKEN|PASSWORD|SECRET)' '$JOINED'"
 # (b) dockerfilelint from npm, when npx can fetch it (a pinned version; it runs in a temp dir).
 if [ "${DOCKER_CHECK_LINT:-}" != grep ] && command -v npx >/dev/null; then
@@ -163,21 +179,30 @@ fi
 
 # ---- 7. the installed layout starts with the image's CMD flags and ENV, and answers HEALTHCHECK ----
 if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
-  if make -C "$ROOT" --no-print-directory BUILD="$TMP/build" server >"$TMP/make.log" 2>&1 &&
-     make -C "$ROOT" --no-print-directory BUILD="$TMP/build" install PREFIX=/usr/local DESTDIR="$TMP/out" >>"$TMP/make.log" 2>&1; then
-    ok "make server && make install PREFIX=/usr/local DESTDIR=/out (separate BUILD dir)"
+  IBUILD=${BUILDDIR:-$TMP/build}
+  if make -C "$ROOT" --no-print-directory BUILD="$IBUILD" server >"$TMP/make.log" 2>&1 &&
+     make -C "$ROOT" --no-print-directory BUILD="$IBUILD" install PREFIX=/usr/local DESTDIR="$TMP/out" >>"$TMP/make.log" 2>&1; then
+    ok "make server && make install PREFIX=/usr/local DESTDIR=/out (BUILD=${BUILDDIR:-a temp dir})"
+    # What the image keeps of the install tree (the build stage's `rm -f /out/...` dropped) must run there.
+    for f in "$TMP"/out/usr/local/bin/* "$TMP"/out/usr/local/lib/*; do
+      [ -f "$f" ] || continue
+      rel=${f#"$TMP"}
+      if grep -qE "^RUN .*rm -f ([^&;]* )?$rel( |\$)" "$JOINED"; then ok "installed $rel is removed by the build stage"; continue; fi
+      needed_in_runtime "$f"
+    done
     check "installed: /out/usr/local/bin/firstpass-server" test -x "$TMP/out/usr/local/bin/firstpass-server"
     check "installed: /out/usr/local/share/firstpass/static/index.html" test -f "$TMP/out/usr/local/share/firstpass/static/index.html"
     # CMD as the image runs it, with /data and /usr/local re-rooted, as a non-root user when we are root.
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-    mkdir -p "$TMP/data"
+    mkdir -p "$TMP/data" "$TMP/backups"
     runas=()
     if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-      chown 65534:65534 "$TMP/data"; chmod 755 "$TMP"
+      chown 65534:65534 "$TMP/data" "$TMP/backups"; chmod 755 "$TMP"
       runas=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     fi
     # the image's ENV; CMD's flags win over FIRSTPASS_BIND/DB/STATIC, FIRSTPASS_PORT is honoured
     env FIRSTPASS_PORT="$port" FIRSTPASS_BIND=0.0.0.0 FIRSTPASS_DB=/nonexistent/ignored.db FIRSTPASS_STATIC=/nonexistent \
+      FIRSTPASS_BACKUP_DIR="$TMP/backups" \
       "${runas[@]}" "$TMP/out/usr/local/bin/firstpass-server" --bind 127.0.0.1 --db "$TMP/data/firstpass.db" \
       --static "$TMP/out/usr/local/share/firstpass/static" >"$TMP/server.log" 2>&1 &
     SPID=$!
@@ -186,6 +211,10 @@ if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
     check "server from the install tree answers the HEALTHCHECK (FIRSTPASS_PORT=$port from ENV${runas:+, non-root})" test "$up" = 1
     check "dashboard served from /usr/local/share/firstpass/static" sh -c "curl -fsS 'http://127.0.0.1:$port/' | grep -qi '<html'"
     check "SQLite file created under the data volume" test -f "$TMP/data/firstpass.db"
+    check "GET /metrics answers in Prometheus text format 0.0.4" \
+      sh -c "curl -fsS -D '$TMP/mh' -o '$TMP/metrics' 'http://127.0.0.1:$port/metrics' && grep -qi '^content-type: text/plain; version=0.0.4' '$TMP/mh' && grep -q '^firstpass_sessions_stored 0' '$TMP/metrics'"
+    check "POST /api/v1/admin/backup writes into FIRSTPASS_BACKUP_DIR (the /backups volume)" \
+      sh -c "curl -fsS -X POST 'http://127.0.0.1:$port/api/v1/admin/backup' | grep -q '\"path\":\"$TMP/backups/firstpass-' && ls '$TMP'/backups/firstpass-*.db >/dev/null"
     kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null; SPID=""
   else
     ko "make server && make install into a temp DESTDIR:"; tail -20 "$TMP/make.log" | sed 's/^/    /'
