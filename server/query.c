@@ -245,8 +245,7 @@ static int session_device(sqlite3 *db, long long id, occ_device *d) {
                               (int)prop_num(dp, "regsPerMultiprocessor"), prop_num(dp, "sharedMemPerBlock"),
                               prop_num(dp, "sharedMemPerBlockOptin"), prop_num(dp, "sharedMemPerMultiprocessor"),
                               (int)prop_num(dp, "maxBlocksPerMultiProcessor")};
-            /* computeMinor 0 reads as "absent" above, which is the same number. */
-            ok = 1;
+            ok = 1; /* occ_estimate says which of these are missing */
         }
         json_decref(meta);
     }
@@ -301,7 +300,8 @@ int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t
     occ_device dev;
     int have_dev = session_device(db, id, &dev);
     json_t *rows = json_array();
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
         long long calls = sqlite3_column_int64(s, 2);
         double total = sqlite3_column_double(s, 3);
         json_t *r = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls", calls,
@@ -316,6 +316,7 @@ int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t
         json_array_append_new(rows, r);
     }
     sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "kernels", rows);
     return 0;
 }

@@ -13,9 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backup.h"
 #include "download.h"
 #include "err.h"
+#include "history.h"
+#include "metrics.h"
 #include "query.h"
+#include "rcache.h"
 #include "report.h"
 #include "text.h"
 
@@ -23,8 +27,9 @@ typedef int (*handler)(app *a, http_req *rq, http_reply *out);
 
 typedef struct route {
     const char *method;
-    const char *pattern; /* "{id}" matches a positive integer */
+    const char *pattern; /* "{id}" matches a positive integer, "{name}" one non-empty segment */
     handler fn;
+    int cached;          /* 1: a 200 reply may be kept in the reply cache (rcache.h) */
 } route;
 
 #define LIMIT_MAX 10000
@@ -297,31 +302,239 @@ static int h_compare(app *a, http_req *rq, http_reply *out) {
     return text_or_csv(rq, out, body, "operators", cols);
 }
 
+/* ---- history: baselines, regressions, trends (history.c) ---- */
+
+/* Repeated label=k:v into f (strings in kv); writes a 400 when one is malformed. */
+static int label_params(http_req *rq, http_reply *out, char kv[][512], hist_labels *f) {
+    const char *labels[HIST_LABELS_MAX];
+    f->n = http_query_all(rq, "label", labels, HIST_LABELS_MAX);
+    for (int i = 0; i < f->n; i++) {
+        const char *colon = strchr(labels[i], ':');
+        if (!colon || colon == labels[i] || strlen(labels[i]) >= 512) {
+            http_error(out, 400, "invalid_parameter", "label must be key:value, not '%.64s'", labels[i]);
+            return -1;
+        }
+        snprintf(kv[i], 512, "%s", labels[i]);
+        kv[i][colon - labels[i]] = '\0';
+        f->keys[i] = kv[i];
+        f->values[i] = kv[i] + (colon - labels[i]) + 1;
+    }
+    return 0;
+}
+
+/* The {name} segment of /api/v1/baselines/{name}; writes a 400 when it is not a name. */
+static int baseline_name(http_req *rq, http_reply *out, char *name, size_t len) {
+    const char *p = rq->path + strlen("/api/v1/baselines/");
+    size_t n = strcspn(p, "/");
+    snprintf(name, len, "%.*s", (int)(n < len ? n : len - 1), p);
+    if (n < len && history_name_valid(name)) return 0;
+    http_error(out, 400, "invalid_parameter", "a baseline name is 1 to %d characters of A-Z a-z 0-9 . _ -, not '%.*s'", HIST_NAME_MAX,
+               (int)(n < 64 ? n : 64), p);
+    return -1;
+}
+
+/* {"session_id":N,"labels":{"k":"v"}} -> id and labels (borrowed from doc); 422 reply when
+ * the shape is wrong. */
+static int baseline_body(json_t *doc, http_reply *out, long long *id, json_t **labels) {
+    json_t *sid = json_object_get(doc, "session_id"), *l = json_object_get(doc, "labels");
+    if (!json_is_integer(sid) || json_integer_value(sid) < 1) {
+        http_error(out, 422, "invalid_baseline", "the body needs \"session_id\": a positive integer");
+        return -1;
+    }
+    *id = json_integer_value(sid);
+    *labels = json_is_null(l) ? NULL : l;
+    if (!l || json_is_null(l)) return 0;
+    const char *k;
+    json_t *v;
+    int ok = json_is_object(l) && json_object_size(l) <= HIST_LABELS_MAX;
+    if (ok) json_object_foreach(l, k, v) ok &= *k && strlen(k) < 256 && json_is_string(v) && json_string_length(v) < 256;
+    if (ok) return 0;
+    http_error(out, 422, "invalid_baseline", "\"labels\" must be an object of at most %d string values (keys and values under 256 bytes)",
+               HIST_LABELS_MAX);
+    return -1;
+}
+
+static int h_baseline_put(app *a, http_req *rq, http_reply *out) {
+    char name[HIST_NAME_MAX + 1];
+    if (baseline_name(rq, out, name, sizeof name)) return 0;
+    json_error_t je;
+    json_t *doc = rq->body ? json_loadb(rq->body, rq->body_len, 0, &je) : NULL, *labels = NULL, *body = NULL;
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return http_error(out, 400, "invalid_json", "the body must be a JSON object: %s", rq->body ? je.text : "empty body");
+    }
+    long long sid = 0;
+    int created = 0, rc_ = 0;
+    if (baseline_body(doc, out, &sid, &labels)) { json_decref(doc); return 0; }
+    WITH_DB(a, out, history_baseline_put(db_, name, sid, labels, &created, &body));
+    json_decref(doc);
+    if (rc_ == ERR_NOTFOUND) return http_error(out, 422, "unknown_session", "no session %lld", sid);
+    if (rc_) return db_fail(out, rc_, 0);
+    if (created) snprintf(out->location, sizeof out->location, "/api/v1/baselines/%s", name);
+    return http_json(out, created ? 201 : 200, body);
+}
+
+static int h_baseline_get(app *a, http_req *rq, http_reply *out) {
+    char name[HIST_NAME_MAX + 1];
+    if (baseline_name(rq, out, name, sizeof name)) return 0;
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, history_baseline_get(db_, name, &body));
+    if (rc_ == ERR_NOTFOUND) return http_error(out, 404, "not_found", "no baseline '%s'", name);
+    return rc_ ? db_fail(out, rc_, 0) : http_json(out, 200, body);
+}
+
+static int h_baseline_delete(app *a, http_req *rq, http_reply *out) {
+    char name[HIST_NAME_MAX + 1];
+    if (baseline_name(rq, out, name, sizeof name)) return 0;
+    int rc_;
+    WITH_DB(a, out, history_baseline_delete(db_, name));
+    if (rc_ == ERR_NOTFOUND) return http_error(out, 404, "not_found", "no baseline '%s'", name);
+    if (rc_) return db_fail(out, rc_, 0);
+    out->status = 204;
+    return 0;
+}
+
+static int h_baselines(app *a, http_req *rq, http_reply *out) {
+    char kv[HIST_LABELS_MAX][512];
+    hist_labels f;
+    if (label_params(rq, out, kv, &f)) return 0;
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, history_baseline_list(db_, &f, &body));
+    if (rc_) return db_fail(out, rc_, 0);
+    static const char *const cols[] = {"name", "session_id", "session_name", "labels", "updated_at", NULL};
+    return text_or_csv(rq, out, body, "baselines", cols);
+}
+
+/* A threshold: a number >= 0, default dflt; 400 reply otherwise. */
+static int threshold_param(http_req *rq, http_reply *out, const char *key, double dflt, double *v) {
+    if (num_param(rq, out, key, v)) return -1;
+    if (isnan(*v)) *v = dflt;
+    if (*v >= 0) return 0;
+    http_error(out, 400, "invalid_parameter", "%s must be a number >= 0", key);
+    return -1;
+}
+
+static int h_regressions(app *a, http_req *rq, http_reply *out) {
+    hist_thresholds t;
+    if (threshold_param(rq, out, "rel", HIST_REL_DEFAULT, &t.rel) || threshold_param(rq, out, "abs_us", HIST_ABS_US_DEFAULT, &t.abs_us) ||
+        threshold_param(rq, out, "abs_calls", HIST_ABS_CALLS_DEFAULT, &t.abs_calls) ||
+        threshold_param(rq, out, "abs_share", HIST_ABS_SHARE_DEFAULT, &t.abs_share))
+        return 0;
+    const char *name = http_query(rq, "baseline");
+    if (name && !history_name_valid(name))
+        return http_error(out, 400, "invalid_parameter", "baseline must be a baseline name (A-Z a-z 0-9 . _ -, 1 to %d), not '%.64s'",
+                          HIST_NAME_MAX, name);
+    json_t *body = NULL;
+    char msg[256] = "";
+    int rc_;
+    WITH_DB(a, out, history_regressions(db_, rq->id, name, &t, &body, msg, sizeof msg));
+    if (rc_ == ERR_NOTFOUND) return http_error(out, 404, "not_found", "%s", msg);
+    if (rc_) return db_fail(out, rc_, rq->id);
+    const char *f = http_query(rq, "format");
+    size_t len = 0;
+    char *txt = NULL;
+    if (f && !strcmp(f, "csv")) {
+        static const char *const cols[] = {"direction", "kind", "category", "name", "metric", "unit", "status", "base", "head", "delta", "relative", NULL};
+        txt = csv_rows(json_object_get(body, "items"), cols, &len);
+    } else if (http_wants_text(rq)) {
+        txt = history_regressions_text(body, &len);
+    } else {
+        return http_json(out, 200, body);
+    }
+    json_decref(body);
+    if (!txt) return http_error(out, 500, "out_of_memory", "out of memory");
+    return http_text(out, 200, f && !strcmp(f, "csv") ? "text/csv; charset=utf-8" : "text/plain; charset=utf-8", txt, len);
+}
+
+static int h_trends(app *a, http_req *rq, http_reply *out) {
+    char kv[HIST_LABELS_MAX][512];
+    hist_trend_query q;
+    long long lim;
+    int needs_op = 0;
+    if (label_params(rq, out, kv, &q.labels) || int_param(rq, out, "limit", 30, 1, 1000, &lim)) return 0;
+    q.limit = (int)lim;
+    q.metric = http_query(rq, "metric");
+    if (!q.metric) q.metric = "cuda_time_total";
+    q.op = http_query(rq, "operator");
+    q.kind = http_query(rq, "kind");
+    if (!history_trend_metric(q.metric, &needs_op))
+        return http_error(out, 400, "invalid_parameter", "metric must be one of: %s", history_trend_metrics());
+    if (needs_op && (!q.op || !*q.op)) return http_error(out, 400, "invalid_parameter", "metric %s needs operator=NAME", q.metric);
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, history_trends(db_, &q, &body));
+    if (rc_) return db_fail(out, rc_, 0);
+    static const char *const cols[] = {"session_id", "created_at", "name", "value", NULL};
+    return text_or_csv(rq, out, body, "points", cols);
+}
+
+/* GET /metrics: Prometheus text. Outside /api/ (like /healthz), so tokens never guard it. */
+static int h_metrics(app *a, http_req *rq, http_reply *out) {
+    (void)rq;
+    size_t len = 0;
+    char *t = metrics_render(a->st, &len);
+    if (!t) return http_error(out, 500, "out_of_memory", "out of memory");
+    return http_text(out, 200, METRICS_CONTENT_TYPE, t, len);
+}
+
+/* POST /api/v1/admin/backup: a consistent copy into --backup-dir (backup.h). Backups
+ * switched off (--backup-dir none) are a 403: the route exists, this server refuses it. */
+static int h_backup(app *a, http_req *rq, http_reply *out) {
+    (void)rq;
+    const char *dir = a->cfg->backup_dir;
+    if (!dir || !*dir) return http_error(out, 403, "backups_disabled", "backups are off on this server (--backup-dir none)");
+    backup_result res;
+    char err[512];
+    int rc = backup_run(a->st, dir, &res, err, sizeof err);
+    if (rc == ERR_CONFLICT) return http_error(out, 409, "backup_running", "%s", err);
+    if (rc) return http_error(out, 500, rc == ERR_IO ? "backup_failed" : http_code_from_err(rc), "%s", err);
+    return http_json(out, 201, json_pack("{s:s,s:I,s:I}", "path", res.path, "bytes", (json_int_t)res.bytes, "sessions",
+                                         (json_int_t)res.sessions));
+}
+
 /* ---- the table ---- */
 
 static const route routes[] = {
-    {"GET", "/healthz", h_health},
-    {"GET", "/api/v1/sessions", h_list},
-    {"GET", "/api/v1/sessions/{id}", h_get},
-    {"DELETE", "/api/v1/sessions/{id}", h_delete},
-    {"GET", "/api/v1/sessions/{id}/operators", h_operators},
-    {"GET", "/api/v1/sessions/{id}/kernels", h_kernels},
-    {"GET", "/api/v1/sessions/{id}/phases", h_phases},
-    {"GET", "/api/v1/sessions/{id}/gpu", h_gpu},
-    {"GET", "/api/v1/sessions/{id}/report", h_report},
-    {"PUT", "/api/v1/sessions/{id}/report", h_report_put},
-    {"GET", "/api/v1/sessions/{id}/timeline", h_timeline},
-    {"GET", "/api/v1/sessions/{id}/trace", h_trace},
-    {"GET", "/api/v1/compare", h_compare},
-    {NULL, NULL, NULL},
+    {"GET", "/healthz", h_health, 0},
+    {"GET", "/api/v1/sessions", h_list, 0},
+    {"GET", "/api/v1/sessions/{id}", h_get, 1},
+    {"DELETE", "/api/v1/sessions/{id}", h_delete, 0},
+    {"GET", "/api/v1/sessions/{id}/operators", h_operators, 1},
+    {"GET", "/api/v1/sessions/{id}/kernels", h_kernels, 1},
+    {"GET", "/api/v1/sessions/{id}/phases", h_phases, 1},
+    {"GET", "/api/v1/sessions/{id}/gpu", h_gpu, 1},
+    {"GET", "/api/v1/sessions/{id}/report", h_report, 1},
+    {"PUT", "/api/v1/sessions/{id}/report", h_report_put, 0},
+    {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, 1},
+    {"GET", "/api/v1/sessions/{id}/trace", h_trace, 0},
+    {"GET", "/api/v1/compare", h_compare, 1},
+    {"GET", "/api/v1/sessions/{id}/regressions", h_regressions, 0},
+    {"GET", "/api/v1/baselines", h_baselines, 0},
+    {"GET", "/api/v1/baselines/{name}", h_baseline_get, 0},
+    {"PUT", "/api/v1/baselines/{name}", h_baseline_put, 0},
+    {"DELETE", "/api/v1/baselines/{name}", h_baseline_delete, 0},
+    {"GET", "/api/v1/trends", h_trends, 0},
+    {"GET", "/metrics", h_metrics, 0},
+    {"POST", "/api/v1/admin/backup", h_backup, 0},
+    {NULL, NULL, NULL, 0},
 };
 
 /* POST /api/v1/sessions is a route too, but http.c streams it; it is listed for Allow. */
 static const char *const extra_methods[][2] = {{"POST", "/api/v1/sessions"}, {NULL, NULL}};
 
-/* Matches path against pattern; sets *id for "{id}". */
+/* Matches path against pattern; sets *id for "{id}". A "{name}" segment is any run of
+ * characters up to the next '/': its handler validates it, so a bad name is a 400, not a 404. */
 static int match(const char *pattern, const char *path, long long *id) {
     while (*pattern && *path) {
+        if (!strncmp(pattern, "{name}", 6)) {
+            size_t n = strcspn(path, "/");
+            if (!n) return 0;
+            path += n;
+            pattern += 6;
+            continue;
+        }
         if (!strncmp(pattern, "{id}", 4)) {
             if (!isdigit((unsigned char)*path)) return 0;
             char *end;
@@ -338,6 +551,44 @@ static int match(const char *pattern, const char *path, long long *id) {
     return !*pattern && (!*path || !strcmp(path, "/"));
 }
 
+/* The reply cache's key: the path, the query as sent, and the Accept header (the only
+ * request header these routes negotiate on). "" when it would not fit: not cached. */
+static void cache_key(const http_req *rq, char *key, size_t n) {
+    const char *acc = http_header(rq, "Accept");
+    int w = snprintf(key, n, "%s?", rq->path);
+    if (w < 0 || (size_t)w >= n) { key[0] = '\0'; return; }
+    size_t q = http_query_string(rq, key + w, n - (size_t)w);
+    if ((size_t)w + q + 1 >= n || snprintf(key + w + q, n - w - q, "\x1f%s", acc ? acc : "") >= (int)(n - w - q)) key[0] = '\0';
+}
+
+/* Runs a cacheable GET through the reply cache. The generation is read before the
+ * handler runs, so a write that lands meanwhile makes the entry miss next time. */
+static void run_cached(app *a, const route *r, http_req *rq, http_reply *out) {
+    char key[2048];
+    cache_key(rq, key, sizeof key);
+    unsigned long gen = store_generation(a->st);
+    unsigned vary = 0;
+    if (key[0] && rcache_get(a->cache, key, gen, &out->text, &out->text_len, &out->content_type, &vary)) {
+        out->status = 200;
+        if (rq->vary) *rq->vary |= vary;
+        return;
+    }
+    unsigned before = rq->vary ? *rq->vary : 0;
+    r->fn(a, rq, out);
+    if (!key[0] || out->status != 200 || out->stream_read || http_render(out) || !out->text) return;
+    rcache_put(a->cache, key, gen, out->text, out->text_len, out->content_type, rq->vary ? *rq->vary & ~before : 0);
+}
+
+const char *routes_pattern(const char *method, const char *path) {
+    long long id;
+    for (const route *r = routes; r->method; r++)
+        if (match(r->pattern, path, &id)) return r->pattern;
+    for (int i = 0; extra_methods[i][0]; i++)
+        if (match(extra_methods[i][1], path, &id)) return extra_methods[i][1];
+    if (strncmp(path, "/api/", 5) && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) return "static";
+    return "other";
+}
+
 int routes_dispatch(app *a, http_req *rq, http_reply *out) {
     char allow[64] = "";
     int path_known = 0;
@@ -351,7 +602,8 @@ int routes_dispatch(app *a, http_req *rq, http_reply *out) {
             continue;
         }
         rq->id = id;
-        r->fn(a, rq, out);
+        if (r->cached) run_cached(a, r, rq, out);
+        else r->fn(a, rq, out);
         return 0;
     }
     for (int i = 0; extra_methods[i][0]; i++) {

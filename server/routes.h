@@ -10,4 +10,9 @@
  * ROUTE_NONE when no path matched (the caller serves static files or 404). */
 int routes_dispatch(app *a, http_req *rq, http_reply *out);
 
+/* The route pattern that path falls under, for metrics labels (a static string, whatever
+ * the path): "/api/v1/sessions/{id}/operators", ..., "static" for a GET/HEAD outside /api/
+ * that no route takes (dashboard files), "other" for anything else no route takes. */
+const char *routes_pattern(const char *method, const char *path);
+
 #endif

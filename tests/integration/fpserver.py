@@ -25,14 +25,15 @@ def free_port():
 
 
 class Server:
-    def __init__(self, *extra, db=None):
-        """extra: more flags; db: an existing database file to serve (a restart)."""
+    def __init__(self, *extra, db=None, quiet=True):
+        """extra: more flags; db: an existing database file to serve (a restart);
+        quiet=False keeps the access log (in self.log.name)."""
         self.dir = tempfile.mkdtemp(prefix="fp-it-")
         self.db = db or os.path.join(self.dir, "db.sqlite")
         self.port = free_port()
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen([SERVER, "--port", str(self.port), "--db", self.db, "--static",
-                                      os.path.join(ROOT, "static"), "--quiet", *extra],
+                                      os.path.join(ROOT, "static"), *(["--quiet"] if quiet else []), *extra],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.base = "http://127.0.0.1:%d" % self.port
         for _ in range(100):
@@ -86,6 +87,27 @@ class Server:
         for bad in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
             if bad in log:
                 raise AssertionError("server log has '%s':\n%s" % (bad, log[-4000:]))
+
+
+def head_only(port, head, wait=3.0):
+    """Sends a request head without its body; returns the bytes answered within `wait` s
+    (stops early at a complete JSON reply or an interim 100 Continue)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=wait)
+    try:
+        s.sendall(head.encode())
+        got = b""
+        end = time.time() + wait
+        while time.time() < end and not (b"\r\n\r\n" in got and (b"}\n" in got or got.startswith(b"HTTP/1.1 100"))):
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            got += chunk
+        return got
+    finally:
+        s.close()
 
 
 def read_trace(path):

@@ -82,7 +82,7 @@ class Api(unittest.TestCase):
             (b"", 422, "not_a_trace", {}),
             (plain, 415, "unsupported_media_type", {"Content-Encoding": "br"}),
             (b"x" * (3 << 20), 413, "too_large", {}),
-            (self.small, 400, "invalid_trace", {"X-Ignore": "1", "__query": "?label=nocolon"}),
+            (self.small, 400, "invalid_parameter", {"X-Ignore": "1", "__query": "?label=nocolon"}),
         ]
         for body, status, code, hdr in cases:
             with self.subTest(status=status, code=code, body=body[:40]):

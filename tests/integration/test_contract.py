@@ -110,6 +110,32 @@ class Contract(unittest.TestCase):
         st, _, b = self.srv.upload(gzip.compress(b'{"traceEvents":[{"ph":"X","name":"a","ts":"x"}]}'))
         self.assertEqual(st // 100, 4, b)
 
+    def test_cached_replies_follow_every_write(self):
+        """Read replies come from the reply cache on a repeat (rcache.h): they must be
+        byte-identical to a fresh render, keyed by query and Accept, and never outlive a
+        report edit or a delete."""
+        with open(SMALL, "rb") as f:
+            sid = self.srv.upload_ok(f.read())
+        P = "/api/v1/sessions/%d" % sid
+        for path in (P + "/operators", P + "/operators?sort=calls", P + "/kernels?format=csv", P + "/phases", P + "/report"):
+            first, again = self.srv.get(path), self.srv.get(path)
+            self.assertEqual(first[0], 200, path)
+            self.assertEqual(first[2], again[2], path)
+            self.assertEqual(first[1].get("Content-Type"), again[1].get("Content-Type"), path)
+            self.assertEqual(first[1].get("Vary"), again[1].get("Vary"), path)
+        js = self.srv.get(P + "/report")
+        tx = self.srv.get(P + "/report", {"Accept": "text/plain"})
+        self.assertTrue(js[1]["Content-Type"].startswith("application/json"))
+        self.assertTrue(tx[1]["Content-Type"].startswith("text/plain"), tx[1])
+        self.assertNotEqual(self.srv.get(P + "/operators?sort=calls")[2], self.srv.get(P + "/operators")[2])
+        st, _, _ = self.srv.request("PUT", P + "/report", json.dumps({"lines": {"next_experiment": "fuse the adds"}}).encode())
+        self.assertEqual(st, 200)
+        self.assertEqual(json.loads(self.srv.get(P + "/report")[2])["lines"]["next_experiment"], "fuse the adds")
+        self.assertIn(b"Next experiment: fuse the adds", self.srv.get(P + "/report", {"Accept": "text/plain"})[2])
+        self.assertEqual(self.srv.request("DELETE", P)[0], 204)
+        for path in (P, P + "/operators", P + "/report", P + "/kernels?format=csv"):
+            self.assertEqual(self.srv.get(path)[0], 404, path)
+
     def test_500_on_a_corrupt_database_is_a_json_error(self):
         """A fault the server cannot mend is a 500 with the JSON error body, never a
         truncated 200: the operators table's pages are overwritten on disk."""

@@ -156,11 +156,12 @@ test('POST /api/v1/sessions: 422 not_a_trace', async () => {
   await expectError('POST', P, { body: '' }, 422, 'not_a_trace');
 });
 
-test('POST /api/v1/sessions: 415 for Content-Encoding: br and for an SQLite (nsys) file', async () => {
+test('POST /api/v1/sessions: 415 for Content-Encoding: br; an SQLite file that is no nsys export is 4xx', async () => {
   const P = '/api/v1/sessions';
   await expectError('POST', P, { body: '{"traceEvents":[]}', headers: { 'Content-Encoding': 'br' } }, 415, 'unsupported_media_type');
+  // The SQLite magic and then zeros: a truncated file (400), never stored.
   const sqlite = Buffer.concat([Buffer.from('SQLite format 3\0'), Buffer.alloc(4096)]);
-  await expectError('POST', P, { body: sqlite }, 415, 'unsupported_media_type');
+  await expectError('POST', P, { body: sqlite }, 400, 'invalid_trace');
 });
 
 test('POST /api/v1/sessions: 413 over --max-upload, by Content-Length and while streaming', async () => {
@@ -548,6 +549,69 @@ test('GET /api/v1/compare: 400, 404, 405', async () => {
   await expectError('POST', '/api/v1/compare', {}, 405, 'method_not_allowed');
 });
 
+// ---------------------------------------------------------------- history (baselines, regressions, trends)
+
+test('PUT/GET/DELETE /api/v1/baselines/{name} and GET /api/v1/baselines', async () => {
+  const P = '/api/v1/baselines/oa-main';
+  const { res, body } = await call('PUT', P, { body: JSON.stringify({ session_id: ids.base }) }, 201);
+  assert.equal(res.headers.location, P);
+  assert.deepEqual(body.labels, { pair: 'cmp', side: 'base' });
+  const b2 = (await call('PUT', P, { body: JSON.stringify({ session_id: ids.base, labels: { pair: 'cmp' } }) }, 200)).body;
+  assert.deepEqual(b2.labels, { pair: 'cmp' });
+  assert.equal((await call('GET', P, {}, 200)).body.session_id, ids.base);
+  const list = (await call('GET', '/api/v1/baselines?label=pair:cmp', {}, 200)).body.baselines;
+  assert.deepEqual(list.map((x) => x.name), ['oa-main']);
+  const t = (await call('GET', '/api/v1/baselines?format=text', {}, 200)).res.text;
+  assert.match(t, /^name +session_id/);
+  assertCsvMatches((await call('GET', '/api/v1/baselines?format=csv', {}, 200)).res.text, list,
+    ['name', 'session_id', 'session_name', 'labels', 'updated_at']);
+  await call('PUT', '/api/v1/baselines/oa-gone', { body: JSON.stringify({ session_id: ids.test }) }, 201);
+  await call('DELETE', '/api/v1/baselines/oa-gone', {}, 204);
+});
+
+test('/api/v1/baselines: 400, 404, 413, 422, 405', async () => {
+  await expectError('GET', '/api/v1/baselines?label=nocolon', {}, 400, 'invalid_parameter');
+  for (const m of ['GET', 'DELETE']) await expectError(m, '/api/v1/baselines/bad$name', {}, 400, 'invalid_parameter');
+  await expectError('PUT', `/api/v1/baselines/${'n'.repeat(65)}`, { body: '{"session_id":1}' }, 400, 'invalid_parameter');
+  await expectError('PUT', '/api/v1/baselines/oa-x', { body: 'nope' }, 400, 'invalid_json');
+  await expectError('PUT', '/api/v1/baselines/oa-x', { body: ' '.repeat(300 * 1024) }, 413, 'too_large');
+  await expectError('PUT', '/api/v1/baselines/oa-x', { body: '{"session_id":"1"}' }, 422, 'invalid_baseline');
+  await expectError('PUT', '/api/v1/baselines/oa-x', { body: `{"session_id":${ids.base},"labels":{"k":1}}` }, 422, 'invalid_baseline');
+  await expectError('PUT', '/api/v1/baselines/oa-x', { body: '{"session_id":999999}' }, 422, 'unknown_session');
+  await expectError('GET', '/api/v1/baselines/oa-x', {}, 404, 'not_found');
+  await expectError('DELETE', '/api/v1/baselines/oa-x', {}, 404, 'not_found');
+  assert.equal((await expectError('POST', '/api/v1/baselines/oa-x', {}, 405, 'method_not_allowed')).headers.allow, 'GET, PUT, DELETE');
+  assert.equal((await expectError('DELETE', '/api/v1/baselines', {}, 405, 'method_not_allowed')).headers.allow, 'GET');
+});
+
+test('GET /api/v1/sessions/{id}/regressions: JSON, text, csv; 400, 404, 405', async () => {
+  const P = `/api/v1/sessions/${ids.test}/regressions`;
+  const r = (await call('GET', `${P}?baseline=oa-main&rel=0&abs_us=0&abs_calls=0`, {}, 200)).body;
+  assert.equal(r.base_session_id, ids.base);
+  assert.ok(r.items.length > 0);
+  assert.equal((await call('GET', P, {}, 200)).body.baseline, 'oa-main'); // picked by labels pair:cmp
+  assert.match((await call('GET', `${P}?format=text`, {}, 200)).res.text, /^regressed: (yes|no) /);
+  const csv = parseCsv((await call('GET', `${P}?baseline=oa-main&format=csv&rel=0&abs_us=0&abs_calls=0`, {}, 200)).res.text);
+  assert.equal(csv.length - 1, r.items.length);
+  await expectError('GET', `${P}?rel=-1`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `${P}?baseline=no-such`, {}, 404, 'not_found');
+  await expectError('GET', `/api/v1/sessions/${ids.cpuOnly}/regressions`, {}, 404, 'not_found');
+  await expectError('GET', '/api/v1/sessions/999999/regressions', {}, 404, 'not_found');
+  assert.equal((await expectError('POST', P, {}, 405, 'method_not_allowed')).headers.allow, 'GET');
+});
+
+test('GET /api/v1/trends: JSON, text, csv; 400, 405', async () => {
+  const r = (await call('GET', '/api/v1/trends?label=pair:cmp&operator=aten::add', {}, 200)).body;
+  assert.deepEqual(r.points.map((p) => p.session_id), [ids.base, ids.test]);
+  const u = (await call('GET', '/api/v1/trends?label=pair:cmp&metric=gpu_utilization', {}, 200)).body;
+  assert.equal(u.points.length, 2);
+  assert.match((await call('GET', '/api/v1/trends?label=pair:cmp&operator=aten::add&format=text', {}, 200)).res.text, /^session_id +created_at/);
+  assert.equal(parseCsv((await call('GET', '/api/v1/trends?label=pair:cmp&operator=aten::add&format=csv', {}, 200)).res.text).length, 3);
+  await expectError('GET', '/api/v1/trends?metric=bogus', {}, 400, 'invalid_parameter');
+  await expectError('GET', '/api/v1/trends?metric=calls', {}, 400, 'invalid_parameter');
+  assert.equal((await expectError('PUT', '/api/v1/trends', {}, 405, 'method_not_allowed')).headers.allow, 'GET');
+});
+
 // ---------------------------------------------------------------- misc
 
 test('unknown /api/ routes are 404 not_found', async () => {
@@ -588,6 +652,58 @@ test('DELETE /api/v1/sessions/{id}', async () => {
   await expectError('DELETE', `/api/v1/sessions/${id}`, {}, 404, 'not_found');
   assert.ok(!(await call('GET', '/api/v1/sessions?limit=1000', {}, 200)).body.sessions.some((s) => s.id === id));
   await call('DELETE', `/api/v1/sessions/${ids.after503}`, {}, 204);
+});
+
+test('with --tokens-file: 401 without a token, 403 with a wrong one, on every write', async () => {
+  const A = { base: process.env.FP_AUTH_URL };
+  assert.ok(A.base, 'FP_AUTH_URL is not set (run.sh starts the token server)');
+  const good = { Authorization: `Bearer ${process.env.FP_TOKEN}` };
+  const bad = { Authorization: 'Bearer not-the-token-0000' };
+  const body = trace(FILES.simpleAdd);
+  const u401 = await expectError('POST', '/api/v1/sessions', { ...A, body }, 401, 'unauthorized');
+  assert.match(u401.headers['www-authenticate'], /^Bearer realm="firstpass"/);
+  await expectError('POST', '/api/v1/sessions', { ...A, body, headers: bad }, 403, 'forbidden');
+  const id = (await call('POST', '/api/v1/sessions', { ...A, body, headers: good }, 201)).body.id;
+  const R = `/api/v1/sessions/${id}/report`;
+  const edit = JSON.stringify({ lines: { next_experiment: 'x' } });
+  await expectError('PUT', R, { ...A, body: edit }, 401, 'unauthorized');
+  await expectError('PUT', R, { ...A, body: edit, headers: bad }, 403, 'forbidden');
+  await call('PUT', R, { ...A, body: edit, headers: good }, 200);
+  await call('GET', R, A, 200); // reads stay open without --read-auth
+  await expectError('DELETE', `/api/v1/sessions/${id}`, A, 401, 'unauthorized');
+  await expectError('DELETE', `/api/v1/sessions/${id}`, { ...A, headers: bad }, 403, 'forbidden');
+  await call('DELETE', `/api/v1/sessions/${id}`, { ...A, headers: good }, 204);
+});
+
+// ---------------------------------------------------------------- operations
+
+test('GET /metrics', async () => {
+  const { res } = await call('GET', '/metrics', {}, 200);
+  assert.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/);
+  assert.match(res.text, /^firstpass_sessions_stored \d+$/m);
+  assert.match(res.text, /^firstpass_uploads_total\{result="accepted"\} [1-9]\d*$/m);
+  await call('POST', '/metrics', {}, 405);
+});
+
+test('POST /api/v1/admin/backup: 201, 409 while one runs, 401/403 (token server: --backup-dir none)', async () => {
+  const b = (await call('POST', '/api/v1/admin/backup', {}, 201)).body;
+  assert.ok(b.bytes > 0 && b.sessions > 0, JSON.stringify(b));
+  await call('GET', '/api/v1/admin/backup', {}, 405);
+  // One backup at a time: fire several at once until two overlap (each takes milliseconds).
+  let conflict = false;
+  for (let round = 0; round < 10 && !conflict; round++) {
+    const rs = await Promise.all(Array.from({ length: 8 }, () => call('POST', '/api/v1/admin/backup')));
+    for (const { res, body } of rs) {
+      assert.ok(res.status === 201 || res.status === 409, `${res.status} ${res.text.slice(0, 200)}`);
+      if (res.status === 409) assert.equal(body.error.code, 'backup_running');
+    }
+    conflict = rs.some(({ res }) => res.status === 409);
+  }
+  assert.ok(conflict, 'no 409 in 10 rounds of 8 concurrent backups');
+  const A = { base: process.env.FP_AUTH_URL };
+  await expectError('POST', '/api/v1/admin/backup', A, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/admin/backup', { ...A, headers: { Authorization: 'Bearer not-the-token-0000' } }, 403, 'forbidden');
+  await expectError('POST', '/api/v1/admin/backup', { ...A, headers: { Authorization: `Bearer ${process.env.FP_TOKEN}` } }, 403, 'backups_disabled');
 });
 
 test('every documented response (5xx faults aside) was exercised', () => {

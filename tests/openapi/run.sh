@@ -34,8 +34,10 @@ export FP_TRACES
 
 tmp=$(mktemp -d)
 pid=""
+apid=""
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  if [ -n "$apid" ]; then kill "$apid" 2>/dev/null || true; wait "$apid" 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
@@ -44,28 +46,45 @@ FP_MAX_UPLOAD=1048576
 FP_MAX_UPLOADS=2
 export FP_MAX_UPLOAD FP_MAX_UPLOADS
 
-# A free port: ask the kernel for one, then start the server on it (retry if someone took it).
-started=""
-for try in 1 2 3 4 5; do
-  port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
-  "$server" --bind 127.0.0.1 --port "$port" --db "$tmp/db.sqlite" --static static --quiet \
-    --max-upload "$FP_MAX_UPLOAD" --max-uploads "$FP_MAX_UPLOADS" >"$tmp/server.log" 2>&1 &
-  pid=$!
-  i=0
-  while [ $i -lt 100 ]; do
-    if node -e 'fetch(process.argv[1]).then(r=>r.json()).then(j=>process.exit(j.status==="ok"?0:1),()=>process.exit(1))' \
-         "http://127.0.0.1:$port/healthz" 2>/dev/null; then started=1; break; fi
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1; i=$((i + 1))
+# start_server DB LOG FLAGS...: a server on a free port (ask the kernel for one, retry if
+# someone took it); sets port and the pid variable named by $PIDVAR.
+start_server() {
+  db=$1 log=$2
+  shift 2
+  started=""
+  for try in 1 2 3 4 5; do
+    port=$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+    "$server" --bind 127.0.0.1 --port "$port" --db "$db" --static static --quiet "$@" >"$log" 2>&1 &
+    spid=$!
+    i=0
+    while [ $i -lt 100 ]; do
+      if node -e 'fetch(process.argv[1]).then(r=>r.json()).then(j=>process.exit(j.status==="ok"?0:1),()=>process.exit(1))' \
+           "http://127.0.0.1:$port/healthz" 2>/dev/null; then started=1; break; fi
+      kill -0 "$spid" 2>/dev/null || break
+      sleep 0.1; i=$((i + 1))
+    done
+    [ -n "$started" ] && break
+    kill "$spid" 2>/dev/null || true; wait "$spid" 2>/dev/null || true; spid=""
   done
-  [ -n "$started" ] && break
-  kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=""
-done
-if [ -z "$started" ]; then
-  echo "run.sh: the server did not answer /healthz; its log:" >&2
-  cat "$tmp/server.log" >&2
-  exit 1
-fi
+  if [ -z "$started" ]; then
+    echo "run.sh: the server did not answer /healthz; its log:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+}
+
+# A second server with access tokens, for the 401 and 403 replies (FP_AUTH_URL, FP_TOKEN), and
+# backups off (POST /api/v1/admin/backup: 403 backups_disabled).
+FP_TOKEN=openapi-test-token-$$
+printf 'ci %s\n' "$FP_TOKEN" >"$tmp/tokens"
+chmod 600 "$tmp/tokens"
+start_server "$tmp/auth.sqlite" "$tmp/auth.log" --tokens-file "$tmp/tokens" --backup-dir none  # backups off: the 403
+apid=$spid
+FP_AUTH_URL="http://127.0.0.1:$port"
+export FP_AUTH_URL FP_TOKEN
+
+start_server "$tmp/db.sqlite" "$tmp/server.log" --max-upload "$FP_MAX_UPLOAD" --max-uploads "$FP_MAX_UPLOADS"
+pid=$spid
 FP_BASE_URL="http://127.0.0.1:$port"
 FP_REPO=$repo
 export FP_BASE_URL FP_REPO

@@ -8,10 +8,10 @@ if (!BASE) throw new Error('FP_BASE_URL is not set: run tests/openapi/run.sh SER
 /**
  * request('GET', '/api/v1/sessions', {headers, body, chunks}) -> {status, headers, raw, text}
  * body: Buffer or string, sent with Content-Length. chunks: an array of Buffers sent with
- * Transfer-Encoding: chunked (no Content-Length).
+ * Transfer-Encoding: chunked (no Content-Length). base: another server (default FP_BASE_URL).
  */
-export function request(method, path, { headers = {}, body = null, chunks = null, timeoutMs = 20000 } = {}) {
-  const url = new URL(path, BASE);
+export function request(method, path, { headers = {}, body = null, chunks = null, timeoutMs = 20000, base = BASE } = {}) {
+  const url = new URL(path, base);
   return new Promise((resolve, reject) => {
     const h = { ...headers };
     if (body != null) h['Content-Length'] = Buffer.byteLength(body);
