@@ -98,6 +98,7 @@ test-reliability: server
 	@KILL9_ROUNDS=$(or $(KILL9_ROUNDS),3) tests/reliability/kill9.sh $(SERVER)
 	@LOAD_N=$(or $(LOAD_N),2) LOAD_UPLOADERS=8 tests/reliability/load.sh $(SERVER)
 	@SIGTERM_TRIALS=$(or $(SIGTERM_TRIALS),5) tests/reliability/sigterm.sh $(SERVER)
+	@tests/reliability/regress.sh $(SERVER)
 
 # libFuzzer (clang-14) on the trace parser and the session codec: the regression inputs,
 # then FUZZ_SECONDS (default 20) per target. Binaries and findings go to $(BUILD)/fuzz/.
@@ -110,7 +111,7 @@ test-valgrind: $(UNIT_TESTS)
 
 test-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test-unit test-integration
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" build-asan/firstpass-upload test-unit test-integration
 
 bench: server
 	@bench/run.sh $(SERVER)

@@ -71,7 +71,9 @@ typedef struct qall { const char *key; const char **vals; int n, max; } qall;
 static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
     (void)kind;
     qall *q = cls;
-    if (!strcmp(k, q->key) && q->n < q->max) q->vals[q->n++] = v ? v : "";
+    if (strcmp(k, q->key)) return MHD_YES;
+    if (q->n < q->max) q->vals[q->n] = v ? v : "";
+    q->n++; /* counts past max too, so that callers can refuse, not silently drop */
     return MHD_YES;
 }
 int http_query_all(const http_req *r, const char *key, const char **vals, int max) {
@@ -341,6 +343,7 @@ static int upload_params(struct MHD_Connection *mc, struct conn *c, const char *
     http_req rq = {"POST", "/api/v1/sessions", -1, mc, NULL, 0, NULL};
     const char *vals[64];
     int nl = http_query_all(&rq, "label", vals, 64);
+    if (nl > 64) { reject_param(c, "at most 64 label parameters"); return -1; }
     c->labels = calloc((size_t)nl + 1, sizeof *c->labels);
     if (!c->labels) { reject(c, ERR_NOMEM, "out of memory"); return -1; }
     for (int i = 0; i < nl; i++) {

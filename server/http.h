@@ -76,7 +76,8 @@ typedef struct http_reply {
 } http_reply;
 
 const char *http_query(const http_req *r, const char *key);  /* first value or NULL */
-/* Every value of a repeated query key; returns the count (at most max). */
+/* Every value of a repeated query key, the first max of them in vals; returns how many
+ * the request has (which may exceed max: the caller then refuses the request). */
 int http_query_all(const http_req *r, const char *key, const char **vals, int max);
 const char *http_header(const http_req *r, const char *name);
 /* 1 when the client asked for text/plain (Accept or ?format=text). */

@@ -107,6 +107,7 @@ static int h_list(app *a, http_req *rq, http_reply *out) {
     memset(&f, 0, sizeof f);
     const char *labels[16];
     int n = http_query_all(rq, "label", labels, 16);
+    if (n > 16) return http_error(out, 400, "invalid_parameter", "at most 16 label parameters, not %d", n);
     char kv[16][512];
     for (int i = 0; i < n; i++) {
         const char *colon = strchr(labels[i], ':');
@@ -308,6 +309,10 @@ static int h_compare(app *a, http_req *rq, http_reply *out) {
 static int label_params(http_req *rq, http_reply *out, char kv[][512], hist_labels *f) {
     const char *labels[HIST_LABELS_MAX];
     f->n = http_query_all(rq, "label", labels, HIST_LABELS_MAX);
+    if (f->n > HIST_LABELS_MAX) {
+        http_error(out, 400, "invalid_parameter", "at most %d label parameters, not %d", HIST_LABELS_MAX, f->n);
+        return -1;
+    }
     for (int i = 0; i < f->n; i++) {
         const char *colon = strchr(labels[i], ':');
         if (!colon || colon == labels[i] || strlen(labels[i]) >= 512) {

@@ -48,9 +48,18 @@ class Contract(unittest.TestCase):
         self.assertEqual(self.ids("?since=%d" % (now - 3600)), [c, b, a])
         self.assertEqual(self.ids("?since=%d" % (now + 3600)), [])
         self.assertEqual(self.ids("?until=%d" % (now - 3600)), [])
-        for q in ("label=nocolon", "label=:v", "limit=0", "limit=x", "since=-1", "next=abc"):
+        many = "&".join("label=k%d:v" % i for i in range(17))  # over the 16 a list takes
+        for q in ("label=nocolon", "label=:v", "limit=0", "limit=x", "since=-1", "next=abc", many):
             st, _, body = self.srv.get("/api/v1/sessions?" + q)
             self.assertError(st, body, 400, "invalid_parameter")
+
+    def test_too_many_labels_are_refused_not_dropped(self):
+        q = "?" + "&".join("label=k%d:v" % i for i in range(65))
+        st, _, b = self.srv.upload(tiny(), q)
+        self.assertError(st, b, 400, "invalid_parameter")
+        st, _, b = self.srv.get("/api/v1/trends?metric=calls&operator=x&" + q[1:])
+        self.assertError(st, b, 400, "invalid_parameter")
+        self.assertEqual(self.ids(""), [])
 
     def test_cursor_stable_under_concurrent_inserts(self):
         first = [self.srv.upload_ok(tiny(), "?label=batch:1") for _ in range(12)]
