@@ -96,6 +96,20 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
+void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **headers, char *cerr)
+{
+    CURL *c = curl;
+    char auth[1100];
+    if (o->token && o->token[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
+        *headers = curl_slist_append(*headers, auth);
+    }
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* we run in other people's processes */
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+}
+
 int fp_upload_global_init(void)
 {
     pthread_once(&curl_once, curl_init_once);
@@ -142,7 +156,7 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
 {
     CURL *c;
     struct curl_slist *h = NULL;
-    char url[2048], auth[1024], cerr[CURL_ERROR_SIZE];
+    char url[2048], cerr[CURL_ERROR_SIZE];
     resp_buf rb = {resp, 0, resplen};
     CURLcode cr;
     int rc = -1;
@@ -173,17 +187,10 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
     if (gzipped)
         h = curl_slist_append(h, "Content-Encoding: gzip");
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
-    if (o->token && o->token[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", o->token);
-        h = curl_slist_append(h, auth);
-    }
+    fp_curl_common(c, o, &h, cerr);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L); /* we run in other people's processes */
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &rb);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "firstpass-collector/1");

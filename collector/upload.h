@@ -58,4 +58,11 @@ int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *na
 /* curl_global_init once, thread-safe. 0 or -1. */
 int fp_upload_global_init(void);
 
+/* What every request to the server shares, set on a curl easy handle (a CURL *): the
+ * Authorization: Bearer header when o->token is set (appended to *headers, which the
+ * caller then sets and frees), no signals, o's timeouts (5 s connect, 60 s total when 0)
+ * and cerr (CURL_ERROR_SIZE bytes) as the error buffer. */
+struct curl_slist;
+void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **headers, char *cerr);
+
 #endif

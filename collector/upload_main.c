@@ -84,16 +84,9 @@ static int http_get(const fp_upload_opts *o, const char *path, const char *accep
     snprintf(url, sizeof url, "%.*s%s", (int)n, o->server, path);
     snprintf(hdr, sizeof hdr, "Accept: %s", accept);
     h = curl_slist_append(h, hdr);
-    if (o->token && o->token[0]) {
-        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", o->token);
-        h = curl_slist_append(h, hdr);
-    }
+    fp_curl_common(c, o, &h, cerr);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_get_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "firstpass-upload/1");
