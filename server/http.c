@@ -621,6 +621,21 @@ static void drain_and_stop(struct MHD_Daemon *d) {
     MHD_stop_daemon(d);
 }
 
+/* The signals that stop the server, blocked in every thread: http_serve takes them with
+ * sigwait(). A thread created while they are unblocked (retention's, MHD's) could take a
+ * SIGTERM itself, whose default action ends the process with no drain. */
+static void stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+}
+
+void http_block_stop_signals(void) {
+    sigset_t stop;
+    stop_signals(&stop);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+}
+
 int http_serve(app *a) {
     g_app = a;
     struct sockaddr_in sa;
@@ -633,11 +648,10 @@ int http_serve(app *a) {
     }
     /* SIGINT/SIGTERM are blocked before MHD starts its threads, which inherit the mask, and
      * taken with sigwait() on this thread. With a handler instead, the signal could land on
-     * any MHD thread and this one would sleep on (tests/reliability/sigterm.sh). */
+     * any MHD thread and this one would sleep on (tests/reliability/sigterm.sh). main()
+     * blocks them first, before any thread; doing it again here keeps http_serve safe alone. */
     sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
+    stop_signals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
     /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal polling thread. */

@@ -97,6 +97,10 @@ size_t http_query_string(const http_req *r, char *out, size_t n);
 int http_status_from_err(int err);
 const char *http_code_from_err(int err);
 
+/* Blocks SIGINT and SIGTERM in the calling thread and so in every thread it creates later:
+ * call it first in main(), before any thread, so that only http_serve's sigwait takes them. */
+void http_block_stop_signals(void);
+
 /* Starts the daemon; returns after SIGINT/SIGTERM with in-flight requests finished. */
 int http_serve(app *a);
 

@@ -210,6 +210,7 @@ int main(int argc, char **argv) {
     }
     retention_cfg rcfg = {cfg.retain_days, cfg.max_db_bytes, cfg.retain_interval_s, cfg.vacuum_min_bytes,
                           http_uploads_pause, http_uploads_resume};
+    http_block_stop_signals(); /* before the first thread: retention's must not take SIGTERM */
     retention *ret = retention_start(a.st, &rcfg);
     int rc = http_serve(&a);
     retention_stop(ret); /* before store_close: its pass uses the store */

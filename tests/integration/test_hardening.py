@@ -135,6 +135,26 @@ class Sigterm(unittest.TestCase):
         self.assertEqual(srv.proc.wait(10), 0)
         srv.stop()
 
+    def test_second_sigterm_while_draining_with_retention_on(self):
+        """The retention thread started before SIGTERM was blocked, so a second SIGTERM
+        during the drain (no thread in sigwait) hit its default action: exit 143."""
+        srv = Server("--retain-days", "30")
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        try:
+            s.sendall(b"POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(TRACE) + TRACE[:10])
+            time.sleep(0.3)
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.2)
+            srv.proc.send_signal(signal.SIGTERM)  # a second Ctrl-C / kill while it drains
+            time.sleep(0.2)
+            self.assertIsNone(srv.proc.poll(), "died during the drain (rc %s)" % srv.proc.poll())
+            s.sendall(TRACE[10:])
+            got = s.recv(65536)
+            self.assertTrue(got.startswith(b"HTTP/1.1 201"), got[:300])
+        finally:
+            s.close()
+        self.assertEqual(srv.proc.wait(10), 0)
+        srv.stop()
 
 if __name__ == "__main__":
     unittest.main()
