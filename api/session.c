@@ -38,10 +38,9 @@ static void trim(const char **s, size_t *n)
 }
 
 /* Parses the entry [kv, kv + len) into *out. 0 or -1 (malformed / OOM), *out zeroed on -1. */
-/* Labels become JSON object keys and values: text that is not UTF-8 (or holds a NUL)
- * could never be stored or served, so it is refused where it enters. Jansson's own
- * validator decides, the same one every later json_string call applies. */
-static int utf8_ok(const char *s, size_t n)
+/* Jansson's own validator decides (strict: no overlong forms, no surrogates, at most
+ * U+10FFFF), the same one every later json_string call applies. */
+int fp_utf8_valid(const char *s, size_t n)
 {
     json_t *t = json_stringn(s, n);
     int ok = t != NULL && memchr(s, '\0', n) == NULL;
@@ -64,7 +63,7 @@ static int label_parse_range(const char *kv, size_t len, fp_label *out)
     vn = len - kn - 1;
     trim(&k, &kn);
     trim(&v, &vn);
-    if (kn == 0 || !utf8_ok(k, kn) || !utf8_ok(v, vn))
+    if (kn == 0 || !fp_utf8_valid(k, kn) || !fp_utf8_valid(v, vn))
         return -1;
     out->key = dup_range(k, kn);
     out->value = dup_range(v, vn);

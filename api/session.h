@@ -45,6 +45,10 @@ int fp_labels_parse(const char *spec, fp_label **out, size_t *n);
  * out of memory; on -1 *out is zeroed. Caller frees out->key and out->value (free()). */
 int fp_label_parse_one(const char *kv, fp_label *out);
 
+/* 1 when the n bytes at s are UTF-8 without a NUL: text the server can store and serve as
+ * JSON (a name or label that is not would hide its session), 0 otherwise. */
+int fp_utf8_valid(const char *s, size_t n);
+
 /* Frees n labels and the array. Accepts NULL. */
 void fp_labels_free(fp_label *l, size_t n);
 

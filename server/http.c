@@ -321,23 +321,6 @@ static void reject_param(struct conn *c, const char *msg) {
     http_error(&c->early, 400, "invalid_parameter", "%s", msg);
 }
 
-/* Strict UTF-8 (no overlong forms, no surrogates, at most U+10FFFF): SQLite would store
- * anything, but Jansson refuses to serve such text, which would hide the session. */
-static int utf8_valid(const unsigned char *s) {
-    while (*s) {
-        unsigned c = *s, n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
-        if (n == 9 || (n == 1 && c < 0xc2)) return 0;
-        unsigned cp = n ? c & (0x3fu >> n) : c;
-        for (unsigned i = 1; i <= n; i++) {
-            if ((s[i] & 0xc0) != 0x80) return 0;
-            cp = cp << 6 | (s[i] & 0x3fu);
-        }
-        if ((n == 2 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff))) return 0;
-        s += n + 1;
-    }
-    return 1;
-}
-
 /* ?name= and ?label=k:v (at most 64), checked before an upload slot is taken. */
 static int upload_params(struct MHD_Connection *mc, struct conn *c, const char **name) {
     http_req rq = {"POST", "/api/v1/sessions", -1, mc, NULL, 0, NULL};
@@ -348,7 +331,7 @@ static int upload_params(struct MHD_Connection *mc, struct conn *c, const char *
     if (!c->labels) { reject(c, ERR_NOMEM, "out of memory"); return -1; }
     for (int i = 0; i < nl; i++) {
         char m[160];
-        if (!utf8_valid((const unsigned char *)vals[i])) {
+        if (!fp_utf8_valid(vals[i], strlen(vals[i]))) {
             snprintf(m, sizeof m, "label %d (of %d) is not valid UTF-8", i + 1, nl);
             reject_param(c, m);
             return -1;
@@ -361,7 +344,7 @@ static int upload_params(struct MHD_Connection *mc, struct conn *c, const char *
         c->nlabels++;
     }
     *name = http_query(&rq, "name");
-    if (*name && !utf8_valid((const unsigned char *)*name)) {
+    if (*name && !fp_utf8_valid(*name, strlen(*name))) {
         reject_param(c, "name is not valid UTF-8");
         return -1;
     }
