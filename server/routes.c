@@ -102,23 +102,39 @@ static int h_health(app *a, http_req *rq, http_reply *out) {
     return http_json(out, 200, json_pack("{s:s}", "status", "ok"));
 }
 
+/* Repeated label=k:v into f (strings in kv); writes a 400 when one is malformed. */
+static int label_params(http_req *rq, http_reply *out, char kv[][512], hist_labels *f) {
+    const char *labels[HIST_LABELS_MAX];
+    f->n = http_query_all(rq, "label", labels, HIST_LABELS_MAX);
+    if (f->n > HIST_LABELS_MAX) {
+        http_error(out, 400, "invalid_parameter", "at most %d label parameters, not %d", HIST_LABELS_MAX, f->n);
+        return -1;
+    }
+    for (int i = 0; i < f->n; i++) {
+        const char *colon = strchr(labels[i], ':');
+        if (!colon || colon == labels[i] || strlen(labels[i]) >= 512) {
+            http_error(out, 400, "invalid_parameter", "label must be key:value, not '%.64s'", labels[i]);
+            return -1;
+        }
+        snprintf(kv[i], 512, "%s", labels[i]);
+        kv[i][colon - labels[i]] = '\0';
+        f->keys[i] = kv[i];
+        f->values[i] = kv[i] + (colon - labels[i]) + 1;
+    }
+    return 0;
+}
+
+_Static_assert(sizeof(((list_filter *)0)->label_keys) / sizeof(char *) == HIST_LABELS_MAX, "one label limit for every route");
+
 static int h_list(app *a, http_req *rq, http_reply *out) {
     list_filter f;
     memset(&f, 0, sizeof f);
-    const char *labels[16];
-    int n = http_query_all(rq, "label", labels, 16);
-    if (n > 16) return http_error(out, 400, "invalid_parameter", "at most 16 label parameters, not %d", n);
-    char kv[16][512];
-    for (int i = 0; i < n; i++) {
-        const char *colon = strchr(labels[i], ':');
-        if (!colon || colon == labels[i] || strlen(labels[i]) >= sizeof kv[i])
-            return http_error(out, 400, "invalid_parameter", "label must be key:value, not '%.64s'", labels[i]);
-        snprintf(kv[i], sizeof kv[i], "%s", labels[i]);
-        kv[i][colon - labels[i]] = '\0';
-        f.label_keys[i] = kv[i];
-        f.label_values[i] = kv[i] + (colon - labels[i]) + 1;
-    }
-    f.nlabels = n;
+    char kv[HIST_LABELS_MAX][512];
+    hist_labels l;
+    if (label_params(rq, out, kv, &l)) return 0;
+    memcpy(f.label_keys, l.keys, sizeof f.label_keys);
+    memcpy(f.label_values, l.values, sizeof f.label_values);
+    f.nlabels = l.n;
     f.name = http_query(rq, "name");
     f.source = http_query(rq, "source");
     long long lim, next, since, until;
@@ -304,28 +320,6 @@ static int h_compare(app *a, http_req *rq, http_reply *out) {
 }
 
 /* ---- history: baselines, regressions, trends (history.c) ---- */
-
-/* Repeated label=k:v into f (strings in kv); writes a 400 when one is malformed. */
-static int label_params(http_req *rq, http_reply *out, char kv[][512], hist_labels *f) {
-    const char *labels[HIST_LABELS_MAX];
-    f->n = http_query_all(rq, "label", labels, HIST_LABELS_MAX);
-    if (f->n > HIST_LABELS_MAX) {
-        http_error(out, 400, "invalid_parameter", "at most %d label parameters, not %d", HIST_LABELS_MAX, f->n);
-        return -1;
-    }
-    for (int i = 0; i < f->n; i++) {
-        const char *colon = strchr(labels[i], ':');
-        if (!colon || colon == labels[i] || strlen(labels[i]) >= 512) {
-            http_error(out, 400, "invalid_parameter", "label must be key:value, not '%.64s'", labels[i]);
-            return -1;
-        }
-        snprintf(kv[i], 512, "%s", labels[i]);
-        kv[i][colon - labels[i]] = '\0';
-        f->keys[i] = kv[i];
-        f->values[i] = kv[i] + (colon - labels[i]) + 1;
-    }
-    return 0;
-}
 
 /* The {name} segment of /api/v1/baselines/{name}; writes a 400 when it is not a name. */
 static int baseline_name(http_req *rq, http_reply *out, char *name, size_t len) {
