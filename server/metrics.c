@@ -119,13 +119,10 @@ void metrics_pruned(const char *reason) {
 /* printf into the buffer; a failed allocation is remembered in *bad. */
 __attribute__((format(printf, 3, 4)))
 static void put(buf *b, int *bad, const char *fmt, ...) {
-    char tmp[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    if (buf_vprintf(b, fmt, ap)) *bad = 1;
     va_end(ap);
-    if (n < 0) return;
-    if (buf_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1)) *bad = 1;
 }
 
 static void header(buf *b, int *bad, const char *name, const char *type, const char *help) {

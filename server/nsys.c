@@ -223,18 +223,6 @@ static int clean_utf8(buf *b, const unsigned char *s, size_t n) {
     return buf_put(b, s + run, n - run);
 }
 
-static int put(buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
-
-static int putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int putf(buf *b, const char *fmt, ...) {
-    char t[256];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t, sizeof t, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof t) return ERR_INTERNAL;
-    return buf_put(b, t, (size_t)n);
-}
 
 /* A JSON string of s (valid UTF-8 already). */
 static int put_jstr(buf *b, const char *s) {
@@ -244,8 +232,8 @@ static int put_jstr(buf *b, const char *s) {
         unsigned char c = (unsigned char)*s;
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         if (buf_put(b, run, (size_t)(s - run))) return ERR_NOMEM;
-        int rc = c == '"' ? put(b, "\\\"") : c == '\\' ? put(b, "\\\\") : c == '\n' ? put(b, "\\n")
-                 : putf(b, "\\u%04x", c);
+        int rc = c == '"' ? buf_puts(b, "\\\"") : c == '\\' ? buf_puts(b, "\\\\") : c == '\n' ? buf_puts(b, "\\n")
+                 : buf_printf(b, "\\u%04x", c);
         if (rc) return rc;
         run = s + 1;
     }
@@ -255,7 +243,7 @@ static int put_jstr(buf *b, const char *s) {
 /* ns as exact decimal microseconds: 12345 -> "12.345". */
 static int put_us(buf *b, long long ns) {
     unsigned long long a = ns < 0 ? 0ULL - (unsigned long long)ns : (unsigned long long)ns;
-    return putf(b, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
+    return buf_printf(b, "%s%llu.%03llu", ns < 0 ? "-" : "", a / 1000, a % 1000);
 }
 
 /* "cudaLaunchKernel_v7000" -> "cudaLaunchKernel" (CUPTI's ABI-versioned callback names). */
@@ -314,7 +302,7 @@ static int lookup_name(nx *x, sqlite3_stmt *row, int col, int *found) {
     if (c->s && c->id == id) {
         *found = 1;
         buf_reset(&x->name);
-        return put(&x->name, c->s);
+        return buf_puts(&x->name, c->s);
     }
     sqlite3_stmt *q = x->str_q;
     sqlite3_bind_int64(q, 1, id);
@@ -347,7 +335,7 @@ static int text_name(nx *x, sqlite3_stmt *row, int col, int *found) {
 
 static int set_name(nx *x, const char *s) {
     buf_reset(&x->name);
-    return put(&x->name, s);
+    return buf_puts(&x->name, s);
 }
 
 /* ---- events ---- */
@@ -360,17 +348,17 @@ static int emit(nx *x, ingest_event *e, long long st, long long en, long long pi
     snprintf(ts, sizeof ts, "%lld", tid);
     buf *j = &x->json;
     buf_reset(j);
-    int rc = putf(j, "{\"ph\":\"%s\",\"cat\":", e->ph);
+    int rc = buf_printf(j, "{\"ph\":\"%s\",\"cat\":", e->ph);
     if (!rc) rc = put_jstr(j, e->cat);
-    if (!rc) rc = put(j, ",\"name\":");
+    if (!rc) rc = buf_puts(j, ",\"name\":");
     if (!rc) rc = put_jstr(j, buf_str(&x->name));
-    if (!rc) rc = putf(j, ",\"pid\":%s,\"tid\":%s,\"ts\":", ps, ts);
+    if (!rc) rc = buf_printf(j, ",\"pid\":%s,\"tid\":%s,\"ts\":", ps, ts);
     if (!rc) rc = put_us(j, st);
-    if (!rc) rc = instant ? put(j, ",\"s\":\"t\"") : put(j, ",\"dur\":");
+    if (!rc) rc = instant ? buf_puts(j, ",\"s\":\"t\"") : buf_puts(j, ",\"dur\":");
     if (!rc && !instant) rc = put_us(j, en - st);
-    if (!rc) rc = put(j, ",\"args\":{");
+    if (!rc) rc = buf_puts(j, ",\"args\":{");
     if (!rc) rc = buf_put(j, buf_str(&x->args), x->args.len);
-    if (!rc) rc = put(j, "}}");
+    if (!rc) rc = buf_puts(j, "}}");
     if (rc) return nx_fail(x, rc, "out of memory");
     e->name = buf_str(&x->name);
     e->pid = ps;
@@ -403,9 +391,9 @@ static int gpu_common(nx *x, ingest_event *e, sqlite3_stmt *s, int cdev, int cst
     if (!col_null(s, ccorr)) {
         e->corr = sqlite3_column_int64(s, ccorr);
         e->has_corr = 1;
-        if (putf(&x->args, "\"correlation\":%lld,", e->corr)) return ERR_NOMEM;
+        if (buf_printf(&x->args, "\"correlation\":%lld,", e->corr)) return ERR_NOMEM;
     }
-    return putf(&x->args, "\"device\":%lld,\"stream\":%lld", e->device, e->stream);
+    return buf_printf(&x->args, "\"device\":%lld,\"stream\":%lld", e->device, e->stream);
 }
 
 enum { K_START, K_END, K_DEV, K_STREAM, K_CORR, K_GX, K_GY, K_GZ, K_BX, K_BY, K_BZ, K_REGS, K_SSMEM, K_DSMEM,
@@ -440,10 +428,10 @@ static int kernel_row(nx *x, sqlite3_stmt *s, const int *c) {
     snprintf(block, sizeof block, "[%lld, %lld, %lld]", b[0], b[1], b[2]);
     e.grid = grid;
     e.block = block;
-    rc = putf(&x->args, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],\"registers per thread\":%lld,"
+    rc = buf_printf(&x->args, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],\"registers per thread\":%lld,"
                         "\"shared memory\":%lld",
               g[0], g[1], g[2], b[0], b[1], b[2], e.regs, e.smem);
-    if (!rc && !col_null(s, c[K_CTX])) rc = putf(&x->args, ",\"context\":%lld", sqlite3_column_int64(s, c[K_CTX]));
+    if (!rc && !col_null(s, c[K_CTX])) rc = buf_printf(&x->args, ",\"context\":%lld", sqlite3_column_int64(s, c[K_CTX]));
     if (rc) return ERR_NOMEM;
     return emit(x, &e, st, en, e.device, e.stream, 0);
 }
@@ -468,7 +456,7 @@ static int runtime_row(nx *x, sqlite3_stmt *s, const int *c) {
     if (!col_null(s, c[R_CORR])) {
         e.corr = sqlite3_column_int64(s, c[R_CORR]);
         e.has_corr = 1;
-        if (putf(&x->args, "\"correlation\":%lld", e.corr)) return ERR_NOMEM;
+        if (buf_printf(&x->args, "\"correlation\":%lld", e.corr)) return ERR_NOMEM;
     }
     long long pid, tid;
     thread_of(s, c[R_TID], &pid, &tid);
@@ -499,7 +487,7 @@ static int memcpy_row(nx *x, sqlite3_stmt *s, const int *c) {
     const char *dir = copy_kind(col_i64(s, c[M_KIND]));
     const char *src = mem_kind(s, c[M_SRC]), *dst = mem_kind(s, c[M_DST]);
     buf_reset(&x->name);
-    if (putf(&x->name, "Memcpy %s (%s -> %s)", dir, src, dst)) return ERR_NOMEM;
+    if (buf_printf(&x->name, "Memcpy %s (%s -> %s)", dir, src, dst)) return ERR_NOMEM;
     ingest_event e;
     memset(&e, 0, sizeof e);
     e.cat = "gpu_memcpy";
@@ -507,7 +495,7 @@ static int memcpy_row(nx *x, sqlite3_stmt *s, const int *c) {
     e.bytes = clamp(col_i64(s, c[M_BYTES]), 0, INT64_MAX);
     e.has_bytes = 1;
     if (gpu_common(x, &e, s, c[M_DEV], c[M_STREAM], c[M_CORR]) ||
-        putf(&x->args, ",\"bytes\":%lld,\"kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\"", e.bytes, dir, src, dst))
+        buf_printf(&x->args, ",\"bytes\":%lld,\"kind\":\"%s\",\"src_kind\":\"%s\",\"dst_kind\":\"%s\"", e.bytes, dir, src, dst))
         return ERR_NOMEM;
     return emit(x, &e, st, en, e.device, e.stream, 0);
 }
@@ -520,14 +508,14 @@ static int memset_row(nx *x, sqlite3_stmt *s, const int *c) {
     long long st, en;
     if (row_times(x, s, c[S_START], c[S_END], &st, &en)) return 0;
     buf_reset(&x->name);
-    if (putf(&x->name, "Memset (%s)", mem_kind(s, c[S_KIND]))) return ERR_NOMEM;
+    if (buf_printf(&x->name, "Memset (%s)", mem_kind(s, c[S_KIND]))) return ERR_NOMEM;
     ingest_event e;
     memset(&e, 0, sizeof e);
     e.cat = "gpu_memset";
     e.ph = "X";
     e.bytes = clamp(col_i64(s, c[S_BYTES]), 0, INT64_MAX);
     e.has_bytes = 1;
-    if (gpu_common(x, &e, s, c[S_DEV], c[S_STREAM], c[S_CORR]) || putf(&x->args, ",\"bytes\":%lld", e.bytes))
+    if (gpu_common(x, &e, s, c[S_DEV], c[S_STREAM], c[S_CORR]) || buf_printf(&x->args, ",\"bytes\":%lld", e.bytes))
         return ERR_NOMEM;
     return emit(x, &e, st, en, e.device, e.stream, 0);
 }
@@ -554,7 +542,7 @@ static int nvtx_row(nx *x, sqlite3_stmt *s, const int *c) {
     e.cat = type == NVTX_MARK ? "nvtx_mark" : "user_annotation";
     e.ph = type == NVTX_MARK ? "i" : "X";
     buf_reset(&x->args);
-    if (putf(&x->args, "\"nvtx\":\"%s\"", type == NVTX_MARK ? "mark" : type == NVTX_PUSHPOP ? "push_pop" : "start_end"))
+    if (buf_printf(&x->args, "\"nvtx\":\"%s\"", type == NVTX_MARK ? "mark" : type == NVTX_PUSHPOP ? "push_pop" : "start_end"))
         return ERR_NOMEM;
     long long pid, tid;
     thread_of(s, c[N_TID], &pid, &tid);

@@ -26,17 +26,6 @@ static void fmt_mem(long long b, char *out, size_t n) {
 }
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
-static int put(buf *b, const char *s) { return buf_put(b, s, strlen(s)); }
-static int putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int putf(buf *b, const char *fmt, ...) {
-    char tmp[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    return put(b, tmp);
-}
-
 char *text_operators(const json_t *reply, size_t *len) {
     const json_t *rows = json_object_get(reply, "operators");
     const json_t *tot = json_object_get(reply, "totals");
@@ -57,11 +46,11 @@ char *text_operators(const json_t *reply, size_t *len) {
     o += (size_t)snprintf(line + o, sizeof line - o, "%-*.*s", (int)namew, (int)namew, "-------------------------------------------------------");
     for (int c = 0; c < 14; c++) o += (size_t)snprintf(line + o, sizeof line - o, "  ------------");
     if (shapes) o += (size_t)snprintf(line + o, sizeof line - o, "  ----------------------------------------");
-    putf(&b, "%s\n", line);
-    putf(&b, "%*s", (int)namew, "Name");
-    for (int c = 0; c < 14; c++) putf(&b, "  %12s", hdr[c]);
-    if (shapes) putf(&b, "  %-40s", "Input Shapes");
-    putf(&b, "\n%s\n", line);
+    buf_printf(&b, "%s\n", line);
+    buf_printf(&b, "%*s", (int)namew, "Name");
+    for (int c = 0; c < 14; c++) buf_printf(&b, "  %12s", hdr[c]);
+    if (shapes) buf_printf(&b, "  %-40s", "Input Shapes");
+    buf_printf(&b, "\n%s\n", line);
     json_array_foreach(rows, i, r) {
         char v[14][32];
         double scpu = num(r, "self_cpu_time_total_us"), cpu = num(r, "cpu_time_total_us"), scuda = num(r, "self_cuda_time_total_us"),
@@ -82,16 +71,16 @@ char *text_operators(const json_t *reply, size_t *len) {
         snprintf(v[13], 32, "%lld", (long long)num(r, "calls"));
         const char *name = json_string_value(json_object_get(r, "name"));
         size_t nl = strlen(name);
-        if (nl > namew) putf(&b, "%.*s...", (int)namew - 3, name);
-        else putf(&b, "%*s", (int)namew, name);
-        for (int c = 0; c < 14; c++) putf(&b, "  %12s", v[c]);
-        if (shapes) putf(&b, "  %-40s", json_string_value(json_object_get(r, "input_shapes")));
-        put(&b, "\n");
+        if (nl > namew) buf_printf(&b, "%.*s...", (int)namew - 3, name);
+        else buf_printf(&b, "%*s", (int)namew, name);
+        for (int c = 0; c < 14; c++) buf_printf(&b, "  %12s", v[c]);
+        if (shapes) buf_printf(&b, "  %-40s", json_string_value(json_object_get(r, "input_shapes")));
+        buf_puts(&b, "\n");
     }
     char t1[32], t2[32];
     fmt_time(tcpu, t1, sizeof t1);
     fmt_time(tcuda, t2, sizeof t2);
-    putf(&b, "%s\nSelf CPU time total: %s\nSelf CUDA time total: %s\n", line, t1, t2);
+    buf_printf(&b, "%s\nSelf CPU time total: %s\nSelf CUDA time total: %s\n", line, t1, t2);
     *len = b.len;
     return b.p;
 }
@@ -100,38 +89,38 @@ char *text_operators(const json_t *reply, size_t *len) {
 static void cell(const json_t *v, buf *out) {
     buf_reset(out);
     if (json_is_string(v)) buf_put(out, json_string_value(v), json_string_length(v));
-    else if (json_is_integer(v)) putf(out, "%lld", (long long)json_integer_value(v));
-    else if (json_is_real(v)) putf(out, "%.3f", json_real_value(v));
+    else if (json_is_integer(v)) buf_printf(out, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) buf_printf(out, "%.3f", json_real_value(v));
     else if (v && !json_is_null(v)) {
         char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        if (s) put(out, s);
+        if (s) buf_puts(out, s);
         free(s);
     }
 }
 
 char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
     buf b = {0}, v = {0};
-    for (int c = 0; cols[c]; c++) putf(&b, "%s%s", c ? "," : "", cols[c]);
-    put(&b, "\n");
+    for (int c = 0; cols[c]; c++) buf_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    buf_puts(&b, "\n");
     size_t i;
     const json_t *r;
     json_array_foreach(rows, i, r) {
         for (int c = 0; cols[c]; c++) {
             cell(json_object_get(r, cols[c]), &v);
-            if (c) put(&b, ",");
+            if (c) buf_puts(&b, ",");
             /* RFC 4180: quote fields with commas, quotes or newlines; double the quotes. */
             if (!strpbrk(buf_str(&v), ",\"\n\r")) {
                 buf_put(&b, buf_str(&v), v.len);
                 continue;
             }
-            put(&b, "\"");
+            buf_puts(&b, "\"");
             for (const char *p = buf_str(&v); *p; p++) {
                 buf_put(&b, p, 1);
                 if (*p == '"') buf_put(&b, "\"", 1);
             }
-            put(&b, "\"");
+            buf_puts(&b, "\"");
         }
-        put(&b, "\n");
+        buf_puts(&b, "\n");
     }
     buf_free(&v);
     *len = b.len;
@@ -152,14 +141,14 @@ char *text_rows(const json_t *rows, const char *const *cols, size_t *len) {
         cell(json_object_get(r, cols[c]), &v);
         if (v.len > w[c]) w[c] = v.len > TEXT_COL_MAX ? TEXT_COL_MAX : v.len;
     }
-    for (int c = 0; c < nc; c++) putf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
-    put(&b, "\n");
+    for (int c = 0; c < nc; c++) buf_printf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
+    buf_puts(&b, "\n");
     json_array_foreach(rows, i, r) {
         for (int c = 0; c < nc; c++) {
             cell(json_object_get(r, cols[c]), &v);
-            putf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], buf_str(&v));
+            buf_printf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], buf_str(&v));
         }
-        put(&b, "\n");
+        buf_puts(&b, "\n");
     }
     buf_free(&v);
     *len = b.len;
@@ -170,7 +159,7 @@ char *text_report(const json_t *report, size_t *len) {
     const json_t *lines = json_object_get(report, "lines");
     buf b = {0};
     for (int i = 0; i < REPORT_LINES; i++)
-        putf(&b, "%s: %s\n", report_line_titles[i], json_string_value(json_object_get(lines, report_line_keys[i])));
+        buf_printf(&b, "%s: %s\n", report_line_titles[i], json_string_value(json_object_get(lines, report_line_keys[i])));
     *len = b.len;
     return b.p;
 }
