@@ -72,7 +72,9 @@ static json_t *labels_of(sqlite3 *db, long long id) {
 
 #define SUMMARY_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, summary, bytes_in"
 
-static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s) {
+/* One session's summary object; *sum_out, when not NULL, gets the parsed summary column
+ * too (the caller's reference), so that a caller needing more of it parses it once. */
+static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
     long long id = sqlite3_column_int64(s, 0);
     char created[32];
     time_t ct = (time_t)sqlite3_column_int64(s, 3);
@@ -93,7 +95,8 @@ static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s) {
     }
     json_t *sm = json_object_get(sum, "smells");
     json_object_set_new(o, "smells", sm ? json_incref(sm) : json_array());
-    json_decref(sum);
+    if (sum_out) *sum_out = sum;
+    else json_decref(sum);
     return o;
 }
 
@@ -103,11 +106,11 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
     sqlite3_bind_int64(s, 1, id);
     int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
     if (st == SQLITE_ROW) {
-        json_t *o = summary_row(db, s);
+        json_t *sum = NULL, *o = summary_row(db, s, &sum);
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
         json_object_set_new(o, "devices", dp ? json_incref(dp) : json_array());
-        json_t *sum = col_json(s, 8), *counts = json_object_get(sum, "counts");
+        json_t *counts = json_object_get(sum, "counts");
         json_object_set_new(o, "counts", json_is_object(counts) ? json_incref(counts) : json_object());
         json_decref(sum);
         json_t *fp = json_object_get(meta, "firstpass");
@@ -156,7 +159,7 @@ int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
     while ((st = sqlite3_step(s)) == SQLITE_ROW) {
         if (n == f->limit) { more = 1; break; }
         last = sqlite3_column_int64(s, 0);
-        json_array_append_new(arr, summary_row(db, s));
+        json_array_append_new(arr, summary_row(db, s, NULL));
         n++;
     }
     sqlite3_finalize(s);

@@ -20,6 +20,19 @@ typedef struct S {
     long meta_name, flow_name, empty_kind;
 } S;
 
+/* v as a JSON string literal (Jansson escapes it). 0 or ERR_NOMEM. */
+static int put_quoted(buf *b, const char *v) {
+    json_t *s = json_string(v);
+    char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    json_decref(s);
+    int rc = q ? buf_puts(b, q) : ERR_NOMEM;
+    free(q);
+    return rc;
+}
+
+/* ,"key": */
+static int put_key(buf *b, const char *key) { return buf_printf(b, ",\"%s\":", key); }
+
 /* pid/tid as the trace had them: an integer stays a JSON number, anything else is a
  * JSON string (ingest.h keeps both as text). */
 static int put_id(buf *b, const char *key, const char *v) {
@@ -27,16 +40,8 @@ static int put_id(buf *b, const char *key, const char *v) {
     errno = 0;
     (void)strtoll(v, &end, 10);
     int num = (*v == '-' || (*v >= '0' && *v <= '9')) && !*end && !errno && (v[0] != '0' || !v[1]) && !(v[0] == '-' && (v[1] == '0' || !v[1]));
-    char pre[32];
-    int n = snprintf(pre, sizeof pre, ",\"%s\":", key);
-    if (buf_put(b, pre, (size_t)n)) return ERR_NOMEM;
-    if (num) return buf_put(b, v, strlen(v));
-    json_t *s = json_string(v);
-    char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-    json_decref(s);
-    int rc = q ? buf_put(b, q, strlen(q)) : ERR_NOMEM;
-    free(q);
-    return rc;
+    if (put_key(b, key)) return ERR_NOMEM;
+    return num ? buf_puts(b, v) : put_quoted(b, v);
 }
 
 /* The shortest decimal that reads back as the same double: a flow point must land
@@ -45,19 +50,10 @@ static int put_ts(buf *b, double ts) {
     char tmp[40];
     snprintf(tmp, sizeof tmp, "%.15g", ts);
     if (strtod(tmp, NULL) != ts) snprintf(tmp, sizeof tmp, "%.17g", ts);
-    return PUTS(b, ",\"ts\":") || buf_put(b, tmp, strlen(tmp)) ? ERR_NOMEM : 0;
+    return put_key(b, "ts") || buf_puts(b, tmp) ? ERR_NOMEM : 0;
 }
 
-static int put_str(buf *b, const char *key, const char *v) {
-    json_t *s = json_string(v);
-    char *q = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
-    json_decref(s);
-    char pre[32];
-    int n = snprintf(pre, sizeof pre, ",\"%s\":", key);
-    int rc = q && !buf_put(b, pre, (size_t)n) && !buf_put(b, q, strlen(q)) ? 0 : ERR_NOMEM;
-    free(q);
-    return rc;
-}
+static int put_str(buf *b, const char *key, const char *v) { return put_key(b, key) || put_quoted(b, v) ? ERR_NOMEM : 0; }
 
 static int send(S *s, double ts, long name, uint8_t ph) {
     chunk_rec r = {ts, 0, (uint32_t)name, (uint32_t)s->empty_kind, EV_OTHER, ph, (uint32_t)s->js.len};
@@ -69,12 +65,7 @@ static int emit_name(S *s, const char *what, const char *pid, const char *tid, c
     buf *b = &s->js;
     buf_reset(b);
     int rc = PUTS(b, "{\"ph\":\"M\"") || put_str(b, "name", what) || put_id(b, "pid", pid) || put_id(b, "tid", tid) ||
-             PUTS(b, ",\"args\":{\"name\":");
-    json_t *l = json_string(label);
-    char *q = l ? json_dumps(l, JSON_ENCODE_ANY) : NULL;
-    json_decref(l);
-    rc = rc || !q || buf_put(b, q, strlen(q)) || PUTS(b, ",\"firstpass_synthesized\":true}}");
-    free(q);
+             PUTS(b, ",\"args\":{\"name\":") || put_quoted(b, label) || PUTS(b, ",\"firstpass_synthesized\":true}}");
     return rc ? ERR_NOMEM : send(s, 0, s->meta_name, 'M');
 }
 
@@ -133,9 +124,7 @@ static int names(S *s) {
 static int flow_point(S *s, char ph, long long id, const track_info *ti, double ts) {
     buf *b = &s->js;
     buf_reset(b);
-    char head[96];
-    int n = snprintf(head, sizeof head, "{\"ph\":\"%c\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%lld", ph, id);
-    int rc = buf_put(b, head, (size_t)n) || put_id(b, "pid", ti->pid) || put_id(b, "tid", ti->tid) || put_ts(b, ts) ||
+    int rc = buf_printf(b, "{\"ph\":\"%c\",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"id\":%lld", ph, id) || put_id(b, "pid", ti->pid) || put_id(b, "tid", ti->tid) || put_ts(b, ts) ||
              (ph == 'f' && PUTS(b, ",\"bp\":\"e\"")) || PUTS(b, ",\"args\":{\"firstpass_synthesized\":true}}");
     return rc ? ERR_NOMEM : send(s, ts, s->flow_name, (uint8_t)ph);
 }
