@@ -15,7 +15,7 @@
 CC      ?= cc
 BUILD   ?= build
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson sqlite3 zlib yajl nettle
+PKGS    := libmicrohttpd jansson sqlite3 zlib libzstd yajl nettle
 OPT     ?= -O2 -g
 SAN     ?=
 CFLAGS_ALL := -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) $(SAN) \

@@ -8,7 +8,7 @@
 #   test:  build + what the test suite drives (python3-torch oracle, chromium, node, ...)
 set -eu
 
-BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libyajl-dev nettle-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
+BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
 TEST_PKGS="python3 python3-torch python3-numpy clang libclang-rt-14-dev valgrind chromium nodejs npm wrk"
 
 what=${1:-build}

@@ -1,17 +1,40 @@
 /* chunk.h: the layout of one stored event chunk (event_chunks.data).
  *
- * A chunk is zlib-deflated; inflated it is a run of records, each
+ * Two layouts exist; readers tell them apart by the compressed blob's first bytes.
+ *
+ * Version 2 (written since 2026-12-03): a zstd frame (magic 28 b5 2f fd). Decompressed it
+ * is a column store of n events, the columns one after another:
+ *   varint n
+ *   u8     cls[n]            trace.h enum ev_class
+ *   u8     ph[n]             first character of ph
+ *   varint name[n], kind[n]  string ids (strings table of the session)
+ *   u8     tpos[n]           where "ts" was: 0 none (ts 0), 1..254 cut out of the JSON as
+ *                            top-level member tpos-1, 255 left in the JSON (value in traw)
+ *   u8     tdec[c]           for each cut ts: digits after the decimal point
+ *   varint tval[c]           for each cut ts: zigzag(mantissa - previous cut mantissa)
+ *   u8     dpos[n], ddec[c'], varint dval[c']   the same for "dur" (dval: zigzag(mantissa))
+ *   f64    traw[k], draw[k'] ts / dur of the events whose tpos / dpos is 255
+ *   varint jlen[n]           bytes of each event's JSON, ts/dur members cut out
+ *   ...    the JSON of the events, back to back
+ * Why: the ts/dur digits are most of what does not compress in an event. A number is cut
+ * only when it prints back byte for byte from (mantissa, decimals) and reads as the same
+ * double, so the download returns the original member text at its original position;
+ * delta-coded mantissas compress to 1-3 bytes where the text took 12-16. With this layout
+ * a stored event costs less than its share of the gzip'ed trace (bench/README.md).
+ *
+ * Version 1 (databases written before): a zlib stream of records, each
  *   OFFSET SIZE  DESCRIPTION
  *   0      8     ts, double, us          (0 when the event had none)
  *   8      8     dur, double, us         (0 when the event had none)
- *   16     4     name string id          (strings table of the session)
+ *   16     4     name string id
  *   20     4     kind string id
- *   24     1     class (trace.h enum ev_class)
+ *   24     1     class
  *   25     1     ph, first character
  *   26     2     reserved, 0
  *   28     4     json length N
  *   32     N     the original event, compact JSON
- * little-endian as the host writes it (the database is not meant to move between
+ * chunk_inflate turns both into the version-1 record layout, which chunk_next walks: readers
+ * never see the column store. Host byte order (the database does not move between
  * architectures of different byte order). */
 #ifndef FP_CHUNK_H
 #define FP_CHUNK_H
@@ -22,8 +45,9 @@
 #include "buf.h"
 
 #define CHUNK_EVENTS 2048        /* events per chunk at most */
-#define CHUNK_BYTES (512u << 10) /* inflated bytes per chunk, about */
+#define CHUNK_BYTES (512u << 10) /* JSON bytes per chunk, about */
 #define CHUNK_HDR 32
+#define CHUNK_ZSTD_LEVEL 3       /* zstd's default: ~300 MB/s here, and smaller than deflate -6 */
 
 typedef struct chunk_rec {
     double ts, dur;
@@ -32,10 +56,28 @@ typedef struct chunk_rec {
     uint32_t json_len;
 } chunk_rec;
 
-/* Appends one record; 0 or ERR_NOMEM. */
-int chunk_append(buf *b, const chunk_rec *r, const char *json);
+/* The events of one chunk being built (version 2). Zero-initialise; chunk_builder_free. */
+enum { CB_CLS, CB_PH, CB_NAME, CB_KIND, CB_TPOS, CB_TDEC, CB_TVAL, CB_DPOS, CB_DDEC, CB_DVAL,
+       CB_TRAW, CB_DRAW, CB_JLEN, CB_JSON, CB_NCOLS };
+typedef struct chunk_builder {
+    buf col[CB_NCOLS];
+    long long n;
+    long long prev_ts; /* mantissa of the last cut ts */
+    buf raw;           /* chunk_finish: the columns laid end to end */
+} chunk_builder;
 
-/* Inflates a stored chunk into out (reset first). 0, ERR_NOMEM or ERR_IO. */
+/* Adds one event: json is compact JSON (one object) of r->json_len bytes; its top-level
+ * "ts"/"dur" members are cut out when they equal r->ts / r->dur exactly. 0 or ERR_NOMEM. */
+int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json);
+/* JSON bytes held, for the CHUNK_BYTES limit. */
+size_t chunk_builder_bytes(const chunk_builder *b);
+/* Compresses the chunk into z (reset first) and empties the builder. cctx is a ZSTD_CCtx
+ * (void * so that this header does not need zstd.h). 0, ERR_NOMEM or ERR_IO. */
+int chunk_finish(chunk_builder *b, void *cctx, buf *z);
+void chunk_builder_free(chunk_builder *b);
+
+/* Decompresses a stored chunk of either version into version-1 records in out (reset
+ * first). 0, ERR_NOMEM or ERR_IO (not a chunk, or a malformed one). */
 int chunk_inflate(const void *z, size_t zlen, buf *out);
 
 /* Walks inflated records: *off starts at 0; returns 1 with r and *json set, 0 at the

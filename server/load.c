@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
+#include <zstd.h>
 
 #include "analyze.h"
 #include "buf.h"
@@ -33,16 +33,16 @@ struct loader {
     ingest_sink sink;
     load_opts opts;
     sqlite3_stmt *ins_ev, *ins_chunk;
-    buf *chunks;        /* per track: records not yet written */
-    long long *chunk_n; /* per track: events in chunks[i] */
+    chunk_builder *chunks; /* per track: events not yet written */
     double *chunk_min, *chunk_max;
     long long next_chunk;
     intern *track_keys; /* "pid\x1ftid" -> track index */
     intern *count_keys; /* counts keys (count_key) -> index into counts */
     long long *counts;
     size_t capcounts;
-    buf synth;          /* synthesized events (synth.h) not yet written */
-    long long synth_n;
+    chunk_builder synth; /* synthesized events (synth.h) not yet written */
+    ZSTD_CCtx *cctx;     /* one compression context for every chunk of the upload */
+    buf zbuf;            /* the chunk being written, compressed */
     buf keybuf;
     int legacy;         /* set by loader_commit's caller through the source */
     const char *source; /* loader_set_source (static string), NULL: decided at commit */
@@ -123,12 +123,9 @@ static long track_of(loader *l, const ingest_event *e) {
         track_info *nt = realloc(l->t.tracks, cap * sizeof *nt);
         if (!nt) return -1;
         l->t.tracks = nt;
-        buf *nb = realloc(l->chunks, cap * sizeof *nb);
+        chunk_builder *nb = realloc(l->chunks, cap * sizeof *nb);
         if (!nb) return -1;
         l->chunks = nb;
-        long long *nn = realloc(l->chunk_n, cap * sizeof *nn);
-        if (!nn) return -1;
-        l->chunk_n = nn;
         double *mn = realloc(l->chunk_min, cap * sizeof *mn);
         if (!mn) return -1;
         l->chunk_min = mn;
@@ -144,61 +141,47 @@ static long track_of(loader *l, const ingest_event *e) {
     ti->tid = strdup(e->tid);
     ti->device = ti->stream = -1;
     memset(&l->chunks[tr], 0, sizeof l->chunks[tr]);
-    l->chunk_n[tr] = 0;
     l->chunk_min[tr] = INFINITY;
     l->chunk_max[tr] = -INFINITY;
     if (!ti->pid || !ti->tid) return -1;
     return tr;
 }
 
-/* Deflates b into one scratch.chunks row of track tr and resets b. */
-static int write_chunk(loader *l, long tr, buf *b, long long n, double mn, double mx) {
-    uLongf zlen = compressBound(b->len);
-    unsigned char *z = malloc(zlen);
-    if (!z) return ERR_NOMEM;
-    int rc = 0;
-    if (compress2(z, &zlen, (const unsigned char *)b->p, b->len, 6) != Z_OK) {
-        rc = ERR_IO;
-        goto out;
-    }
+/* Compresses b into one scratch.chunks row of track tr and empties b. */
+static int write_chunk(loader *l, long tr, chunk_builder *b, double mn, double mx) {
+    long long n = b->n;
+    int rc = chunk_finish(b, l->cctx, &l->zbuf);
+    if (rc) return rc;
     sqlite3_stmt *s = l->ins_chunk;
     sqlite3_bind_int64(s, 1, tr);
     sqlite3_bind_int64(s, 2, l->next_chunk++);
     sqlite3_bind_int64(s, 3, n);
     sqlite3_bind_double(s, 4, mn);
     sqlite3_bind_double(s, 5, mx);
-    sqlite3_bind_blob(s, 6, z, (int)zlen, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 6, l->zbuf.p, (int)l->zbuf.len, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE) rc = ERR_DB;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
-    buf_reset(b);
-out:
-    free(z);
     return rc;
 }
 
 static int flush_chunk(loader *l, long tr) {
-    if (l->chunk_n[tr] == 0) return 0;
+    if (l->chunks[tr].n == 0) return 0;
     double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
     double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
-    int rc = write_chunk(l, tr, &l->chunks[tr], l->chunk_n[tr], mn, mx);
-    l->chunk_n[tr] = 0;
+    int rc = write_chunk(l, tr, &l->chunks[tr], mn, mx);
     l->chunk_min[tr] = INFINITY;
     l->chunk_max[tr] = -INFINITY;
     return rc;
 }
 
-static int flush_synth(loader *l) {
-    long long n = l->synth_n;
-    l->synth_n = 0;
-    return n ? write_chunk(l, SYNTH_TRACK, &l->synth, n, 0, 0) : 0;
-}
+static int flush_synth(loader *l) { return l->synth.n ? write_chunk(l, SYNTH_TRACK, &l->synth, 0, 0) : 0; }
 
 /* synth_emit: synthesized events go to chunks of their own track (synth.h). */
 static int on_synth(void *ctx, const chunk_rec *r, const char *json) {
     loader *l = ctx;
-    if (chunk_append(&l->synth, r, json)) return ERR_NOMEM;
-    if (++l->synth_n < CHUNK_EVENTS && l->synth.len < CHUNK_BYTES) return 0;
+    if (chunk_add(&l->synth, r, json)) return ERR_NOMEM;
+    if (l->synth.n < CHUNK_EVENTS && chunk_builder_bytes(&l->synth) < CHUNK_BYTES) return 0;
     return flush_synth(l);
 }
 
@@ -308,10 +291,10 @@ static int on_event(void *ctx, const ingest_event *e) {
     }
 
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len};
-    if (chunk_append(&l->chunks[tr], &r, e->json)) return ERR_NOMEM;
+    if (chunk_add(&l->chunks[tr], &r, e->json)) return ERR_NOMEM;
     if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
     if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
-    if (++l->chunk_n[tr] >= CHUNK_EVENTS || l->chunks[tr].len >= CHUNK_BYTES) return flush_chunk(l, tr);
+    if (l->chunks[tr].n >= CHUNK_EVENTS || chunk_builder_bytes(&l->chunks[tr]) >= CHUNK_BYTES) return flush_chunk(l, tr);
     return 0;
 }
 
@@ -349,7 +332,8 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->track_keys = intern_new();
     l->count_keys = intern_new();
     l->t.meta = json_object();
-    if (!l->t.strs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
+    l->cctx = ZSTD_createCCtx();
+    if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
     l->t.db = store_get(st);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
@@ -591,11 +575,10 @@ void loader_free(loader *l) {
     for (size_t i = 0; i < l->t.ntracks; i++) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);
-        buf_free(&l->chunks[i]);
+        chunk_builder_free(&l->chunks[i]);
     }
     free(l->t.tracks);
     free(l->chunks);
-    free(l->chunk_n);
     free(l->chunk_min);
     free(l->chunk_max);
     intern_free(l->t.strs);
@@ -605,7 +588,9 @@ void loader_free(loader *l) {
     intern_free(l->track_keys);
     intern_free(l->count_keys);
     free(l->counts);
-    buf_free(&l->synth);
+    chunk_builder_free(&l->synth);
+    buf_free(&l->zbuf);
+    ZSTD_freeCCtx(l->cctx);
     buf_free(&l->keybuf);
     json_decref(l->t.meta);
     free(l);

@@ -121,8 +121,9 @@ CREATE TABLE report_edits (
 ) WITHOUT ROWID;
 
 -- The events themselves, for the Chrome-trace download and the zoomed-in timeline.
--- Each chunk holds up to CHUNK_EVENTS events of ONE track in file order, deflated
--- (chunk.c documents the record layout). Chunks of a track do not overlap in seq.
+-- Each chunk holds up to CHUNK_EVENTS events of ONE track in file order: a zstd column
+-- store (version 2) or, in databases written before 2026-12-03, deflated records
+-- (version 1); chunk.h documents both. Chunks of a track do not overlap in seq.
 CREATE TABLE event_chunks (
   session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   track      INTEGER NOT NULL,                -- index into analysis.timeline tracks

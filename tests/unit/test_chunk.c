@@ -1,0 +1,170 @@
+/* test_chunk.c -- cmocka cases for server/chunk.c: the version-2 column store cuts ts/dur
+ * out of each event and must give back every event byte for byte, with the header values
+ * the loader gave; version-1 (zlib) chunks of older databases still read; corrupt chunks
+ * are ERR_IO, never a crash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "chunk.h"
+
+typedef struct ev {
+    const char *json;
+    double ts, dur;
+} ev;
+
+/* ts/dur as the parser reads them (strtod of the member text). */
+static const ev events[] = {
+    {"{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5092397188447.200,\"dur\":9.283,\"args\":{\"ts\":1}}",
+     5092397188447.200, 9.283},
+    {"{\"ts\":1.500,\"dur\":0}", 1.5, 0},                 /* first members, trailing zero kept */
+    {"{\"name\":\"a\",\"dur\":0.050,\"ts\":12}", 12, 0.05}, /* dur before ts, both last */
+    {"{\"ts\":1}", 1, 0},                                 /* the only member */
+    {"{\"ts\":-0,\"dur\":2}", -0.0, 2},                   /* "-0" does not print back: stays */
+    {"{\"ts\":1e3,\"dur\":1E-3}", 1000, 0.001},           /* exponents stay in the JSON */
+    {"{\"ts\":12345678901234567,\"dur\":1}", 12345678901234567.0, 1}, /* 17 digits: stays */
+    {"{\"ts\":\"12\",\"dur\":3.25}", 0, 3.25},             /* a string ts stays, ts 0 */
+    {"{\"ts\":1,\"ts\":2}", 2, 0},                        /* duplicate: the parser keeps the last */
+    {"{\"name\":\"\\\"ts\\\":5,\",\"ts\":7.25}", 7.25, 0},  /* "ts": inside a string value */
+    {"{ \"ts\": 3 }", 3, 0},                              /* not compact: stored whole */
+    {"{\"ph\":\"M\",\"name\":\"process_name\",\"args\":{\"name\":\"python3\"}}", 0, 0},
+    {"{\"ts\":-2.5,\"dur\":0.000}", -2.5, 0},              /* negative ts, dur "0.000" */
+    {"{}", 0, 0},
+    {"{\"ts\":99.9,\"x\":[{\"ts\":1},\"]}\"]}", 99.9, 0},   /* nested and bracket in a string */
+};
+#define NEV (sizeof events / sizeof events[0])
+
+static void add_all(chunk_builder *b) {
+    for (size_t i = 0; i < NEV; i++) {
+        chunk_rec r = {events[i].ts, events[i].dur, (uint32_t)i, (uint32_t)(i * 7), (uint8_t)(i % 5), 'X',
+                       (uint32_t)strlen(events[i].json)};
+        assert_int_equal(chunk_add(b, &r, events[i].json), 0);
+    }
+}
+
+static void check_all(const buf *plain) {
+    size_t off = 0, i = 0;
+    chunk_rec r;
+    const char *js;
+    while (chunk_next(plain, &off, &r, &js) == 1) {
+        assert_true(i < NEV);
+        assert_int_equal(r.json_len, strlen(events[i].json));
+        assert_memory_equal(js, events[i].json, r.json_len);
+        assert_true(r.ts == events[i].ts && signbit(r.ts) == signbit(events[i].ts));
+        assert_true(r.dur == events[i].dur);
+        assert_int_equal(r.name, i);
+        assert_int_equal(r.kind, i * 7);
+        assert_int_equal(r.cls, i % 5);
+        assert_int_equal(r.ph, 'X');
+        i++;
+    }
+    assert_int_equal(i, NEV);
+    assert_int_equal(off, plain->len);
+}
+
+static void test_v2_round_trip_is_exact(void **state) {
+    (void)state;
+    chunk_builder b = {0};
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    buf z = {0}, plain = {0};
+    for (int round = 0; round < 2; round++) { /* a builder is reused after chunk_finish */
+        add_all(&b);
+        assert_int_equal(b.n, NEV);
+        assert_int_equal(chunk_finish(&b, cctx, &z), 0);
+        assert_int_equal(b.n, 0);
+        assert_int_equal(chunk_inflate(z.p, z.len, &plain), 0);
+        check_all(&plain);
+    }
+    chunk_builder_free(&b);
+    ZSTD_freeCCtx(cctx);
+    buf_free(&z);
+    buf_free(&plain);
+}
+
+static void test_canonical_numbers_leave_the_json(void **state) {
+    (void)state;
+    chunk_builder b = {0};
+    chunk_rec r = {5092397188447.200, 9.283, 1, 2, 0, 'X', 0};
+    const char *js = events[0].json;
+    r.json_len = (uint32_t)strlen(js);
+    assert_int_equal(chunk_add(&b, &r, js), 0);
+    const char *stored = b.col[CB_JSON].p;
+    assert_null(strstr(stored, "5092397188447"));
+    assert_null(strstr(stored, "\"dur\""));
+    assert_non_null(strstr(stored, "\"args\":{\"ts\":1}")); /* only top-level members are cut */
+    assert_int_equal(b.col[CB_TRAW].len + b.col[CB_DRAW].len, 0);
+    chunk_builder_free(&b);
+}
+
+static void test_v1_chunks_still_read(void **state) {
+    (void)state;
+    buf rec = {0}, plain = {0};
+    for (size_t i = 0; i < NEV; i++) { /* the version-1 record layout, as chunk.h draws it */
+        unsigned char h[CHUNK_HDR] = {0};
+        uint32_t name = (uint32_t)i, kind = (uint32_t)(i * 7), len = (uint32_t)strlen(events[i].json);
+        memcpy(h, &events[i].ts, 8);
+        memcpy(h + 8, &events[i].dur, 8);
+        memcpy(h + 16, &name, 4);
+        memcpy(h + 20, &kind, 4);
+        h[24] = (unsigned char)(i % 5);
+        h[25] = 'X';
+        memcpy(h + 28, &len, 4);
+        assert_int_equal(buf_put(&rec, h, sizeof h), 0);
+        assert_int_equal(buf_put(&rec, events[i].json, len), 0);
+    }
+    uLongf zlen = compressBound(rec.len);
+    unsigned char *z = malloc(zlen);
+    assert_int_equal(compress2(z, &zlen, (const unsigned char *)rec.p, rec.len, 6), Z_OK);
+    assert_int_equal(chunk_inflate(z, zlen, &plain), 0);
+    check_all(&plain);
+    free(z);
+    buf_free(&rec);
+    buf_free(&plain);
+}
+
+/* Every truncation and a byte flipped at every position of the decompressed columns:
+ * ERR_IO or a readable chunk, never a crash (ASan/UBSan run this too). */
+static void test_corrupt_chunks_fail_cleanly(void **state) {
+    (void)state;
+    chunk_builder b = {0};
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    buf z = {0}, plain = {0};
+    add_all(&b);
+    size_t rawlen = 0;
+    assert_int_equal(chunk_finish(&b, cctx, &z), 0);
+    rawlen = b.raw.len;
+    for (size_t n = 0; n < z.len; n++) assert_int_not_equal(chunk_inflate(z.p, n, &plain), 0);
+    unsigned char *raw = malloc(rawlen), *zz = malloc(ZSTD_compressBound(rawlen));
+    for (size_t i = 0; i < rawlen; i++) {
+        memcpy(raw, b.raw.p, rawlen);
+        raw[i] ^= 0xff;
+        size_t zn = ZSTD_compress(zz, ZSTD_compressBound(rawlen), raw, rawlen, 1);
+        assert_false(ZSTD_isError(zn));
+        int rc = chunk_inflate(zz, zn, &plain);
+        assert_true(rc == 0 || rc == ERR_IO);
+    }
+    assert_int_equal(chunk_inflate("not a chunk", 11, &plain), ERR_IO);
+    free(raw);
+    free(zz);
+    chunk_builder_free(&b);
+    ZSTD_freeCCtx(cctx);
+    buf_free(&z);
+    buf_free(&plain);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_v2_round_trip_is_exact),
+        cmocka_unit_test(test_canonical_numbers_leave_the_json),
+        cmocka_unit_test(test_v1_chunks_still_read),
+        cmocka_unit_test(test_corrupt_chunks_fail_cleanly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
