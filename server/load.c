@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "chunk.h"
 #include "err.h"
+#include "evq.h"
 #include "synth.h"
 #include "trace.h"
 
@@ -46,8 +47,9 @@ struct loader {
     buf keybuf;
     int legacy;         /* set by loader_commit's caller through the source */
     const char *source; /* loader_set_source (static string), NULL: decided at commit */
-    int failed;
-    char err[256];
+    evq *q;             /* events go through it to the loader thread (evq.h) */
+    char err[256];      /* the request thread's message */
+    char w_err[256];    /* the loader thread's (read after evq_finish) */
 };
 
 static int set_err(loader *l, int code, const char *msg) {
@@ -235,24 +237,25 @@ static int bind_str(loader *l, sqlite3_stmt *s, int i, const char *str) {
     return 0;
 }
 
-static int on_event(void *ctx, const ingest_event *e) {
+/* The loader thread's own error: l->err belongs to the request thread. */
+static int w_fail(loader *l, int code, const char *msg) {
+    if (!l->w_err[0]) snprintf(l->w_err, sizeof l->w_err, "%s", msg);
+    return code;
+}
+
+/* On the loader thread (evq's consume): classifies, indexes and chunks one event. */
+static int store_event(void *ctx, const ingest_event *e) {
     loader *l = ctx;
-    if (l->opts.max_events && (unsigned long long)l->t.events >= l->opts.max_events)
-        return set_err(l, ERR_TOOBIG, "the trace has more events than --max-events allows");
-    l->t.events++;
-    if (e->has_dur && (e->dur < 0 || !isfinite(e->dur)))
-        return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
-    if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
     const char *kind;
     int cls = classify(e, &kind);
     long tr = track_of(l, e);
     long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
     long kind_id = intern_id(l->t.strs, kind, strlen(kind));
-    if (tr < 0 || name_id < 0 || kind_id < 0) return ERR_NOMEM;
+    if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
     track_info *ti = &l->t.tracks[tr];
     ti->events++;
     note_shown(l, ti, e);
-    if (count_event(l, e, cls, kind)) return ERR_NOMEM;
+    if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
 
     if (cls != EV_OTHER) {
@@ -280,22 +283,37 @@ static int on_event(void *ctx, const ingest_event *e) {
         int rc = bind_str(l, s, 13, e->shapes);
         if (!rc) rc = bind_str(l, s, 14, e->grid);
         if (!rc) rc = bind_str(l, s, 15, e->block);
-        if (rc) return rc;
+        if (rc) return w_fail(l, rc, "out of memory");
         bind_opt(s, 16, e->has_regs, e->regs);
         bind_opt(s, 17, e->has_smem, e->smem);
         sqlite3_bind_double(s, 18, dur);
         rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
-        if (rc) return set_err(l, rc, sqlite3_errmsg(l->t.db));
+        if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
     }
 
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len};
-    if (chunk_add(&l->chunks[tr], &r, e->json)) return ERR_NOMEM;
+    if (chunk_add(&l->chunks[tr], &r, e->json)) return w_fail(l, ERR_NOMEM, "out of memory");
     if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
     if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
-    if (l->chunks[tr].n >= CHUNK_EVENTS || chunk_builder_bytes(&l->chunks[tr]) >= CHUNK_BYTES) return flush_chunk(l, tr);
-    return 0;
+    if (l->chunks[tr].n < CHUNK_EVENTS && chunk_builder_bytes(&l->chunks[tr]) < CHUNK_BYTES) return 0;
+    int rc = flush_chunk(l, tr);
+    return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "could not compress an event chunk") : 0;
+}
+
+/* The sink's on_event, on the request thread: what can be refused at once is refused
+ * here, with its message; the rest goes to the loader thread. */
+static int on_event(void *ctx, const ingest_event *e) {
+    loader *l = ctx;
+    if (l->opts.max_events && (unsigned long long)l->t.events >= l->opts.max_events)
+        return set_err(l, ERR_TOOBIG, "the trace has more events than --max-events allows");
+    l->t.events++;
+    if (e->has_dur && (e->dur < 0 || !isfinite(e->dur)))
+        return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
+    if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
+    int rc = evq_push(l->q, e);
+    return rc ? set_err(l, rc, rc == ERR_NOMEM ? "out of memory" : "the events could not be stored") : 0;
 }
 
 static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
@@ -348,6 +366,12 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot prepare the scratch database: %s", sqlite3_errmsg(l->t.db));
+        loader_free(l);
+        return NULL;
+    }
+    l->q = evq_new(store_event, l);
+    if (!l->q) {
+        snprintf(err, errlen, "cannot start the loader thread");
         loader_free(l);
         return NULL;
     }
@@ -536,6 +560,17 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     int rc = 0;
     analysis a;
     memset(&a, 0, sizeof a);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = evq_finish(l->q);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) /* how long the loader thread lagged behind the parser */
+        fprintf(stderr, "level=debug msg=analysis step=drain ms=%.1f\n",
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (rc) {
+        set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
+        goto out;
+    }
     if (l->err[0]) {
         rc = ERR_INVALID;
         goto out;
@@ -564,6 +599,7 @@ void loader_set_source(loader *l, const char *source) { l->source = source; }
 
 void loader_free(loader *l) {
     if (!l) return;
+    evq_free(l->q); /* first: the loader thread may still be using the statements */
     sqlite3_finalize(l->ins_ev);
     sqlite3_finalize(l->ins_chunk);
     if (l->t.db) {

@@ -4,6 +4,8 @@
 #
 #   fuzz_ingest        server/ingest.c: bytes (plain/gzip, split 1-3 ways) -> ingest_event
 #   fuzz_session_meta  api/session.c: fp_session_meta_from_json, fp_labels_parse
+#   fuzz_chunk         server/chunk.c: event chunks built, compressed and read back exactly;
+#                      arbitrary bytes read as chunks of either version
 #
 # Builds with clang 14 and -fsanitize=fuzzer,address,undefined into build/fuzz/ (if linking
 # fails: apt-get install -y libclang-rt-14-dev). Seeds are made at run time from the real
@@ -13,7 +15,7 @@
 # tests/fuzz/regress/<target>/ (replayed first; each must run clean).
 #
 # Environment: FUZZ_CC (default clang-14), FP_TRACES (traces folder), FUZZ_TARGETS (default
-# "fuzz_ingest fuzz_session_meta"), FUZZ_OUT (default build/fuzz: binaries, logs, artifacts;
+# "fuzz_ingest fuzz_session_meta fuzz_chunk"), FUZZ_OUT (default build/fuzz: binaries, logs, artifacts;
 # `make test-fuzz` points it into $(BUILD)). A target stops at its first finding, as libFuzzer does.
 set -euo pipefail
 SECS=${1:-60}
@@ -23,7 +25,7 @@ ROOT=$(git -C "$HERE" rev-parse --show-toplevel)
 CC=${FUZZ_CC:-clang-14}
 OUT=${FUZZ_OUT:-$ROOT/build/fuzz}
 case $OUT in /*) ;; *) OUT=$PWD/$OUT ;; esac
-TARGETS=${FUZZ_TARGETS:-fuzz_ingest fuzz_session_meta}
+TARGETS=${FUZZ_TARGETS:-fuzz_ingest fuzz_session_meta fuzz_chunk}
 WORK=$(mktemp -d /tmp/fp-fuzz-XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
@@ -34,8 +36,8 @@ fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 finish() { echo "$PASSED passed, $FAILED failed"; [ "$FAILED" -eq 0 ]; exit $?; }
 
 command -v "$CC" >/dev/null || { fail "$CC not found (apt-get install -y clang-14)"; finish; }
-PKG_CFLAGS=$(pkg-config --cflags yajl jansson zlib)
-PKG_LIBS=$(pkg-config --libs yajl jansson zlib)
+PKG_CFLAGS=$(pkg-config --cflags yajl jansson zlib libzstd)
+PKG_LIBS=$(pkg-config --libs yajl jansson zlib libzstd)
 # -O1 as libFuzzer's docs advise; -fno-sanitize-recover makes every UBSan report a crash.
 CFLAGS="-std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
@@ -43,10 +45,11 @@ CFLAGS="-std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 declare -A SRCS=(
     [fuzz_ingest]="$HERE/fuzz_ingest.c $ROOT/server/ingest.c"
     [fuzz_session_meta]="$HERE/fuzz_session_meta.c $ROOT/api/session.c"
+    [fuzz_chunk]="$HERE/fuzz_chunk.c $ROOT/server/chunk.c"
 )
-declare -A MAXLEN=([fuzz_ingest]=65536 [fuzz_session_meta]=8192)
-declare -A DICT=([fuzz_ingest]=$HERE/ingest.dict [fuzz_session_meta]=$HERE/session.dict)
-declare -A SEEDS=([fuzz_ingest]=ingest [fuzz_session_meta]=session)
+declare -A MAXLEN=([fuzz_ingest]=65536 [fuzz_session_meta]=8192 [fuzz_chunk]=8192)
+declare -A DICT=([fuzz_ingest]=$HERE/ingest.dict [fuzz_session_meta]=$HERE/session.dict [fuzz_chunk]=$HERE/chunk.dict)
+declare -A SEEDS=([fuzz_ingest]=ingest [fuzz_session_meta]=session [fuzz_chunk]=chunk)
 
 mkdir -p "$OUT"
 for t in $TARGETS; do

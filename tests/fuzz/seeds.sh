@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # seeds.sh OUTDIR: builds the fuzz seed corpora from the real traces in shared/.
 #
-# Writes OUTDIR/ingest (for fuzz_ingest) and OUTDIR/session (for fuzz_session_meta); nothing
+# Writes OUTDIR/ingest (for fuzz_ingest), OUTDIR/session (for fuzz_session_meta) and
+# OUTDIR/chunk (fuzz_chunk: the committed seeds only); nothing
 # in the repository. Traces come from $FP_TRACES, default <repo>/../shared/data/traces (CI
 # clones the repo beside a copy of shared/). Seeds are small on purpose (libFuzzer runs
 # fastest on inputs of a few KB): the first 4 KB decompressed of several traces, plain and
@@ -13,9 +14,10 @@ OUT=${1:?usage: seeds.sh OUTDIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(git -C "$HERE" rev-parse --show-toplevel)
 TRACES=${FP_TRACES:-$ROOT/../shared/data/traces}
-mkdir -p "$OUT/ingest" "$OUT/session"
+mkdir -p "$OUT/ingest" "$OUT/session" "$OUT/chunk"
 cp "$HERE"/seeds/ingest/* "$OUT/ingest/"
 cp "$HERE"/seeds/session/* "$OUT/session/"
+cp "$HERE"/seeds/chunk/* "$OUT/chunk/" # fuzz_chunk: 16 bytes of ts/dur, then one event's JSON
 if [ ! -d "$TRACES" ]; then
     echo "seeds.sh: warning: $TRACES not found; only the committed seeds are used" >&2
     exit 0
