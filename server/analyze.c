@@ -37,6 +37,7 @@
 #include "buf.h"
 #include "err.h"
 #include "report.h"
+#include "tlblob.h"
 
 typedef struct frame {
     int cls;
@@ -653,9 +654,9 @@ static int timeline_buckets(A *a) {
     if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
     typedef struct { float busy; uint32_t count, top; float topdur; } bk;
     bk *b = calloc(TL_BUCKETS, sizeof *b);
-    unsigned char *blob = malloc(TL_BUCKETS * 12);
+    unsigned char *blob = malloc(TL_BLOB_RAW), *packed = malloc(TL_BLOB_RAW);
     int rc = 0;
-    if (!b || !blob) rc = ERR_NOMEM;
+    if (!b || !blob || !packed) rc = ERR_NOMEM;
     double t0 = a->t->start_us, w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
     long track = -1;
     double ue = -INFINITY;
@@ -669,7 +670,9 @@ static int timeline_buckets(A *a) {
                 memcpy(blob + i * 12 + 8, &b[i].top, 4);
             }
             sqlite3_bind_int64(ins, 1, track);
-            sqlite3_bind_blob(ins, 2, blob, TL_BUCKETS * 12, SQLITE_STATIC);
+            /* deflated when that is smaller (tlblob.h): an idle track is ~200 B, not 48 KiB */
+            size_t plen = tl_blob_pack(blob, packed);
+            sqlite3_bind_blob(ins, 2, packed, (int)plen, SQLITE_STATIC);
             if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
             sqlite3_reset(ins);
         }
@@ -698,6 +701,7 @@ static int timeline_buckets(A *a) {
     }
     free(b);
     free(blob);
+    free(packed);
     sqlite3_finalize(s);
     sqlite3_finalize(ins);
     return rc;

@@ -16,6 +16,7 @@
 #include "err.h"
 #include "occupancy.h"
 #include "report.h"
+#include "tlblob.h"
 
 static const struct { const char *field, *col; } sorts[] = {
     {"cuda_time_total", "cuda_total"}, {"self_cuda_time_total", "self_cuda"},
@@ -554,6 +555,15 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
     return arr;
 }
 
+/* A track's bucket records (TL_BLOB_RAW bytes, raw or inflated into scratch: tlblob.h), or
+ * NULL when it has none; valid until tb is reset. */
+static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int track, unsigned char *scratch) {
+    sqlite3_bind_int64(tb, 1, id);
+    sqlite3_bind_int(tb, 2, track);
+    if (sqlite3_step(tb) != SQLITE_ROW) return NULL;
+    return tl_blob_unpack(sqlite3_column_blob(tb, 0), (size_t)sqlite3_column_bytes(tb, 0), scratch);
+}
+
 int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
@@ -565,21 +575,26 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t
     sqlite3_stmt *names = NULL, *tb = NULL;
     sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
     sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
-    if (!names || !tb) { sqlite3_finalize(names); sqlite3_finalize(tb); json_decref(doc); return ERR_DB; }
+    unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
+    if (!names || !tb || !scratch) {
+        sqlite3_finalize(names);
+        sqlite3_finalize(tb);
+        free(scratch);
+        json_decref(doc);
+        return names && tb ? ERR_NOMEM : ERR_DB;
+    }
     sqlite3_bind_int64(names, 1, id);
     json_t *tracks = json_array(), *t;
     size_t i;
     json_array_foreach(json_object_get(doc, "tracks"), i, t) {
         int idx = (int)json_integer_value(json_object_get(t, "index"));
         json_t *o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
-        sqlite3_bind_int64(tb, 1, id);
-        sqlite3_bind_int(tb, 2, idx);
-        if (sqlite3_step(tb) != SQLITE_ROW || sqlite3_column_bytes(tb, 0) != TL_BUCKETS * 12) {
+        const unsigned char *blob = track_buckets(tb, id, idx, scratch);
+        if (!blob) {
             sqlite3_reset(tb);
             json_decref(o);
             continue; /* a track with no timed events */
         }
-        const unsigned char *blob = sqlite3_column_blob(tb, 0);
         /* Events in the window, estimated from the pyramid's counts. */
         double est = 0;
         int i0 = (int)floor((a - s0) / w0), i1 = (int)ceil((b - s0) / w0);
@@ -622,6 +637,7 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t
     }
     sqlite3_finalize(names);
     sqlite3_finalize(tb);
+    free(scratch);
     json_t *ph = json_array(), *gp = json_array(), *e;
     json_array_foreach(json_object_get(doc, "phases"), i, e)
         if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(ph, e);

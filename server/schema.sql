@@ -140,7 +140,8 @@ CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);
 CREATE TABLE timeline_buckets (
   session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   track      INTEGER NOT NULL,
-  data       BLOB NOT NULL,                   -- TL_BUCKETS x {float busy_us; u32 count; u32 top_name}
+  data       BLOB NOT NULL,                   -- TL_BUCKETS x {float busy_us; u32 count; u32 top_name},
+                                              -- raw or deflated behind a tag (tlblob.h)
   PRIMARY KEY (session_id, track)
 ) WITHOUT ROWID;
 
