@@ -415,7 +415,6 @@ static void upload_end(app *a, struct conn *c, http_reply *out) {
         memset(&c->early, 0, sizeof c->early);
         return;
     }
-    (void)a;
     int rc = ingest_finish(c->in);
     if (rc) {
         http_error(out, http_status_from_err(rc), http_code_from_err(rc), "%s", ingest_error(c->in));
@@ -437,6 +436,7 @@ static void upload_end(app *a, struct conn *c, http_reply *out) {
         http_error(out, http_status_from_err(rc), http_code_from_err(rc), "%s", err);
         return;
     }
+    store_note_upload(a->st); /* committed: a cached sessions list is now stale (rcache.h) */
     snprintf(out->location, sizeof out->location, "/api/v1/sessions/%lld", id);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1,10 +1,12 @@
-/* rcache.h: rendered replies of the per-session read endpoints, kept in memory.
+/* rcache.h: rendered replies of the read endpoints (per session, and the sessions list), kept in memory.
  *
  * Why it is safe: a stored session's aggregates never change after ingest; what can
  * change a reply is a report edit or a deletion (by a client or by retention), and each
  * bumps the store's write generation (store_generation). An entry remembers the
  * generation it was rendered at and misses once that moved on, so no write path has to
- * know about the cache, and a reply is never staler than the last committed write.
+ * know about the cache, and a reply is never staler than the last committed write. The
+ * sessions list depends on uploads too: routes.c checks it against
+ * store_list_generation, which every committed upload bumps as well (store.h).
  *
  * Why it is worth it: the operator table of a big session is ~20 KB of JSON rendered
  * from ~100 rows on every request; bench/README.md measured 1.3-3.2k req/s for it. A hit

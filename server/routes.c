@@ -29,10 +29,14 @@ typedef struct route {
     const char *method;
     const char *pattern; /* "{id}" matches a positive integer, "{name}" one non-empty segment */
     handler fn;
-    int cached;          /* 1: a 200 reply may be kept in the reply cache (rcache.h) */
+    int cached;          /* a 200 reply may be kept in the reply cache (rcache.h): CACHE_* */
 } route;
 
 #define LIMIT_MAX 10000
+
+/* route.cached: which write generation a kept reply is checked against. A session's
+ * replies change only with writes to stored sessions; the list changes with uploads too. */
+enum { CACHE_NO, CACHE_SESSION, CACHE_LIST };
 
 /* ---- parameter helpers ---- */
 
@@ -496,28 +500,28 @@ static int h_backup(app *a, http_req *rq, http_reply *out) {
 /* ---- the table ---- */
 
 static const route routes[] = {
-    {"GET", "/healthz", h_health, 0},
-    {"GET", "/api/v1/sessions", h_list, 0},
-    {"GET", "/api/v1/sessions/{id}", h_get, 1},
-    {"DELETE", "/api/v1/sessions/{id}", h_delete, 0},
-    {"GET", "/api/v1/sessions/{id}/operators", h_operators, 1},
-    {"GET", "/api/v1/sessions/{id}/kernels", h_kernels, 1},
-    {"GET", "/api/v1/sessions/{id}/phases", h_phases, 1},
-    {"GET", "/api/v1/sessions/{id}/gpu", h_gpu, 1},
-    {"GET", "/api/v1/sessions/{id}/report", h_report, 1},
-    {"PUT", "/api/v1/sessions/{id}/report", h_report_put, 0},
-    {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, 1},
-    {"GET", "/api/v1/sessions/{id}/trace", h_trace, 0},
-    {"GET", "/api/v1/compare", h_compare, 1},
-    {"GET", "/api/v1/sessions/{id}/regressions", h_regressions, 0},
-    {"GET", "/api/v1/baselines", h_baselines, 0},
-    {"GET", "/api/v1/baselines/{name}", h_baseline_get, 0},
-    {"PUT", "/api/v1/baselines/{name}", h_baseline_put, 0},
-    {"DELETE", "/api/v1/baselines/{name}", h_baseline_delete, 0},
-    {"GET", "/api/v1/trends", h_trends, 0},
-    {"GET", "/metrics", h_metrics, 0},
-    {"POST", "/api/v1/admin/backup", h_backup, 0},
-    {NULL, NULL, NULL, 0},
+    {"GET", "/healthz", h_health, CACHE_NO},
+    {"GET", "/api/v1/sessions", h_list, CACHE_LIST},
+    {"GET", "/api/v1/sessions/{id}", h_get, CACHE_SESSION},
+    {"DELETE", "/api/v1/sessions/{id}", h_delete, CACHE_NO},
+    {"GET", "/api/v1/sessions/{id}/operators", h_operators, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/kernels", h_kernels, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/phases", h_phases, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/gpu", h_gpu, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/report", h_report, CACHE_SESSION},
+    {"PUT", "/api/v1/sessions/{id}/report", h_report_put, CACHE_NO},
+    {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
+    {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/regressions", h_regressions, CACHE_NO},
+    {"GET", "/api/v1/baselines", h_baselines, CACHE_NO},
+    {"GET", "/api/v1/baselines/{name}", h_baseline_get, CACHE_NO},
+    {"PUT", "/api/v1/baselines/{name}", h_baseline_put, CACHE_NO},
+    {"DELETE", "/api/v1/baselines/{name}", h_baseline_delete, CACHE_NO},
+    {"GET", "/api/v1/trends", h_trends, CACHE_NO},
+    {"GET", "/metrics", h_metrics, CACHE_NO},
+    {"POST", "/api/v1/admin/backup", h_backup, CACHE_NO},
+    {NULL, NULL, NULL, CACHE_NO},
 };
 
 /* POST /api/v1/sessions is a route too, but http.c streams it; it is listed for Allow. */
@@ -565,7 +569,7 @@ static void cache_key(const http_req *rq, char *key, size_t n) {
 static void run_cached(app *a, const route *r, http_req *rq, http_reply *out) {
     char key[2048];
     cache_key(rq, key, sizeof key);
-    unsigned long gen = store_generation(a->st);
+    unsigned long gen = r->cached == CACHE_LIST ? store_list_generation(a->st) : store_generation(a->st);
     unsigned vary = 0;
     if (key[0] && rcache_get(a->cache, key, gen, &out->text, &out->text_len, &out->content_type, &vary)) {
         out->status = 200;

@@ -24,6 +24,7 @@ struct store {
     sqlite3 *pool[POOL_MAX];
     int npool;
     _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
+    _Atomic unsigned long lgen; /* store_list_generation: gen's writes and uploads */
 };
 
 /* Forward migrations: migrations[v] takes a database from user_version v to v+1.
@@ -151,7 +152,16 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
     return rc;
 }
 
+/* SQLite keeps malloc statistics by default, under one process-wide mutex that every
+ * allocation of every connection takes: with a thread per request that mutex was most of
+ * the sessions list's futex time (bench/README.md). Nothing here reads those statistics.
+ * sqlite3_config works only before SQLite initialises, so the first store_open does it
+ * (a later store, as in the unit tests, gets a harmless SQLITE_MISUSE). */
+static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
+
 store *store_open(const char *path, char *err, size_t errlen) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_setup);
     store *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         snprintf(err, errlen, "out of memory");
@@ -218,6 +228,7 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
         rc = 0;
         if (changes) *changes = sqlite3_changes(db);
         s->gen++; /* after the commit (autocommit), never before: see store_generation */
+        s->lgen++;
     }
 out:
     sqlite3_finalize(st);
@@ -226,6 +237,8 @@ out:
 }
 
 unsigned long store_generation(store *s) { return s->gen; }
+unsigned long store_list_generation(store *s) { return s->lgen; }
+void store_note_upload(store *s) { s->lgen++; }
 
 int store_delete_session(store *s, long long id) {
     int changes = 0;

@@ -35,8 +35,17 @@ int store_set_report_line(store *s, long long id, const char *line, const char *
 /* A counter bumped after every committed change to a stored session (a deletion, a
  * report edit). Read it BEFORE rendering a reply: a reply rendered at generation g is
  * current while the counter is still g (rcache.h). New uploads do not bump it: they
- * change no existing session. */
+ * change no existing session, so one upload does not throw away every cached session reply. */
 unsigned long store_generation(store *s);
+
+/* The same, for replies about the set of sessions (the sessions list): bumped after every
+ * committed upload as well as after everything that bumps store_generation. */
+unsigned long store_list_generation(store *s);
+
+/* Called after an upload's session has COMMITTED (never before: a list rendered between
+ * the two would be kept as current), before its 201 goes out, so that the uploader's next
+ * list shows it. */
+void store_note_upload(store *s);
 
 /* Bytes of the database file plus its WAL. */
 long long store_size_bytes(const store *s);

@@ -4,6 +4,7 @@ import gzip
 import json
 import os
 import unittest
+import urllib.parse
 
 from fpserver import Server, TRACES
 
@@ -129,6 +130,32 @@ class Api(unittest.TestCase):
         self.assertEqual(st, 204)
         self.assertEqual(self.srv.get("/api/v1/sessions/%d" % ids[0])[0], 404)
         self.assertEqual(self.srv.request("DELETE", "/api/v1/sessions/%d" % ids[0])[0], 404)
+
+    def test_list_labels_of_every_row(self):
+        """Each row of a page carries its own labels, in key order: the list fetches them for
+        the whole page in one query and pairs them back by id, so pages cut at every row,
+        sessions without labels between labelled ones, and label filters must all agree with
+        each session's own reply."""
+        sets = [{}, {"model": "llama", "gpu": "a100"}, {"model": "bert"}, {}, {"z": "\u00e9t\u00e9", "a": "1", "m": "x y"},
+                {"pin": "true"}, {"model": "llama"}]
+        want = {}
+        for labels in sets:
+            q = "?name=lbl" + "".join("&label=%s:%s" % (urllib.parse.quote(k), urllib.parse.quote(v)) for k, v in labels.items())
+            want[self.srv.upload_ok(self.small, q)] = labels
+        for limit in (1, 2, 3, 1000):
+            for extra, expect in (("", want), ("&label=model:llama", {i: l for i, l in want.items() if l.get("model") == "llama"})):
+                got, cursor = {}, None
+                while True:
+                    page = self.srv.json("/api/v1/sessions?name=lbl&limit=%d%s%s" % (limit, extra, "&next=" + cursor if cursor else ""))
+                    for s in page["sessions"]:
+                        self.assertEqual(list(s["labels"]), sorted(s["labels"]), s["id"])
+                        got[s["id"]] = s["labels"]
+                    cursor = page["next"]
+                    if not cursor:
+                        break
+                self.assertEqual(got, expect, (limit, extra))
+        for sid, labels in want.items():
+            self.assertEqual(self.srv.json("/api/v1/sessions/%d" % sid)["labels"], labels)
 
     def test_report_edit_persists_and_text(self):
         sid = self.srv.upload_ok(self.small)

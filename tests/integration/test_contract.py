@@ -145,6 +145,37 @@ class Contract(unittest.TestCase):
         for path in (P, P + "/operators", P + "/report", P + "/kernels?format=csv"):
             self.assertEqual(self.srv.get(path)[0], 404, path)
 
+    def test_cached_list_shows_each_upload_and_delete_at_once(self):
+        """The sessions list is kept in the reply cache too (rcache.h), against the list
+        generation, which a committed upload bumps before its 201 goes out: a list read
+        after a 201 always has that session, on every cached page and filter, in every
+        representation; a delete takes it out. Cached pages equal a server without cache."""
+        queries = ("", "?limit=2", "?label=team:x", "?label=team:x&name=a", "?label=team:x&limit=1&next=999999", "?format=csv")
+        seen = []
+        for _ in range(3):
+            for q in queries:  # render each page and ask again: the second one is a cache hit
+                self.assertEqual(self.srv.get("/api/v1/sessions" + q)[2], self.srv.get("/api/v1/sessions" + q)[2], q)
+            self.srv.get("/api/v1/sessions", {"Accept": "text/plain"})
+            sid = self.srv.upload_ok(tiny(), "?name=a&label=team:x")
+            seen.insert(0, sid)
+            self.assertEqual(self.ids(""), seen)
+            self.assertEqual(self.ids("?limit=2"), seen[:2])
+            self.assertEqual(self.ids("?label=team:x"), seen)
+            self.assertEqual(self.ids("?label=team:x&name=a"), seen)
+            self.assertEqual(self.ids("?label=team:x&limit=1&next=999999"), seen[:1])
+            self.assertIn(b"\n%d," % sid, self.srv.get("/api/v1/sessions?format=csv")[2])
+            self.assertIn(b"\n%d " % sid, self.srv.get("/api/v1/sessions", {"Accept": "text/plain"})[2])
+        self.assertEqual(self.srv.request("DELETE", "/api/v1/sessions/%d" % seen[1])[0], 204)
+        del seen[1]
+        self.assertEqual(self.ids(""), seen)
+        self.assertEqual(self.ids("?label=team:x"), seen)
+        fresh = Server("--cache-bytes", "0", db=self.srv.db)
+        try:
+            for q in queries + ("?limit=1&next=%d" % seen[0],):
+                self.assertEqual(self.srv.get("/api/v1/sessions" + q)[2], fresh.get("/api/v1/sessions" + q)[2], q)
+        finally:
+            fresh.stop()
+
     def test_500_on_a_corrupt_database_is_a_json_error(self):
         """A fault the server cannot mend is a 500 with the JSON error body, never a
         truncated 200: the operators table's pages are overwritten on disk."""

@@ -8,8 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "err.h"
 #include "rcache.h"
+#include "store.h"
 
 static int get(rcache *c, const char *key, unsigned long gen, char *out, size_t n) {
     char *b = NULL;
@@ -113,6 +116,31 @@ static void test_rcache_off_and_oversized(void **state)
     rcache_free(NULL);
 }
 
+/* What each kind of write bumps: the list generation moves with uploads as well, the
+ * session generation only with changes to stored sessions (routes.c picks one per route). */
+static void test_store_generations_for_uploads_and_writes(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/fp-test-gen-XXXXXX", db[64], err[256];
+    assert_non_null(mkdtemp(path));
+    snprintf(db, sizeof db, "%s/db", path);
+    store *st = store_open(db, err, sizeof err);
+    assert_non_null(st);
+    unsigned long g = store_generation(st), l = store_list_generation(st);
+    store_note_upload(st);
+    assert_int_equal(store_generation(st), g);
+    assert_int_equal(store_list_generation(st), l + 1);
+    /* No such session, but the DELETE ran and committed: both move. */
+    assert_int_equal(store_delete_session(st, 12345), ERR_NOTFOUND);
+    assert_int_equal(store_generation(st), g + 1);
+    assert_int_equal(store_list_generation(st), l + 2);
+    store_close(st);
+    char f[96];
+    const char *const suffix[] = {"", "-wal", "-shm"};
+    for (int i = 0; i < 3; i++) { snprintf(f, sizeof f, "%s%s", db, suffix[i]); remove(f); }
+    rmdir(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -121,6 +149,7 @@ int main(void)
         cmocka_unit_test(test_rcache_evicts_least_recently_used),
         cmocka_unit_test(test_rcache_many_keys_grow_the_table),
         cmocka_unit_test(test_rcache_off_and_oversized),
+        cmocka_unit_test(test_store_generations_for_uploads_and_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
