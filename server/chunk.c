@@ -103,7 +103,7 @@ static size_t skip_value(const char *j, size_t p, size_t n) {
     return p;
 }
 
-/* Splits {"k":v,...} (no whitespace: what yajl_gen and Jansson's JSON_COMPACT write) into
+/* Splits {"k":v,...} (no whitespace: what ingest.c hands on and Jansson's JSON_COMPACT writes) into
  * members: member i is j[start[i], end[i]). Returns the count, or -1 when j is not such
  * an object or has more than MAX_MEMBERS members; callers then leave it whole. */
 static int members(const char *j, size_t n, size_t *start, size_t *end) {

@@ -30,7 +30,7 @@ typedef struct ingest_event {
     int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem;
     const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
-    const char *json;            /* the whole event, compact JSON, args kept */
+    const char *json;            /* the whole event as written, args kept, whitespace outside strings dropped */
     size_t json_len;
 } ingest_event;
 
