@@ -2,6 +2,7 @@
 #include "evq.h"
 
 #include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -24,7 +25,14 @@ struct evq {
     int npool;
     buf cur;              /* the block being filled (request thread only) */
     int done, stop, rc, joined;
+    double wait_full_ms, wait_empty_ms; /* evq_waits */
 };
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
 
 static const char **str_slot(ingest_event *e, int i) {
     const char **s[NSTR] = {&e->name, &e->cat, &e->ph, &e->pid, &e->tid, &e->shapes, &e->grid, &e->block, &e->json};
@@ -67,7 +75,11 @@ static void *run(void *arg) {
     evq *q = arg;
     pthread_mutex_lock(&q->mu);
     for (;;) {
-        while (!q->count && !q->done) pthread_cond_wait(&q->nonempty, &q->mu);
+        if (!q->count && !q->done) {
+            double t0 = now_ms();
+            while (!q->count && !q->done) pthread_cond_wait(&q->nonempty, &q->mu);
+            q->wait_empty_ms += now_ms() - t0;
+        }
         if (!q->count) break;
         buf b = q->full[q->head];
         q->head = (q->head + 1) % EVQ_BLOCKS;
@@ -105,7 +117,11 @@ evq *evq_new(evq_consume_fn consume, void *ctx) {
 /* Queues the current block (waiting while the queue is full) and takes an empty one. */
 static int hand_over(evq *q) {
     pthread_mutex_lock(&q->mu);
-    while (q->count == EVQ_BLOCKS && !q->rc) pthread_cond_wait(&q->nonfull, &q->mu);
+    if (q->count == EVQ_BLOCKS && !q->rc) {
+        double t0 = now_ms();
+        while (q->count == EVQ_BLOCKS && !q->rc) pthread_cond_wait(&q->nonfull, &q->mu);
+        q->wait_full_ms += now_ms() - t0;
+    }
     int rc = q->rc;
     if (!rc) {
         q->full[(q->head + q->count) % EVQ_BLOCKS] = q->cur;
@@ -138,6 +154,11 @@ int evq_finish(evq *q) {
     int rc = q->cur.len ? hand_over(q) : 0;
     end_thread(q, 0);
     return rc ? rc : q->rc;
+}
+
+void evq_waits(const evq *q, double *full_ms, double *empty_ms) {
+    *full_ms = q->wait_full_ms;
+    *empty_ms = q->wait_empty_ms;
 }
 
 void evq_free(evq *q) {

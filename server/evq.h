@@ -1,6 +1,6 @@
 /* evq.h: hands parsed trace events from the request thread to a loader thread.
  *
- * Why: on the request thread, YAJL's tokenising and the event's re-serialisation take
+ * Why: on the request thread, YAJL's tokenising and the copy of each event's text take
  * about as long as what the loader then does with the event (classification, the scratch
  * INSERT, the chunk columns, zstd). Two threads overlap the two halves of an upload on
  * the two cores the server gets (bench/README.md).
@@ -29,6 +29,9 @@ int evq_push(evq *q, const ingest_event *e);
 /* Hands over the last block and waits until every event was consumed and the thread has
  * ended. 0 or consume's (or ERR_NOMEM's) first error. Call once. */
 int evq_finish(evq *q);
+/* After evq_finish: how long the request thread waited for room in the queue (the loader
+ * was the slower half) and the loader thread for a block (the parser was), in ms. */
+void evq_waits(const evq *q, double *full_ms, double *empty_ms);
 /* Stops the thread (queued events are dropped) unless evq_finish ended it; frees q.
  * Accepts NULL. */
 void evq_free(evq *q);

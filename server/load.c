@@ -564,9 +564,12 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = evq_finish(l->q);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) /* how long the loader thread lagged behind the parser */
-        fprintf(stderr, "level=debug msg=analysis step=drain ms=%.1f\n",
-                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) { /* which half of the stream was the slower one */
+        double full, empty;
+        evq_waits(l->q, &full, &empty);
+        fprintf(stderr, "level=debug msg=analysis step=drain ms=%.1f parser_waited_ms=%.1f loader_waited_ms=%.1f\n",
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, full, empty);
+    }
     if (rc) {
         set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
         goto out;
