@@ -556,6 +556,16 @@ static int prepare_identity(loader *l) {
     return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
 }
 
+/* FIRSTPASS_TRACE_ANALYSIS=1: the wall ms since *t0 as one more analysis step, and *t0 := now. */
+static void log_step(const char *step, struct timespec *t0) {
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
+        fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", step,
+                (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6);
+    *t0 = t1;
+}
+
 int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen) {
     int rc = 0;
     analysis a;
@@ -570,6 +580,7 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
         fprintf(stderr, "level=debug msg=analysis step=drain ms=%.1f parser_waited_ms=%.1f loader_waited_ms=%.1f\n",
                 (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, full, empty);
     }
+    t0 = t1;
     if (rc) {
         set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
         goto out;
@@ -584,13 +595,17 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     if (rc) goto out;
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    log_step("scratch_commit", &t0);
     if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!rc && exec(l->t.db, "BEGIN")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     if (!rc) rc = synth_run(&l->t, on_synth, l);
     if (!rc) rc = flush_synth(l);
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    log_step("synth", &t0);
     if (!rc) rc = add_counts(l, &a);
     if (!rc) rc = write_session(l, &a, bytes_in, id);
+    log_step("write_session", &t0);
 out:
     analysis_free(&a);
     if (rc) snprintf(err, errlen, "%s", l->err[0] ? l->err : "the session could not be stored");
