@@ -172,7 +172,9 @@ for S in $SIZES; do
   put "$S.ingest_hwm_kb" "$(hwm_kb)"
   log "  ingest ${is} s ($(cpu_s) s server CPU), $events events, server VmHWM $(hwm_kb) kB"
   # the per-step analysis times the server logged (FIRSTPASS_TRACE_ANALYSIS=1)
-  put "$S.analysis" "$(awk '/msg=analysis/ {split($3, a, "="); split($4, b, "="); printf "%s=%s ", a[2], b[2]}' "$SLOG")"
+  # (the drain line also says how long each stream thread waited for the other: drain.parser_waited_ms=...)
+  put "$S.analysis" "$(awk '/msg=analysis/ {split($3, a, "="); split($4, b, "="); printf "%s=%s ", a[2], b[2];
+    for (i = 5; i <= NF; i++) printf "%s.%s ", a[2], $i}' "$SLOG")"
 
   # (c) storage
   ck=$(sqlite3 "$DB" 'PRAGMA wal_checkpoint(TRUNCATE);' 2>&1 || true)
