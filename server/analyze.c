@@ -66,12 +66,10 @@ typedef struct phase {
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;
 
-/* The timeline track being bucketed (tl_add). */
+/* A timeline track being bucketed (tl_add). */
 typedef struct tlacc {
-    sqlite3_stmt *ins;
     tl_bucket *b;                  /* TL_BUCKETS */
-    unsigned char *blob, *packed;  /* TL_BLOB_RAW each */
-    double t0, w, ue;              /* session start, bucket width, end of the busy union so far */
+    double ue;                     /* end of the busy union so far */
     long track;                    /* -1: none open */
 } tlacc;
 
@@ -89,7 +87,10 @@ typedef struct A {
     sqlite3_stmt *busy_q, *kbusy_q;
     long ua_kind;           /* string id of "user_annotation", -1 if absent */
     double wall;
-    tlacc tl;
+    sqlite3_stmt *tl_ins;          /* INSERT INTO scratch.tlb */
+    unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
+    double tl_t0, tl_w;            /* session start, bucket width */
+    tlacc tl;                      /* timeline_buckets' accumulator (and host_walk's, sorted) */
 } A;
 
 static int dberr(A *a) {
@@ -215,55 +216,52 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * already in that order, which saves sorting the host events a second time (70 ms of
  * 95 at 100 MB); timeline_buckets feeds the rest. */
 static int tl_open(A *a) {
-    tlacc *t = &a->tl;
-    t->track = -1;
-    t->t0 = a->t->start_us;
-    t->w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
-    t->b = calloc(TL_BUCKETS, sizeof *t->b);
-    t->blob = malloc(TL_BLOB_RAW);
-    t->packed = malloc(TL_BLOB_RAW);
-    if (!t->b || !t->blob || !t->packed) return ERR_NOMEM;
-    t->ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
-    return t->ins ? 0 : ERR_DB;
+    a->tl_t0 = a->t->start_us;
+    a->tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
+    a->tl.track = -1;
+    a->tl.b = calloc(TL_BUCKETS, sizeof *a->tl.b);
+    a->tl_blob = malloc(TL_BLOB_RAW);
+    a->tl_packed = malloc(TL_BLOB_RAW);
+    if (!a->tl.b || !a->tl_blob || !a->tl_packed) return ERR_NOMEM;
+    a->tl_ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
+    return a->tl_ins ? 0 : ERR_DB;
 }
 
 static void tl_close(A *a) {
     free(a->tl.b);
-    free(a->tl.blob);
-    free(a->tl.packed);
-    sqlite3_finalize(a->tl.ins);
+    free(a->tl_blob);
+    free(a->tl_packed);
+    sqlite3_finalize(a->tl_ins);
 }
 
-/* Writes the open track's buckets (if any) to scratch.tlb. */
-static int tl_flush(A *a) {
-    tlacc *t = &a->tl;
+/* Writes t's open track (if any) to scratch.tlb. */
+static int tl_flush(A *a, tlacc *t) {
     if (t->track < 0) return 0;
     for (int i = 0; i < TL_BUCKETS; i++) {
-        memcpy(t->blob + i * 12, &t->b[i].busy, 4);
-        memcpy(t->blob + i * 12 + 4, &t->b[i].count, 4);
-        memcpy(t->blob + i * 12 + 8, &t->b[i].top, 4);
+        memcpy(a->tl_blob + i * 12, &t->b[i].busy, 4);
+        memcpy(a->tl_blob + i * 12 + 4, &t->b[i].count, 4);
+        memcpy(a->tl_blob + i * 12 + 8, &t->b[i].top, 4);
     }
-    sqlite3_bind_int64(t->ins, 1, t->track);
+    sqlite3_bind_int64(a->tl_ins, 1, t->track);
     /* deflated when that is smaller (tlblob.h): an idle track is ~200 B, not 48 KiB */
-    size_t plen = tl_blob_pack(t->blob, t->packed);
-    sqlite3_bind_blob(t->ins, 2, t->packed, (int)plen, SQLITE_STATIC);
-    int rc = sqlite3_step(t->ins) == SQLITE_DONE ? 0 : dberr(a);
-    sqlite3_reset(t->ins);
+    size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed);
+    sqlite3_bind_blob(a->tl_ins, 2, a->tl_packed, (int)plen, SQLITE_STATIC);
+    int rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : dberr(a);
+    sqlite3_reset(a->tl_ins);
     t->track = -1;
     return rc;
 }
 
-/* One event of track tr; a new track first writes the one before. */
-static int tl_add(A *a, long tr, double ts, double te, uint32_t name, double dur) {
-    tlacc *t = &a->tl;
+/* One event of track tr into t; a new track first writes the one before. */
+static int tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, double dur) {
     if (tr != t->track) {
-        int rc = tl_flush(a);
+        int rc = tl_flush(a, t);
         if (rc) return rc;
         memset(t->b, 0, TL_BUCKETS * sizeof *t->b);
         t->track = tr;
         t->ue = -INFINITY;
     }
-    double t0 = t->t0, w = t->w;
+    double t0 = a->tl_t0, w = a->tl_w;
     int bi = (int)((ts - t0) / w);
     if (bi < 0) bi = 0;
     if (bi >= TL_BUCKETS) bi = TL_BUCKETS - 1;
@@ -286,72 +284,206 @@ static int tl_add(A *a, long tr, double ts, double te, uint32_t name, double dur
 
 #define MAX_DEPTH 1024
 
-/* The key_averages() walk over host events, thread by thread. */
-static int host_walk(A *a) {
-    sqlite3_stmt *s = prep(a,
-        "SELECT e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n, e.dur"
-        " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
-        " WHERE e.cls IN (0, 1, 3) ORDER BY e.track, e.ts, e.te DESC");
+/* One host row of host_walk's query, in the order of its columns. */
+typedef struct hrow {
+    int cls, devtype, has_g;
+    long kind, name, track, shapes;
+    double ts, te, dur, gd; /* gd, gn: the GPU time and count of a runtime call's correlation */
+    long long bytes, gn;
+} hrow;
+
+#define HROW_COLS "e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n, e.dur"
+
+static void hrow_read(sqlite3_stmt *s, hrow *r) {
+    r->cls = sqlite3_column_int(s, 0);
+    r->kind = (long)sqlite3_column_int64(s, 1);
+    r->name = (long)sqlite3_column_int64(s, 2);
+    r->track = (long)sqlite3_column_int64(s, 3);
+    r->ts = sqlite3_column_double(s, 4);
+    r->te = sqlite3_column_double(s, 5);
+    r->shapes = col_id(s, 6);
+    r->bytes = sqlite3_column_int64(s, 7);
+    r->devtype = sqlite3_column_int(s, 8);
+    r->has_g = sqlite3_column_type(s, 9) != SQLITE_NULL;
+    r->gd = sqlite3_column_double(s, 9);
+    r->gn = sqlite3_column_int64(s, 10);
+    r->dur = sqlite3_column_double(s, 11);
+}
+
+/* host_walk's order: ts ascending, the longer first on a tie. */
+static int hrow_before(const hrow *x, const hrow *y) { return x->ts < y->ts || (x->ts == y->ts && x->te > y->te); }
+
+/* One thread's walk: its open events, its timeline track, and its late rows (sorted). */
+typedef struct walker {
+    frame *stack;
+    int depth, cap;
+    tlacc *tl;
+    hrow *late;
+    size_t nlate, nextlate, caplate;
+} walker;
+
+/* The next row of the thread, in host_walk's order: the event nests in what is open. */
+static int walk_row(A *a, walker *w, const hrow *r) {
+    int rc = 0;
+    double ts = r->ts, te = r->te;
+    frame *stack = w->stack;
+    /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
+    while (w->depth > 0 && !rc && (ts >= stack[w->depth - 1].te || te > stack[w->depth - 1].te)) rc = pop_frame(a, stack, &w->depth);
+    if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
+        rc = tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);
+    if (rc) return rc;
+    if (r->cls == EV_MEMORY) {
+        int cuda = r->devtype == 1, self_done = 0;
+        for (int i = w->depth - 1; i >= 0; i--) {
+            if (stack[i].cls != EV_HOST_OP) continue;
+            if (cuda) stack[i].cuda_mem += r->bytes; else stack[i].cpu_mem += r->bytes;
+            if (!self_done) {
+                if (cuda) stack[i].self_cuda_mem += r->bytes; else stack[i].self_cpu_mem += r->bytes;
+                self_done = 1;
+            }
+        }
+        return 0;
+    }
+    if (w->depth == MAX_DEPTH && (rc = pop_frame(a, stack, &w->depth))) return rc; /* pathological nesting: keep going */
+    if (w->depth == w->cap) {
+        int cap = w->cap * 2;
+        frame *ns = realloc(w->stack, (size_t)cap * sizeof *ns);
+        if (!ns) return ERR_NOMEM;
+        w->stack = stack = ns;
+        w->cap = cap;
+    }
+    frame *f = &stack[w->depth++];
+    memset(f, 0, sizeof *f);
+    f->cls = r->cls;
+    f->kind = r->kind;
+    f->name = r->name;
+    f->shapes = r->shapes;
+    f->ts = ts;
+    f->te = te;
+    f->dur = r->dur;
+    if (r->cls == EV_HOST_RT && r->has_g) {
+        int self_done = 0;
+        for (int i = w->depth - 2; i >= 0; i--) {
+            if (stack[i].cls != EV_HOST_OP) continue;
+            stack[i].cuda_total += r->gd;
+            if (!self_done) { stack[i].self_cuda += r->gd; self_done = 1; }
+            if (stack[i].kind == a->ua_kind) { stack[i].kernels += r->gn; stack[i].kernel_us += r->gd; }
+        }
+        if (!self_done) { f->self_cuda += r->gd; f->cuda_total += r->gd; }
+    }
+    return 0;
+}
+
+/* Row r of w's thread, after the late rows that come before it. */
+static int walk_merged(A *a, walker *w, const hrow *r) {
+    int rc = 0;
+    while (!rc && w->nextlate < w->nlate && (!r || !hrow_before(r, &w->late[w->nextlate])))
+        rc = walk_row(a, w, &w->late[w->nextlate++]);
+    return rc || !r ? rc : walk_row(a, w, r);
+}
+
+/* Walks w's remaining late rows, pops every open event and writes its timeline track. */
+static int walk_end(A *a, walker *w) {
+    int rc = walk_merged(a, w, NULL);
+    while (w->depth > 0 && !rc) rc = pop_frame(a, w->stack, &w->depth);
+    return rc ? rc : tl_flush(a, w->tl);
+}
+
+/* At most this many host threads get a walker each (with about 64 KiB of timeline buckets)
+ * and at most this many late rows are held, or host_walk sorts every host row instead. */
+#define WALK_TRACKS_MAX 64
+#define WALK_LATE_MAX 65536
+
+/* The late rows, sorted, into their threads' walkers. */
+static int load_late(A *a, walker *ws, const long *slot) {
+    sqlite3_stmt *s = prep(a, "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
+                              " WHERE e.cls IN (0, 1, 3) AND e.late = 1 ORDER BY e.track, e.ts, e.te DESC");
     if (!s) return ERR_DB;
-    frame *stack = malloc(MAX_DEPTH * sizeof *stack);
-    if (!stack) { sqlite3_finalize(s); return ERR_NOMEM; }
-    int depth = 0, rc = 0, src;
-    long track = -1;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) {
-        int cls = sqlite3_column_int(s, 0);
-        long tr = (long)sqlite3_column_int64(s, 3);
-        double ts = sqlite3_column_double(s, 4), te = sqlite3_column_double(s, 5);
-        if (tr != track) {
-            while (depth > 0 && !rc) rc = pop_frame(a, stack, &depth);
-            track = tr;
+    int rc = 0, src;
+    while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
+        hrow r;
+        hrow_read(s, &r);
+        if (r.track < 0 || (size_t)r.track >= a->t->ntracks || !slot[r.track]) { rc = ERR_INTERNAL; break; }
+        walker *w = &ws[slot[r.track] - 1];
+        if (w->nlate == w->caplate) {
+            size_t cap = w->caplate ? w->caplate * 2 : 16;
+            hrow *nl = realloc(w->late, cap * sizeof *nl);
+            if (!nl) { rc = ERR_NOMEM; break; }
+            w->late = nl;
+            w->caplate = cap;
         }
-        /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
-        while (depth > 0 && !rc && (ts >= stack[depth - 1].te || te > stack[depth - 1].te)) rc = pop_frame(a, stack, &depth);
-        if (rc) break;
-        if (cls != EV_MEMORY && (size_t)tr < a->t->ntracks && !a->t->tracks[tr].gpu) /* GPU tracks: timeline_buckets */
-            rc = tl_add(a, tr, ts, te, (uint32_t)sqlite3_column_int64(s, 2), sqlite3_column_double(s, 11));
-        if (rc) break;
-        if (cls == EV_MEMORY) {
-            long long bytes = sqlite3_column_int64(s, 7);
-            int cuda = sqlite3_column_int(s, 8) == 1;
-            int self_done = 0;
-            for (int i = depth - 1; i >= 0; i--) {
-                if (stack[i].cls != EV_HOST_OP) continue;
-                if (cuda) stack[i].cuda_mem += bytes; else stack[i].cpu_mem += bytes;
-                if (!self_done) {
-                    if (cuda) stack[i].self_cuda_mem += bytes; else stack[i].self_cpu_mem += bytes;
-                    self_done = 1;
-                }
-            }
-            continue;
-        }
-        if (depth == MAX_DEPTH) rc = pop_frame(a, stack, &depth); /* pathological nesting: keep going */
-        if (rc) break;
-        frame *f = &stack[depth++];
-        memset(f, 0, sizeof *f);
-        f->cls = cls;
-        f->kind = (long)sqlite3_column_int64(s, 1);
-        f->name = (long)sqlite3_column_int64(s, 2);
-        f->shapes = col_id(s, 6);
-        f->ts = ts;
-        f->te = te;
-        f->dur = sqlite3_column_double(s, 11);
-        if (cls == EV_HOST_RT && sqlite3_column_type(s, 9) != SQLITE_NULL) {
-            double d = sqlite3_column_double(s, 9);
-            long long n = sqlite3_column_int64(s, 10);
-            int self_done = 0;
-            for (int i = depth - 2; i >= 0; i--) {
-                if (stack[i].cls != EV_HOST_OP) continue;
-                stack[i].cuda_total += d;
-                if (!self_done) { stack[i].self_cuda += d; self_done = 1; }
-                if (stack[i].kind == a->ua_kind) { stack[i].kernels += n; stack[i].kernel_us += d; }
-            }
-            if (!self_done) { f->self_cuda += d; f->cuda_total += d; }
-        }
+        w->late[w->nlate++] = r;
     }
     if (!rc && src != SQLITE_DONE) rc = dberr(a);
-    while (depth > 0 && !rc) rc = pop_frame(a, stack, &depth);
-    free(stack);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The key_averages() walk over host events, thread by thread. Each thread's rows must come
+ * by ts, the longer first on a tie. Why not simply sort them: that sort was 85 of
+ * host_walk's 200 ms at 100 MB, and a trace mostly writes each thread's events in that
+ * order already; the current Kineto schema's real traces here have 0 to 7 late rows per
+ * thread in up to 129,000 (the 2021 schema writes children first: thousands). So the rows
+ * that came in order are read as stored, each thread with its own walker, and the few late
+ * ones (load.c marks them) are merged in from a small sorted list. Too many threads or late
+ * rows: every row sorted by track, one walker. */
+static int host_walk(A *a) {
+    size_t nw = 0;
+    long *slot = calloc(a->t->ntracks + 1, sizeof *slot); /* track -> walker index + 1 */
+    for (size_t i = 0; slot && i < a->t->ntracks; i++)
+        if (a->t->tracks[i].host_seen) slot[i] = (long)++nw;
+    int merge = nw <= WALK_TRACKS_MAX && a->t->host_late <= WALK_LATE_MAX;
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
+        fprintf(stderr, "level=debug msg=analysis step=host_order ms=0 merge=%d threads=%zu late=%lld\n", merge, nw,
+                a->t->host_late);
+    if (!merge) nw = 1;
+    walker *ws = calloc(nw ? nw : 1, sizeof *ws);
+    tlacc *tls = merge ? calloc(nw ? nw : 1, sizeof *tls) : NULL;
+    int rc = !slot || !ws || (merge && !tls) ? ERR_NOMEM : 0;
+    for (size_t i = 0; !rc && i < nw; i++) {
+        ws[i].cap = 64;
+        ws[i].stack = malloc((size_t)ws[i].cap * sizeof *ws[i].stack);
+        ws[i].tl = merge ? &tls[i] : &a->tl;
+        if (merge) {
+            tls[i].track = -1;
+            tls[i].b = calloc(TL_BUCKETS, sizeof *tls[i].b);
+        }
+        if (!ws[i].stack || (merge && !tls[i].b)) rc = ERR_NOMEM;
+    }
+    if (!rc && merge && a->t->host_late) rc = load_late(a, ws, slot);
+    sqlite3_stmt *s = rc ? NULL : prep(a, merge
+        ? "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
+          " WHERE e.cls IN (0, 1, 3) AND e.late = 0 ORDER BY e.seq"
+        : "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
+          " WHERE e.cls IN (0, 1, 3) ORDER BY e.track, e.ts, e.te DESC");
+    if (!rc && !s) rc = ERR_DB;
+    long track = -1;
+    int src = SQLITE_DONE;
+    while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
+        hrow r;
+        hrow_read(s, &r);
+        if (merge) {
+            /* every track with a row of these classes has host_seen (load.c) */
+            if (r.track < 0 || (size_t)r.track >= a->t->ntracks || !slot[r.track]) { rc = ERR_INTERNAL; break; }
+            rc = walk_merged(a, &ws[slot[r.track] - 1], &r);
+            continue;
+        }
+        if (r.track != track) {
+            rc = walk_end(a, &ws[0]);
+            track = r.track;
+        }
+        if (!rc) rc = walk_row(a, &ws[0], &r);
+    }
+    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    for (size_t i = 0; !rc && i < nw; i++) rc = walk_end(a, &ws[i]);
+    for (size_t i = 0; ws && i < nw; i++) {
+        free(ws[i].stack);
+        free(ws[i].late);
+    }
+    for (size_t i = 0; tls && i < nw; i++) free(tls[i].b);
+    free(ws);
+    free(tls);
+    free(slot);
     sqlite3_finalize(s);
     return rc;
 }
@@ -778,11 +910,11 @@ static int timeline_buckets(A *a) {
     else if (!s) rc = ERR_DB;
     if (!rc) sqlite3_bind_text(s, 1, js, -1, SQLITE_STATIC);
     while (!rc && sqlite3_step(s) == SQLITE_ROW)
-        rc = tl_add(a, (long)sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1), sqlite3_column_double(s, 2),
+        rc = tl_add(a, &a->tl, (long)sqlite3_column_int64(s, 0), sqlite3_column_double(s, 1), sqlite3_column_double(s, 2),
                     (uint32_t)sqlite3_column_int64(s, 3), sqlite3_column_double(s, 4));
     sqlite3_finalize(s);
     free(js);
-    return rc ? rc : tl_flush(a);
+    return rc ? rc : tl_flush(a, &a->tl);
 }
 
 static json_t *timeline_doc(A *a, json_t *phases, json_t *gaps) {

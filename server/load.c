@@ -258,6 +258,19 @@ static int store_event(void *ctx, const ingest_event *e) {
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
 
+    int late = 0;
+    if (cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY) {
+        /* The order host_walk needs (trace.h: host_late): ts ascending, te descending. */
+        double te = ts + dur;
+        late = ti->host_seen && (ts < ti->host_ts || (ts == ti->host_ts && te > ti->host_te));
+        if (late) {
+            l->t.host_late++;
+        } else {
+            ti->host_ts = ts;
+            ti->host_te = te;
+        }
+        ti->host_seen = 1;
+    }
     if (cls != EV_OTHER) {
         l->t.analysed++;
         if (ts < l->t.start_us) l->t.start_us = ts;
@@ -287,6 +300,7 @@ static int store_event(void *ctx, const ingest_event *e) {
         bind_opt(s, 16, e->has_regs, e->regs);
         bind_opt(s, 17, e->has_smem, e->smem);
         sqlite3_bind_double(s, 18, dur);
+        sqlite3_bind_int(s, 19, late);
         rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
         sqlite3_reset(s);
         sqlite3_clear_bindings(s);
@@ -335,7 +349,8 @@ static const char scratch_sql[] =
     /* One row per analysed event; see trace.h for cls. te = ts + dur. */
     "CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,"
     " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT, ext INT,"
-    " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);"
+    " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT,"
+    " late INT NOT NULL);" /* trace.h: host_late */
     "CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,"
     " min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);";
 
@@ -361,7 +376,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     if (exec(l->t.db, scratch_sql) || exec(l->t.db, "BEGIN") ||
         sqlite3_prepare_v2(l->t.db,
                            "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,ext,dev,stream,bytes,devtype,"
-                           "shapes,grid,block,regs,smem,dur) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "shapes,grid,block,regs,smem,dur,late) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {

@@ -31,6 +31,8 @@ typedef struct track_info {
     int shown;            /* has an event a viewer draws (ph other than M, s, t, f) */
     int thread_named;     /* a ph M thread_name event is on the track */
     int process_named;    /* a ph M process_name event is on the track (names its pid) */
+    int host_seen;        /* has host-class events (EV_HOST_OP, EV_HOST_RT, EV_MEMORY) */
+    double host_ts, host_te; /* the greatest of them so far in host_walk's order (see host_late) */
 } track_info;
 
 typedef struct trace_ctx {
@@ -47,6 +49,10 @@ typedef struct trace_ctx {
     json_t *labels;       /* {"k":"v"} (owned), for the report */
     char *hardware;       /* "NVIDIA A100 x8" or "" (owned) */
     int has_launch_flows; /* the upload has ac2g / async_cpu_to_gpu flow events (synth.h) */
+    long long host_late;  /* host-class events that came before the greatest one of their track
+                           * so far in (ts, longer first) order: scratch.ev.late = 1. The others
+                           * are in that order as they came, so analyze.c's host walk reads
+                           * them unsorted and merges the late ones in */
 } trace_ctx;
 
 #endif

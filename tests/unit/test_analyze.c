@@ -189,6 +189,56 @@ static void test_ingest_memory_self_and_total(void **state) {
     json_decref(r);
 }
 
+/* One thread's events in three orders must give the same table: sorted; with late rows
+ * (a parent after its children, a second thread's op after its child: analyze.c merges
+ * them into the rows read in file order); and late rows plus 65 one-event threads, more
+ * than host_walk gives walkers (WALK_TRACKS_MAX 64), which takes the sort-everything path. */
+#define MEM(tid, ts, bytes) \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes ",\"Device Type\":0}}"
+static void check_late_table(long long id) {
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "P"), "self_cpu_time_total_us") - 60) < 1e-9);
+    assert_true(fabs(f(row(r, "P"), "cpu_time_total_us") - 100) < 1e-9);
+    assert_true(fabs(f(row(r, "P"), "cuda_time_total_us") - 5) < 1e-9);
+    assert_int_equal((int)f(row(r, "P"), "cpu_memory_usage_bytes"), 64);
+    assert_int_equal((int)f(row(r, "P"), "self_cpu_memory_usage_bytes"), 0);
+    assert_true(fabs(f(row(r, "A"), "self_cpu_time_total_us") - 30) < 1e-9);
+    assert_int_equal((int)f(row(r, "A"), "self_cpu_memory_usage_bytes"), 64);
+    assert_true(fabs(f(row(r, "B"), "self_cpu_time_total_us") - 8) < 1e-9);
+    assert_true(fabs(f(row(r, "B"), "self_cuda_time_total_us") - 5) < 1e-9);
+    assert_true(fabs(f(row(r, "Q"), "self_cpu_time_total_us") - 7) < 1e-9);
+    assert_true(fabs(f(row(r, "q"), "self_cpu_time_total_us") - 3) < 1e-9);
+    json_decref(r);
+}
+static void test_ingest_late_rows_walk_like_sorted(void **state) {
+    (void)state;
+#define KERNEL "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":70,\"dur\":5,\"args\":{\"correlation\":7,\"device\":0,\"stream\":7}}"
+#define LAUNCH X("cudaLaunchKernel", "cuda_runtime", 1, 55, 2, "\"correlation\":7")
+    const char *sorted = "{\"traceEvents\":[" X("P", "cpu_op", 1, 0, 100, "") "," X("A", "cpu_op", 1, 10, 30, "") ","
+                         MEM(1, 20, 64) "," X("B", "cpu_op", 1, 50, 10, "") "," LAUNCH "," X("Q", "cpu_op", 2, 0, 10, "") ","
+                         X("q", "cpu_op", 2, 2, 3, "") "," KERNEL "]}";
+    const char *late = "{\"traceEvents\":[" X("A", "cpu_op", 1, 10, 30, "") "," MEM(1, 20, 64) "," X("q", "cpu_op", 2, 2, 3, "") ","
+                       X("P", "cpu_op", 1, 0, 100, "") "," X("B", "cpu_op", 1, 50, 10, "") "," X("Q", "cpu_op", 2, 0, 10, "") ","
+                       LAUNCH "," KERNEL "]}";
+    long long id;
+    assert_int_equal(import(sorted, &id), 0);
+    check_late_table(id);
+    assert_int_equal(import(late, &id), 0);
+    check_late_table(id);
+    char many[16384];
+    size_t n = (size_t)snprintf(many, sizeof many, "%.*s", (int)(strlen(late) - 2), late); /* without "]}" */
+    for (int t = 100; t < 165; t++)
+        n += (size_t)snprintf(many + n, sizeof many - n, ",{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"E\",\"pid\":1,\"tid\":%d,\"ts\":1,\"dur\":1}", t);
+    snprintf(many + n, sizeof many - n, "]}");
+    assert_int_equal(import(many, &id), 0);
+    check_late_table(id);
+    json_t *r = ops(id, 0);
+    assert_int_equal((int)f(row(r, "E"), "calls"), 65);
+    json_decref(r);
+#undef KERNEL
+#undef LAUNCH
+}
+
 static void test_ingest_input_shapes_grouping(void **state) {
     (void)state;
     long long id;
@@ -313,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_ingest_unsorted_threads_zero_duration),
         cmocka_unit_test(test_ingest_correlation_attributes_cuda_time),
         cmocka_unit_test(test_ingest_memory_self_and_total),
+        cmocka_unit_test(test_ingest_late_rows_walk_like_sorted),
         cmocka_unit_test(test_ingest_input_shapes_grouping),
         cmocka_unit_test(test_ingest_phases_count_kernels),
         cmocka_unit_test(test_ingest_gzip_in_pieces_and_truncated),
