@@ -28,6 +28,7 @@
 #include "analyze.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ typedef struct A {
     size_t nphases, capphases;
     sqlite3_stmt *busy_q, *kbusy_q;
     long ua_kind;           /* string id of "user_annotation", -1 if absent */
+    long kernel_kind, memcpy_kind, memset_kind; /* of "kernel", "gpu_memcpy", "gpu_memset" (gpu_job) */
     double wall;
     sqlite3_stmt *tl_ins;          /* INSERT INTO scratch.tlb */
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
@@ -773,7 +775,7 @@ static double quantile(A *a, long long n, double q) {
     if (n <= 0) return 0;
     long long k = (long long)ceil(q * (double)n) - 1;
     if (k < 0) k = 0;
-    sqlite3_stmt *s = prep(a, "SELECT d FROM scratch.delays ORDER BY d LIMIT 1 OFFSET ?");
+    sqlite3_stmt *s = prep(a, "SELECT d FROM temp.delays ORDER BY d LIMIT 1 OFFSET ?");
     double v = 0;
     if (!s) return 0;
     sqlite3_bind_int64(s, 1, k);
@@ -810,8 +812,8 @@ static json_t *copies_facts(A *a) {
         ", g.dur FROM scratch.ev g WHERE g.cls = 2 AND g.kind IN (?1, ?2)");
     if (!s) return by;
     /* Only copies and memsets: the runtime-name subquery for every kernel was 70 ms at 100 MB. */
-    sqlite3_bind_int64(s, 1, intern_id(a->t->strs, "gpu_memcpy", 10));
-    sqlite3_bind_int64(s, 2, intern_id(a->t->strs, "gpu_memset", 10));
+    sqlite3_bind_int64(s, 1, a->memcpy_kind);
+    sqlite3_bind_int64(s, 2, a->memset_kind);
     while (sqlite3_step(s) == SQLITE_ROW) {
         const char *kind = str(a, (long)sqlite3_column_int64(s, 1));
         if (strcmp(kind, "gpu_memcpy") && strcmp(kind, "gpu_memset")) continue;
@@ -856,10 +858,11 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
     }
     long long n = 0;
     double mean = 0;
-    if (!run(a, "CREATE TABLE scratch.delays AS SELECT g.ts - r.ts AS d FROM scratch.ev r"
+    /* temp: gpu_facts runs on gpu_job's connection, which only reads the scratch file */
+    if (!run(a, "CREATE TEMP TABLE delays AS SELECT g.ts - r.ts AS d FROM scratch.ev r"
                 " JOIN scratch.ev g ON g.cls = 2 AND g.corr = r.corr WHERE r.cls = 1 AND r.corr IS NOT NULL;"
-                "CREATE INDEX scratch.delays_d ON delays(d);")) {
-        sqlite3_stmt *c = prep(a, "SELECT COUNT(*), TOTAL(d) FROM scratch.delays");
+                "CREATE INDEX temp.delays_d ON delays(d);")) {
+        sqlite3_stmt *c = prep(a, "SELECT COUNT(*), TOTAL(d) FROM temp.delays");
         if (c && sqlite3_step(c) == SQLITE_ROW) {
             n = sqlite3_column_int64(c, 0);
             mean = n ? sqlite3_column_double(c, 1) / (double)n : 0;
@@ -871,9 +874,8 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
     sqlite3_stmt *k = prep(a, "SELECT COUNT(*), TOTAL(dur), TOTAL(dur < ?1), TOTAL(CASE WHEN dur < ?1 THEN dur END)"
                               " FROM scratch.ev WHERE cls = 2 AND kind = ?2");
     if (k) {
-        const char *kn = "kernel";
         sqlite3_bind_double(k, 1, SHORT_KERNEL_US);
-        sqlite3_bind_int64(k, 2, intern_id(a->t->strs, kn, strlen(kn)));
+        sqlite3_bind_int64(k, 2, a->kernel_kind);
         if (sqlite3_step(k) == SQLITE_ROW) {
             nk = sqlite3_column_int64(k, 0);
             kt = sqlite3_column_double(k, 1);
@@ -891,6 +893,97 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
                      "short_kernels", nshort, "short_kernel_share", nk ? (double)nshort / (double)nk : 0.0,
                      "short_kernel_time_share", kt > 0 ? short_t / kt : 0.0, "kernels", nk, "kernel_us", kt,
                      "copies", copies_facts(a));
+}
+
+/* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time: how bench/ finds hot steps. */
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+#define STEP_BEGIN() double t0_ = now_ms()
+#define STEP_END(name) \
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", name, now_ms() - t0_)
+
+/* ---- GPU facts on the second core ---- */
+
+/* Why: after the stream, the analysis ran on one core while the other idled, and
+ * gpu_facts (100 ms at 100 MB, 1.3 s at 1 GB) reads only what setup and merge_into have
+ * written. So it runs on a thread of its own with a connection of its own that attaches
+ * the same scratch file, while host_walk and the rest go on here. Its context is a copy
+ * of the analysis's with its own connection, statements and error; the string table is
+ * only read (the ids it needs were interned before it started). The scratch writes of this
+ * side wait for its reads, if ever they must spill, through the busy timeout. */
+typedef struct gpu_job {
+    A b;
+    char err[256];
+    double gpu_busy;
+    json_t *gpu, *gaps;
+    pthread_t th;
+    int started, threaded;
+} gpu_job;
+
+static void *gpu_job_run(void *arg) {
+    gpu_job *j = arg;
+    STEP_BEGIN();
+    j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
+    STEP_END("gpu_facts");
+    return NULL;
+}
+
+/* Opens the job's connection and starts it (or runs it here when no thread can start). */
+static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
+    memset(j, 0, sizeof *j);
+    j->b.t = a->t;
+    j->b.wall = a->wall;
+    j->b.ua_kind = a->ua_kind;
+    j->b.kernel_kind = a->kernel_kind;
+    j->b.memcpy_kind = a->memcpy_kind;
+    j->b.memset_kind = a->memset_kind;
+    j->b.err = j->err;
+    j->b.errlen = sizeof j->err;
+    j->gpu_busy = gpu_busy;
+    j->gaps = json_array();
+    if (!j->gaps) return ERR_NOMEM;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *at = NULL;
+    int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+             sqlite3_busy_timeout(db, 30000) == SQLITE_OK &&
+             sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE;
+    sqlite3_finalize(at);
+    j->b.db = db;
+    if (!ok) {
+        snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
+        sqlite3_close(db);
+        j->b.db = NULL;
+        return ERR_DB;
+    }
+    j->b.kbusy_q = prep(&j->b, "SELECT s, e, cum FROM scratch.kbusy WHERE s <= ? ORDER BY s DESC LIMIT 1");
+    if (!j->b.kbusy_q) {
+        snprintf(a->err, a->errlen, "%s", j->err);
+        return ERR_DB;
+    }
+    j->started = 1;
+    j->threaded = pthread_create(&j->th, NULL, gpu_job_run, j) == 0;
+    if (!j->threaded) gpu_job_run(j);
+    return 0;
+}
+
+/* Waits for the job; hands over its facts and gaps (NULL when it failed). Always call
+ * after gpu_job_start, even on an error path: it frees the job. */
+static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
+    if (j->threaded) pthread_join(j->th, NULL);
+    int rc = j->started && j->gpu ? 0 : j->started ? (j->err[0] ? ERR_DB : ERR_NOMEM) : 0;
+    if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
+    if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
+    if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
+    json_decref(j->gpu);
+    json_decref(j->gaps);
+    sqlite3_finalize(j->b.kbusy_q);
+    sqlite3_close(j->b.db);
+    memset(j, 0, sizeof *j);
+    return rc;
 }
 
 /* ---- timeline ---- */
@@ -969,16 +1062,6 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
 
 /* ---- entry ---- */
 
-/* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time: how bench/ finds hot steps. */
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-#define STEP_BEGIN() double t0_ = now_ms()
-#define STEP_END(name) \
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", name, now_ms() - t0_)
-
 /* Why partial indexes: building an index sorts its rows, and the three over every event
  * were most of setup (276 of 342 ms at 100 MB). Each query below that needs one names its
  * index's WHERE term literally (cls = 2; a comparison on corr implies corr IS NOT NULL),
@@ -1034,18 +1117,31 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         a.kbusy_q = prep(&a, "SELECT s, e, cum FROM scratch.kbusy WHERE s <= ? ORDER BY s DESC LIMIT 1");
         if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
     }
+    /* What gpu_job reads is committed first: the job's connection sees only that. */
+    if (!rc) rc = run(&a, "COMMIT; BEGIN");
+    gpu_job job;
+    memset(&job, 0, sizeof job);
+    if (!rc) {
+        a.kernel_kind = intern_id(t->strs, "kernel", 6);
+        a.memcpy_kind = intern_id(t->strs, "gpu_memcpy", 10);
+        a.memset_kind = intern_id(t->strs, "gpu_memset", 10);
+        rc = a.kernel_kind < 0 || a.memcpy_kind < 0 || a.memset_kind < 0 ? ERR_NOMEM : gpu_job_start(&a, &job, gpu_busy);
+    }
     if (!rc) rc = tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = host_walk(&a); STEP_END("host_walk"); }
     if (!rc) { STEP_BEGIN(); rc = gpu_rows(&a); STEP_END("gpu_rows"); }
     if (!rc) { STEP_BEGIN(); rc = gpu_phases(&a); STEP_END("gpu_phases"); }
     if (!rc) { STEP_BEGIN(); rc = write_ops(&a); STEP_END("write_ops"); }
-    json_t *tl_phases = json_array(), *gaps = json_array();
+    json_t *tl_phases = json_array(), *gaps = NULL;
     if (!rc) { STEP_BEGIN(); rc = write_phases(&a, tl_phases); STEP_END("write_phases"); }
     if (!rc) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
-    if (!rc) {
+    {
         STEP_BEGIN();
-        out->gpu = gpu_facts(&a, gpu_busy, gaps);
-        STEP_END("gpu_facts");
+        int jrc = gpu_job_finish(&a, &job, &out->gpu, &gaps);
+        STEP_END("gpu_facts_wait");
+        if (!rc) rc = jrc;
+    }
+    if (!rc) {
         out->timeline = timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
         report_input in = {a.db, out->gpu, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};

@@ -1,7 +1,7 @@
 /* load.c: the trace importer's storage half: parsed events -> one stored session.
  *
- * Owns the loader's private SQLite connection, its scratch database (ATTACH '' : a
- * temporary file SQLite deletes on close), the event classification, the per-track
+ * Owns the loader's private SQLite connection, its scratch database (a temporary file in
+ * $TMPDIR, deleted by loader_free: attach_scratch), the event classification, the per-track
  * event chunks and the final copy into the main database. Must not see MHD types.
  *
  * Why a scratch database and not arrays: a 1 GB trace holds millions of events, and the
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "analyze.h"
@@ -48,6 +49,8 @@ struct loader {
     int legacy;         /* set by loader_commit's caller through the source */
     const char *source; /* loader_set_source (static string), NULL: decided at commit */
     evq *q;             /* events go through it to the loader thread (evq.h) */
+    char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
+    int attached;
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
 };
@@ -342,7 +345,6 @@ static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
 /* ---- lifecycle ---- */
 
 static const char scratch_sql[] =
-    "ATTACH '' AS scratch;"
     "PRAGMA scratch.journal_mode=OFF;"
     "PRAGMA scratch.synchronous=OFF;"
     "PRAGMA scratch.cache_size=-16384;"
@@ -353,6 +355,30 @@ static const char scratch_sql[] =
     " late INT NOT NULL);" /* trace.h: host_late */
     "CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,"
     " min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);";
+
+/* Why a named file and not ATTACH '' (which SQLite deletes as soon as it is open): the
+ * analysis reads it from a second connection too, to use the second core (analyze.c,
+ * gpu_job). It lives in $TMPDIR (else /tmp) and goes at loader_free. */
+static int attach_scratch(loader *l, char *err, size_t errlen) {
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    int n = snprintf(l->scratch_path, sizeof l->scratch_path, "%s/firstpass-scratch-XXXXXX", dir);
+    int fd = n > 0 && (size_t)n < sizeof l->scratch_path ? mkstemp(l->scratch_path) : -1;
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a scratch file in %s", dir);
+        l->scratch_path[0] = '\0';
+        return ERR_IO;
+    }
+    close(fd);
+    l->t.scratch_path = l->scratch_path;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(l->t.db, "ATTACH ? AS scratch", -1, &s, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(s, 1, l->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_finalize(s);
+    if (rc) snprintf(err, errlen, "cannot attach the scratch database: %s", sqlite3_errmsg(l->t.db));
+    else l->attached = 1;
+    return rc;
+}
 
 loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     loader *l = calloc(1, sizeof *l);
@@ -370,6 +396,10 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.db = store_get(st);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
+        loader_free(l);
+        return NULL;
+    }
+    if (attach_scratch(l, err, errlen)) {
         loader_free(l);
         return NULL;
     }
@@ -636,11 +666,12 @@ void loader_free(loader *l) {
     sqlite3_finalize(l->ins_ev);
     sqlite3_finalize(l->ins_chunk);
     if (l->t.db) {
-        /* DETACH drops the scratch file; the connection goes back clean to the pool. */
+        /* DETACH, so the connection goes back clean to the pool; then the file goes. */
         if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
-        sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
+        if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
         store_put(l->st, l->t.db);
     }
+    if (l->scratch_path[0]) unlink(l->scratch_path);
     for (size_t i = 0; i < l->t.ntracks; i++) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);

@@ -1,9 +1,10 @@
 /* trace.h: what the loader knows about one upload while it is being stored.
  *
  * Shared by load.c (fills it while events stream in) and analyze.c (reads it when the
- * stream ended). The events themselves are rows of scratch.ev, a table in a private
- * temporary database attached to the loader's connection, so memory stays bounded by
- * SQLite's page cache whatever the trace size. */
+ * stream ended). The events themselves are rows of scratch.ev, a table in a temporary
+ * database file attached to the loader's connection (and, read-only in effect, to the
+ * analysis's second one), so memory stays bounded by SQLite's page cache whatever the
+ * trace size. */
 #ifndef FP_TRACE_H
 #define FP_TRACE_H
 
@@ -37,6 +38,7 @@ typedef struct track_info {
 
 typedef struct trace_ctx {
     sqlite3 *db;          /* main + scratch attached */
+    const char *scratch_path; /* the scratch database's file, for a second connection (analyze.c) */
     intern *strs;         /* names, kinds, shapes: scratch.ev refers to their ids */
     track_info *tracks;
     size_t ntracks, captracks;

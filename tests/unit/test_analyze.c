@@ -239,6 +239,29 @@ static void test_ingest_late_rows_walk_like_sorted(void **state) {
 #undef LAUNCH
 }
 
+/* The scratch database is a file in $TMPDIR (load.c: attach_scratch): where none can be
+ * made, loader_new says so, and nothing is left behind where one could. */
+static void test_loader_scratch_file_in_tmpdir(void **state) {
+    (void)state;
+    const char *old = getenv("TMPDIR");
+    char *keep = old ? strdup(old) : NULL;
+    setenv("TMPDIR", "/nonexistent-firstpass-dir", 1);
+    load_opts o = {"t", NULL, 0, 0, 0};
+    char err[256] = "";
+    loader *l = loader_new(st, &o, err, sizeof err);
+    assert_null(l);
+    assert_non_null(strstr(err, "cannot create a scratch file in /nonexistent-firstpass-dir"));
+    char dir[] = "/tmp/fp-scratch-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    setenv("TMPDIR", dir, 1);
+    long long id;
+    assert_int_equal(import("{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 10, "") "]}", &id), 0);
+    if (keep) setenv("TMPDIR", keep, 1);
+    else unsetenv("TMPDIR");
+    free(keep);
+    assert_int_equal(rmdir(dir), 0); /* empty again: the scratch file went with the loader */
+}
+
 static void test_ingest_input_shapes_grouping(void **state) {
     (void)state;
     long long id;
@@ -364,6 +387,7 @@ int main(void) {
         cmocka_unit_test(test_ingest_correlation_attributes_cuda_time),
         cmocka_unit_test(test_ingest_memory_self_and_total),
         cmocka_unit_test(test_ingest_late_rows_walk_like_sorted),
+        cmocka_unit_test(test_loader_scratch_file_in_tmpdir),
         cmocka_unit_test(test_ingest_input_shapes_grouping),
         cmocka_unit_test(test_ingest_phases_count_kernels),
         cmocka_unit_test(test_ingest_gzip_in_pieces_and_truncated),
