@@ -1,7 +1,7 @@
 /* load.c: the trace importer's storage half: parsed events -> one stored session.
  *
- * Owns the loader's private SQLite connection, its scratch database (a temporary file in
- * $TMPDIR, deleted by loader_free: attach_scratch), the event classification, the per-track
+ * Owns the loader's private SQLite connection, its scratch database (a tmpfile.h file,
+ * deleted by loader_free: attach_scratch), the event classification, the per-track
  * event chunks and the final copy into the main database. Must not see MHD types.
  *
  * Why a scratch database and not arrays: a 1 GB trace holds millions of events, and the
@@ -13,6 +13,7 @@
  * BEGIN IMMEDIATE ... COMMIT; a failed or abandoned upload leaves nothing behind. */
 #include "load.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@
 #include "err.h"
 #include "evq.h"
 #include "synth.h"
+#include "tmpfile.h"
 #include "trace.h"
 
 struct loader {
@@ -358,14 +360,11 @@ static const char scratch_sql[] =
 
 /* Why a named file and not ATTACH '' (which SQLite deletes as soon as it is open): the
  * analysis reads it from a second connection too, to use the second core (analyze.c,
- * gpu_job). It lives in $TMPDIR (else /tmp) and goes at loader_free. */
+ * gpu_job). It is a tmpfile.h file, gone at loader_free (or at the next start after a crash). */
 static int attach_scratch(loader *l, char *err, size_t errlen) {
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    int n = snprintf(l->scratch_path, sizeof l->scratch_path, "%s/firstpass-scratch-XXXXXX", dir);
-    int fd = n > 0 && (size_t)n < sizeof l->scratch_path ? mkstemp(l->scratch_path) : -1;
+    int fd = tmpfile_make("scratch", l->scratch_path, sizeof l->scratch_path);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot create a scratch file in %s", dir);
+        snprintf(err, errlen, "cannot create a scratch file in %s: %s", tmpfile_dir(), strerror(errno));
         l->scratch_path[0] = '\0';
         return ERR_IO;
     }

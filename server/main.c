@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "http.h"
 #include "logfmt.h"
+#include "tmpfile.h"
 #include "rcache.h"
 #include "retention.h"
 
@@ -199,6 +200,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "level=error msg=\"cannot open the database\" db=%s error=%s\n", cfg.db, logfmt_quote(err, q, sizeof q));
         return 1;
     }
+    /* Temporary files a killed server left in $TMPDIR (tmpfile.h): a 1 GB upload's scratch is ~360 MB. */
+    int swept = tmpfile_sweep();
+    if (swept) fprintf(stderr, "level=info msg=\"removed temporary files of a server that is gone\" files=%d dir=%s\n", swept, tmpfile_dir());
     if (!realpath(cfg.static_dir, a.static_root)) {
         fprintf(stderr, "level=warn msg=\"static directory %s not found: the dashboard is off\"\n", cfg.static_dir);
         a.static_root[0] = '\0';

@@ -75,6 +75,7 @@
 
 #include "buf.h"
 #include "err.h"
+#include "tmpfile.h"
 
 #define NS_LIMIT 1000000000000000000LL /* |time| in ns a row may have (31 years) */
 #define NAME_CACHE 256                  /* StringIds lookups cached, direct-mapped by id */
@@ -92,13 +93,7 @@ struct nsys_spool {
 static nsys_spool *spool_new(void) {
     nsys_spool *sp = calloc(1, sizeof *sp);
     if (!sp) return NULL;
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    if ((size_t)snprintf(sp->path, sizeof sp->path, "%s/firstpass-nsys-XXXXXX", dir) >= sizeof sp->path) {
-        free(sp);
-        return NULL;
-    }
-    sp->fd = mkostemp(sp->path, O_CLOEXEC);
+    sp->fd = tmpfile_make("nsys", sp->path, sizeof sp->path);
     if (sp->fd < 0) {
         free(sp);
         return NULL;

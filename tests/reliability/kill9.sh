@@ -27,6 +27,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 TMP=$(mktemp -d /tmp/fp-kill9-XXXXXX)
 DB=$TMP/fp.db
+# The server's temporary files (scratch databases, nsys spools: server/tmpfile.h) go here,
+# so the restart check below can see what the kills left and what the sweep removed.
+mkdir -p "$TMP/tmpdir"
+export TMPDIR=$TMP/tmpdir
 trap fp_cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -159,7 +163,11 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # After the last kill: a clean start lists exactly what is stored, then SIGTERM exits 0.
+left=$(find "$TMPDIR" -name 'firstpass-*' | wc -l)
 if fp_start; then
+    now=$(find "$TMPDIR" -name 'firstpass-*' | wc -l)
+    if [ "$now" -eq 0 ]; then pass "restart: no temporary files left ($left from the last kill, removed at start)"
+    else fail "restart: $now temporary files left in \$TMPDIR after the start (from the last kill: $left)"; fi
     stored=$(sqlite3 -batch "$DB" 'SELECT id FROM sessions ORDER BY id' | tr '\n' ' ')
     listed=$(fp_list_ids | sort -n | tr '\n' ' ') || listed="(list failed)"
     if [ "$stored" = "$listed" ]; then pass "restart: the API lists the $(wc -w <<< "$stored") stored sessions"
