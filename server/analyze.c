@@ -93,6 +93,7 @@ typedef struct A {
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     double tl_t0, tl_w;            /* session start, bucket width */
     tlacc tl;                      /* timeline_buckets' accumulator (and host_walk's, sorted) */
+    buf *tl_mem;                   /* non-NULL: tl_flush appends {i64 track, u32 len, blob} here (gpu_job) */
 } A;
 
 static int dberr(A *a) {
@@ -244,13 +245,39 @@ static int tl_flush(A *a, tlacc *t) {
         memcpy(a->tl_blob + i * 12 + 4, &t->b[i].count, 4);
         memcpy(a->tl_blob + i * 12 + 8, &t->b[i].top, 4);
     }
-    sqlite3_bind_int64(a->tl_ins, 1, t->track);
     /* deflated when that is smaller (tlblob.h): an idle track is ~200 B, not 48 KiB */
     size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed);
+    long long track = t->track;
+    t->track = -1;
+    if (a->tl_mem) { /* gpu_job's side may not write the scratch file: tl_insert_mem later */
+        uint32_t n = (uint32_t)plen;
+        return buf_put(a->tl_mem, &track, sizeof track) || buf_put(a->tl_mem, &n, sizeof n) ||
+               buf_put(a->tl_mem, a->tl_packed, plen) ? ERR_NOMEM : 0;
+    }
+    sqlite3_bind_int64(a->tl_ins, 1, track);
     sqlite3_bind_blob(a->tl_ins, 2, a->tl_packed, (int)plen, SQLITE_STATIC);
     int rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : dberr(a);
     sqlite3_reset(a->tl_ins);
-    t->track = -1;
+    return rc;
+}
+
+/* Inserts the tracks tl_flush kept in m (gpu_job's) into scratch.tlb. */
+static int tl_insert_mem(A *a, const buf *m) {
+    size_t off = 0;
+    int rc = 0;
+    while (!rc && off + 12 <= m->len) {
+        long long track;
+        uint32_t n;
+        memcpy(&track, m->p + off, 8);
+        memcpy(&n, m->p + off + 8, 4);
+        off += 12;
+        if (off + n > m->len) return ERR_INTERNAL;
+        sqlite3_bind_int64(a->tl_ins, 1, track);
+        sqlite3_bind_blob(a->tl_ins, 2, m->p + off, (int)n, SQLITE_STATIC);
+        rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : dberr(a);
+        sqlite3_reset(a->tl_ins);
+        off += n;
+    }
     return rc;
 }
 
@@ -919,15 +946,30 @@ typedef struct gpu_job {
     char err[256];
     double gpu_busy;
     json_t *gpu, *gaps;
+    int timeline, tl_rc; /* also timeline_buckets' pass, its blobs kept in tl_mem */
+    buf tl_mem;
     pthread_t th;
     int started, threaded;
 } gpu_job;
 
+static int timeline_buckets(A *a);
+
+/* At most this many GPU tracks have their timeline done by gpu_job (their blobs, up to
+ * 48 KiB each, wait in memory for tl_insert_mem); more, and this side does them. */
+#define JOB_TL_TRACKS_MAX 64
+
 static void *gpu_job_run(void *arg) {
     gpu_job *j = arg;
-    STEP_BEGIN();
-    j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
-    STEP_END("gpu_facts");
+    {
+        STEP_BEGIN();
+        j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
+        STEP_END("gpu_facts");
+    }
+    if (j->timeline) {
+        STEP_BEGIN();
+        j->tl_rc = timeline_buckets(&j->b);
+        STEP_END("timeline_buckets");
+    }
     return NULL;
 }
 
@@ -945,6 +987,19 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     j->gpu_busy = gpu_busy;
     j->gaps = json_array();
     if (!j->gaps) return ERR_NOMEM;
+    size_t ngpu = 0;
+    for (size_t i = 0; i < a->t->ntracks; i++) ngpu += a->t->tracks[i].gpu != 0;
+    if (ngpu <= JOB_TL_TRACKS_MAX) {
+        j->b.tl_t0 = a->t->start_us; /* as tl_open's */
+        j->b.tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
+        j->b.tl.track = -1;
+        j->b.tl.b = calloc(TL_BUCKETS, sizeof *j->b.tl.b);
+        j->b.tl_blob = malloc(TL_BLOB_RAW);
+        j->b.tl_packed = malloc(TL_BLOB_RAW);
+        if (!j->b.tl.b || !j->b.tl_blob || !j->b.tl_packed) return ERR_NOMEM;
+        j->b.tl_mem = &j->tl_mem;
+        j->timeline = 1;
+    }
     sqlite3 *db = NULL;
     sqlite3_stmt *at = NULL;
     int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
@@ -970,16 +1025,23 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     return 0;
 }
 
-/* Waits for the job; hands over its facts and gaps (NULL when it failed). Always call
- * after gpu_job_start, even on an error path: it frees the job. */
-static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
+/* Waits for the job; hands over its facts and gaps (NULL when it failed) and inserts its
+ * timeline tracks. Always call after gpu_job_start, even on an error path: it frees the job.
+ * *did_timeline: whether the job did timeline_buckets' pass. */
+static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps, int *did_timeline) {
     if (j->threaded) pthread_join(j->th, NULL);
     int rc = j->started && j->gpu ? 0 : j->started ? (j->err[0] ? ERR_DB : ERR_NOMEM) : 0;
+    if (!rc && j->started && j->timeline) rc = j->tl_rc ? j->tl_rc : tl_insert_mem(a, &j->tl_mem);
+    *did_timeline = j->started && j->timeline;
     if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
     if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
     if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
     json_decref(j->gpu);
     json_decref(j->gaps);
+    free(j->b.tl.b);
+    free(j->b.tl_blob);
+    free(j->b.tl_packed);
+    buf_free(&j->tl_mem);
     sqlite3_finalize(j->b.kbusy_q);
     sqlite3_close(j->b.db);
     memset(j, 0, sizeof *j);
@@ -1137,12 +1199,12 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) { STEP_BEGIN(); rc = write_ops(&a); STEP_END("write_ops"); }
     json_t *tl_phases = json_array(), *gaps = NULL;
     if (!rc) { STEP_BEGIN(); rc = write_phases(&a, tl_phases); STEP_END("write_phases"); }
-    if (!rc) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
     {
         STEP_BEGIN();
-        int jrc = gpu_job_finish(&a, &job, &out->gpu, &gaps);
-        STEP_END("gpu_facts_wait");
+        int did_tl = 0, jrc = gpu_job_finish(&a, &job, &out->gpu, &gaps, &did_tl);
+        STEP_END("gpu_job_wait");
         if (!rc) rc = jrc;
+        if (!rc && !did_tl) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
     }
     if (!rc) {
         out->timeline = timeline_doc(&a, tl_phases, gaps);

@@ -262,6 +262,29 @@ static void test_loader_scratch_file_in_tmpdir(void **state) {
     assert_int_equal(rmdir(dir), 0); /* empty again: the scratch file went with the loader */
 }
 
+/* Every track with timed events has its timeline blob, whoever bucketed it: the GPU tracks
+ * are done by analyze.c's gpu_job when there are at most 64 of them, here otherwise. */
+static void test_timeline_tracks_whoever_buckets_them(void **state) {
+    (void)state;
+    for (int streams = 3; streams <= 70; streams += 67) {
+        char t[32768];
+        size_t n = (size_t)snprintf(t, sizeof t, "{\"traceEvents\":[" X("op", "cpu_op", 1, 0, 1000, ""));
+        for (int k = 0; k < streams; k++)
+            n += (size_t)snprintf(t + n, sizeof t - n,
+                                  ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":%d,\"ts\":%d,\"dur\":5,"
+                                  "\"args\":{\"device\":0,\"stream\":%d}}", 100 + k, 10 * k, 100 + k);
+        snprintf(t + n, sizeof t - n, "]}");
+        long long id;
+        assert_int_equal(import(t, &id), 0);
+        sqlite3 *db = store_get(st);
+        json_t *tl = NULL;
+        assert_int_equal(query_timeline(db, id, 0, 1000, 100, &tl), 0);
+        store_put(st, db);
+        assert_int_equal((int)json_array_size(json_object_get(tl, "tracks")), streams + 1);
+        json_decref(tl);
+    }
+}
+
 static void test_ingest_input_shapes_grouping(void **state) {
     (void)state;
     long long id;
@@ -388,6 +411,7 @@ int main(void) {
         cmocka_unit_test(test_ingest_memory_self_and_total),
         cmocka_unit_test(test_ingest_late_rows_walk_like_sorted),
         cmocka_unit_test(test_loader_scratch_file_in_tmpdir),
+        cmocka_unit_test(test_timeline_tracks_whoever_buckets_them),
         cmocka_unit_test(test_ingest_input_shapes_grouping),
         cmocka_unit_test(test_ingest_phases_count_kernels),
         cmocka_unit_test(test_ingest_gzip_in_pieces_and_truncated),
