@@ -33,10 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "buf.h"
 #include "err.h"
+#include "mono.h"
 #include "report.h"
 #include "tlblob.h"
 
@@ -218,14 +218,26 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * in (track, ts) order. Why two feeders: the host tracks' rows come from host_walk's scan,
  * already in that order, which saves sorting the host events a second time (70 ms of
  * 95 at 100 MB); timeline_buckets feeds the rest. */
-static int tl_open(A *a) {
+/* An empty accumulator: no track open, its buckets allocated. */
+static int tlacc_init(tlacc *t) {
+    t->track = -1;
+    t->b = calloc(TL_BUCKETS, sizeof *t->b);
+    return t->b ? 0 : ERR_NOMEM;
+}
+
+/* What tl_add and tl_flush need in a (the bucket grid, a->tl, the blob buffers), for
+ * this side and for gpu_job's copy alike; tl_close frees it. */
+static int tl_init(A *a) {
     a->tl_t0 = a->t->start_us;
     a->tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
-    a->tl.track = -1;
-    a->tl.b = calloc(TL_BUCKETS, sizeof *a->tl.b);
     a->tl_blob = malloc(TL_BLOB_RAW);
     a->tl_packed = malloc(TL_BLOB_RAW);
-    if (!a->tl.b || !a->tl_blob || !a->tl_packed) return ERR_NOMEM;
+    return tlacc_init(&a->tl) || !a->tl_blob || !a->tl_packed ? ERR_NOMEM : 0;
+}
+
+/* tl_init, and the statement that writes to scratch.tlb. */
+static int tl_open(A *a) {
+    if (tl_init(a)) return ERR_NOMEM;
     a->tl_ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
     return a->tl_ins ? 0 : ERR_DB;
 }
@@ -340,7 +352,7 @@ static void hrow_read(sqlite3_stmt *s, hrow *r) {
 }
 
 /* host_walk's order: ts ascending, the longer first on a tie. */
-static int hrow_before(const hrow *x, const hrow *y) { return x->ts < y->ts || (x->ts == y->ts && x->te > y->te); }
+static int hrow_before(const hrow *x, const hrow *y) { return host_before(x->ts, x->te, y->ts, y->te); }
 
 /* One thread's walk: its open events, its timeline track, and its late rows (sorted). */
 typedef struct walker {
@@ -473,11 +485,7 @@ static int host_walk(A *a) {
         ws[i].cap = 64;
         ws[i].stack = malloc((size_t)ws[i].cap * sizeof *ws[i].stack);
         ws[i].tl = merge ? &tls[i] : &a->tl;
-        if (merge) {
-            tls[i].track = -1;
-            tls[i].b = calloc(TL_BUCKETS, sizeof *tls[i].b);
-        }
-        if (!ws[i].stack || (merge && !tls[i].b)) rc = ERR_NOMEM;
+        if (!ws[i].stack || (merge && tlacc_init(&tls[i]))) rc = ERR_NOMEM;
     }
     if (!rc && merge && a->t->host_late) rc = load_late(a, ws, slot);
     sqlite3_stmt *s = rc ? NULL : prep(a, merge
@@ -923,14 +931,9 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
 }
 
 /* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time: how bench/ finds hot steps. */
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-#define STEP_BEGIN() double t0_ = now_ms()
+#define STEP_BEGIN() double t0_ = mono_ms()
 #define STEP_END(name) \
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", name, now_ms() - t0_)
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", name, mono_ms() - t0_)
 
 /* ---- GPU facts on the second core ---- */
 
@@ -990,13 +993,7 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     size_t ngpu = 0;
     for (size_t i = 0; i < a->t->ntracks; i++) ngpu += a->t->tracks[i].gpu != 0;
     if (ngpu <= JOB_TL_TRACKS_MAX) {
-        j->b.tl_t0 = a->t->start_us; /* as tl_open's */
-        j->b.tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
-        j->b.tl.track = -1;
-        j->b.tl.b = calloc(TL_BUCKETS, sizeof *j->b.tl.b);
-        j->b.tl_blob = malloc(TL_BLOB_RAW);
-        j->b.tl_packed = malloc(TL_BLOB_RAW);
-        if (!j->b.tl.b || !j->b.tl_blob || !j->b.tl_packed) return ERR_NOMEM;
+        if (tl_init(&j->b)) return ERR_NOMEM;
         j->b.tl_mem = &j->tl_mem;
         j->timeline = 1;
     }
@@ -1030,17 +1027,16 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
  * *did_timeline: whether the job did timeline_buckets' pass. */
 static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps, int *did_timeline) {
     if (j->threaded) pthread_join(j->th, NULL);
-    int rc = j->started && j->gpu ? 0 : j->started ? (j->err[0] ? ERR_DB : ERR_NOMEM) : 0;
-    if (!rc && j->started && j->timeline) rc = j->tl_rc ? j->tl_rc : tl_insert_mem(a, &j->tl_mem);
+    int rc = 0;
+    if (j->started && !j->gpu) rc = j->err[0] ? ERR_DB : ERR_NOMEM;
+    else if (j->started && j->timeline) rc = j->tl_rc ? j->tl_rc : tl_insert_mem(a, &j->tl_mem);
     *did_timeline = j->started && j->timeline;
     if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
     if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
     if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
     json_decref(j->gpu);
     json_decref(j->gaps);
-    free(j->b.tl.b);
-    free(j->b.tl_blob);
-    free(j->b.tl_packed);
+    tl_close(&j->b); /* its tl_ins is NULL: the job never writes */
     buf_free(&j->tl_mem);
     sqlite3_finalize(j->b.kbusy_q);
     sqlite3_close(j->b.db);

@@ -2,10 +2,10 @@
 #include "evq.h"
 
 #include <pthread.h>
-#include <time.h>
 #include <stdint.h>
 
 #include "buf.h"
+#include "mono.h"
 
 /* A packed event: the ingest_event struct as bytes, then its nine strings, each a
  * uint32 length (NO_STR for NULL), the bytes and a NUL. Unpacking points the struct's
@@ -27,12 +27,6 @@ struct evq {
     int done, stop, rc, joined;
     double wait_full_ms, wait_empty_ms; /* evq_waits */
 };
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static const char **str_slot(ingest_event *e, int i) {
     const char **s[NSTR] = {&e->name, &e->cat, &e->ph, &e->pid, &e->tid, &e->shapes, &e->grid, &e->block, &e->json};
@@ -76,9 +70,9 @@ static void *run(void *arg) {
     pthread_mutex_lock(&q->mu);
     for (;;) {
         if (!q->count && !q->done) {
-            double t0 = now_ms();
+            double t0 = mono_ms();
             while (!q->count && !q->done) pthread_cond_wait(&q->nonempty, &q->mu);
-            q->wait_empty_ms += now_ms() - t0;
+            q->wait_empty_ms += mono_ms() - t0;
         }
         if (!q->count) break;
         buf b = q->full[q->head];
@@ -118,9 +112,9 @@ evq *evq_new(evq_consume_fn consume, void *ctx) {
 static int hand_over(evq *q) {
     pthread_mutex_lock(&q->mu);
     if (q->count == EVQ_BLOCKS && !q->rc) {
-        double t0 = now_ms();
+        double t0 = mono_ms();
         while (q->count == EVQ_BLOCKS && !q->rc) pthread_cond_wait(&q->nonfull, &q->mu);
-        q->wait_full_ms += now_ms() - t0;
+        q->wait_full_ms += mono_ms() - t0;
     }
     int rc = q->rc;
     if (!rc) {

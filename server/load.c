@@ -27,6 +27,7 @@
 #include "chunk.h"
 #include "err.h"
 #include "evq.h"
+#include "mono.h"
 #include "synth.h"
 #include "tmpfile.h"
 #include "trace.h"
@@ -267,7 +268,7 @@ static int store_event(void *ctx, const ingest_event *e) {
     if (cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY) {
         /* The order host_walk needs (trace.h: host_late): ts ascending, te descending. */
         double te = ts + dur;
-        late = ti->host_seen && (ts < ti->host_ts || (ts == ti->host_ts && te > ti->host_te));
+        late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
         if (late) {
             l->t.host_late++;
         } else {
@@ -601,12 +602,9 @@ static int prepare_identity(loader *l) {
 }
 
 /* FIRSTPASS_TRACE_ANALYSIS=1: the wall ms since *t0 as one more analysis step, and *t0 := now. */
-static void log_step(const char *step, struct timespec *t0) {
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
-        fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", step,
-                (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6);
+static void log_step(const char *step, double *t0) {
+    double t1 = mono_ms();
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) fprintf(stderr, "level=debug msg=analysis step=%s ms=%.1f\n", step, t1 - *t0);
     *t0 = t1;
 }
 
@@ -614,17 +612,15 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     int rc = 0;
     analysis a;
     memset(&a, 0, sizeof a);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = mono_ms();
     rc = evq_finish(l->q);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (getenv("FIRSTPASS_TRACE_ANALYSIS")) { /* which half of the stream was the slower one */
         double full, empty;
         evq_waits(l->q, &full, &empty);
         fprintf(stderr, "level=debug msg=analysis step=drain ms=%.1f parser_waited_ms=%.1f loader_waited_ms=%.1f\n",
-                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6, full, empty);
+                mono_ms() - t0, full, empty);
     }
-    t0 = t1;
+    t0 = mono_ms();
     if (rc) {
         set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
         goto out;
@@ -641,7 +637,7 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     log_step("scratch_commit", &t0);
     if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    t0 = mono_ms();
     if (!rc && exec(l->t.db, "BEGIN")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     if (!rc) rc = synth_run(&l->t, on_synth, l);
     if (!rc) rc = flush_synth(l);

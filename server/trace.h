@@ -13,6 +13,13 @@
 
 #include "intern.h"
 
+/* The order analyze.c's host walk takes a thread's events in: ts ascending, the longer
+ * first on a tie (te = ts + dur). 1 when (ts, te) comes before (ts2, te2). load.c marks an
+ * event late with it (host_late), so the two must agree: one definition. */
+static inline int host_before(double ts, double te, double ts2, double te2) {
+    return ts < ts2 || (ts == ts2 && te > te2);
+}
+
 /* Event classes: how an event takes part in the analysis (scratch.ev.cls). */
 enum ev_class {
     EV_HOST_OP = 0,   /* cpu_op, user_annotation, legacy ops: nest on their thread */
