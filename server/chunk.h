@@ -54,7 +54,11 @@ typedef struct chunk_rec {
     uint32_t name, kind;
     uint8_t cls, ph;
     uint32_t json_len;
+    uint8_t absent;  /* chunk_add only: CHUNK_NO_TS | CHUNK_NO_DUR when the event has no such
+                      * top-level number (the parser knows), so its members are not searched */
 } chunk_rec;
+#define CHUNK_NO_TS 1
+#define CHUNK_NO_DUR 2
 
 /* The events of one chunk being built (version 2). Zero-initialise; chunk_builder_free. */
 enum { CB_CLS, CB_PH, CB_NAME, CB_KIND, CB_TPOS, CB_TDEC, CB_TVAL, CB_DPOS, CB_DDEC, CB_DVAL,
@@ -67,7 +71,8 @@ typedef struct chunk_builder {
 } chunk_builder;
 
 /* Adds one event: json is compact JSON (one object) of r->json_len bytes; its top-level
- * "ts"/"dur" members are cut out when they equal r->ts / r->dur exactly. 0 or ERR_NOMEM. */
+ * "ts"/"dur" members are cut out when they equal r->ts / r->dur exactly (and r->absent
+ * does not rule them out). 0 or ERR_NOMEM. */
 int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json);
 /* JSON bytes held, for the CHUNK_BYTES limit. */
 size_t chunk_builder_bytes(const chunk_builder *b);

@@ -313,7 +313,8 @@ static int store_event(void *ctx, const ingest_event *e) {
         if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
     }
 
-    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len};
+    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len,
+                   (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
     if (chunk_add(&l->chunks[tr], &r, e->json)) return w_fail(l, ERR_NOMEM, "out of memory");
     if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
     if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;

@@ -56,7 +56,7 @@ static int put_ts(buf *b, double ts) {
 static int put_str(buf *b, const char *key, const char *v) { return put_key(b, key) || put_quoted(b, v) ? ERR_NOMEM : 0; }
 
 static int send(S *s, double ts, long name, uint8_t ph) {
-    chunk_rec r = {ts, 0, (uint32_t)name, (uint32_t)s->empty_kind, EV_OTHER, ph, (uint32_t)s->js.len};
+    chunk_rec r = {ts, 0, (uint32_t)name, (uint32_t)s->empty_kind, EV_OTHER, ph, (uint32_t)s->js.len, 0};
     return s->emit(s->ctx, &r, s->js.p);
 }
 

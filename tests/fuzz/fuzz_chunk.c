@@ -36,7 +36,7 @@ static void walk(const buf *plain) {
 
 static void round_trip(const uint8_t *data, size_t size, ZSTD_CCtx *cctx) {
     if (size < 16) return;
-    chunk_rec in = {0, 0, 3, 4, 1, 'X', (uint32_t)(size - 16)};
+    chunk_rec in = {0, 0, 3, 4, 1, 'X', (uint32_t)(size - 16), 0};
     memcpy(&in.ts, data, 8);
     memcpy(&in.dur, data + 8, 8);
     const char *json = (const char *)data + 16;

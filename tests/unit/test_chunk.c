@@ -38,14 +38,30 @@ static const ev events[] = {
     {"{\"ts\":-2.5,\"dur\":0.000}", -2.5, 0},              /* negative ts, dur "0.000" */
     {"{}", 0, 0},
     {"{\"ts\":99.9,\"x\":[{\"ts\":1},\"]}\"]}", 99.9, 0},   /* nested and bracket in a string */
+    {"{\"ts\":4.5,\"args\":{\"a\":1},\"dur\":2}", 4.5, 2},   /* dur after args: the tail between */
+    {"{\"ts\":4.5,\"dur\":2,\"args\":{\"a\":[1,2]}", 4.5, 2},  /* malformed after the cuts: kept as is */
+    {"{\"ts\":4.5,x:1}", 4.5, 0},                        /* malformed before dur: nothing cut */
+    {NULL, 8.25, 1}, /* 300 members, ts first and dur last: built by wide_event() */
 };
 #define NEV (sizeof events / sizeof events[0])
+
+/* {"ts":8.25,"m0":0,...,"m297":297,"dur":1}: more members than a position can name. */
+static const char *wide_event(void) {
+    static char j[8192];
+    if (!j[0]) {
+        size_t o = (size_t)snprintf(j, sizeof j, "{\"ts\":8.25");
+        for (int i = 0; i < 298; i++) o += (size_t)snprintf(j + o, sizeof j - o, ",\"m%d\":%d", i, i);
+        snprintf(j + o, sizeof j - o, ",\"dur\":1}");
+    }
+    return j;
+}
+static const char *ev_json(size_t i) { return events[i].json ? events[i].json : wide_event(); }
 
 static void add_all(chunk_builder *b) {
     for (size_t i = 0; i < NEV; i++) {
         chunk_rec r = {events[i].ts, events[i].dur, (uint32_t)i, (uint32_t)(i * 7), (uint8_t)(i % 5), 'X',
-                       (uint32_t)strlen(events[i].json)};
-        assert_int_equal(chunk_add(b, &r, events[i].json), 0);
+                       (uint32_t)strlen(ev_json(i)), 0};
+        assert_int_equal(chunk_add(b, &r, ev_json(i)), 0);
     }
 }
 
@@ -55,8 +71,8 @@ static void check_all(const buf *plain) {
     const char *js;
     while (chunk_next(plain, &off, &r, &js) == 1) {
         assert_true(i < NEV);
-        assert_int_equal(r.json_len, strlen(events[i].json));
-        assert_memory_equal(js, events[i].json, r.json_len);
+        assert_int_equal(r.json_len, strlen(ev_json(i)));
+        assert_memory_equal(js, ev_json(i), r.json_len);
         assert_true(r.ts == events[i].ts && signbit(r.ts) == signbit(events[i].ts));
         assert_true(r.dur == events[i].dur);
         assert_int_equal(r.name, i);
@@ -91,7 +107,7 @@ static void test_v2_round_trip_is_exact(void **state) {
 static void test_canonical_numbers_leave_the_json(void **state) {
     (void)state;
     chunk_builder b = {0};
-    chunk_rec r = {5092397188447.200, 9.283, 1, 2, 0, 'X', 0};
+    chunk_rec r = {5092397188447.200, 9.283, 1, 2, 0, 'X', 0, 0};
     const char *js = events[0].json;
     r.json_len = (uint32_t)strlen(js);
     assert_int_equal(chunk_add(&b, &r, js), 0);
@@ -103,12 +119,48 @@ static void test_canonical_numbers_leave_the_json(void **state) {
     chunk_builder_free(&b);
 }
 
+/* Members are read only up to "ts" and "dur": one past the 254th position, or after a
+ * malformed member, stays; both before it, or with args between them, are cut. */
+static void test_cuts_stop_at_the_last_position(void **state) {
+    (void)state;
+    static const struct { size_t ev; int ts_cut, dur_cut; uint8_t absent; } want[] = {
+        {NEV - 4, 1, 1, 0}, /* args between ts and dur */
+        {NEV - 4, 1, 0, CHUNK_NO_DUR}, /* the parser said there is no dur: not searched */
+        {NEV - 4, 0, 1, CHUNK_NO_TS},
+        {NEV - 3, 1, 1, 0}, /* malformed after both */
+        {NEV - 2, 0, 0, 0}, /* malformed before dur */
+        {NEV - 1, 1, 0, 0}, /* dur is member 299: past what a position names */
+    };
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+        chunk_builder b = {0};
+        size_t i = want[w].ev;
+        chunk_rec r = {events[i].ts, events[i].dur, 1, 2, 0, 'X', (uint32_t)strlen(ev_json(i)), want[w].absent};
+        assert_int_equal(chunk_add(&b, &r, ev_json(i)), 0);
+        assert_int_equal(((unsigned char *)b.col[CB_TPOS].p)[0] != 255 && ((unsigned char *)b.col[CB_TPOS].p)[0] != 0, want[w].ts_cut);
+        assert_int_equal(((unsigned char *)b.col[CB_DPOS].p)[0] != 255 && ((unsigned char *)b.col[CB_DPOS].p)[0] != 0, want[w].dur_cut);
+        /* and it reads back as it was */
+        ZSTD_CCtx *cctx = ZSTD_createCCtx();
+        buf z = {0}, plain = {0};
+        assert_int_equal(chunk_finish(&b, cctx, &z), 0);
+        assert_int_equal(chunk_inflate(z.p, z.len, &plain), 0);
+        size_t off = 0;
+        const char *js;
+        assert_int_equal(chunk_next(&plain, &off, &r, &js), 1);
+        assert_int_equal(r.json_len, strlen(ev_json(i)));
+        assert_memory_equal(js, ev_json(i), r.json_len);
+        ZSTD_freeCCtx(cctx);
+        buf_free(&z);
+        buf_free(&plain);
+        chunk_builder_free(&b);
+    }
+}
+
 static void test_v1_chunks_still_read(void **state) {
     (void)state;
     buf rec = {0}, plain = {0};
     for (size_t i = 0; i < NEV; i++) { /* the version-1 record layout, as chunk.h draws it */
         unsigned char h[CHUNK_HDR] = {0};
-        uint32_t name = (uint32_t)i, kind = (uint32_t)(i * 7), len = (uint32_t)strlen(events[i].json);
+        uint32_t name = (uint32_t)i, kind = (uint32_t)(i * 7), len = (uint32_t)strlen(ev_json(i));
         memcpy(h, &events[i].ts, 8);
         memcpy(h + 8, &events[i].dur, 8);
         memcpy(h + 16, &name, 4);
@@ -117,7 +169,7 @@ static void test_v1_chunks_still_read(void **state) {
         h[25] = 'X';
         memcpy(h + 28, &len, 4);
         assert_int_equal(buf_put(&rec, h, sizeof h), 0);
-        assert_int_equal(buf_put(&rec, events[i].json, len), 0);
+        assert_int_equal(buf_put(&rec, ev_json(i), len), 0);
     }
     uLongf zlen = compressBound(rec.len);
     unsigned char *z = malloc(zlen);
@@ -163,6 +215,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v2_round_trip_is_exact),
         cmocka_unit_test(test_canonical_numbers_leave_the_json),
+        cmocka_unit_test(test_cuts_stop_at_the_last_position),
         cmocka_unit_test(test_v1_chunks_still_read),
         cmocka_unit_test(test_corrupt_chunks_fail_cleanly),
     };
