@@ -1,6 +1,6 @@
-/* analyze.c: the first profiler pass over one upload's events (scratch.ev).
+/* analyze.c: the first profiler pass over one upload's events (scratch.ev and scratch.hblk: trace.h).
  *
- * Owns the definitions below and the scratch tables ops, kern, ph, busy, kbusy, tlb.
+ * Owns the definitions below and the scratch tables gcorr, ops, kern, ph, busy, kbusy, tlb.
  * Must not see MHD types; it reads and writes the loader's connection only.
  *
  * Definitions (what every number means):
@@ -122,9 +122,9 @@ static long col_id(sqlite3_stmt *s, int i) {
 /* ---- operator aggregation ---- */
 
 static agg *agg_for(A *a, int grouping, long kind, long name, long shapes) {
-    char key[96];
-    int n = snprintf(key, sizeof key, "%d|%ld|%ld|%ld", grouping, kind, name, grouping ? shapes : -2);
-    long i = intern_id(a->keys, key, (size_t)n);
+    /* The key's bytes, not text: printing it was most of pop_frame (1,500 instructions a call). */
+    long key[4] = {grouping, kind, name, grouping ? shapes : -2};
+    long i = intern_id(a->keys, (const char *)key, sizeof key);
     if (i < 0) return NULL;
     if ((size_t)i == a->naggs) {
         if (a->naggs == a->capaggs) {
@@ -325,36 +325,93 @@ static int tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, 
 
 #define MAX_DEPTH 1024
 
-/* One host row of host_walk's query, in the order of its columns. */
+/* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the
+ * GPU time and count of its correlation (scratch.gcorr). */
 typedef struct hrow {
     int cls, devtype, has_g;
     long kind, name, track, shapes;
     double ts, te, dur, gd; /* gd, gn: the GPU time and count of a runtime call's correlation */
-    long long bytes, gn;
+    long long bytes, gn, seq;
 } hrow;
 
-#define HROW_COLS "e.cls, e.kind, e.name, e.track, e.ts, e.te, e.shapes, e.bytes, e.devtype, g.d, g.n, e.dur"
+/* The GPU time of correlation ids, from scratch.gcorr (rowid = corr). Why a cursor that
+ * steps: the walk asks in each thread's file order, in which launches come by increasing
+ * id, so one forward pass over gcorr answers a thread; a point query per call (or a join
+ * that sorts) was most of host_walk. Invariant: gcorr has no row in [from, corr) (to the
+ * end when !row), so an id there is answered without moving. */
+typedef struct gcur {
+    sqlite3_stmt *s; /* SELECT corr, d, n FROM scratch.gcorr WHERE corr >= ? ORDER BY corr */
+    int row;         /* s is on a row: corr, d, n are it */
+    long long from, corr, n;
+    double d;
+} gcur;
 
-static void hrow_read(sqlite3_stmt *s, hrow *r) {
-    r->cls = sqlite3_column_int(s, 0);
-    r->kind = (long)sqlite3_column_int64(s, 1);
-    r->name = (long)sqlite3_column_int64(s, 2);
-    r->track = (long)sqlite3_column_int64(s, 3);
-    r->ts = sqlite3_column_double(s, 4);
-    r->te = sqlite3_column_double(s, 5);
-    r->shapes = col_id(s, 6);
-    r->bytes = sqlite3_column_int64(s, 7);
-    r->devtype = sqlite3_column_int(s, 8);
-    r->has_g = sqlite3_column_type(s, 9) != SQLITE_NULL;
-    r->gd = sqlite3_column_double(s, 9);
-    r->gn = sqlite3_column_int64(s, 10);
-    r->dur = sqlite3_column_double(s, 11);
+#define GCUR_STEPS 16 /* further ahead than this many rows: seek instead of stepping */
+
+static int gcur_step(A *a, gcur *c) {
+    int rc = sqlite3_step(c->s);
+    c->row = rc == SQLITE_ROW;
+    if (c->row) {
+        c->corr = sqlite3_column_int64(c->s, 0);
+        c->d = sqlite3_column_double(c->s, 1);
+        c->n = sqlite3_column_int64(c->s, 2);
+    }
+    return c->row || rc == SQLITE_DONE ? 0 : dberr(a);
 }
 
-/* host_walk's order: ts ascending, the longer first on a tie. */
-static int hrow_before(const hrow *x, const hrow *y) { return host_before(x->ts, x->te, y->ts, y->te); }
+static int gcur_seek(A *a, gcur *c, long long corr) {
+    sqlite3_reset(c->s);
+    sqlite3_bind_int64(c->s, 1, corr);
+    c->from = corr;
+    return gcur_step(a, c);
+}
 
-/* One thread's walk: its open events, its timeline track, and its late rows (sorted). */
+/* Sets r's GPU time from correlation corr. */
+static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
+    int rc = 0;
+    if (corr < c->from) rc = gcur_seek(a, c, corr);
+    for (int i = 0; !rc && c->row && c->corr < corr; i++) {
+        if (i == GCUR_STEPS) { rc = gcur_seek(a, c, corr); break; }
+        c->from = c->corr + 1;
+        rc = gcur_step(a, c);
+    }
+    r->has_g = !rc && c->row && c->corr == corr;
+    r->gd = r->has_g ? c->d : 0;
+    r->gn = r->has_g ? c->n : 0;
+    return rc;
+}
+
+/* Record i of a scratch.hblk blob (memcpy: SQLite does not align blobs). */
+static void hrec_at(const void *blob, size_t i, hrec *h) { memcpy(h, (const char *)blob + i * sizeof *h, sizeof *h); }
+
+static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
+    r->cls = h->cls;
+    r->devtype = h->devtype;
+    r->kind = h->kind;
+    r->name = h->name;
+    r->track = track;
+    r->shapes = h->shapes;
+    r->ts = h->ts;
+    r->te = h->te;
+    r->dur = h->dur;
+    r->bytes = h->bytes;
+    r->seq = h->seq;
+    r->has_g = 0;
+    r->gd = 0;
+    r->gn = 0;
+    return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
+}
+
+/* host_walk's order: ts ascending, the longer first on a tie, then file order. */
+static int hrow_before(const hrow *x, const hrow *y) { return host_before(x->ts, x->te, y->ts, y->te); }
+static int hrow_cmp(const void *x, const void *y) {
+    const hrow *p = x, *q = y;
+    if (hrow_before(p, q)) return -1;
+    if (hrow_before(q, p)) return 1;
+    return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+/* The thread being walked: its open events and its late rows (sorted). */
 typedef struct walker {
     frame *stack;
     int depth, cap;
@@ -427,101 +484,181 @@ static int walk_merged(A *a, walker *w, const hrow *r) {
 static int walk_end(A *a, walker *w) {
     int rc = walk_merged(a, w, NULL);
     while (w->depth > 0 && !rc) rc = pop_frame(a, w->stack, &w->depth);
+    w->nlate = w->nextlate = 0;
     return rc ? rc : tl_flush(a, w->tl);
 }
 
-/* At most this many host threads get a walker each (with about 64 KiB of timeline buckets)
- * and at most this many late rows are held, or host_walk sorts every host row instead. */
-#define WALK_TRACKS_MAX 64
+/* A thread with more late rows than this is walked sorted by SQLite instead (walk_sorted):
+ * what host_walk holds in memory stays bounded. */
 #define WALK_LATE_MAX 65536
+static long walk_late_max = WALK_LATE_MAX;
+void analyze_set_late_max(long n) { walk_late_max = n >= 0 ? n : WALK_LATE_MAX; }
 
-/* The late rows, sorted, into their threads' walkers. */
-static int load_late(A *a, walker *ws, const long *slot) {
-    sqlite3_stmt *s = prep(a, "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
-                              " WHERE e.cls IN (0, 1, 3) AND e.late = 1 ORDER BY e.track, e.ts, e.te DESC");
-    if (!s) return ERR_DB;
+/* The late rows of track tr (tb: its blocks), sorted, into w. */
+static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
     int rc = 0, src;
-    while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
-        hrow r;
-        hrow_read(s, &r);
-        if (r.track < 0 || (size_t)r.track >= a->t->ntracks || !slot[r.track]) { rc = ERR_INTERNAL; break; }
-        walker *w = &ws[slot[r.track] - 1];
-        if (w->nlate == w->caplate) {
-            size_t cap = w->caplate ? w->caplate * 2 : 16;
-            hrow *nl = realloc(w->late, cap * sizeof *nl);
-            if (!nl) { rc = ERR_NOMEM; break; }
-            w->late = nl;
-            w->caplate = cap;
+    sqlite3_reset(tb);
+    sqlite3_bind_int64(tb, 1, tr);
+    while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
+        const void *blob = sqlite3_column_blob(tb, 0);
+        size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
+        for (size_t i = 0; !rc && i < n; i++) {
+            hrec h;
+            hrec_at(blob, i, &h);
+            if (!h.late) continue;
+            if (w->nlate == w->caplate) {
+                size_t cap = w->caplate ? w->caplate * 2 : 16;
+                hrow *nl = realloc(w->late, cap * sizeof *nl);
+                if (!nl) { rc = ERR_NOMEM; break; }
+                w->late = nl;
+                w->caplate = cap;
+            }
+            rc = hrow_of(a, c, tr, &h, &w->late[w->nlate++]);
         }
-        w->late[w->nlate++] = r;
     }
     if (!rc && src != SQLITE_DONE) rc = dberr(a);
-    sqlite3_finalize(s);
+    if (!rc) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
     return rc;
 }
 
-/* The key_averages() walk over host events, thread by thread. Each thread's rows must come
- * by ts, the longer first on a tie. Why not simply sort them: that sort was 85 of
- * host_walk's 200 ms at 100 MB, and a trace mostly writes each thread's events in that
- * order already; the current Kineto schema's real traces here have 0 to 7 late rows per
- * thread in up to 129,000 (the 2021 schema writes children first: thousands). So the rows
- * that came in order are read as stored, each thread with its own walker, and the few late
- * ones (load.c marks them) are merged in from a small sorted list. Too many threads or late
- * rows: every row sorted by track, one walker. */
-static int host_walk(A *a) {
-    size_t nw = 0;
-    long *slot = calloc(a->t->ntracks + 1, sizeof *slot); /* track -> walker index + 1 */
-    for (size_t i = 0; slot && i < a->t->ntracks; i++)
-        if (a->t->tracks[i].host_seen) slot[i] = (long)++nw;
-    int merge = nw <= WALK_TRACKS_MAX && a->t->host_late <= WALK_LATE_MAX;
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
-        fprintf(stderr, "level=debug msg=analysis step=host_order ms=0 merge=%d threads=%zu late=%lld\n", merge, nw,
-                a->t->host_late);
-    if (!merge) nw = 1;
-    walker *ws = calloc(nw ? nw : 1, sizeof *ws);
-    tlacc *tls = merge ? calloc(nw ? nw : 1, sizeof *tls) : NULL;
-    int rc = !slot || !ws || (merge && !tls) ? ERR_NOMEM : 0;
-    for (size_t i = 0; !rc && i < nw; i++) {
-        ws[i].cap = 64;
-        ws[i].stack = malloc((size_t)ws[i].cap * sizeof *ws[i].stack);
-        ws[i].tl = merge ? &tls[i] : &a->tl;
-        if (!ws[i].stack || (merge && tlacc_init(&tls[i]))) rc = ERR_NOMEM;
-    }
-    if (!rc && merge && a->t->host_late) rc = load_late(a, ws, slot);
-    sqlite3_stmt *s = rc ? NULL : prep(a, merge
-        ? "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
-          " WHERE e.cls IN (0, 1, 3) AND e.late = 0 ORDER BY e.seq"
-        : "SELECT " HROW_COLS " FROM scratch.ev e LEFT JOIN scratch.gcorr g ON e.cls = 1 AND g.corr = e.corr"
-          " WHERE e.cls IN (0, 1, 3) ORDER BY e.track, e.ts, e.te DESC");
-    if (!rc && !s) rc = ERR_DB;
-    long track = -1;
+/* Track tr walked in the order SQLite sorts its rows into (a temp table: it spills to
+ * disk, so memory stays bounded however many rows came late). */
+static int walk_sorted(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
+    int rc = run(a, "CREATE TEMP TABLE IF NOT EXISTS hsort(ts REAL, te REAL, seq INT, rec BLOB); DELETE FROM temp.hsort;");
+    sqlite3_stmt *ins = rc ? NULL : prep(a, "INSERT INTO temp.hsort VALUES (?, ?, ?, ?)");
+    sqlite3_stmt *sel = rc ? NULL : prep(a, "SELECT rec FROM temp.hsort ORDER BY ts, te DESC, seq");
+    if (!rc && (!ins || !sel)) rc = ERR_DB;
     int src = SQLITE_DONE;
-    while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
-        hrow r;
-        hrow_read(s, &r);
-        if (merge) {
-            /* every track with a row of these classes has host_seen (load.c) */
-            if (r.track < 0 || (size_t)r.track >= a->t->ntracks || !slot[r.track]) { rc = ERR_INTERNAL; break; }
-            rc = walk_merged(a, &ws[slot[r.track] - 1], &r);
-            continue;
+    if (!rc) {
+        sqlite3_reset(tb);
+        sqlite3_bind_int64(tb, 1, tr);
+    }
+    while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
+        const void *blob = sqlite3_column_blob(tb, 0);
+        size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
+        for (size_t i = 0; !rc && i < n; i++) {
+            hrec h;
+            hrec_at(blob, i, &h);
+            sqlite3_bind_double(ins, 1, h.ts);
+            sqlite3_bind_double(ins, 2, h.te);
+            sqlite3_bind_int64(ins, 3, h.seq);
+            sqlite3_bind_blob(ins, 4, &h, sizeof h, SQLITE_TRANSIENT);
+            rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
+            sqlite3_reset(ins);
         }
-        if (r.track != track) {
-            rc = walk_end(a, &ws[0]);
-            track = r.track;
-        }
-        if (!rc) rc = walk_row(a, &ws[0], &r);
     }
     if (!rc && src != SQLITE_DONE) rc = dberr(a);
-    for (size_t i = 0; !rc && i < nw; i++) rc = walk_end(a, &ws[i]);
-    for (size_t i = 0; ws && i < nw; i++) {
-        free(ws[i].stack);
-        free(ws[i].late);
+    while (!rc && (src = sqlite3_step(sel)) == SQLITE_ROW) {
+        hrec h;
+        hrow r;
+        if (sqlite3_column_bytes(sel, 0) != (int)sizeof h) { rc = ERR_INTERNAL; break; }
+        hrec_at(sqlite3_column_blob(sel, 0), 0, &h);
+        rc = hrow_of(a, c, tr, &h, &r);
+        if (!rc) rc = walk_row(a, w, &r);
     }
-    for (size_t i = 0; tls && i < nw; i++) free(tls[i].b);
-    free(ws);
-    free(tls);
-    free(slot);
-    sqlite3_finalize(s);
+    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(sel);
+    return rc ? rc : run(a, "DELETE FROM temp.hsort");
+}
+
+/* The key_averages() walk over host events, thread by thread. Each thread's rows must come
+ * by ts, the longer first on a tie. Why not simply sort them: a trace mostly writes each
+ * thread's events in that order already (the current Kineto schema's real traces here
+ * have 0 to 7 late rows per thread in up to 129,000; the 2021 schema writes children
+ * first: thousands), and the rows are in scratch.hblk in file order. So the rows that came
+ * in order are read as stored and the few late ones (load.c marks them) are merged in
+ * from a small sorted list; a thread with too many late rows is sorted by SQLite. */
+static int host_walk(A *a) {
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.cap = 64;
+    w.stack = malloc((size_t)w.cap * sizeof *w.stack);
+    w.tl = &a->tl;
+    gcur c;
+    memset(&c, 0, sizeof c);
+    sqlite3_stmt *blk = prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
+    sqlite3_stmt *tb = blk ? prep(a, "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid") : NULL;
+    c.s = tb ? prep(a, "SELECT corr, d, n FROM scratch.gcorr WHERE corr >= ? ORDER BY corr") : NULL;
+    int rc = !w.stack ? ERR_NOMEM : !c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
+    if (!rc) rc = gcur_seek(a, &c, INT64_MIN);
+    long track = -1;
+    while (!rc && (src = sqlite3_step(blk)) == SQLITE_ROW) {
+        long tr = (long)sqlite3_column_int64(blk, 0);
+        if (tr < 0 || (size_t)tr >= a->t->ntracks) { rc = ERR_INTERNAL; break; }
+        if (tr != track) {
+            if (track >= 0 && !skip && (rc = walk_end(a, &w))) break;
+            track = tr;
+            long long late = a->t->tracks[tr].host_late;
+            skip = late > walk_late_max;
+            if (skip) rc = walk_sorted(a, &w, &c, tb, tr);
+            else if (late) rc = load_late(a, &w, &c, tb, tr);
+            if (!rc && skip) rc = walk_end(a, &w);
+            if (rc) break;
+        }
+        if (skip) continue;
+        const void *blob = sqlite3_column_blob(blk, 1);
+        size_t n = (size_t)sqlite3_column_bytes(blk, 1) / sizeof(hrec);
+        for (size_t i = 0; !rc && i < n; i++) {
+            hrec h;
+            hrow r;
+            hrec_at(blob, i, &h);
+            if (h.late) continue; /* load_late has it */
+            rc = hrow_of(a, &c, tr, &h, &r);
+            if (!rc) rc = walk_merged(a, &w, &r);
+        }
+    }
+    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    if (!rc && track >= 0 && !skip) rc = walk_end(a, &w);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
+        fprintf(stderr, "level=debug msg=analysis step=host_order ms=0 late=%lld\n", a->t->host_late);
+    free(w.stack);
+    free(w.late);
+    sqlite3_finalize(blk);
+    sqlite3_finalize(tb);
+    sqlite3_finalize(c.s);
+    return rc;
+}
+
+/* Host ops on GPU tracks (a trace may put both on one pid/tid) are drawn by
+ * timeline_buckets, which reads scratch.ev; the loader kept them only in scratch.hblk, so
+ * they are copied there (user_annotation ranges and runtime calls are in ev already). */
+static int gpu_track_host_ops(A *a) {
+    sqlite3_stmt *tb = NULL, *ins = NULL;
+    int rc = 0, src = SQLITE_DONE;
+    for (size_t tr = 0; !rc && tr < a->t->ntracks; tr++) {
+        if (!a->t->tracks[tr].gpu || !a->t->tracks[tr].host_seen) continue;
+        if (!tb) {
+            tb = prep(a, "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid");
+            ins = tb ? prep(a, "INSERT INTO scratch.ev(cls, kind, name, track, ts, te, dur, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)") : NULL;
+            if (!ins) { rc = ERR_DB; break; }
+        }
+        sqlite3_reset(tb);
+        sqlite3_bind_int64(tb, 1, (long long)tr);
+        while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
+            const void *blob = sqlite3_column_blob(tb, 0);
+            size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
+            for (size_t i = 0; !rc && i < n; i++) {
+                hrec h;
+                hrec_at(blob, i, &h);
+                if (h.cls != EV_HOST_OP || h.kind == a->ua_kind) continue;
+                sqlite3_bind_int(ins, 1, h.cls);
+                sqlite3_bind_int64(ins, 2, h.kind);
+                sqlite3_bind_int64(ins, 3, h.name);
+                sqlite3_bind_int64(ins, 4, (long long)tr);
+                sqlite3_bind_double(ins, 5, h.ts);
+                sqlite3_bind_double(ins, 6, h.te);
+                sqlite3_bind_double(ins, 7, h.dur);
+                if (h.shapes >= 0) sqlite3_bind_int64(ins, 8, h.shapes);
+                else sqlite3_bind_null(ins, 8);
+                rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
+                sqlite3_reset(ins);
+            }
+        }
+        if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    }
+    sqlite3_finalize(tb);
+    sqlite3_finalize(ins);
     return rc;
 }
 
@@ -707,10 +844,11 @@ static void keep_largest(gap *top, int *ntop, int max, double start, double dur)
 
 /* What the host was doing in the middle of each of n gaps: the innermost host op and
  * runtime call spanning it (the shortest; on a tie the earliest, then the first in file
- * order). One scan for all of them: a query per gap and class cost a scan each (12 ms at
- * 100 MB, ten per device). names[2 * i] is gap i's op, names[2 * i + 1] its call; -1 none. */
+ * order). One scan of the host events for all of them: a query per gap and class cost a
+ * scan each (12 ms at 100 MB, ten per device). names[2 * i] is gap i's op, names[2 * i + 1]
+ * its call; -1 none. */
 static int host_at(A *a, const double *mid, int n, long *names) {
-    struct { double dur, ts; } best[10];
+    struct { double dur, ts; long long seq; } best[10];
     for (int i = 0; i < 2 * n; i++) names[i] = -1;
     if (n == 0) return 0;
     double lo = mid[0], hi = mid[0];
@@ -718,20 +856,26 @@ static int host_at(A *a, const double *mid, int n, long *names) {
         if (mid[i] < lo) lo = mid[i];
         if (mid[i] > hi) hi = mid[i];
     }
-    sqlite3_stmt *s = prep(a, "SELECT cls, name, ts, te, dur FROM scratch.ev WHERE cls IN (0, 1) AND ts <= ?1 AND te >= ?2");
+    sqlite3_stmt *s = prep(a, "SELECT data FROM scratch.hblk");
     if (!s) return ERR_DB;
-    sqlite3_bind_double(s, 1, hi);
-    sqlite3_bind_double(s, 2, lo);
     while (sqlite3_step(s) == SQLITE_ROW) {
-        int c = sqlite3_column_int(s, 0);
-        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3), dur = sqlite3_column_double(s, 4);
-        for (int i = 0; i < n; i++) {
-            int k = 2 * i + (c == EV_HOST_RT);
-            if (ts > mid[i] || te < mid[i]) continue;
-            if (names[k] >= 0 && (dur > best[k].dur || (dur == best[k].dur && ts >= best[k].ts))) continue;
-            names[k] = (long)sqlite3_column_int64(s, 1);
-            best[k].dur = dur;
-            best[k].ts = ts;
+        const void *blob = sqlite3_column_blob(s, 0);
+        size_t nb = (size_t)sqlite3_column_bytes(s, 0) / sizeof(hrec);
+        for (size_t j = 0; j < nb; j++) {
+            hrec h;
+            hrec_at(blob, j, &h);
+            if ((h.cls != EV_HOST_OP && h.cls != EV_HOST_RT) || h.ts > hi || h.te < lo) continue;
+            for (int i = 0; i < n; i++) {
+                int k = 2 * i + (h.cls == EV_HOST_RT);
+                if (h.ts > mid[i] || h.te < mid[i]) continue;
+                if (names[k] >= 0 && (h.dur > best[k].dur || (h.dur == best[k].dur && (h.ts > best[k].ts ||
+                                                                                        (h.ts == best[k].ts && h.seq > best[k].seq)))))
+                    continue;
+                names[k] = h.name;
+                best[k].dur = h.dur;
+                best[k].ts = h.ts;
+                best[k].seq = h.seq;
+            }
         }
     }
     sqlite3_finalize(s);
@@ -1131,9 +1275,11 @@ static const char setup_sql[] =
     "CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur) WHERE corr IS NOT NULL;"
     "CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;"
     "CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur) WHERE cls = 2;"
-    "CREATE TABLE scratch.gcorr AS SELECT corr, TOTAL(dur) AS d, COUNT(*) AS n FROM scratch.ev"
+    /* keyed by corr itself: GROUP BY reads ev_corr in corr order, so this appends */
+    "CREATE TABLE scratch.gcorr(corr INTEGER PRIMARY KEY, d REAL, n INT);"
+    "INSERT INTO scratch.gcorr SELECT corr, TOTAL(dur), COUNT(*) FROM scratch.ev"
     " WHERE cls = 2 AND corr IS NOT NULL GROUP BY corr;"
-    "CREATE UNIQUE INDEX scratch.gcorr_corr ON gcorr(corr);"
+    "CREATE INDEX scratch.hblk_track ON hblk(track);"
     "CREATE TABLE scratch.busy(s REAL, e REAL, cum REAL);"
     "CREATE TABLE scratch.kbusy(s REAL, e REAL, cum REAL);"
     "CREATE TABLE scratch.ops(grouping INT, name TEXT, kind TEXT, input_shapes TEXT, calls INT, cpu_total REAL,"
@@ -1161,6 +1307,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     double gpu_busy = 0;
     int rc = !a.keys || !a.pkeys ? ERR_NOMEM : 0;
     if (!rc) rc = run(&a, "BEGIN");
+    if (!rc) rc = gpu_track_host_ops(&a);
     if (!rc) { STEP_BEGIN(); rc = run(&a, setup_sql); STEP_END("setup"); }
     if (!rc) { STEP_BEGIN(); rc = merge_into(&a, "SELECT ts, te FROM scratch.ev WHERE cls = 2 ORDER BY ts",
                              "INSERT INTO scratch.busy VALUES (?, ?, ?)", &gpu_busy); STEP_END("merge_into"); }

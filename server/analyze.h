@@ -1,4 +1,4 @@
-/* analyze.h: the first profiler pass, computed once at ingest over scratch.ev.
+/* analyze.h: the first profiler pass, computed once at ingest over the scratch events (trace.h).
  *
  * Writes the tables scratch.ops (operator table), scratch.kern (kernel table),
  * scratch.ph (phases) and scratch.tlb (timeline buckets), which load.c copies into the
@@ -24,6 +24,9 @@ typedef struct analysis {
 } analysis;
 
 int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);
+/* Tests: a thread with more than n late host events (trace.h: host_late) is walked sorted
+ * by SQLite, not merged in memory; n < 0 restores the default (65,536). */
+void analyze_set_late_max(long n);
 void analysis_free(analysis *a);
 
 #endif

@@ -128,9 +128,10 @@ static int next_member(const char *j, size_t n, size_t *p, size_t *st, size_t *e
     return 1;
 }
 
-/* Steps *p past the ',' after a member; 0 (and *p on the last byte) at the closing '}'. */
+/* Steps *p past the ',' after a member: 1, more members follow; 0 at the closing '}',
+ * the object's last byte; -1 when a '}' closes it before its end. */
 static int after_member(const char *j, size_t n, size_t *p) {
-    if (j[*p] == '}') return 0;
+    if (j[*p] == '}') return *p == n - 1 ? 0 : -1;
     (*p)++;
     return *p < n;
 }
@@ -230,7 +231,7 @@ int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json) {
         decide(j, st[k], en[k], k, "\"ts\"", 4, r->ts, &open_ts, &ts);
         decide(j, st[k], en[k], k, "\"dur\"", 5, r->dur, &open_du, &du);
         k++;
-        more = after_member(j, n, &p);
+        if ((more = after_member(j, n, &p)) < 0) { ts.pos = du.pos = -1; more = 0; }
     }
     if (put_u8(&b->col[CB_CLS], r->cls) || put_u8(&b->col[CB_PH], r->ph) || put_varint(&b->col[CB_NAME], r->name) ||
         put_varint(&b->col[CB_KIND], r->kind) || put_pos(b, CB_TPOS, &ts, r->ts) || put_pos(b, CB_DPOS, &du, r->dur))
@@ -340,7 +341,7 @@ static int rebuild(buf *out, const char *j, size_t n, ins *a, ins *b) {
         }
         if (!more || !next_member(j, n, &p, &st, &en)) return ERR_IO; /* a position past the end */
         if (buf_put(out, j + st, en - st)) return ERR_NOMEM;
-        more = after_member(j, n, &p);
+        if ((more = after_member(j, n, &p)) < 0) return ERR_IO;
     }
     if (more && (buf_put(out, ",", 1) || buf_put(out, j + p, n - 1 - p))) return ERR_NOMEM;
     return buf_put(out, "}", 1) ? ERR_NOMEM : 0;

@@ -37,8 +37,10 @@ struct loader {
     trace_ctx t;
     ingest_sink sink;
     load_opts opts;
-    sqlite3_stmt *ins_ev, *ins_chunk;
+    sqlite3_stmt *ins_ev, *ins_chunk, *ins_hblk;
     chunk_builder *chunks; /* per track: events not yet written */
+    buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
+    long long nstored;     /* events store_event has seen: the next hrec.seq */
     double *chunk_min, *chunk_max;
     long long next_chunk;
     intern *track_keys; /* "pid\x1ftid" -> track index */
@@ -140,6 +142,9 @@ static long track_of(loader *l, const ingest_event *e) {
         double *mx = realloc(l->chunk_max, cap * sizeof *mx);
         if (!mx) return -1;
         l->chunk_max = mx;
+        buf *nh = realloc(l->hblk, cap * sizeof *nh);
+        if (!nh) return -1;
+        l->hblk = nh;
         l->t.captracks = cap;
     }
     l->t.ntracks++;
@@ -149,6 +154,7 @@ static long track_of(loader *l, const ingest_event *e) {
     ti->tid = strdup(e->tid);
     ti->device = ti->stream = -1;
     memset(&l->chunks[tr], 0, sizeof l->chunks[tr]);
+    memset(&l->hblk[tr], 0, sizeof l->hblk[tr]);
     l->chunk_min[tr] = INFINITY;
     l->chunk_max[tr] = -INFINITY;
     if (!ti->pid || !ti->tid) return -1;
@@ -184,6 +190,26 @@ static int flush_chunk(loader *l, long tr) {
 }
 
 static int flush_synth(loader *l) { return l->synth.n ? write_chunk(l, SYNTH_TRACK, &l->synth, 0, 0) : 0; }
+
+/* Writes track tr's pending hrecs as one scratch.hblk row. */
+static int flush_hblk(loader *l, long tr) {
+    buf *b = &l->hblk[tr];
+    if (!b->len) return 0;
+    sqlite3_stmt *s = l->ins_hblk;
+    sqlite3_bind_int64(s, 1, tr);
+    sqlite3_bind_int64(s, 2, (long long)(b->len / sizeof(hrec)));
+    sqlite3_bind_blob(s, 3, b->p, (int)b->len, SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_reset(s);
+    buf_reset(b);
+    return rc;
+}
+
+static int add_hrec(loader *l, long tr, const hrec *h) {
+    buf *b = &l->hblk[tr];
+    if (buf_put(b, h, sizeof *h)) return ERR_NOMEM;
+    return b->len >= HBLK_RECS * sizeof *h ? flush_hblk(l, tr) : 0;
+}
 
 /* synth_emit: synthesized events go to chunks of their own track (synth.h). */
 static int on_synth(void *ctx, const chunk_rec *r, const char *json) {
@@ -232,14 +258,16 @@ static void bind_opt(sqlite3_stmt *s, int i, int has, long long v) {
     if (has) sqlite3_bind_int64(s, i, v);
     else sqlite3_bind_null(s, i);
 }
-static int bind_str(loader *l, sqlite3_stmt *s, int i, const char *str) {
+/* Binds the string id of str (interned), or NULL; *id (if given) is it, or -1. */
+static int bind_str(loader *l, sqlite3_stmt *s, int i, const char *str, long *id) {
+    long v = str ? intern_id(l->t.strs, str, strlen(str)) : -1;
+    if (id) *id = v;
     if (!str) {
-        sqlite3_bind_null(s, i);
+        if (s) sqlite3_bind_null(s, i);
         return 0;
     }
-    long id = intern_id(l->t.strs, str, strlen(str));
-    if (id < 0) return ERR_NOMEM;
-    sqlite3_bind_int64(s, i, id);
+    if (v < 0) return ERR_NOMEM;
+    if (s) sqlite3_bind_int64(s, i, v);
     return 0;
 }
 
@@ -264,13 +292,14 @@ static int store_event(void *ctx, const ingest_event *e) {
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
 
-    int late = 0;
-    if (cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY) {
+    int late = 0, host = cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY;
+    if (host) {
         /* The order host_walk needs (trace.h: host_late): ts ascending, te descending. */
         double te = ts + dur;
         late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
         if (late) {
             l->t.host_late++;
+            ti->host_late++;
         } else {
             ti->host_ts = ts;
             ti->host_te = te;
@@ -286,32 +315,46 @@ static int store_event(void *ctx, const ingest_event *e) {
             ti->device = e->has_device ? e->device : atoll(e->pid);
             ti->stream = e->has_stream ? e->stream : atoll(e->tid);
         }
-        sqlite3_stmt *s = l->ins_ev;
-        sqlite3_bind_int(s, 1, cls);
-        sqlite3_bind_int64(s, 2, kind_id);
-        sqlite3_bind_int64(s, 3, name_id);
-        sqlite3_bind_int64(s, 4, tr);
-        sqlite3_bind_double(s, 5, ts);
-        sqlite3_bind_double(s, 6, ts + dur);
-        bind_opt(s, 7, e->has_corr, e->corr);
-        bind_opt(s, 8, e->has_ext, e->ext);
-        bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
-        bind_opt(s, 10, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
-        bind_opt(s, 11, e->has_bytes, e->bytes);
-        bind_opt(s, 12, e->has_devtype, e->devtype);
-        int rc = bind_str(l, s, 13, e->shapes);
-        if (!rc) rc = bind_str(l, s, 14, e->grid);
-        if (!rc) rc = bind_str(l, s, 15, e->block);
+        /* scratch.ev holds what a query seeks or joins (trace.h); the other host events
+         * are only in scratch.hblk. */
+        int in_ev = !host || cls == EV_HOST_RT || (cls == EV_HOST_OP && !strcmp(kind, "user_annotation"));
+        sqlite3_stmt *s = in_ev ? l->ins_ev : NULL;
+        long shapes = -1;
+        int rc = bind_str(l, s, 12, e->shapes, &shapes);
+        if (!rc && s) rc = bind_str(l, s, 13, e->grid, NULL);
+        if (!rc && s) rc = bind_str(l, s, 14, e->block, NULL);
         if (rc) return w_fail(l, rc, "out of memory");
-        bind_opt(s, 16, e->has_regs, e->regs);
-        bind_opt(s, 17, e->has_smem, e->smem);
-        sqlite3_bind_double(s, 18, dur);
-        sqlite3_bind_int(s, 19, late);
-        rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
-        sqlite3_reset(s);
-        sqlite3_clear_bindings(s);
-        if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
+        if (s) {
+            sqlite3_bind_int(s, 1, cls);
+            sqlite3_bind_int64(s, 2, kind_id);
+            sqlite3_bind_int64(s, 3, name_id);
+            sqlite3_bind_int64(s, 4, tr);
+            sqlite3_bind_double(s, 5, ts);
+            sqlite3_bind_double(s, 6, ts + dur);
+            bind_opt(s, 7, e->has_corr, e->corr);
+            bind_opt(s, 8, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
+            bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
+            bind_opt(s, 10, e->has_bytes, e->bytes);
+            bind_opt(s, 11, e->has_devtype, e->devtype);
+            bind_opt(s, 15, e->has_regs, e->regs);
+            bind_opt(s, 16, e->has_smem, e->smem);
+            sqlite3_bind_double(s, 17, dur);
+            /* the event's place among the analysed ones (1, 2, ...), as when every one had a
+             * row: synth.c's flow ids are it, so downloads stay what they were */
+            sqlite3_bind_int64(s, 18, l->t.analysed);
+            rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
+        }
+        if (host) {
+            hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->nstored,
+                      (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
+                      (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
+            if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
+        }
     }
+    l->nstored++;
 
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len,
                    (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
@@ -354,9 +397,10 @@ static const char scratch_sql[] =
     "PRAGMA scratch.cache_size=-16384;"
     /* One row per analysed event; see trace.h for cls. te = ts + dur. */
     "CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,"
-    " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT, ext INT,"
-    " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT,"
-    " late INT NOT NULL);" /* trace.h: host_late */
+    " name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT,"
+    " dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);"
+    /* trace.h: each track's host-class events, HBLK_RECS hrecs a row, in file order */
+    "CREATE TABLE scratch.hblk(track INT NOT NULL, n INT NOT NULL, data BLOB NOT NULL);"
     "CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,"
     " min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);";
 
@@ -406,9 +450,10 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     }
     if (exec(l->t.db, scratch_sql) || exec(l->t.db, "BEGIN") ||
         sqlite3_prepare_v2(l->t.db,
-                           "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,ext,dev,stream,bytes,devtype,"
-                           "shapes,grid,block,regs,smem,dur,late) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,dev,stream,bytes,devtype,"
+                           "shapes,grid,block,regs,smem,dur,seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.hblk(track,n,data) VALUES (?,?,?)", -1, &l->ins_hblk, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot prepare the scratch database: %s", sqlite3_errmsg(l->t.db));
@@ -635,6 +680,8 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     rc = prepare_identity(l);
     if (rc) goto out;
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++)
+        if ((rc = flush_hblk(l, (long)i))) set_err(l, rc, sqlite3_errmsg(l->t.db));
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     log_step("scratch_commit", &t0);
     if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
@@ -661,6 +708,7 @@ void loader_free(loader *l) {
     evq_free(l->q); /* first: the loader thread may still be using the statements */
     sqlite3_finalize(l->ins_ev);
     sqlite3_finalize(l->ins_chunk);
+    sqlite3_finalize(l->ins_hblk);
     if (l->t.db) {
         /* DETACH, so the connection goes back clean to the pool; then the file goes. */
         if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
@@ -672,9 +720,11 @@ void loader_free(loader *l) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);
         chunk_builder_free(&l->chunks[i]);
+        buf_free(&l->hblk[i]);
     }
     free(l->t.tracks);
     free(l->chunks);
+    free(l->hblk);
     free(l->chunk_min);
     free(l->chunk_max);
     intern_free(l->t.strs);

@@ -1,15 +1,21 @@
 /* trace.h: what the loader knows about one upload while it is being stored.
  *
  * Shared by load.c (fills it while events stream in) and analyze.c (reads it when the
- * stream ended). The events themselves are rows of scratch.ev, a table in a temporary
- * database file attached to the loader's connection (and, read-only in effect, to the
- * analysis's second one), so memory stays bounded by SQLite's page cache whatever the
- * trace size. */
+ * stream ended). The events themselves are in a temporary database file attached to the
+ * loader's connection (and, read-only in effect, to the analysis's second one), so memory
+ * stays bounded by SQLite's page cache whatever the trace size:
+ *  - scratch.ev: one row per event that a query joins, groups or seeks: GPU activity,
+ *    gpu_user_annotation, runtime calls (by correlation) and user_annotation ranges;
+ *  - scratch.hblk(track, n, data): every host-class event (EV_HOST_OP, EV_HOST_RT,
+ *    EV_MEMORY) as an hrec, n of them per row, each track's in file order. Why blocks:
+ *    host events are most of a trace, and the host walk only reads them in order; a
+ *    row each cost the loader 6,000 instructions an event and the analysis a sort. */
 #ifndef FP_TRACE_H
 #define FP_TRACE_H
 
 #include <jansson.h>
 #include <sqlite3.h>
+#include <stdint.h>
 
 #include "intern.h"
 
@@ -30,6 +36,18 @@ enum ev_class {
     EV_OTHER = 5      /* python_function, flows, metadata, Trace spans, cuda_sync...: kept, not analysed */
 };
 
+/* One host-class event in scratch.hblk.data: host byte order, the blob an array of them
+ * (the database never leaves the machine: it is the upload's scratch file). */
+typedef struct hrec {
+    double ts, te, dur;   /* te = ts + dur; dur as in the trace */
+    long long bytes;      /* EV_MEMORY: args Bytes */
+    long long corr;       /* EV_HOST_RT: its correlation id, when has_corr */
+    long long seq;        /* the event's place in the upload (0, 1, ...): file order across tracks */
+    int32_t kind, name, shapes; /* string ids; shapes -1: none */
+    uint8_t cls, devtype, has_corr, late; /* late: see host_late */
+} hrec;
+#define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
+
 typedef struct track_info {
     char *pid, *tid;      /* as in the trace */
     long long events;     /* events on the track */
@@ -41,6 +59,7 @@ typedef struct track_info {
     int process_named;    /* a ph M process_name event is on the track (names its pid) */
     int host_seen;        /* has host-class events (EV_HOST_OP, EV_HOST_RT, EV_MEMORY) */
     double host_ts, host_te; /* the greatest of them so far in host_walk's order (see host_late) */
+    long long host_late;  /* of them, how many are late (hrec.late) */
 } track_info;
 
 typedef struct trace_ctx {
@@ -59,9 +78,9 @@ typedef struct trace_ctx {
     char *hardware;       /* "NVIDIA A100 x8" or "" (owned) */
     int has_launch_flows; /* the upload has ac2g / async_cpu_to_gpu flow events (synth.h) */
     long long host_late;  /* host-class events that came before the greatest one of their track
-                           * so far in (ts, longer first) order: scratch.ev.late = 1. The others
-                           * are in that order as they came, so analyze.c's host walk reads
-                           * them unsorted and merges the late ones in */
+                           * so far in (ts, longer first) order: hrec.late = 1. The others are
+                           * in that order as they came, so analyze.c's host walk reads them
+                           * unsorted and merges the late ones in */
 } trace_ctx;
 
 #endif

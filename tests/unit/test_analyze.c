@@ -14,11 +14,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "analyze.h"
 #include "err.h"
 #include "ingest.h"
 #include "load.h"
 #include "query.h"
 #include "store.h"
+#include "tlblob.h"
 
 static store *st;
 static char dbpath[64];
@@ -235,8 +237,57 @@ static void test_ingest_late_rows_walk_like_sorted(void **state) {
     json_t *r = ops(id, 0);
     assert_int_equal((int)f(row(r, "E"), "calls"), 65);
     json_decref(r);
+    /* more late rows on a thread than host_walk merges: that thread is sorted by SQLite */
+    analyze_set_late_max(0);
+    assert_int_equal(import(late, &id), 0);
+    check_late_table(id);
+    assert_int_equal(import(sorted, &id), 0);
+    check_late_table(id);
+    analyze_set_late_max(-1);
 #undef KERNEL
 #undef LAUNCH
+}
+
+/* Host ops on a GPU's track (one pid/tid for both) are in that track's timeline blob, and
+ * every host event on any track can be what the host did during a GPU gap. */
+static void test_host_ops_on_a_gpu_track(void **state) {
+    (void)state;
+#define G(name, cat, ts, dur, args) \
+    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"" name "\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{" args "}}"
+    const char *t = "{\"traceEvents\":[" G("k", "kernel", 0, 10, "\"device\":0,\"stream\":7") "," G("H", "cpu_op", 20, 5, "") ","
+                    G("U", "user_annotation", 30, 5, "") "," X("outer", "cpu_op", 1, 0, 60, "") ","
+                    X("cudaLaunchKernel", "cuda_runtime", 1, 28, 6, "\"correlation\":3") ","
+                    G("k", "kernel", 50, 10, "\"device\":0,\"stream\":7,\"correlation\":3") "]}";
+#undef G
+    long long id;
+    assert_int_equal(import(t, &id), 0);
+    sqlite3 *db = store_get(st);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = 0", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, id);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    static unsigned char raw[TL_BLOB_RAW];
+    const unsigned char *b = tl_blob_unpack(sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0), raw);
+    assert_non_null(b);
+    uint32_t count = 0;
+    for (int k = 0; k < TL_BUCKETS; k++) {
+        uint32_t c;
+        memcpy(&c, b + k * 12 + 4, 4);
+        count += c;
+    }
+    assert_int_equal(count, 4); /* two kernels, H and U */
+    sqlite3_finalize(q);
+    json_t *g = NULL;
+    assert_int_equal(query_gpu(db, id, &g), 0);
+    store_put(st, db);
+    json_t *gap = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(g, "devices"), 0), "gaps"), "largest"), 0);
+    assert_non_null(gap);
+    assert_string_equal(json_string_value(json_object_get(gap, "host_op")), "U"); /* the innermost op at 30 */
+    assert_string_equal(json_string_value(json_object_get(gap, "host_call")), "cudaLaunchKernel");
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "outer"), "cuda_time_total_us") - 10) < 1e-9); /* the call's kernel */
+    json_decref(r);
+    json_decref(g);
 }
 
 /* The scratch database is a file in $TMPDIR (load.c: attach_scratch): where none can be
@@ -410,6 +461,7 @@ int main(void) {
         cmocka_unit_test(test_ingest_correlation_attributes_cuda_time),
         cmocka_unit_test(test_ingest_memory_self_and_total),
         cmocka_unit_test(test_ingest_late_rows_walk_like_sorted),
+        cmocka_unit_test(test_host_ops_on_a_gpu_track),
         cmocka_unit_test(test_loader_scratch_file_in_tmpdir),
         cmocka_unit_test(test_timeline_tracks_whoever_buckets_them),
         cmocka_unit_test(test_ingest_input_shapes_grouping),
