@@ -1,6 +1,6 @@
 /* analyze.c: the first profiler pass over one upload's events (scratch.ev and scratch.hblk: trace.h).
  *
- * Owns the definitions below and the scratch tables gcorr, ops, kern, ph, busy, kbusy, tlb.
+ * Owns the definitions below and the scratch tables ops, kern, ph, busy, kbusy, tlb.
  * Must not see MHD types; it reads and writes the loader's connection only.
  *
  * Definitions (what every number means):
@@ -93,7 +93,6 @@ typedef struct A {
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     double tl_t0, tl_w;            /* session start, bucket width */
     tlacc tl;                      /* timeline_buckets' accumulator (and host_walk's, sorted) */
-    buf *tl_mem;                   /* non-NULL: tl_flush appends {i64 track, u32 len, blob} here (gpu_job) */
 } A;
 
 static int dberr(A *a) {
@@ -114,9 +113,6 @@ static sqlite3_stmt *prep(A *a, const char *sql) {
 static const char *str(A *a, long id) {
     const char *s = id >= 0 ? intern_str(a->t->strs, id) : NULL;
     return s ? s : "";
-}
-static long col_id(sqlite3_stmt *s, int i) {
-    return sqlite3_column_type(s, i) == SQLITE_NULL ? -1 : (long)sqlite3_column_int64(s, i);
 }
 
 /* ---- operator aggregation ---- */
@@ -218,26 +214,17 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * in (track, ts) order. Why two feeders: the host tracks' rows come from host_walk's scan,
  * already in that order, which saves sorting the host events a second time (70 ms of
  * 95 at 100 MB); timeline_buckets feeds the rest. */
-/* An empty accumulator: no track open, its buckets allocated. */
-static int tlacc_init(tlacc *t) {
-    t->track = -1;
-    t->b = calloc(TL_BUCKETS, sizeof *t->b);
-    return t->b ? 0 : ERR_NOMEM;
-}
 
-/* What tl_add and tl_flush need in a (the bucket grid, a->tl, the blob buffers), for
- * this side and for gpu_job's copy alike; tl_close frees it. */
-static int tl_init(A *a) {
+/* What tl_add and tl_flush need in a: the bucket grid, the accumulator a->tl (no track
+ * open), the blob buffers and the statement that writes to scratch.tlb; tl_close frees it. */
+static int tl_open(A *a) {
     a->tl_t0 = a->t->start_us;
     a->tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
+    a->tl.track = -1;
+    a->tl.b = calloc(TL_BUCKETS, sizeof *a->tl.b);
     a->tl_blob = malloc(TL_BLOB_RAW);
     a->tl_packed = malloc(TL_BLOB_RAW);
-    return tlacc_init(&a->tl) || !a->tl_blob || !a->tl_packed ? ERR_NOMEM : 0;
-}
-
-/* tl_init, and the statement that writes to scratch.tlb. */
-static int tl_open(A *a) {
-    if (tl_init(a)) return ERR_NOMEM;
+    if (!a->tl.b || !a->tl_blob || !a->tl_packed) return ERR_NOMEM;
     a->tl_ins = prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
     return a->tl_ins ? 0 : ERR_DB;
 }
@@ -261,35 +248,10 @@ static int tl_flush(A *a, tlacc *t) {
     size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed);
     long long track = t->track;
     t->track = -1;
-    if (a->tl_mem) { /* gpu_job's side may not write the scratch file: tl_insert_mem later */
-        uint32_t n = (uint32_t)plen;
-        return buf_put(a->tl_mem, &track, sizeof track) || buf_put(a->tl_mem, &n, sizeof n) ||
-               buf_put(a->tl_mem, a->tl_packed, plen) ? ERR_NOMEM : 0;
-    }
     sqlite3_bind_int64(a->tl_ins, 1, track);
     sqlite3_bind_blob(a->tl_ins, 2, a->tl_packed, (int)plen, SQLITE_STATIC);
     int rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : dberr(a);
     sqlite3_reset(a->tl_ins);
-    return rc;
-}
-
-/* Inserts the tracks tl_flush kept in m (gpu_job's) into scratch.tlb. */
-static int tl_insert_mem(A *a, const buf *m) {
-    size_t off = 0;
-    int rc = 0;
-    while (!rc && off + 12 <= m->len) {
-        long long track;
-        uint32_t n;
-        memcpy(&track, m->p + off, 8);
-        memcpy(&n, m->p + off + 8, 4);
-        off += 12;
-        if (off + n > m->len) return ERR_INTERNAL;
-        sqlite3_bind_int64(a->tl_ins, 1, track);
-        sqlite3_bind_blob(a->tl_ins, 2, m->p + off, (int)n, SQLITE_STATIC);
-        rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : dberr(a);
-        sqlite3_reset(a->tl_ins);
-        off += n;
-    }
     return rc;
 }
 
@@ -326,7 +288,7 @@ static int tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, 
 #define MAX_DEPTH 1024
 
 /* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the
- * GPU time and count of its correlation (scratch.gcorr). */
+ * GPU time and count of its correlation (gcur). */
 typedef struct hrow {
     int cls, devtype, has_g;
     long kind, name, track, shapes;
@@ -334,13 +296,16 @@ typedef struct hrow {
     long long bytes, gn, seq;
 } hrow;
 
-/* The GPU time of correlation ids, from scratch.gcorr (rowid = corr). Why a cursor that
- * steps: the walk asks in each thread's file order, in which launches come by increasing
- * id, so one forward pass over gcorr answers a thread; a point query per call (or a join
- * that sorts) was most of host_walk. Invariant: gcorr has no row in [from, corr) (to the
- * end when !row), so an id there is answered without moving. */
+/* The GPU time and count of correlation ids: GCUR_SQL's groups, which SQLite reads from
+ * the ev_corr index in corr order as they are stepped (no table, no sort). Why a cursor
+ * that steps: the walk asks in each thread's file order, in which launches come by
+ * increasing id, so one forward pass answers a thread; a point query per call (or a join
+ * that sorts) was most of host_walk, and a gcorr table built first 100 ms of setup at
+ * 300 MB. Invariant: no GPU activity has an id in [from, corr) (to the end when !row),
+ * so an id there is answered without moving. */
+#define GCUR_SQL "SELECT corr, TOTAL(dur), COUNT(*) FROM scratch.ev WHERE cls = 2 AND corr >= ? GROUP BY corr ORDER BY corr"
 typedef struct gcur {
-    sqlite3_stmt *s; /* SELECT corr, d, n FROM scratch.gcorr WHERE corr >= ? ORDER BY corr */
+    sqlite3_stmt *s; /* GCUR_SQL */
     int row;         /* s is on a row: corr, d, n are it */
     long long from, corr, n;
     double d;
@@ -579,7 +544,7 @@ static int host_walk(A *a) {
     memset(&c, 0, sizeof c);
     sqlite3_stmt *blk = prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
     sqlite3_stmt *tb = blk ? prep(a, "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid") : NULL;
-    c.s = tb ? prep(a, "SELECT corr, d, n FROM scratch.gcorr WHERE corr >= ? ORDER BY corr") : NULL;
+    c.s = tb ? prep(a, GCUR_SQL) : NULL;
     int rc = !w.stack ? ERR_NOMEM : !c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
     if (!rc) rc = gcur_seek(a, &c, INT64_MIN);
     long track = -1;
@@ -662,48 +627,44 @@ static int gpu_track_host_ops(A *a) {
     return rc;
 }
 
-/* GPU rows of the operator table and the kernel table. */
+/* (cls, kind, name) order: the order GROUP BY gave these rows when SQL summed them. */
+static int gpu_agg_cmp(const void *x, const void *y) {
+    const gpu_agg *p = x, *q = y;
+    if (p->cls != q->cls) return p->cls < q->cls ? -1 : 1;
+    if (p->kind != q->kind) return p->kind < q->kind ? -1 : 1;
+    return p->name < q->name ? -1 : p->name > q->name;
+}
+
+/* GPU rows of the operator table and the kernel table, from the loader's sums (trace.h). */
 static int gpu_rows(A *a) {
-    sqlite3_stmt *s = prep(a,
-        "SELECT cls, kind, name, COUNT(*), SUM(dur), MIN(dur), MAX(dur), grid, block, regs, smem"
-        " FROM scratch.ev WHERE cls IN (2, 4) GROUP BY cls, kind, name");
     sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
-    if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
+    if (!ins) return ERR_DB;
+    qsort(a->t->gpu_aggs, a->t->ngpu_aggs, sizeof *a->t->gpu_aggs, gpu_agg_cmp);
     int rc = 0;
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        int cls = sqlite3_column_int(s, 0);
-        long kind = (long)sqlite3_column_int64(s, 1), name = (long)sqlite3_column_int64(s, 2);
-        long long calls = sqlite3_column_int64(s, 3);
-        double total = sqlite3_column_double(s, 4);
+    for (size_t i = 0; i < a->t->ngpu_aggs && !rc; i++) {
+        const gpu_agg *k = &a->t->gpu_aggs[i];
         for (int g = 0; g < 2; g++) {
-            agg *r = agg_for(a, g, kind, name, -1);
+            agg *r = agg_for(a, g, k->kind, k->name, -1);
             if (!r) { rc = ERR_NOMEM; break; }
-            r->calls += calls;
-            r->cuda_total += total;
-            if (cls == EV_GPU) r->self_cuda += total;
+            r->calls += k->calls;
+            r->cuda_total += k->total;
+            if (k->cls == EV_GPU) r->self_cuda += k->total;
         }
-        if (cls != EV_GPU) continue;
-        sqlite3_bind_text(ins, 1, str(a, name), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, str(a, kind), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 3, calls);
-        sqlite3_bind_double(ins, 4, total);
-        sqlite3_bind_double(ins, 5, sqlite3_column_double(s, 5));
-        sqlite3_bind_double(ins, 6, sqlite3_column_double(s, 6));
-        for (int c = 7; c <= 8; c++) {
-            long id = col_id(s, c);
-            if (id >= 0) sqlite3_bind_text(ins, c, str(a, id), -1, SQLITE_STATIC);
-            else sqlite3_bind_null(ins, c);
-        }
-        for (int c = 9; c <= 10; c++) {
-            if (sqlite3_column_type(s, c) == SQLITE_NULL) sqlite3_bind_null(ins, c);
-            else sqlite3_bind_int64(ins, c, sqlite3_column_int64(s, c));
-        }
+        if (rc || k->cls != EV_GPU) continue;
+        sqlite3_bind_text(ins, 1, str(a, k->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, str(a, k->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, k->calls);
+        sqlite3_bind_double(ins, 4, k->total);
+        sqlite3_bind_double(ins, 5, k->min);
+        sqlite3_bind_double(ins, 6, k->max);
+        if (k->grid >= 0) sqlite3_bind_text(ins, 7, str(a, k->grid), -1, SQLITE_STATIC);
+        if (k->block >= 0) sqlite3_bind_text(ins, 8, str(a, k->block), -1, SQLITE_STATIC);
+        if (k->regs >= 0) sqlite3_bind_int64(ins, 9, k->regs);
+        if (k->smem >= 0) sqlite3_bind_int64(ins, 10, k->smem);
         if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
         sqlite3_reset(ins);
         sqlite3_clear_bindings(ins);
-        if (rc) break;
     }
-    sqlite3_finalize(s);
     sqlite3_finalize(ins);
     return rc;
 }
@@ -734,10 +695,19 @@ static int write_ops(A *a) {
     return rc;
 }
 
-/* Merges sorted intervals of `sel` into table `dst` (s, e, cum = busy before s). */
-static int merge_into(A *a, const char *sel, const char *dst_insert, double *total) {
-    sqlite3_stmt *s = prep(a, sel), *ins = prep(a, dst_insert);
+/* The GPU activity in ts order, of kind ?2 (NULL: all). One device's (dev = ?1) reads the
+ * ev_gpu index; several devices need ev_gpu_ts, which setup builds only then (a sort of
+ * every GPU row: 75 ms at 300 MB). */
+#define GPU_BY_TS_ONE "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND dev = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY ts"
+#define GPU_BY_TS_ALL "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND (?2 IS NULL OR kind = ?2) ORDER BY ts"
+
+/* Merges the intervals of GPU_BY_TS_* (dev, kind: its parameters; kind < 0 all) into table
+ * `dst` (s, e, cum = busy before s). */
+static int merge_into(A *a, int ndev, long long dev, long kind, const char *dst_insert, double *total) {
+    sqlite3_stmt *s = prep(a, ndev > 1 ? GPU_BY_TS_ALL : GPU_BY_TS_ONE), *ins = prep(a, dst_insert);
     if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
+    if (ndev <= 1) sqlite3_bind_int64(s, 1, dev);
+    if (kind >= 0) sqlite3_bind_int64(s, 2, kind);
     double cs = 0, ce = -INFINITY, cum = 0;
     int have = 0, rc = 0;
     while (sqlite3_step(s) == SQLITE_ROW && !rc) {
@@ -1093,30 +1063,15 @@ typedef struct gpu_job {
     char err[256];
     double gpu_busy;
     json_t *gpu, *gaps;
-    int timeline, tl_rc; /* also timeline_buckets' pass, its blobs kept in tl_mem */
-    buf tl_mem;
     pthread_t th;
     int started, threaded;
 } gpu_job;
 
-static int timeline_buckets(A *a);
-
-/* At most this many GPU tracks have their timeline done by gpu_job (their blobs, up to
- * 48 KiB each, wait in memory for tl_insert_mem); more, and this side does them. */
-#define JOB_TL_TRACKS_MAX 64
-
 static void *gpu_job_run(void *arg) {
     gpu_job *j = arg;
-    {
-        STEP_BEGIN();
-        j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
-        STEP_END("gpu_facts");
-    }
-    if (j->timeline) {
-        STEP_BEGIN();
-        j->tl_rc = timeline_buckets(&j->b);
-        STEP_END("timeline_buckets");
-    }
+    STEP_BEGIN();
+    j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
+    STEP_END("gpu_facts");
     return NULL;
 }
 
@@ -1134,13 +1089,6 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     j->gpu_busy = gpu_busy;
     j->gaps = json_array();
     if (!j->gaps) return ERR_NOMEM;
-    size_t ngpu = 0;
-    for (size_t i = 0; i < a->t->ntracks; i++) ngpu += a->t->tracks[i].gpu != 0;
-    if (ngpu <= JOB_TL_TRACKS_MAX) {
-        if (tl_init(&j->b)) return ERR_NOMEM;
-        j->b.tl_mem = &j->tl_mem;
-        j->timeline = 1;
-    }
     sqlite3 *db = NULL;
     sqlite3_stmt *at = NULL;
     int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
@@ -1166,22 +1114,17 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     return 0;
 }
 
-/* Waits for the job; hands over its facts and gaps (NULL when it failed) and inserts its
- * timeline tracks. Always call after gpu_job_start, even on an error path: it frees the job.
- * *did_timeline: whether the job did timeline_buckets' pass. */
-static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps, int *did_timeline) {
+/* Waits for the job; hands over its facts and gaps (NULL when it failed). Always call
+ * after gpu_job_start, even on an error path: it frees the job. */
+static int gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
     if (j->threaded) pthread_join(j->th, NULL);
     int rc = 0;
     if (j->started && !j->gpu) rc = j->err[0] ? ERR_DB : ERR_NOMEM;
-    else if (j->started && j->timeline) rc = j->tl_rc ? j->tl_rc : tl_insert_mem(a, &j->tl_mem);
-    *did_timeline = j->started && j->timeline;
     if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
     if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
     if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
     json_decref(j->gpu);
     json_decref(j->gaps);
-    tl_close(&j->b); /* its tl_ins is NULL: the job never writes */
-    buf_free(&j->tl_mem);
     sqlite3_finalize(j->b.kbusy_q);
     sqlite3_close(j->b.db);
     memset(j, 0, sizeof *j);
@@ -1264,21 +1207,28 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
 
 /* ---- entry ---- */
 
+/* How many devices the GPU tracks name; *dev is one of them. */
+static int gpu_devices(const trace_ctx *t, long long *dev) {
+    int n = 0;
+    for (size_t i = 0; i < t->ntracks && n < 2; i++) {
+        const track_info *ti = &t->tracks[i];
+        if (!ti->gpu || (n && ti->device == *dev)) continue;
+        if (!n) *dev = ti->device;
+        n++;
+    }
+    return n;
+}
+
 /* Why partial indexes: building an index sorts its rows, and the three over every event
  * were most of setup (276 of 342 ms at 100 MB). Each query below that needs one names its
  * index's WHERE term literally (cls = 2; a comparison on corr implies corr IS NOT NULL),
  * which is what lets SQLite use a partial index; the rest scan ev once. Why the extra
- * columns: they cover what the GPU passes, the busy merges, gcorr and the launch delays
+ * columns: they cover what the GPU passes, the busy merges, GCUR_SQL and the launch delays
  * read, so those never look a row up in ev by rowid, which is a random read of a file
  * larger than the page cache (their queries took 99 ms at 100 MB with lookups, 49 without). */
 static const char setup_sql[] =
     "CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur) WHERE corr IS NOT NULL;"
-    "CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;"
-    "CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur) WHERE cls = 2;"
-    /* keyed by corr itself: GROUP BY reads ev_corr in corr order, so this appends */
-    "CREATE TABLE scratch.gcorr(corr INTEGER PRIMARY KEY, d REAL, n INT);"
-    "INSERT INTO scratch.gcorr SELECT corr, TOTAL(dur), COUNT(*) FROM scratch.ev"
-    " WHERE cls = 2 AND corr IS NOT NULL GROUP BY corr;"
+    "CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur, kind) WHERE cls = 2;"
     "CREATE INDEX scratch.hblk_track ON hblk(track);"
     "CREATE TABLE scratch.busy(s REAL, e REAL, cum REAL);"
     "CREATE TABLE scratch.kbusy(s REAL, e REAL, cum REAL);"
@@ -1309,15 +1259,14 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) rc = run(&a, "BEGIN");
     if (!rc) rc = gpu_track_host_ops(&a);
     if (!rc) { STEP_BEGIN(); rc = run(&a, setup_sql); STEP_END("setup"); }
-    if (!rc) { STEP_BEGIN(); rc = merge_into(&a, "SELECT ts, te FROM scratch.ev WHERE cls = 2 ORDER BY ts",
-                             "INSERT INTO scratch.busy VALUES (?, ?, ?)", &gpu_busy); STEP_END("merge_into"); }
+    long long dev = 0;
+    int ndev = gpu_devices(t, &dev);
+    if (!rc && ndev > 1) rc = run(&a, "CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;");
+    if (!rc) { STEP_BEGIN(); rc = merge_into(&a, ndev, dev, -1, "INSERT INTO scratch.busy VALUES (?, ?, ?)", &gpu_busy); STEP_END("merge_into"); }
     if (!rc) {
         /* kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
-        char sql[160];
-        const char *kn = "kernel";
-        snprintf(sql, sizeof sql, "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = %ld ORDER BY ts",
-                 intern_id(t->strs, kn, strlen(kn)));
-        rc = merge_into(&a, sql, "INSERT INTO scratch.kbusy VALUES (?, ?, ?)", NULL);
+        long kn = intern_id(t->strs, "kernel", 6);
+        rc = kn < 0 ? ERR_NOMEM : merge_into(&a, ndev, dev, kn, "INSERT INTO scratch.kbusy VALUES (?, ?, ?)", NULL);
     }
     if (!rc) rc = run(&a, "CREATE INDEX scratch.busy_s ON busy(s); CREATE INDEX scratch.kbusy_s ON kbusy(s);");
     if (!rc) {
@@ -1342,12 +1291,14 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) { STEP_BEGIN(); rc = write_ops(&a); STEP_END("write_ops"); }
     json_t *tl_phases = json_array(), *gaps = NULL;
     if (!rc) { STEP_BEGIN(); rc = write_phases(&a, tl_phases); STEP_END("write_phases"); }
+    /* here, not in gpu_job: since host_walk takes 100 ms, not 400, at 300 MB, the job's
+     * gpu_facts is the longer side even without it */
+    if (!rc) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
     {
         STEP_BEGIN();
-        int did_tl = 0, jrc = gpu_job_finish(&a, &job, &out->gpu, &gaps, &did_tl);
+        int jrc = gpu_job_finish(&a, &job, &out->gpu, &gaps);
         STEP_END("gpu_job_wait");
         if (!rc) rc = jrc;
-        if (!rc && !did_tl) { STEP_BEGIN(); rc = timeline_buckets(&a); STEP_END("timeline_buckets"); }
     }
     if (!rc) {
         out->timeline = timeline_doc(&a, tl_phases, gaps);

@@ -48,6 +48,16 @@ typedef struct hrec {
 } hrec;
 #define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
 
+/* The GPU rows of the operator and kernel tables, summed by the loader as events come:
+ * one per (cls, kind, name) of EV_GPU and EV_GPU_ANN events. Grid, block, regs and smem
+ * are the longest call's (the first in file order on a tie); -1 when it had none. */
+typedef struct gpu_agg {
+    int cls;
+    long kind, name, grid, block;
+    long long calls, regs, smem;
+    double total, min, max; /* total summed in file order */
+} gpu_agg;
+
 typedef struct track_info {
     char *pid, *tid;      /* as in the trace */
     long long events;     /* events on the track */
@@ -77,6 +87,9 @@ typedef struct trace_ctx {
     json_t *labels;       /* {"k":"v"} (owned), for the report */
     char *hardware;       /* "NVIDIA A100 x8" or "" (owned) */
     int has_launch_flows; /* the upload has ac2g / async_cpu_to_gpu flow events (synth.h) */
+    gpu_agg *gpu_aggs;    /* (owned) see gpu_agg; ngpu_aggs of them, in order of first event */
+    size_t ngpu_aggs, capgpu_aggs;
+    intern *gpu_agg_keys; /* (owned) (cls, kind, name) bytes -> index into gpu_aggs */
     long long host_late;  /* host-class events that came before the greatest one of their track
                            * so far in (ts, longer first) order: hrec.late = 1. The others are
                            * in that order as they came, so analyze.c's host walk reads them

@@ -290,6 +290,29 @@ static void test_host_ops_on_a_gpu_track(void **state) {
     json_decref(g);
 }
 
+/* GPU busy is the union over every device's activity: one device reads ev_gpu, two need
+ * the ev_gpu_ts index setup builds only then; both give the same union. */
+static void test_gpu_busy_over_devices(void **state) {
+    (void)state;
+#define K(pid, dev, ts, dur) \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":" #pid ",\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur \
+    ",\"args\":{\"device\":" #dev ",\"stream\":7}}"
+    const char *two = "{\"traceEvents\":[" X("op", "cpu_op", 1, 0, 100, "") "," K(0, 0, 0, 10) "," K(1, 1, 5, 15) "," K(0, 0, 40, 10) "]}";
+    const char *one = "{\"traceEvents\":[" X("op", "cpu_op", 1, 0, 100, "") "," K(0, 0, 0, 10) "," K(0, 0, 5, 15) "," K(0, 0, 40, 10) "]}";
+#undef K
+    for (int i = 0; i < 2; i++) {
+        long long id;
+        assert_int_equal(import(i ? one : two, &id), 0);
+        sqlite3 *db = store_get(st);
+        json_t *g = NULL;
+        assert_int_equal(query_gpu(db, id, &g), 0);
+        store_put(st, db);
+        assert_true(fabs(json_number_value(json_object_get(g, "gpu_busy_us")) - 30) < 1e-9); /* [0, 20] and [40, 50] */
+        assert_int_equal((int)json_array_size(json_object_get(g, "devices")), i ? 1 : 2);
+        json_decref(g);
+    }
+}
+
 /* The scratch database is a file in $TMPDIR (load.c: attach_scratch): where none can be
  * made, loader_new says so, and nothing is left behind where one could. */
 static void test_loader_scratch_file_in_tmpdir(void **state) {
@@ -462,6 +485,7 @@ int main(void) {
         cmocka_unit_test(test_ingest_memory_self_and_total),
         cmocka_unit_test(test_ingest_late_rows_walk_like_sorted),
         cmocka_unit_test(test_host_ops_on_a_gpu_track),
+        cmocka_unit_test(test_gpu_busy_over_devices),
         cmocka_unit_test(test_loader_scratch_file_in_tmpdir),
         cmocka_unit_test(test_timeline_tracks_whoever_buckets_them),
         cmocka_unit_test(test_ingest_input_shapes_grouping),
