@@ -162,13 +162,31 @@ static phase *phase_for(A *a, long name, int gpu) {
     return &a->phases[i];
 }
 
-/* GPU busy time in [-inf, t] from the merged intervals of table busy/kbusy. */
+/* The merged GPU intervals of scratch.busy / kbusy: rows (s0, data), data BUSY_BLOCK
+ * triples (s, e, cum = busy before s) at most, s0 the first s; s strictly increases
+ * across the table. Why blocks: a row per interval was an INSERT per GPU activity (two
+ * tables: 230k rows, 200 ms at 300 MB), and a lookup only needs the row holding t. */
+#define BUSY_BLOCK 256
+
+/* GPU busy time in [-inf, t] from q: SELECT data FROM busy (or kbusy) WHERE s0 <= ? ORDER BY
+ * s0 DESC LIMIT 1. */
 static double busy_before(sqlite3_stmt *q, double t) {
-    double v = 0;
+    double v = 0, iv[BUSY_BLOCK * 3];
     sqlite3_bind_double(q, 1, t);
     if (sqlite3_step(q) == SQLITE_ROW) {
-        double s = sqlite3_column_double(q, 0), e = sqlite3_column_double(q, 1), cum = sqlite3_column_double(q, 2);
-        v = cum + (t < e ? t - s : e - s);
+        size_t bytes = (size_t)sqlite3_column_bytes(q, 0), n = bytes / sizeof(double[3]);
+        if (n > BUSY_BLOCK) n = BUSY_BLOCK;
+        memcpy(iv, sqlite3_column_blob(q, 0), n * sizeof(double[3]));
+        size_t lo = 0, hi = n; /* the last interval with s <= t: iv[0] has it (s0 <= t) */
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (iv[3 * mid] <= t) lo = mid;
+            else hi = mid;
+        }
+        if (n) {
+            double s = iv[3 * lo], e = iv[3 * lo + 1], cum = iv[3 * lo + 2];
+            v = cum + (t < e ? t - s : e - s);
+        }
     }
     sqlite3_reset(q);
     return v;
@@ -695,49 +713,77 @@ static int write_ops(A *a) {
     return rc;
 }
 
-/* The GPU activity in ts order, of kind ?2 (NULL: all). One device's (dev = ?1) reads the
- * ev_gpu index; several devices need ev_gpu_ts, which setup builds only then (a sort of
- * every GPU row: 75 ms at 300 MB). */
-#define GPU_BY_TS_ONE "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND dev = ?1 AND (?2 IS NULL OR kind = ?2) ORDER BY ts"
-#define GPU_BY_TS_ALL "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND (?2 IS NULL OR kind = ?2) ORDER BY ts"
+/* The GPU activity in ts order. One device's (dev = ?1) reads the ev_gpu index; several
+ * devices need ev_gpu_ts, which setup builds only then (a sort of every GPU row: 75 ms at
+ * 300 MB). */
+#define GPU_BY_TS_ONE "SELECT ts, te, kind FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts"
+#define GPU_BY_TS_ALL "SELECT ts, te, kind FROM scratch.ev WHERE cls = 2 ORDER BY ts"
 
-/* Merges the intervals of GPU_BY_TS_* (dev, kind: its parameters; kind < 0 all) into table
- * `dst` (s, e, cum = busy before s). */
-static int merge_into(A *a, int ndev, long long dev, long kind, const char *dst_insert, double *total) {
-    sqlite3_stmt *s = prep(a, ndev > 1 ? GPU_BY_TS_ALL : GPU_BY_TS_ONE), *ins = prep(a, dst_insert);
-    if (!s || !ins) { sqlite3_finalize(s); sqlite3_finalize(ins); return ERR_DB; }
-    if (ndev <= 1) sqlite3_bind_int64(s, 1, dev);
-    if (kind >= 0) sqlite3_bind_int64(s, 2, kind);
-    double cs = 0, ce = -INFINITY, cum = 0;
-    int have = 0, rc = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && !rc) {
+/* A union of intervals fed in start order, written as BUSY_BLOCK blocks (busy_before):
+ * s strictly increases, so the tables are keyed by s0 and fill by appending. */
+typedef struct merger {
+    sqlite3_stmt *ins;
+    double cs, ce, cum;
+    int have, n;
+    double blk[BUSY_BLOCK * 3];
+} merger;
+
+static int merger_flush(A *a, merger *m) {
+    if (!m->n) return 0;
+    sqlite3_bind_double(m->ins, 1, m->blk[0]);
+    sqlite3_bind_blob(m->ins, 2, m->blk, (int)((size_t)m->n * sizeof(double[3])), SQLITE_STATIC);
+    int rc = sqlite3_step(m->ins) == SQLITE_DONE ? 0 : dberr(a);
+    sqlite3_reset(m->ins);
+    m->n = 0;
+    return rc;
+}
+
+/* The interval held in m (cs, ce) into the block. */
+static int merger_put(A *a, merger *m) {
+    double *p = &m->blk[3 * m->n++];
+    p[0] = m->cs;
+    p[1] = m->ce;
+    p[2] = m->cum;
+    m->cum += m->ce - m->cs;
+    return m->n == BUSY_BLOCK ? merger_flush(a, m) : 0;
+}
+
+static int merger_add(A *a, merger *m, double ts, double te) {
+    if (m->have && ts <= m->ce) {
+        if (te > m->ce) m->ce = te;
+        return 0;
+    }
+    int rc = m->have ? merger_put(a, m) : 0;
+    m->cs = ts;
+    m->ce = te;
+    m->have = 1;
+    return rc;
+}
+
+/* One pass over the GPU activity by ts: the union of all of it into scratch.busy (*total:
+ * its busy time) and of the kernels (kind kernel_kind) into scratch.kbusy. Why one pass:
+ * two, one per table, read every GPU row twice (the second 40-60 ms at 300 MB). */
+static int busy_merges(A *a, int ndev, long long dev, long kernel_kind, double *total) {
+    sqlite3_stmt *s = prep(a, ndev > 1 ? GPU_BY_TS_ALL : GPU_BY_TS_ONE);
+    merger *all = calloc(2, sizeof *all), *k = all + 1; /* 12 KiB each */
+    if (!all) { sqlite3_finalize(s); return ERR_NOMEM; }
+    all->ins = prep(a, "INSERT INTO scratch.busy VALUES (?, ?)");
+    k->ins = prep(a, "INSERT INTO scratch.kbusy VALUES (?, ?)");
+    int rc = s && all->ins && k->ins ? 0 : ERR_DB, src = SQLITE_DONE;
+    if (!rc && ndev <= 1) sqlite3_bind_int64(s, 1, dev);
+    while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
         double ts = sqlite3_column_double(s, 0), te = sqlite3_column_double(s, 1);
-        if (have && ts <= ce) {
-            if (te > ce) ce = te;
-            continue;
-        }
-        if (have) {
-            sqlite3_bind_double(ins, 1, cs);
-            sqlite3_bind_double(ins, 2, ce);
-            sqlite3_bind_double(ins, 3, cum);
-            if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
-            sqlite3_reset(ins);
-            cum += ce - cs;
-        }
-        cs = ts;
-        ce = te;
-        have = 1;
+        rc = merger_add(a, all, ts, te);
+        if (!rc && sqlite3_column_int64(s, 2) == kernel_kind) rc = merger_add(a, k, ts, te);
     }
-    if (have && !rc) {
-        sqlite3_bind_double(ins, 1, cs);
-        sqlite3_bind_double(ins, 2, ce);
-        sqlite3_bind_double(ins, 3, cum);
-        if (sqlite3_step(ins) != SQLITE_DONE) rc = dberr(a);
-        cum += ce - cs;
-    }
+    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    for (merger *m = all; !rc && m <= k; m++)
+        if (m->have && !(rc = merger_put(a, m))) rc = merger_flush(a, m);
+    *total = all->cum;
     sqlite3_finalize(s);
-    sqlite3_finalize(ins);
-    if (total) *total = cum;
+    sqlite3_finalize(all->ins);
+    sqlite3_finalize(k->ins);
+    free(all);
     return rc;
 }
 
@@ -1103,7 +1149,7 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
         j->b.db = NULL;
         return ERR_DB;
     }
-    j->b.kbusy_q = prep(&j->b, "SELECT s, e, cum FROM scratch.kbusy WHERE s <= ? ORDER BY s DESC LIMIT 1");
+    j->b.kbusy_q = prep(&j->b, "SELECT data FROM scratch.kbusy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
     if (!j->b.kbusy_q) {
         snprintf(a->err, a->errlen, "%s", j->err);
         return ERR_DB;
@@ -1230,8 +1276,8 @@ static const char setup_sql[] =
     "CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur) WHERE corr IS NOT NULL;"
     "CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur, kind) WHERE cls = 2;"
     "CREATE INDEX scratch.hblk_track ON hblk(track);"
-    "CREATE TABLE scratch.busy(s REAL, e REAL, cum REAL);"
-    "CREATE TABLE scratch.kbusy(s REAL, e REAL, cum REAL);"
+    "CREATE TABLE scratch.busy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;" /* BUSY_BLOCK */
+    "CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE scratch.ops(grouping INT, name TEXT, kind TEXT, input_shapes TEXT, calls INT, cpu_total REAL,"
     " self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT);"
     "CREATE TABLE scratch.kern(name TEXT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid TEXT,"
@@ -1262,16 +1308,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     long long dev = 0;
     int ndev = gpu_devices(t, &dev);
     if (!rc && ndev > 1) rc = run(&a, "CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;");
-    if (!rc) { STEP_BEGIN(); rc = merge_into(&a, ndev, dev, -1, "INSERT INTO scratch.busy VALUES (?, ?, ?)", &gpu_busy); STEP_END("merge_into"); }
+    /* kbusy: kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
+    long kn = intern_id(t->strs, "kernel", 6);
+    if (!rc && kn < 0) rc = ERR_NOMEM;
+    if (!rc) { STEP_BEGIN(); rc = busy_merges(&a, ndev, dev, kn, &gpu_busy); STEP_END("busy_merges"); }
     if (!rc) {
-        /* kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
-        long kn = intern_id(t->strs, "kernel", 6);
-        rc = kn < 0 ? ERR_NOMEM : merge_into(&a, ndev, dev, kn, "INSERT INTO scratch.kbusy VALUES (?, ?, ?)", NULL);
-    }
-    if (!rc) rc = run(&a, "CREATE INDEX scratch.busy_s ON busy(s); CREATE INDEX scratch.kbusy_s ON kbusy(s);");
-    if (!rc) {
-        a.busy_q = prep(&a, "SELECT s, e, cum FROM scratch.busy WHERE s <= ? ORDER BY s DESC LIMIT 1");
-        a.kbusy_q = prep(&a, "SELECT s, e, cum FROM scratch.kbusy WHERE s <= ? ORDER BY s DESC LIMIT 1");
+        a.busy_q = prep(&a, "SELECT data FROM scratch.busy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
+        a.kbusy_q = prep(&a, "SELECT data FROM scratch.kbusy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
         if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
     }
     /* What gpu_job reads is committed first: the job's connection sees only that. */
