@@ -30,9 +30,15 @@ typedef struct ingest_event {
     int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem;
     const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
-    const char *json;            /* the whole event as written, args kept, whitespace outside strings dropped */
+    const char *json;            /* the whole event as written, args kept; at most INGEST_MAX_EVENT_BYTES */
     size_t json_len;
+    int json_ws;                 /* json may still hold whitespace outside strings (ingest_minify) */
 } ingest_event;
+
+/* Writes json (n bytes of JSON that YAJL accepted, or such JSON already compact) to out
+ * without the whitespace outside strings; returns its length. out has room for n bytes,
+ * does not overlap json, and is not NUL-terminated. */
+size_t ingest_minify(const char *json, size_t n, char *out);
 
 typedef struct ingest_sink {
     void *ctx;

@@ -41,6 +41,7 @@ struct loader {
     chunk_builder *chunks; /* per track: events not yet written */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
     long long nstored;     /* events store_event has seen: the next hrec.seq */
+    buf minbuf;            /* store_event: the event's text without whitespace */
     double *chunk_min, *chunk_max;
     long long next_chunk;
     intern *track_keys; /* "pid\x1ftid" -> track index */
@@ -395,9 +396,18 @@ static int store_event(void *ctx, const ingest_event *e) {
     }
     l->nstored++;
 
-    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)e->json_len,
+    /* The stored text is compact (chunk.h); the parser left that to this thread. */
+    const char *json = e->json;
+    size_t jlen = e->json_len;
+    if (e->json_ws) {
+        if (buf_reserve(&l->minbuf, jlen + 1)) return w_fail(l, ERR_NOMEM, "out of memory");
+        jlen = ingest_minify(e->json, jlen, l->minbuf.p);
+        l->minbuf.p[jlen] = '\0';
+        json = l->minbuf.p;
+    }
+    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)jlen,
                    (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
-    if (chunk_add(&l->chunks[tr], &r, e->json)) return w_fail(l, ERR_NOMEM, "out of memory");
+    if (chunk_add(&l->chunks[tr], &r, json)) return w_fail(l, ERR_NOMEM, "out of memory");
     if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
     if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
     if (l->chunks[tr].n < CHUNK_EVENTS && chunk_builder_bytes(&l->chunks[tr]) < CHUNK_BYTES) return 0;
@@ -780,6 +790,7 @@ void loader_free(loader *l) {
     buf_free(&l->zbuf);
     ZSTD_freeCCtx(l->cctx);
     buf_free(&l->keybuf);
+    buf_free(&l->minbuf);
     json_decref(l->t.meta);
     free(l);
 }

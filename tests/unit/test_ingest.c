@@ -27,8 +27,15 @@ typedef struct seen {
 static int on_event(void *ctx, const ingest_event *e) {
     seen *s = ctx;
     if (s->n < 4) {
-        snprintf(s->json[s->n], sizeof s->json[0], "%s", e->json);
-        s->len[s->n] = e->json_len;
+        /* the text as the loader stores it: whitespace outside strings dropped */
+        char *out = malloc(e->json_len + 1);
+        assert_non_null(out);
+        size_t n = e->json_ws ? ingest_minify(e->json, e->json_len, out) : e->json_len;
+        if (!e->json_ws) memcpy(out, e->json, n);
+        out[n] = '\0';
+        snprintf(s->json[s->n], sizeof s->json[0], "%s", out);
+        s->len[s->n] = n;
+        free(out);
         s->ts[s->n] = e->ts;
     }
     s->n++;
@@ -169,6 +176,46 @@ static void test_ingest_numbers_read_like_strtod(void **state)
     }
 }
 
+/* ingest_minify against a byte-at-a-time reference, on random texts of quotes, backslashes,
+ * blanks and letters: quotes and escapes land at every offset of its 8-byte steps. */
+static size_t minify_ref(const char *s, size_t n, char *o) {
+    size_t k = 0;
+    int str = 0, esc = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (str) {
+            o[k++] = (char)c;
+            if (esc) esc = 0;
+            else if (c == '\\') esc = 1;
+            else if (c == '"') str = 0;
+        } else if (c > ' ') {
+            o[k++] = (char)c;
+            str = c == '"';
+        }
+    }
+    return k;
+}
+static void test_minify_matches_reference(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "\"\\ \n\tab{}:,\x80";
+    unsigned seed = 7;
+    char in[64], want[64], got[64];
+    for (int k = 0; k < 20000; k++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t n = (seed >> 8) % sizeof in;
+        for (size_t i = 0; i < n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            in[i] = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+        }
+        size_t wn = minify_ref(in, n, want), gn = ingest_minify(in, n, got);
+        assert_int_equal(gn, wn);
+        assert_memory_equal(got, want, wn);
+        assert_int_equal(ingest_minify(got, wn, in), wn); /* compact text stays as it is */
+        assert_memory_equal(in, want, wn);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_ingest_bare_array_events),
         cmocka_unit_test(test_ingest_event_cap_counts_text_not_whitespace),
         cmocka_unit_test(test_ingest_numbers_read_like_strtod),
+        cmocka_unit_test(test_minify_matches_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
