@@ -477,9 +477,12 @@ static int walk_end(A *a, walker *w) {
 static long walk_late_max = WALK_LATE_MAX;
 void analyze_set_late_max(long n) { walk_late_max = n >= 0 ? n : WALK_LATE_MAX; }
 
-/* The late rows of track tr (tb: its blocks), sorted, into w. */
-static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
-    int rc = 0, src;
+#define TRACK_BLOCKS_SQL "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid"
+
+/* Calls fn(a, ctx, &h) for each hrec of track tr in file order; tb is TRACK_BLOCKS_SQL.
+ * The first non-zero return stops it and is returned. */
+static int track_recs(A *a, sqlite3_stmt *tb, long tr, int (*fn)(A *, void *, const hrec *), void *ctx) {
+    int rc = 0, src = SQLITE_DONE;
     sqlite3_reset(tb);
     sqlite3_bind_int64(tb, 1, tr);
     while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
@@ -488,19 +491,50 @@ static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
         for (size_t i = 0; !rc && i < n; i++) {
             hrec h;
             hrec_at(blob, i, &h);
-            if (!h.late) continue;
-            if (w->nlate == w->caplate) {
-                size_t cap = w->caplate ? w->caplate * 2 : 16;
-                hrow *nl = realloc(w->late, cap * sizeof *nl);
-                if (!nl) { rc = ERR_NOMEM; break; }
-                w->late = nl;
-                w->caplate = cap;
-            }
-            rc = hrow_of(a, c, tr, &h, &w->late[w->nlate++]);
+            rc = fn(a, ctx, &h);
         }
     }
-    if (!rc && src != SQLITE_DONE) rc = dberr(a);
+    return !rc && src != SQLITE_DONE ? dberr(a) : rc;
+}
+
+/* load_late's and walk_sorted's per-record state. */
+typedef struct walk_ctx {
+    walker *w;
+    gcur *c;
+    long tr;
+    sqlite3_stmt *ins;
+} walk_ctx;
+
+static int keep_late(A *a, void *ctx, const hrec *h) {
+    walk_ctx *x = ctx;
+    walker *w = x->w;
+    if (!h->late) return 0;
+    if (w->nlate == w->caplate) {
+        size_t cap = w->caplate ? w->caplate * 2 : 16;
+        hrow *nl = realloc(w->late, cap * sizeof *nl);
+        if (!nl) return ERR_NOMEM;
+        w->late = nl;
+        w->caplate = cap;
+    }
+    return hrow_of(a, x->c, x->tr, h, &w->late[w->nlate++]);
+}
+
+/* The late rows of track tr (tb: TRACK_BLOCKS_SQL), sorted, into w. */
+static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
+    walk_ctx x = {w, c, tr, NULL};
+    int rc = track_recs(a, tb, tr, keep_late, &x);
     if (!rc) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
+    return rc;
+}
+
+static int insert_sorted(A *a, void *ctx, const hrec *h) {
+    sqlite3_stmt *ins = ((walk_ctx *)ctx)->ins;
+    sqlite3_bind_double(ins, 1, h->ts);
+    sqlite3_bind_double(ins, 2, h->te);
+    sqlite3_bind_int64(ins, 3, h->seq);
+    sqlite3_bind_blob(ins, 4, h, sizeof *h, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
+    sqlite3_reset(ins);
     return rc;
 }
 
@@ -511,26 +545,9 @@ static int walk_sorted(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
     sqlite3_stmt *ins = rc ? NULL : prep(a, "INSERT INTO temp.hsort VALUES (?, ?, ?, ?)");
     sqlite3_stmt *sel = rc ? NULL : prep(a, "SELECT rec FROM temp.hsort ORDER BY ts, te DESC, seq");
     if (!rc && (!ins || !sel)) rc = ERR_DB;
+    walk_ctx x = {w, c, tr, ins};
+    if (!rc) rc = track_recs(a, tb, tr, insert_sorted, &x);
     int src = SQLITE_DONE;
-    if (!rc) {
-        sqlite3_reset(tb);
-        sqlite3_bind_int64(tb, 1, tr);
-    }
-    while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
-        const void *blob = sqlite3_column_blob(tb, 0);
-        size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
-        for (size_t i = 0; !rc && i < n; i++) {
-            hrec h;
-            hrec_at(blob, i, &h);
-            sqlite3_bind_double(ins, 1, h.ts);
-            sqlite3_bind_double(ins, 2, h.te);
-            sqlite3_bind_int64(ins, 3, h.seq);
-            sqlite3_bind_blob(ins, 4, &h, sizeof h, SQLITE_TRANSIENT);
-            rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
-            sqlite3_reset(ins);
-        }
-    }
-    if (!rc && src != SQLITE_DONE) rc = dberr(a);
     while (!rc && (src = sqlite3_step(sel)) == SQLITE_ROW) {
         hrec h;
         hrow r;
@@ -561,7 +578,7 @@ static int host_walk(A *a) {
     gcur c;
     memset(&c, 0, sizeof c);
     sqlite3_stmt *blk = prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
-    sqlite3_stmt *tb = blk ? prep(a, "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid") : NULL;
+    sqlite3_stmt *tb = blk ? prep(a, TRACK_BLOCKS_SQL) : NULL;
     c.s = tb ? prep(a, GCUR_SQL) : NULL;
     int rc = !w.stack ? ERR_NOMEM : !c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
     if (!rc) rc = gcur_seek(a, &c, INT64_MIN);
@@ -606,39 +623,36 @@ static int host_walk(A *a) {
 /* Host ops on GPU tracks (a trace may put both on one pid/tid) are drawn by
  * timeline_buckets, which reads scratch.ev; the loader kept them only in scratch.hblk, so
  * they are copied there (user_annotation ranges and runtime calls are in ev already). */
+static int copy_host_op(A *a, void *ctx, const hrec *h) {
+    const walk_ctx *x = ctx;
+    if (h->cls != EV_HOST_OP || h->kind == a->ua_kind) return 0;
+    sqlite3_stmt *ins = x->ins;
+    sqlite3_bind_int(ins, 1, h->cls);
+    sqlite3_bind_int64(ins, 2, h->kind);
+    sqlite3_bind_int64(ins, 3, h->name);
+    sqlite3_bind_int64(ins, 4, x->tr);
+    sqlite3_bind_double(ins, 5, h->ts);
+    sqlite3_bind_double(ins, 6, h->te);
+    sqlite3_bind_double(ins, 7, h->dur);
+    if (h->shapes >= 0) sqlite3_bind_int64(ins, 8, h->shapes);
+    else sqlite3_bind_null(ins, 8);
+    int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
+    sqlite3_reset(ins);
+    return rc;
+}
+
 static int gpu_track_host_ops(A *a) {
     sqlite3_stmt *tb = NULL, *ins = NULL;
-    int rc = 0, src = SQLITE_DONE;
+    int rc = 0;
     for (size_t tr = 0; !rc && tr < a->t->ntracks; tr++) {
         if (!a->t->tracks[tr].gpu || !a->t->tracks[tr].host_seen) continue;
         if (!tb) {
-            tb = prep(a, "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid");
+            tb = prep(a, TRACK_BLOCKS_SQL);
             ins = tb ? prep(a, "INSERT INTO scratch.ev(cls, kind, name, track, ts, te, dur, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)") : NULL;
             if (!ins) { rc = ERR_DB; break; }
         }
-        sqlite3_reset(tb);
-        sqlite3_bind_int64(tb, 1, (long long)tr);
-        while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
-            const void *blob = sqlite3_column_blob(tb, 0);
-            size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
-            for (size_t i = 0; !rc && i < n; i++) {
-                hrec h;
-                hrec_at(blob, i, &h);
-                if (h.cls != EV_HOST_OP || h.kind == a->ua_kind) continue;
-                sqlite3_bind_int(ins, 1, h.cls);
-                sqlite3_bind_int64(ins, 2, h.kind);
-                sqlite3_bind_int64(ins, 3, h.name);
-                sqlite3_bind_int64(ins, 4, (long long)tr);
-                sqlite3_bind_double(ins, 5, h.ts);
-                sqlite3_bind_double(ins, 6, h.te);
-                sqlite3_bind_double(ins, 7, h.dur);
-                if (h.shapes >= 0) sqlite3_bind_int64(ins, 8, h.shapes);
-                else sqlite3_bind_null(ins, 8);
-                rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : dberr(a);
-                sqlite3_reset(ins);
-            }
-        }
-        if (!rc && src != SQLITE_DONE) rc = dberr(a);
+        walk_ctx x = {NULL, NULL, (long)tr, ins};
+        rc = track_recs(a, tb, (long)tr, copy_host_op, &x);
     }
     sqlite3_finalize(tb);
     sqlite3_finalize(ins);

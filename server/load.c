@@ -7,7 +7,8 @@
  * Why a scratch database and not arrays: a 1 GB trace holds millions of events, and the
  * analysis needs them sorted per thread and joined by correlation id. SQLite sorts and
  * indexes them within its page cache and spills to disk, so server memory stays flat
- * whatever the trace size (issue 8's target), and the analysis is plain SQL.
+ * whatever the trace size (issue 8's target). What is only walked in order (the host
+ * events) is stored in blocks, what is joined or sought is a row each (trace.h).
  *
  * Atomicity: nothing touches the main database until loader_commit's single
  * BEGIN IMMEDIATE ... COMMIT; a failed or abandoned upload leaves nothing behind. */
