@@ -523,7 +523,7 @@ static int keep_late(A *a, void *ctx, const hrec *h) {
 static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
     walk_ctx x = {w, c, tr, NULL};
     int rc = track_recs(a, tb, tr, keep_late, &x);
-    if (!rc) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
+    if (!rc && w->nlate) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
     return rc;
 }
 
@@ -671,7 +671,7 @@ static int gpu_agg_cmp(const void *x, const void *y) {
 static int gpu_rows(A *a) {
     sqlite3_stmt *ins = prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;
-    qsort(a->t->gpu_aggs, a->t->ngpu_aggs, sizeof *a->t->gpu_aggs, gpu_agg_cmp);
+    if (a->t->ngpu_aggs) qsort(a->t->gpu_aggs, a->t->ngpu_aggs, sizeof *a->t->gpu_aggs, gpu_agg_cmp); /* NULL when none */
     int rc = 0;
     for (size_t i = 0; i < a->t->ngpu_aggs && !rc; i++) {
         const gpu_agg *k = &a->t->gpu_aggs[i];
