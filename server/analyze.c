@@ -176,7 +176,7 @@ static double busy_before(sqlite3_stmt *q, double t) {
     if (sqlite3_step(q) == SQLITE_ROW) {
         size_t bytes = (size_t)sqlite3_column_bytes(q, 0), n = bytes / sizeof(double[3]);
         if (n > BUSY_BLOCK) n = BUSY_BLOCK;
-        memcpy(iv, sqlite3_column_blob(q, 0), n * sizeof(double[3]));
+        if (n) memcpy(iv, sqlite3_column_blob(q, 0), n * sizeof(double[3])); /* NULL for an empty blob */
         size_t lo = 0, hi = n; /* the last interval with s <= t: iv[0] has it (s0 <= t) */
         while (hi - lo > 1) {
             size_t mid = (lo + hi) / 2;
