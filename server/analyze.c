@@ -92,7 +92,7 @@ typedef struct A {
     sqlite3_stmt *tl_ins;          /* INSERT INTO scratch.tlb */
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     double tl_t0, tl_w;            /* session start, bucket width */
-    tlacc tl;                      /* timeline_buckets' accumulator (and host_walk's, sorted) */
+    tlacc tl;                      /* the accumulator of timeline_buckets and host_walk */
 } A;
 
 static int dberr(A *a) {
@@ -168,8 +168,10 @@ static phase *phase_for(A *a, long name, int gpu) {
  * tables: 230k rows, 200 ms at 300 MB), and a lookup only needs the row holding t. */
 #define BUSY_BLOCK 256
 
-/* GPU busy time in [-inf, t] from q: SELECT data FROM busy (or kbusy) WHERE s0 <= ? ORDER BY
- * s0 DESC LIMIT 1. */
+/* The row of table t (busy or kbusy) that holds time ?: busy_before's statement. */
+#define BUSY_SQL(t) "SELECT data FROM scratch." t " WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1"
+
+/* GPU busy time in [-inf, t] from q (a BUSY_SQL statement). */
 static double busy_before(sqlite3_stmt *q, double t) {
     double v = 0, iv[BUSY_BLOCK * 3];
     sqlite3_bind_double(q, 1, t);
@@ -610,8 +612,11 @@ static int host_walk(A *a) {
     }
     if (!rc && src != SQLITE_DONE) rc = dberr(a);
     if (!rc && track >= 0 && !skip) rc = walk_end(a, &w);
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))
-        fprintf(stderr, "level=debug msg=analysis step=host_order ms=0 late=%lld\n", a->t->host_late);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) {
+        long long late = 0;
+        for (size_t i = 0; i < a->t->ntracks; i++) late += a->t->tracks[i].host_late;
+        fprintf(stderr, "level=debug msg=analysis step=host_order ms=0 late=%lld\n", late);
+    }
     free(w.stack);
     free(w.late);
     sqlite3_finalize(blk);
@@ -1163,7 +1168,7 @@ static int gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
         j->b.db = NULL;
         return ERR_DB;
     }
-    j->b.kbusy_q = prep(&j->b, "SELECT data FROM scratch.kbusy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
+    j->b.kbusy_q = prep(&j->b, BUSY_SQL("kbusy"));
     if (!j->b.kbusy_q) {
         snprintf(a->err, a->errlen, "%s", j->err);
         return ERR_DB;
@@ -1322,25 +1327,22 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     long long dev = 0;
     int ndev = gpu_devices(t, &dev);
     if (!rc && ndev > 1) rc = run(&a, "CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;");
+    a.kernel_kind = intern_id(t->strs, "kernel", 6);
+    a.memcpy_kind = intern_id(t->strs, "gpu_memcpy", 10);
+    a.memset_kind = intern_id(t->strs, "gpu_memset", 10);
+    if (!rc && (a.kernel_kind < 0 || a.memcpy_kind < 0 || a.memset_kind < 0)) rc = ERR_NOMEM;
     /* kbusy: kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
-    long kn = intern_id(t->strs, "kernel", 6);
-    if (!rc && kn < 0) rc = ERR_NOMEM;
-    if (!rc) { STEP_BEGIN(); rc = busy_merges(&a, ndev, dev, kn, &gpu_busy); STEP_END("busy_merges"); }
+    if (!rc) { STEP_BEGIN(); rc = busy_merges(&a, ndev, dev, a.kernel_kind, &gpu_busy); STEP_END("busy_merges"); }
     if (!rc) {
-        a.busy_q = prep(&a, "SELECT data FROM scratch.busy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
-        a.kbusy_q = prep(&a, "SELECT data FROM scratch.kbusy WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1");
+        a.busy_q = prep(&a, BUSY_SQL("busy"));
+        a.kbusy_q = prep(&a, BUSY_SQL("kbusy"));
         if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
     }
     /* What gpu_job reads is committed first: the job's connection sees only that. */
     if (!rc) rc = run(&a, "COMMIT; BEGIN");
     gpu_job job;
     memset(&job, 0, sizeof job);
-    if (!rc) {
-        a.kernel_kind = intern_id(t->strs, "kernel", 6);
-        a.memcpy_kind = intern_id(t->strs, "gpu_memcpy", 10);
-        a.memset_kind = intern_id(t->strs, "gpu_memset", 10);
-        rc = a.kernel_kind < 0 || a.memcpy_kind < 0 || a.memset_kind < 0 ? ERR_NOMEM : gpu_job_start(&a, &job, gpu_busy);
-    }
+    if (!rc) rc = gpu_job_start(&a, &job, gpu_busy);
     if (!rc) rc = tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = host_walk(&a); STEP_END("host_walk"); }
     if (!rc) { STEP_BEGIN(); rc = gpu_rows(&a); STEP_END("gpu_rows"); }

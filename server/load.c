@@ -41,7 +41,6 @@ struct loader {
     sqlite3_stmt *ins_ev, *ins_chunk, *ins_hblk;
     chunk_builder *chunks; /* per track: events not yet written */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
-    long long nstored;     /* events store_event has seen: the next hrec.seq */
     buf minbuf;            /* store_event: the event's text without whitespace */
     double *chunk_min, *chunk_max;
     long long next_chunk;
@@ -338,7 +337,6 @@ static int store_event(void *ctx, const ingest_event *e) {
         double te = ts + dur;
         late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
         if (late) {
-            l->t.host_late++;
             ti->host_late++;
         } else {
             ti->host_ts = ts;
@@ -389,13 +387,12 @@ static int store_event(void *ctx, const ingest_event *e) {
             if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
         }
         if (host) {
-            hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->nstored,
+            hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->t.analysed,
                       (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
                       (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
             if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
         }
     }
-    l->nstored++;
 
     /* The stored text is compact (chunk.h); the parser left that to this thread. */
     const char *json = e->json;

@@ -42,7 +42,7 @@ typedef struct hrec {
     double ts, te, dur;   /* te = ts + dur; dur as in the trace */
     long long bytes;      /* EV_MEMORY: args Bytes */
     long long corr;       /* EV_HOST_RT: its correlation id, when has_corr */
-    long long seq;        /* the event's place in the upload (0, 1, ...): file order across tracks */
+    long long seq;        /* the event's place among the analysed ones (scratch.ev.seq's numbering): file order across tracks */
     int32_t kind, name, shapes; /* string ids; shapes -1: none */
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
 } hrec;
@@ -69,7 +69,10 @@ typedef struct track_info {
     int process_named;    /* a ph M process_name event is on the track (names its pid) */
     int host_seen;        /* has host-class events (EV_HOST_OP, EV_HOST_RT, EV_MEMORY) */
     double host_ts, host_te; /* the greatest of them so far in host_walk's order (see host_late) */
-    long long host_late;  /* of them, how many are late (hrec.late) */
+    long long host_late;  /* of them, how many came before the greatest one of the track so far
+                           * in (ts, longer first) order: hrec.late = 1. The others are in that
+                           * order as they came, so analyze.c's host walk reads them unsorted and
+                           * merges the late ones in */
 } track_info;
 
 typedef struct trace_ctx {
@@ -90,10 +93,6 @@ typedef struct trace_ctx {
     gpu_agg *gpu_aggs;    /* (owned) see gpu_agg; ngpu_aggs of them, in order of first event */
     size_t ngpu_aggs, capgpu_aggs;
     intern *gpu_agg_keys; /* (owned) (cls, kind, name) bytes -> index into gpu_aggs */
-    long long host_late;  /* host-class events that came before the greatest one of their track
-                           * so far in (ts, longer first) order: hrec.late = 1. The others are
-                           * in that order as they came, so analyze.c's host walk reads them
-                           * unsorted and merges the late ones in */
 } trace_ctx;
 
 #endif
