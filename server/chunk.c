@@ -110,7 +110,7 @@ static size_t skip_value(const char *j, size_t p, size_t n) {
     return p;
 }
 
-/* One member of a compact object ({"k":v,...} with no whitespace: what ingest.c hands on
+/* One member of a compact object ({"k":v,...} with no whitespace: what the loader stores
  * and Jansson's JSON_COMPACT writes): j[*p] must open it. Sets [*st, *en) to the member
  * and leaves *p on the ',' or '}' after it. 0 when it is not such a member.
  * Why members are found one at a time: "ts" and "dur" come before "args" in Kineto's

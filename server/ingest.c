@@ -11,11 +11,11 @@
  *   depth 0  the document: an array (legacy events) or an object (Kineto)
  *   depth 1  Kineto top-level keys; "traceEvents" opens the event array
  *   ev_depth the event object; ev_depth+1 inside its "args"
- * The stored event is the event's own bytes from the body, cut out between its '{' and
- * '}' (yajl_get_bytes_consumed gives the offsets) with the whitespace outside strings
- * removed: numbers and string escapes keep their text, so the download returns it as
- * written. Replaying every token into a yajl_gen did the same job and cost 38 % of the
- * parse (0.26 of 0.69 s for bench/'s 100 MB trace).
+ * The event handed on is its own bytes from the body, cut out between its '{' and '}'
+ * (yajl_get_bytes_consumed gives the offsets); the loader drops the whitespace outside
+ * strings (ingest_minify), so numbers and string escapes keep their text and the download
+ * returns it as written. Replaying every token into a yajl_gen did the same job and cost
+ * 38 % of the parse (0.26 of 0.69 s for bench/'s 100 MB trace).
  *
  * An SQLite body (an nsys export, plain or gzip) is not parsed here: once the magic bytes
  * are seen, the (decompressed) bytes go to the sink of ingest_set_sqlite_sink (http.c
