@@ -6,6 +6,7 @@
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
 #   make test-valgrind  the unit tests under valgrind (CI runs it after test-asan)
 #   make test-reliability / test-fuzz   short runs (part of make test; knobs below)
+#   make fuzz-long  exploratory fuzzing, random seed, 300 s a target (tests/fuzz/run.sh)
 #   make bench      benchmarks (bench/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= (server, static/, and the collector's files when built)
 #   make test-docker  docker/ checked without a Docker engine (tests/docker/check.sh)
@@ -30,7 +31,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
-        test-reliability test-fuzz test-valgrind test-docker
+        test-reliability test-fuzz fuzz-long test-valgrind test-docker
 all: server collector
 
 server: $(SERVER)
@@ -100,10 +101,16 @@ test-reliability: server
 	@SIGTERM_TRIALS=$(or $(SIGTERM_TRIALS),5) tests/reliability/sigterm.sh $(SERVER)
 	@tests/reliability/regress.sh $(SERVER)
 
-# libFuzzer (clang-14) on the trace parser and the session codec: the regression inputs,
-# then FUZZ_SECONDS (default 20) per target. Binaries and findings go to $(BUILD)/fuzz/.
+# libFuzzer (clang-14) on the trace parser, the session codec and the chunk codec: the
+# regression inputs, then FUZZ_RUNS (default 50000) inputs per target from seed 1 over the kept
+# corpus: the same commit gives the same result (tests/fuzz/run.sh). Findings go to $(BUILD)/fuzz/.
 test-fuzz:
-	@FUZZ_OUT=$(BUILD)/fuzz tests/fuzz/run.sh $(or $(FUZZ_SECONDS),20)
+	@FUZZ_OUT=$(BUILD)/fuzz tests/fuzz/run.sh --runs $(or $(FUZZ_RUNS),50000) --seed 1
+
+# Exploration, not part of make test: a random seed, FUZZ_SECONDS (default 300) per target;
+# new coverage is merged into tests/fuzz/corpus/ (commit it), findings fixed go to regress/.
+fuzz-long:
+	@FUZZ_OUT=$(BUILD)/fuzz tests/fuzz/run.sh --seconds $(or $(FUZZ_SECONDS),300) --seed random --merge
 
 # The cmocka unit tests under valgrind's memcheck: leaks and invalid accesses fail.
 test-valgrind: $(UNIT_TESTS)

@@ -128,12 +128,18 @@ static int next_member(const char *j, size_t n, size_t *p, size_t *st, size_t *e
     return 1;
 }
 
-/* Steps *p past the ',' after a member: 1, more members follow; 0 at the closing '}',
- * the object's last byte; -1 when a '}' closes it before its end. */
+/* Steps *p past the ',' after a member: 1, another member opens there; 0 at the closing
+ * '}', the object's last byte; -1 otherwise: a '}' before the end, or a ',' that no member
+ * follows ({"ts":1.5,"dur":0,} or ", ").
+ * Why -1 for a bare ',': chunk_add copies the members after the cut ones as one tail
+ * and rebuild puts a ',' back only before a non-empty tail, so a trailing comma would not
+ * come back; refusing makes chunk_add cut nothing and store the bytes as they were
+ * (tests/fuzz/regress/chunk/trailing_comma_after_cut.bin). The importer never stores such
+ * an event (YAJL refuses the JSON), but the chunk format promises every byte back. */
 static int after_member(const char *j, size_t n, size_t *p) {
     if (j[*p] == '}') return *p == n - 1 ? 0 : -1;
     (*p)++;
-    return *p < n;
+    return *p < n && j[*p] == '"' ? 1 : -1;
 }
 
 /* ---- numbers that print back exactly ---- */

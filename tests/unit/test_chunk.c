@@ -38,6 +38,8 @@ static const ev events[] = {
     {"{\"ts\":-2.5,\"dur\":0.000}", -2.5, 0},              /* negative ts, dur "0.000" */
     {"{}", 0, 0},
     {"{\"ts\":99.9,\"x\":[{\"ts\":1},\"]}\"]}", 99.9, 0},   /* nested and bracket in a string */
+    {"{\"ts\":1.500,\"dur\":0,}", 1.5, 0},              /* trailing comma after the cuts: nothing cut (fuzz, issue 26) */
+    {"{\"ts\":1.5,\"dur\":0, \"x\":1}", 1.5, 0},           /* a blank after a comma: nothing cut */
     {"{\"ts\":4.5}x\"}", 4.5, 0},                        /* closed before its end: nothing cut (fuzz) */
     {"{\"ts\":4.5,\"args\":{\"a\":1},\"dur\":2}", 4.5, 2},   /* dur after args: the tail between */
     {"{\"ts\":4.5,\"dur\":2,\"args\":{\"a\":[1,2]}", 4.5, 2},  /* malformed after the cuts: kept as is */
