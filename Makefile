@@ -25,13 +25,13 @@ LDLIBS_ALL := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm $(LDL
 LDFLAGS_ALL := $(SAN) $(LDFLAGS)
 
 API_SRCS    := $(wildcard api/*.c)
-SERVER_SRCS := $(filter-out server/main.c,$(wildcard server/*.c))
+SERVER_SRCS := $(filter-out server/http/main.c,$(wildcard server/*/*.c))
 SERVER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRCS) $(API_SRCS))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
-        test-reliability test-fuzz fuzz-long test-valgrind test-docker
+        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers
 all: server collector
 
 server: $(SERVER)
@@ -43,17 +43,27 @@ deps-test:
 	@scripts/install-deps.sh test
 
 # The schema is embedded into the binary so that the file on disk and the DDL that runs are one.
-$(BUILD)/gen/schema_sql.h: server/schema.sql
+$(BUILD)/gen/schema_sql.h: server/store/schema.sql
 	@mkdir -p $(dir $@)
 	@{ echo 'static const char schema_sql[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
 
-$(BUILD)/obj/server/store.o: $(BUILD)/gen/schema_sql.h
+$(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h
 
-$(BUILD)/obj/%.o: %.c $(wildcard server/*.h api/*.h)
+# The scratch schema (server/analysis/scratch.sql): one C string per "-- @name" section,
+# scratch_<name>_sql, comment lines left out.
+$(BUILD)/gen/scratch_sql.h: server/analysis/scratch.sql
+	@mkdir -p $(dir $@)
+	@awk '/^-- @/ { if (n) print ";"; n = substr($$2, 2); printf "static const char scratch_%s_sql[] =\n", n; next } \
+	      /^--/ || !n { next } { gsub(/\\/, "\\\\"); gsub(/"/, "\\\""); printf "\"%s\\n\"\n", $$0 } \
+	      END { if (n) print ";" }' $< > $@
+
+$(BUILD)/obj/server/ingest/load.o $(BUILD)/obj/server/analysis/analyze.o: $(BUILD)/gen/scratch_sql.h
+
+$(BUILD)/obj/%.o: %.c $(wildcard server/*/*.h api/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -I$(BUILD)/gen -c $< -o $@
 
-$(SERVER): $(BUILD)/obj/server/main.o $(SERVER_OBJS)
+$(SERVER): $(BUILD)/obj/server/http/main.o $(SERVER_OBJS)
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: tests/unit/%.c $(SERVER_OBJS)
@@ -69,11 +79,17 @@ run: deps server
 test-unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done
 
+# server/ in layers (lib, analysis | store, ingest, http): every include runs down, no include
+# circle (tests/layers.py reads the compiler's -MM output; docs/architecture.md).
+test-layers:
+	@python3 tests/layers.py $(CC)
+
 test-integration: server
 	@tests/integration/run.sh $(SERVER)
 
 test: deps-test
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-layers
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-collector
 	@$(MAKE) --no-print-directory test-integration

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cache.sh SERVER: read throughput of the reply cache (server/rcache.h), side by side.
+# cache.sh SERVER: read throughput of the reply cache (server/http/rcache.h), side by side.
 #
 # Generates (or reuses) bench/out/trace-100MB.json with gen_trace, starts SERVER twice on
 # copies of one database holding that session, once with --cache-bytes 0 (the baseline:

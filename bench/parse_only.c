@@ -1,8 +1,8 @@
-/* parse_only FILE: server/ingest.c alone over a trace, with a sink that only counts, so the
+/* parse_only FILE: server/ingest/parse.c alone over a trace, with a sink that only counts, so the
  * parser thread's own cost can be measured without HTTP, the loader or SQLite.
  *
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iserver -o bench/out/parse_only bench/parse_only.c \
- *      server/ingest.c $(pkg-config --cflags --libs yajl zlib) -lm
+ *      server/ingest/parse.c $(pkg-config --cflags --libs yajl zlib) -lm
  *   bench/out/parse_only bench/out/trace-100MB.json
  *
  * Prints the wall seconds of the parse, the events and the bytes of event text handed on. */
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "ingest.h"
+#include "ingest/parse.h"
 
 static unsigned long long nev, bytes;
 

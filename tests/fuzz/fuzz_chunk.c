@@ -9,7 +9,7 @@
  *   2. decoding: the whole input, zstd-compressed, is read as a version-2 chunk, and as
  *      itself (zlib, version 1): any result but a crash is fine, and what decodes must
  *      walk cleanly with chunk_next. */
-#include "chunk.h"
+#include "lib/chunk.h"
 
 #include <stdint.h>
 #include <stdio.h>

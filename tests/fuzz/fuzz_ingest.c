@@ -11,8 +11,8 @@
  * must not change the outcome, so B's result code, event count and digest must equal
  * A's, and C's too when the input starts with the gzip magic. Any broken check aborts,
  * which libFuzzer reports as a crash with the input saved. */
-#include "err.h"
-#include "ingest.h"
+#include "lib/err.h"
+#include "ingest/parse.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -2,9 +2,9 @@
 # run.sh [--runs N | --seconds S] [--seed N|random] [--merge]: builds the libFuzzer targets,
 # replays the regression inputs, then fuzzes each target. Exit status non-zero on any finding.
 #
-#   fuzz_ingest        server/ingest.c: bytes (plain/gzip, split 1-3 ways) -> ingest_event
+#   fuzz_ingest        server/ingest/parse.c: bytes (plain/gzip, split 1-3 ways) -> ingest_event
 #   fuzz_session_meta  api/session.c: fp_session_meta_from_json, fp_labels_parse
-#   fuzz_chunk         server/chunk.c: event chunks built, compressed and read back exactly;
+#   fuzz_chunk         server/lib/chunk.c: event chunks built, compressed and read back exactly;
 #                      arbitrary bytes read as chunks of either version
 #
 # Two modes (issue 26):
@@ -65,9 +65,9 @@ CFLAGS="-std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Wall -Wextra -I$ROOT/server -I$ROOT/api $PKG_CFLAGS"
 declare -A SRCS=(
-    [fuzz_ingest]="$HERE/fuzz_ingest.c $ROOT/server/ingest.c"
+    [fuzz_ingest]="$HERE/fuzz_ingest.c $ROOT/server/ingest/parse.c"
     [fuzz_session_meta]="$HERE/fuzz_session_meta.c $ROOT/api/session.c"
-    [fuzz_chunk]="$HERE/fuzz_chunk.c $ROOT/server/chunk.c"
+    [fuzz_chunk]="$HERE/fuzz_chunk.c $ROOT/server/lib/chunk.c"
 )
 declare -A MAXLEN=([fuzz_ingest]=65536 [fuzz_session_meta]=8192 [fuzz_chunk]=8192)
 declare -A DICT=([fuzz_ingest]=$HERE/ingest.dict [fuzz_session_meta]=$HERE/session.dict [fuzz_chunk]=$HERE/chunk.dict)

@@ -142,7 +142,7 @@ class RealTraces(unittest.TestCase):
 
     def test_download_keeps_every_member_and_number_text(self):
         """The stored chunks cut ts/dur out of each event and put them back on the way out
-        (server/chunk.h). Read both sides keeping member order and the numbers' text: every
+        (server/lib/chunk.h). Read both sides keeping member order and the numbers' text: every
         uploaded event comes back identical, "1.500" as "1.500", ts where it was."""
         def exact(text):
             doc = json.loads(text, parse_float=str, parse_int=str, object_pairs_hook=list)

@@ -27,7 +27,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 TMP=$(mktemp -d /tmp/fp-kill9-XXXXXX)
 DB=$TMP/fp.db
-# The server's temporary files (scratch databases, nsys spools: server/tmpfile.h) go here,
+# The server's temporary files (scratch databases, nsys spools: server/lib/tmpfile.h) go here,
 # so the restart check below can see what the kills left and what the sweep removed.
 mkdir -p "$TMP/tmpdir"
 export TMPDIR=$TMP/tmpdir

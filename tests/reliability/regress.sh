@@ -6,9 +6,9 @@
 # it fails when a 201 leads to a session the API cannot show.
 #   invalid_utf8_name    ?name=%FF%FE: stored, then GET /sessions/{id} is an empty 200 and
 #                        the list omits it (json_string() returns NULL on invalid UTF-8 in
-#                        server/query.c col_str, and json_pack then fails).
+#                        server/store/query.c col_str, and json_pack then fails).
 #   invalid_utf8_label   ?label=k:%FF: stored, then the label is silently missing from the
-#                        session's "labels" (labels_of in server/query.c) and the report.
+#                        session's "labels" (labels_of in server/store/query.c) and the report.
 #   empty_label_key      firstpass.labels {"":"x"}: stored with an empty key, which
 #                        ?label=:x rejects with 400 and session.h says cannot exist.
 # Environment: FP_TRACES, KEEP_TMP=1.

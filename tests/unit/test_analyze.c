@@ -14,13 +14,13 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "analyze.h"
-#include "err.h"
-#include "ingest.h"
-#include "load.h"
-#include "query.h"
-#include "store.h"
-#include "tlblob.h"
+#include "analysis/analyze.h"
+#include "lib/err.h"
+#include "ingest/import.h"
+#include "ingest/load.h"
+#include "store/query.h"
+#include "store/store.h"
+#include "lib/tlblob.h"
 
 static store *st;
 static char dbpath[64];
@@ -47,20 +47,17 @@ static int teardown(void **state) {
 
 /* Imports `len` bytes in pieces of `piece` bytes; returns 0 with *id or the ERR_*. */
 static int import_bytes(const void *data, size_t len, size_t piece, int gzip, long long *id, char *err) {
-    load_opts o = {"t", NULL, 0, 0, 0};
-    loader *l = loader_new(st, &o, err, 256);
-    if (!l) return ERR_DB;
-    ingest *in = ingest_new(loader_sink(l), gzip, 0);
-    int rc = 0;
-    for (size_t off = 0; off < len && !rc; off += piece) rc = ingest_feed(in, (const char *)data + off, len - off < piece ? len - off : piece);
-    if (!rc) rc = ingest_finish(in);
-    if (rc) snprintf(err, 256, "%s", ingest_error(in));
-    if (!rc) {
-        loader_set_legacy(l, ingest_top_is_array(in));
-        rc = loader_commit(l, len, id, err, 256);
-    }
-    ingest_free(in);
-    loader_free(l);
+    import_limits lim = {0, 0, 0};
+    import_pool *pool = import_pool_new(st, 1, &lim);
+    import_opts o = {"t", NULL, 0, gzip, 0};
+    importer *im = NULL;
+    unsigned long long events = 0;
+    int rc = import_begin(pool, &o, &im, err, 256);
+    for (size_t off = 0; off < len && !rc; off += piece) rc = import_feed(im, (const char *)data + off, len - off < piece ? len - off : piece);
+    if (!rc) rc = import_finish(im, id, &events);
+    if (rc && im) snprintf(err, 256, "%s", import_error(im));
+    import_free(im);
+    import_pool_free(pool);
     return rc;
 }
 static int import(const char *json, long long *id) {

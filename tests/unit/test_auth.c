@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "auth.h"
+#include "http/auth.h"
 
 /* sha256("hashed-token-0123456789") as hex: printf %s hashed-token-0123456789 | sha256sum */
 #define HASHED_HEX "b22fd458dbe2426bebe59cfafe4c46e013df3efd439e4d91cda767ac3052ddd0"

@@ -8,7 +8,7 @@
 
 #include <string.h>
 
-#include "buf.h"
+#include "lib/buf.h"
 
 static void test_buf_printf_appends_and_grows(void **state)
 {

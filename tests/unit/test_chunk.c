@@ -13,7 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "chunk.h"
+#include "lib/chunk.h"
 
 typedef struct ev {
     const char *json;

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "err.h"
-#include "evq.h"
+#include "lib/err.h"
+#include "ingest/evq.h"
 
 #define N 20000 /* ~ 40 blocks: the queue fills and the request side waits */
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "err.h"
-#include "ingest.h"
+#include "lib/err.h"
+#include "ingest/parse.h"
 
 typedef struct seen {
     int n;

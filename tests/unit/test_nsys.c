@@ -12,9 +12,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "buf.h"
-#include "err.h"
-#include "ingest.h"
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "ingest/parse.h"
 
 static int count_event(void *ctx, const ingest_event *e) {
     (void)e;

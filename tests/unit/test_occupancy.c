@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "occupancy.h"
+#include "lib/occupancy.h"
 
 static occ_device dev(int major, int minor, int sms, int threads_per_sm, long long smem_sm, long long optin) {
     occ_device d = {major, minor, sms, 32, 1024, threads_per_sm, 65536, 65536, 49152, optin, smem_sm, 0};

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
-#include "rcache.h"
-#include "store.h"
+#include "lib/err.h"
+#include "http/rcache.h"
+#include "store/store.h"
 
 static int get(rcache *c, const char *key, unsigned long gen, char *out, size_t n) {
     char *b = NULL;

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tlblob.h"
+#include "lib/tlblob.h"
 
 /* A short session's track: a few counted buckets, a fully busy stretch, the rest idle. */
 static void short_track(unsigned char *raw) {

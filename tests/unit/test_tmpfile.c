@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tmpfile.h"
+#include "lib/tmpfile.h"
 
 static char dir[] = "/tmp/fp-tmpfile-test-XXXXXX";
 

@@ -1,0 +1,31 @@
+/* analyze.h: the first profiler pass, computed once at ingest over the scratch events (trace.h).
+ *
+ * Writes the tables scratch.ops (operator table), scratch.kern (kernel table),
+ * scratch.ph (phases) and scratch.tlb (timeline buckets), which load.c copies into the
+ * session, and returns the JSON documents below. Definitions live in analyze.c's
+ * header comment; thresholds of the smells in report.h. */
+#ifndef FP_ANALYZE_H
+#define FP_ANALYZE_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "analysis/trace.h"
+
+#define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
+#define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */
+
+typedef struct analysis {
+    json_t *gpu;      /* GET /gpu reply */
+    json_t *report;   /* {"draft":{...},"smells":[...]} */
+    json_t *timeline; /* {"tracks":[...],"phases":[...],"gaps":[...],"start_us","end_us"} */
+    json_t *summary;  /* sessions.summary */
+} analysis;
+
+int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);
+/* Tests: a thread with more than n late host events (trace.h: host_late) is walked sorted
+ * by SQLite, not merged in memory; n < 0 restores the default (65,536). */
+void analyze_set_late_max(long n);
+void analysis_free(analysis *a);
+
+#endif

@@ -1,0 +1,54 @@
+-- scratch.sql: the schema of an upload's scratch database (attached as "scratch").
+--
+-- One scratch file per upload, on local disk ($TMPDIR, lib/tmpfile.h), deleted when the
+-- upload ends: the loader (ingest/load.c) fills it while the body streams in, the analysis
+-- (analysis/analyze.c) reads it and leaves its result tables in it, and the commit
+-- (store/commit.c) copies those into the main database in one transaction. Nothing in it
+-- outlives the upload, so it has no migrations. The build embeds this file: each section
+-- below becomes a C string scratch_<name>_sql (build/gen/scratch_sql.h).
+--
+-- Invariants (asserted where they are relied on, analysis/trace.h):
+--   ev.te = ev.ts + ev.dur; ev.cls is enum ev_class (lib/chunk.h); ev.seq numbers the
+--   analysed events in file order; every string column of ev and every hrec field that
+--   names a string is an id of the upload's string table (trace_ctx.strs).
+
+-- @load  (loader_new: before the first event)
+PRAGMA scratch.journal_mode=OFF;
+PRAGMA scratch.synchronous=OFF;
+PRAGMA scratch.cache_size=-16384;
+-- One row per analysed event that a query joins, groups or seeks (GPU activity,
+-- gpu_user_annotation, runtime calls by correlation, user_annotation ranges).
+CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
+ name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT,
+ dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);
+-- Each track's host-class events, HBLK_RECS hrecs a row, in file order (trace.h).
+CREATE TABLE scratch.hblk(track INT NOT NULL, n INT NOT NULL, data BLOB NOT NULL);
+-- The event chunks of the session (lib/chunk.h), as the commit copies them.
+CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,
+ min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);
+
+-- @analysis  (analyze_run: after the last event, once the host ops of GPU tracks are in ev)
+-- Why partial indexes: building an index sorts its rows, and the three over every event
+-- were most of setup (276 of 342 ms at 100 MB). Each query that needs one names its
+-- index's WHERE term literally (cls = 2; a comparison on corr implies corr IS NOT NULL),
+-- which is what lets SQLite use a partial index; the rest scan ev once. Why the extra
+-- columns: they cover what the GPU passes, the busy merges, GCUR_SQL and the launch delays
+-- read, so those never look a row up in ev by rowid, which is a random read of a file
+-- larger than the page cache (their queries took 99 ms at 100 MB with lookups, 49 without).
+CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur) WHERE corr IS NOT NULL;
+CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur, kind) WHERE cls = 2;
+CREATE INDEX scratch.hblk_track ON hblk(track);
+-- The merged GPU busy intervals, BUSY_BLOCK of them a row (analyze.c): all activity, kernels only.
+CREATE TABLE scratch.busy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+-- The analysis's results, as the commit copies them (store/schema.sql has their meaning).
+CREATE TABLE scratch.ops(grouping INT, name TEXT, kind TEXT, input_shapes TEXT, calls INT, cpu_total REAL,
+ self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT);
+CREATE TABLE scratch.kern(name TEXT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid TEXT,
+ block TEXT, regs INT, smem INT);
+CREATE TABLE scratch.ph(name TEXT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
+ kernel_us REAL, first_ts REAL);
+CREATE TABLE scratch.tlb(track INT, data BLOB);
+
+-- @devices  (analyze_run: only when GPU events name more than one device)
+CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;

@@ -1,0 +1,42 @@
+/* app.h: the server's configuration (flags, http/main.c) and the state every handler sees.
+ *
+ * Types only. main.c fills server_cfg from flags and FIRSTPASS_* variables and builds the
+ * app; http.c hands it to every handler (MHD's cls). Nothing here runs. */
+#ifndef FP_APP_H
+#define FP_APP_H
+
+#include "ingest/import.h"
+#include "store/store.h"
+
+typedef struct server_cfg {
+    const char *bind;          /* --bind, default 127.0.0.1 */
+    int port;                  /* --port, default 8080 */
+    const char *db;            /* --db, default var/firstpass.db */
+    const char *static_dir;    /* --static, default static */
+    unsigned long long max_upload;   /* --max-upload bytes as received, default 1 GiB */
+    unsigned long long max_inflated; /* --max-inflated decompressed bytes, default 8 GiB */
+    unsigned long long max_events;   /* --max-events per session, default 20,000,000 */
+    unsigned max_connections;  /* --max-connections, default 256 */
+    unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
+    unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */
+    int quiet;                 /* --quiet: no access log */
+    const char *tokens_file;   /* --tokens-file: bearer tokens (auth.h); NULL: no auth */
+    int read_auth;             /* --read-auth: GET/HEAD of /api/ need a token too */
+    unsigned long long cache_bytes; /* --cache-bytes: reply cache (rcache.h), default 64 MiB; 0 off */
+    unsigned long long retain_days;  /* --retain-days: prune sessions older than this (retention.h); 0 off */
+    unsigned long long max_db_bytes; /* --max-db-bytes: prune oldest while pages in use exceed it; 0 off */
+    unsigned retain_interval_s;      /* --retain-interval seconds between retention passes, default 300 */
+    unsigned long long vacuum_min_bytes; /* --vacuum-min-bytes: retention VACUUMs when this much is free; 0 never */
+    const char *backup_dir;          /* --backup-dir for POST /api/v1/admin/backup; "" when off */
+} server_cfg;
+
+typedef struct app {
+    const server_cfg *cfg;
+    store *st;
+    char static_root[4096];    /* realpath of static_dir, "" when absent */
+    struct auth_tokens *tokens; /* from cfg->tokens_file; NULL: every request is allowed */
+    struct rcache *cache;      /* rendered read replies (rcache.h); NULL: none */
+    import_pool *imports;      /* the upload slots and limits (ingest/import.h) */
+} app;
+
+#endif

@@ -1,0 +1,417 @@
+/* http.c: libmicrohttpd plumbing: daemon, connection state, body streaming, static files.
+ *
+ * Owns the MHD daemon and the per-connection `struct conn` hung off MHD's con_cls.
+ * Routing and handlers are routes.c's; an upload's body is fed chunk by chunk through the
+ * importer's door (ingest/import.h), so no body is ever held whole. Transport only: no
+ * SQL, no parsing of traces. */
+#include "http/http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/auth.h"
+#include "http/metrics.h"
+#include "http/reply.h"
+#include "http/routes.h"
+#include "ingest/import.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/logfmt.h"
+
+#define SMALL_BODY_MAX (256u << 10) /* PUT bodies */
+#define UPLOAD_LABELS_MAX 64        /* ?label= of one upload */
+
+/* Per-connection state, created on the first callback of a request. */
+struct conn {
+    int upload;                   /* POST /api/v1/sessions */
+    int rejected;                 /* an error reply is decided; drain the body */
+    http_reply early;             /* that reply */
+    importer *im;                 /* the upload's import (import.h), NULL when none */
+    fp_label *labels;             /* the upload's ?label=, borrowed by im */
+    size_t nlabels;
+    char *body;                   /* small bodies */
+    size_t body_len;
+    struct timespec t0;
+    unsigned vary;                /* HTTP_VARY_*: request headers the reply depends on */
+    const char *user;             /* the token's NAME (auth.h), NULL when none was needed */
+    int replied;                  /* the reply went out on the first callback */
+};
+
+static app *g_app;                 /* set once in http_serve */
+static pthread_mutex_t g_req_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned g_requests;        /* requests between first callback and completion, g_req_lock */
+static atomic_int g_stopping;      /* SIGTERM seen: replies say Connection: close */
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+    http_reply *r = cls;
+    long n = r->stream_read(r->stream_cls, pos, buf, max);
+    if (n == 0) return MHD_CONTENT_READER_END_OF_STREAM;
+    if (n < 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+    return n;
+}
+static void stream_free_cb(void *cls) {
+    http_reply *r = cls;
+    if (r->stream_free) r->stream_free(r->stream_cls);
+    free(r);
+}
+
+static void add_vary(struct MHD_Response *resp, unsigned vary) {
+    if (vary == (HTTP_VARY_ACCEPT | HTTP_VARY_ACCEPT_ENCODING)) MHD_add_response_header(resp, "Vary", "Accept, Accept-Encoding");
+    else if (vary & HTTP_VARY_ACCEPT) MHD_add_response_header(resp, "Vary", "Accept");
+    else if (vary & HTTP_VARY_ACCEPT_ENCODING) MHD_add_response_header(resp, "Vary", "Accept-Encoding");
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const char *method, const char *url,
+                                  const struct timespec *t0) {
+    struct MHD_Response *resp;
+    const char *ctype = "application/json";
+    if (r->stream_read) {
+        http_reply *copy = malloc(sizeof *copy);
+        if (!copy) return MHD_NO;
+        *copy = *r;
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, stream_cb, copy, stream_free_cb);
+        ctype = r->content_type ? r->content_type : ctype;
+        r->stream_read = NULL;
+    } else if (r->text) {
+        resp = MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_FREE);
+        ctype = r->content_type ? r->content_type : "text/plain; charset=utf-8";
+        r->text = NULL;
+    } else if (r->json && !http_render(r)) {
+        resp = MHD_create_response_from_buffer(r->text_len, r->text, MHD_RESPMEM_MUST_FREE);
+        ctype = r->content_type;
+        r->text = NULL;
+    } else {
+        resp = MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+        if (r->status == 204) ctype = NULL;
+    }
+    json_decref(r->json);
+    r->json = NULL;
+    if (!resp) return MHD_NO;
+    if (ctype) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (r->location[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, r->location);
+    if (r->allow[0]) MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+    if (r->disposition[0]) MHD_add_response_header(resp, "Content-Disposition", r->disposition);
+    if (r->gzip_encoded) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
+    add_vary(resp, r->vary);
+    if (r->www_authenticate) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
+    /* Draining for a stop: a keep-alive client must not start another request here. */
+    if (atomic_load(&g_stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+    metrics_request(routes_pattern(method, url), method, r->status, ms / 1e3);
+    if (!g_app->cfg->quiet) {
+        char qpath[1024]; /* quoted: a decoded URL may hold quotes or spaces */
+        logfmt_quote(url, qpath, sizeof qpath);
+        /* The token's NAME, never the token, says who it was. */
+        if (g_app->tokens)
+            log_line("info", "request", "method=%s path=%s status=%d ms=%.2f user=%s", method, qpath, r->status, ms, r->user ? r->user : "-");
+        else
+            log_line("info", "request", "method=%s path=%s status=%d ms=%.2f", method, qpath, r->status, ms);
+    }
+    return ok;
+}
+
+/* ---- static files ---- */
+
+static const char *mime_of(const char *path) {
+    const char *dot = strrchr(path, '.');
+    if (!dot) return "application/octet-stream";
+    static const struct { const char *ext, *type; } types[] = {
+        {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
+        {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
+        {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
+        {".ico", "image/x-icon"}, {".txt", "text/plain; charset=utf-8"}, {NULL, NULL}};
+    for (int i = 0; types[i].ext; i++)
+        if (!strcasecmp(dot, types[i].ext)) return types[i].type;
+    return "application/octet-stream";
+}
+
+/* Serves a file under static_root. The URL is already percent-decoded by MHD; any
+ * "..", backslash or a realpath outside the root (a symlink out) is a 404, so no
+ * request can read outside static/. */
+static int serve_static(app *a, const char *url, http_reply *out) {
+    if (!a->static_root[0]) return http_error(out, ERR_NOTFOUND, "no static directory configured");
+    if (strstr(url, "..") || strchr(url, '\\') || url[0] != '/')
+        return http_error(out, ERR_NOTFOUND, "no such file");
+    char path[PATH_MAX], real[PATH_MAX];
+    const char *rel = !strcmp(url, "/") ? "/index.html" : url;
+    if ((size_t)snprintf(path, sizeof path, "%s%s", a->static_root, rel) >= sizeof path)
+        return http_error(out, ERR_NOTFOUND, "no such file");
+    size_t rootlen = strlen(a->static_root);
+    if (!realpath(path, real) || strncmp(real, a->static_root, rootlen) || (real[rootlen] != '/' && real[rootlen] != '\0'))
+        return http_error(out, ERR_NOTFOUND, "no such file: %s", url);
+    int fd = open(real, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (64 << 20)) {
+        if (fd >= 0) close(fd);
+        return http_error(out, ERR_NOTFOUND, "no such file: %s", url);
+    }
+    char *data = malloc((size_t)st.st_size + 1);
+    ssize_t got = data ? read(fd, data, (size_t)st.st_size) : -1;
+    close(fd);
+    if (got != st.st_size) {
+        free(data);
+        return http_error(out, ERR_IO, "cannot read %s", url);
+    }
+    return http_text(out, 200, mime_of(real), data, (size_t)got);
+}
+
+/* ---- uploads ---- */
+
+/* Decides the upload's early reply (drained body, then sent) unless one is decided. */
+static void reject(struct conn *c, int err, const char *msg) {
+    if (c->rejected) return;
+    c->rejected = 1;
+    http_error(&c->early, err, "%s", msg);
+}
+
+/* Headers only: the encoding, ?name= and ?label= are checked, then the door takes a slot. */
+static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
+    c->upload = 1;
+    http_req rq = {"POST", "/api/v1/sessions", -1, mc, NULL, 0, NULL};
+    const char *ce = http_header(&rq, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    int gzip = ce && !strcasecmp(ce, "gzip");
+    if (ce && !gzip && strcasecmp(ce, "identity")) return reject(c, ERR_FORMAT, "Content-Encoding must be gzip or identity");
+    const char *name = NULL;
+    if (http_labels(&rq, &c->early, UPLOAD_LABELS_MAX, &c->labels, &c->nlabels) || http_name(&rq, &c->early, &name)) {
+        c->rejected = 1;
+        return;
+    }
+    const char *cl = http_header(&rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    import_opts o = {name, c->labels, c->nlabels, gzip, cl ? strtoull(cl, NULL, 10) : 0};
+    char err[512];
+    int rc = import_begin(a->imports, &o, &c->im, err, sizeof err);
+    if (rc) reject(c, rc, err);
+}
+
+static void upload_end(struct conn *c, http_reply *out) {
+    long long id = 0;
+    unsigned long long events = 0;
+    int rc = import_finish(c->im, &id, &events);
+    if (rc) {
+        http_error(out, rc, "%s", import_error(c->im));
+        return;
+    }
+    snprintf(out->location, sizeof out->location, "/api/v1/sessions/%lld", id);
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    metrics_ingest(import_received(c->im), events, (double)(t1.tv_sec - c->t0.tv_sec) + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e9);
+    http_json(out, 201, json_pack("{s:I,s:s,s:I}", "id", id, "url", out->location, "events", (json_int_t)events));
+}
+
+/* ---- access ---- */
+
+/* Writes under /api/ always need a token once tokens are configured; reads only with
+ * --read-auth. /healthz and the dashboard's files stay open (they hold no session data). */
+static int needs_token(const app *a, const char *method, const char *url) {
+    if (!a->tokens || strncmp(url, "/api/", 5)) return 0;
+    int read = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    return !read || a->cfg->read_auth;
+}
+
+/* 0 when the request may go on; else c->early holds the 401 (no usable credentials) or
+ * 403 (a well-formed token that is not configured). The token itself is never echoed. */
+static int authorize(app *a, struct MHD_Connection *mc, const char *method, const char *url, struct conn *c) {
+    if (!needs_token(a, method, url)) return 0;
+    const char *hdr = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    int v = auth_check(a->tokens, hdr, &c->user);
+    if (v == AUTH_OK) return 0;
+    c->rejected = 1;
+    if (v == AUTH_DENIED)
+        return http_error(&c->early, ERR_DENIED, "this bearer token is not accepted here"), -1;
+    http_error(&c->early, ERR_AUTH, v == AUTH_MISSING ? "%s needs an Authorization: Bearer token"
+                                                                 : "%s: the Authorization header is not 'Bearer TOKEN'", method);
+    c->early.www_authenticate = "Bearer realm=\"firstpass\"";
+    return -1;
+}
+
+static int expects_continue(struct MHD_Connection *mc) {
+    const char *e = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    return e && !strcasecmp(e, "100-continue");
+}
+
+/* ---- MHD callbacks ---- */
+
+/* The first callback of a request: headers only, no body byte read yet. Access and the
+ * upload's limits are decided here. A refusal goes out at once when the client waits for
+ * "100 Continue" (MHD sends that only if no reply is queued now), so a refused body is
+ * never sent; a client that sends its body unasked has it drained, then gets the reply,
+ * since closing on unread bytes would reset the connection and lose the reply. */
+static enum MHD_Result on_first(app *a, struct MHD_Connection *mc, const char *url, const char *method, struct conn *c) {
+    pthread_mutex_lock(&g_req_lock);
+    g_requests++;
+    pthread_mutex_unlock(&g_req_lock);
+    if (!authorize(a, mc, method, url, c) && !strcmp(method, "POST") && !strcmp(url, "/api/v1/sessions")) upload_begin(a, mc, c);
+    if (!c->rejected || !expects_continue(mc)) return MHD_YES;
+    http_reply out = c->early;
+    memset(&c->early, 0, sizeof c->early);
+    out.user = c->user;
+    c->replied = 1;
+    return send_reply(mc, &out, method, url, &c->t0);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_size, void **con_cls) {
+    (void)version;
+    app *a = cls;
+    struct conn *c = *con_cls;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) return MHD_NO;
+        clock_gettime(CLOCK_MONOTONIC, &c->t0);
+        *con_cls = c;
+        return on_first(a, mc, url, method, c);
+    }
+    if (c->replied) { /* MHD should not call again; if it does, there is nothing to add */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (c->upload) {
+            if (c->im) import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
+        } else if (c->body_len + *upload_size > SMALL_BODY_MAX) {
+            reject(c, ERR_TOOBIG, "the request body is over 256 KiB");
+        } else if (!c->rejected) {
+            char *b = realloc(c->body, c->body_len + *upload_size + 1);
+            if (!b) return MHD_NO;
+            memcpy(b + c->body_len, upload_data, *upload_size);
+            c->body = b;
+            c->body_len += *upload_size;
+            c->body[c->body_len] = '\0';
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    http_reply out;
+    memset(&out, 0, sizeof out);
+    if (c->rejected) {
+        out = c->early;
+        memset(&c->early, 0, sizeof c->early);
+    } else if (c->upload) {
+        upload_end(c, &out);
+    } else {
+        http_req rq = {method, url, -1, mc, c->body, c->body_len, &c->vary};
+        int r = routes_dispatch(a, &rq, &out);
+        if (r == ROUTE_NONE) {
+            if (strncmp(url, "/api/", 5) && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) serve_static(a, url, &out);
+            else http_error(&out, ERR_NOTFOUND, "no route for %s %s", method, url);
+        }
+    }
+    if (!out.status) http_error(&out, ERR_INTERNAL, "the handler gave no reply");
+    out.vary |= c->vary;
+    out.user = c->user;
+    return send_reply(mc, &out, method, url, &c->t0);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe) {
+    (void)cls; (void)mc; (void)toe;
+    struct conn *c = *con_cls;
+    if (!c) return;
+    pthread_mutex_lock(&g_req_lock);
+    g_requests--;
+    pthread_mutex_unlock(&g_req_lock);
+    import_free(c->im); /* rolls back anything not committed: a dropped upload leaves nothing */
+    fp_labels_free(c->labels, c->nlabels);
+    json_decref(c->early.json);
+    free(c->early.text);
+    free(c->body);
+    free(c);
+    *con_cls = NULL;
+}
+
+static unsigned requests_in_flight(void) {
+    pthread_mutex_lock(&g_req_lock);
+    unsigned n = g_requests;
+    pthread_mutex_unlock(&g_req_lock);
+    return n;
+}
+
+/* After SIGTERM: stop accepting, let the requests in flight finish (at most 60 s), stop.
+ * A connection accepted just before the quiesce may not have reached on_request yet, so
+ * only three idle polls in a row (0.3 s) mean that nothing is left. Connections still in
+ * the kernel's backlog are reset when the listening socket closes: their clients saw no
+ * answer and nothing of theirs is stored. */
+static void drain_and_stop(struct MHD_Daemon *d) {
+    atomic_store(&g_stopping, 1);
+    MHD_socket ls = MHD_quiesce_daemon(d);
+    if (ls != MHD_INVALID_SOCKET) close(ls);
+    for (int i = 0, idle = 0; i < 600 && idle < 3; i++) {
+        idle = requests_in_flight() ? 0 : idle + 1;
+        usleep(100 * 1000);
+    }
+    MHD_stop_daemon(d);
+}
+
+/* The signals that stop the server, blocked in every thread: http_serve takes them with
+ * sigwait(). A thread created while they are unblocked (retention's, MHD's) could take a
+ * SIGTERM itself, whose default action ends the process with no drain. */
+static void stop_signals(sigset_t *set) {
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+}
+
+void http_block_stop_signals(void) {
+    sigset_t stop;
+    stop_signals(&stop);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+}
+
+int http_serve(app *a) {
+    g_app = a;
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)a->cfg->port);
+    if (inet_pton(AF_INET, a->cfg->bind, &sa.sin_addr) != 1) {
+        log_line("error", "--bind is not an IPv4 address", "bind=%s", a->cfg->bind);
+        return 2;
+    }
+    /* SIGINT/SIGTERM are blocked before MHD starts its threads, which inherit the mask, and
+     * taken with sigwait() on this thread. With a handler instead, the signal could land on
+     * any MHD thread and this one would sleep on (tests/reliability/sigterm.sh). main()
+     * blocks them first, before any thread; doing it again here keeps http_serve safe alone. */
+    sigset_t stop;
+    stop_signals(&stop);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal polling thread. */
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC,
+        (uint16_t)a->cfg->port, NULL, NULL, on_request, a,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+        MHD_OPTION_CONNECTION_LIMIT, a->cfg->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, a->cfg->timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, a->cfg->max_connections,
+        MHD_OPTION_END);
+    if (!d) {
+        log_line("error", "cannot listen", "addr=%s:%d error=\"%s\"", a->cfg->bind, a->cfg->port, strerror(errno));
+        return 1;
+    }
+    log_line("info", "listening", "url=http://%s:%d/ db=%s", a->cfg->bind, a->cfg->port, a->cfg->db);
+    int sig = 0;
+    while (sigwait(&stop, &sig)) {
+    }
+    log_line("info", "shutting down: finishing requests in flight", "signal=%d", sig);
+    drain_and_stop(d);
+    return 0;
+}

@@ -1,0 +1,276 @@
+/* main.c: firstpass-server's command line: flags, environment, start-up.
+ *
+ * Every option is a flag and an environment variable (FIRSTPASS_<NAME>); a flag wins. */
+#include <errno.h>
+#include <stddef.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "http/auth.h"
+#include "http/http.h"
+#include "lib/logfmt.h"
+#include "lib/tmpfile.h"
+#include "http/metrics.h"
+#include "http/rcache.h"
+#include "lib/log.h"
+#include "store/retention.h"
+
+/* Every option, once: its flag, its FIRSTPASS_* variable (derived from the flag), how its
+ * value is read, where it goes in server_cfg, and its --help lines. */
+enum opt_kind {
+    OPT_STR,   /* a string */
+    OPT_BOOL,  /* a flag without value; the variable: anything but "0" turns it on */
+    OPT_SIZE,  /* bytes: a number with an optional K, M or G (powers of 1024) */
+    OPT_UINT,  /* an unsigned number (same syntax), stored as unsigned int, at least min */
+    OPT_PORT,  /* 1..65535 */
+};
+
+typedef struct opt {
+    const char *name;   /* the flag without "--" */
+    enum opt_kind kind;
+    size_t off;         /* offsetof(server_cfg, ...) */
+    unsigned min, max;  /* OPT_UINT: a value under min becomes min; over max (when max > 0) becomes max */
+    const char *arg;    /* the value's name in --help, NULL for a flag */
+    const char *help;   /* --help text after the flag; "\n" continues on the next line */
+} opt;
+
+#define CFG(f) offsetof(server_cfg, f)
+static const opt opts[] = {
+    {"bind", OPT_STR, CFG(bind), 0, 0, "ADDR", "IPv4 address to listen on [FIRSTPASS_BIND] (default 127.0.0.1)"},
+    {"port", OPT_PORT, CFG(port), 0, 0, "N", "TCP port [FIRSTPASS_PORT] (default 8080)"},
+    {"db", OPT_STR, CFG(db), 0, 0, "FILE", "SQLite database file, created if missing [FIRSTPASS_DB]\n(default var/firstpass.db)"},
+    {"static", OPT_STR, CFG(static_dir), 0, 0, "DIR", "dashboard files served at / [FIRSTPASS_STATIC] (default static)"},
+    {"max-upload", OPT_SIZE, CFG(max_upload), 0, 0, "BYTES",
+     "largest upload body as sent, compressed or not [FIRSTPASS_MAX_UPLOAD]\n(default 1073741824 = 1 GiB); larger: 413"},
+    {"max-inflated", OPT_SIZE, CFG(max_inflated), 0, 0, "BYTES", "largest decompressed trace [FIRSTPASS_MAX_INFLATED] (default 8 GiB)"},
+    {"max-events", OPT_SIZE, CFG(max_events), 0, 0, "N", "most events in one session [FIRSTPASS_MAX_EVENTS] (default 20000000)"},
+    {"max-uploads", OPT_UINT, CFG(max_uploads), 1, 0, "N", "uploads processed at once [FIRSTPASS_MAX_UPLOADS] (default 4); more: 503"},
+    {"max-connections", OPT_UINT, CFG(max_connections), 1, 0, "N", "open connections at most [FIRSTPASS_MAX_CONNECTIONS] (default 256)"},
+    {"timeout", OPT_UINT, CFG(timeout_s), 0, 0, "SECONDS",
+     "idle connection timeout, protects against slow clients\n[FIRSTPASS_TIMEOUT] (default 60)"},
+    {"quiet", OPT_BOOL, CFG(quiet), 0, 0, NULL, "no access log on stderr [FIRSTPASS_QUIET=1]"},
+    {"tokens-file", OPT_STR, CFG(tokens_file), 0, 0, "FILE",
+     "bearer tokens, one 'NAME TOKEN' or 'NAME sha256:HEX' a line\n[FIRSTPASS_TOKENS_FILE]; then writes to /api/ (POST, PUT, DELETE)\n"
+     "need 'Authorization: Bearer TOKEN' (401 without, 403 if unknown)"},
+    {"cache-bytes", OPT_SIZE, CFG(cache_bytes), 0, 0, "BYTES",
+     "memory for rendered read replies (operators, report, ...), which stay\nvalid until a delete or report edit [FIRSTPASS_CACHE_BYTES]\n"
+     "(default 64M; 0 turns the cache off)"},
+    {"read-auth", OPT_BOOL, CFG(read_auth), 0, 0, NULL,
+     "with --tokens-file, GET/HEAD of /api/ need a token too; /healthz\nand the dashboard files stay open [FIRSTPASS_READ_AUTH=1]"},
+    {"retain-days", OPT_SIZE, CFG(retain_days), 0, 0, "N",
+     "prune sessions older than N days, oldest first [FIRSTPASS_RETAIN_DAYS]\n(default 0 = keep all); a session labelled pin:true or named by a\n"
+     "baseline is never pruned"},
+    {"max-db-bytes", OPT_SIZE, CFG(max_db_bytes), 0, 0, "BYTES",
+     "prune the oldest sessions while the database's pages in use exceed\nBYTES [FIRSTPASS_MAX_DB_BYTES] (default 0 = no limit)"},
+    {"retain-interval", OPT_UINT, CFG(retain_interval_s), 1, 86400 * 365, "SECONDS",
+     "seconds between retention passes; one runs at start-up\n[FIRSTPASS_RETAIN_INTERVAL] (default 300)"},
+    {"vacuum-min-bytes", OPT_SIZE, CFG(vacuum_min_bytes), 0, 0, "BYTES",
+     "after a retention pass, VACUUM when at least BYTES and a quarter\nof the file are free pages, holding uploads off (503) meanwhile\n"
+     "[FIRSTPASS_VACUUM_MIN_BYTES] (default 64M; 0 = never)"},
+    {"backup-dir", OPT_STR, CFG(backup_dir), 0, 0, "DIR",
+     "where POST /api/v1/admin/backup writes [FIRSTPASS_BACKUP_DIR]\n(default: backups/ next to --db; 'none' turns backups off: 403)"},
+    {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
+};
+
+static const char usage_head[] =
+    "usage: firstpass-server [options]\n"
+    "\n"
+    "The firstpass profiling dashboard: receives PyTorch profiler / Kineto traces and\n"
+    "collector sessions, stores them in SQLite and serves the REST API and dashboard.\n"
+    "\n"
+    "options (environment variable in brackets; a flag wins over the environment):\n";
+
+/* --help: the table's lines, the flag column 25 wide (a longer flag pushes its text over). */
+static void usage(FILE *f) {
+    fputs(usage_head, f);
+    for (const opt *o = opts; o->name; o++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(f, "  %-22s%s", flag, strlen(flag) > 22 ? "  " : " ");
+        for (const char *h = o->help; *h;) {
+            size_t n = strcspn(h, "\n");
+            fprintf(f, "%.*s\n", (int)n, h);
+            h += n;
+            if (*h) fprintf(f, "%25s", ""), h++;
+        }
+    }
+    fputs("  --help                 this text\n"
+          "  --version              print the version\n"
+          "\n"
+          "Sizes accept a K, M or G suffix (powers of 1024).\n", f);
+}
+
+static int parse_size(const char *s, unsigned long long *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    unsigned long long mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+    if (*end || (mul > 1 && v > ULLONG_MAX / mul)) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+/* Sets option o from text v (a flag's argument or the variable's value); -1 with a line
+ * on stderr when v does not fit o. */
+static int set_opt(server_cfg *c, const opt *o, const char *v) {
+    char *field = (char *)c + o->off;
+    unsigned long long n = 0;
+    switch (o->kind) {
+    case OPT_STR: *(const char **)field = v; return 0;
+    case OPT_BOOL: *(int *)field = strcmp(v, "0") != 0; return 0;
+    default: break;
+    }
+    if (parse_size(v, &n)) {
+        fprintf(stderr, "firstpass-server: --%s: '%s' is not a number\n", o->name, v);
+        return -1;
+    }
+    if (o->kind == OPT_SIZE) {
+        *(unsigned long long *)field = n;
+    } else if (o->kind == OPT_PORT) {
+        if (n < 1 || n > 65535) { fprintf(stderr, "firstpass-server: --port must be 1..65535\n"); return -1; }
+        *(int *)field = (int)n;
+    } else {
+        if (n < o->min) n = o->min;
+        if (o->max && n > o->max) n = o->max;
+        *(unsigned *)field = n > UINT_MAX ? UINT_MAX : (unsigned)n;
+    }
+    return 0;
+}
+
+/* FIRSTPASS_<NAME> for option name (upper case, '-' as '_'). */
+static void env_name(const char *name, char *out, size_t n) {
+    snprintf(out, n, "FIRSTPASS_%s", name);
+    for (char *p = out; *p; p++) *p = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+}
+
+/* The environment, then the flags (a flag wins). 0, 1 when --help/--version answered, 2 on
+ * a refused command line. */
+static int parse_options(server_cfg *cfg, int argc, char **argv) {
+    for (const opt *o = opts; o->name; o++) {
+        char env[64];
+        env_name(o->name, env, sizeof env);
+        const char *v = getenv(env);
+        if (v && *v && set_opt(cfg, o, v)) return 2;
+    }
+    enum { N = sizeof opts / sizeof opts[0] };
+    struct option longopts[N + 2];
+    int n = 0;
+    for (const opt *o = opts; o->name; o++) longopts[n++] = (struct option){o->name, o->arg ? required_argument : no_argument, 0, 0};
+    longopts[n++] = (struct option){"help", no_argument, 0, 'h'};
+    longopts[n++] = (struct option){"version", no_argument, 0, 'V'};
+    longopts[n] = (struct option){0, 0, 0, 0};
+    int idx, ch;
+    while ((ch = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
+        if (ch == 'h') { usage(stdout); return 1; }
+        if (ch == 'V') { puts("firstpass-server 0.1.0"); return 1; }
+        if (ch != 0) { usage(stderr); return 2; }
+        if (set_opt(cfg, &opts[idx], opts[idx].arg ? optarg : "1")) return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "firstpass-server: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* --tokens-file: a file that does not parse stops the start-up, so a typo never leaves
+ * the server open. --read-auth alone is refused for the same reason. */
+static int load_tokens(app *a) {
+    const server_cfg *c = a->cfg;
+    if (!c->tokens_file || !*c->tokens_file) {
+        if (!c->read_auth) return 0;
+        fprintf(stderr, "firstpass-server: --read-auth needs --tokens-file\n");
+        return -1;
+    }
+    char err[512], q[600];
+    a->tokens = auth_load(c->tokens_file, err, sizeof err);
+    if (!a->tokens) {
+        fprintf(stderr, "firstpass-server: --tokens-file %s\n", err);
+        return -1;
+    }
+    struct stat st;
+    if (auth_plaintext_count(a->tokens) && !stat(c->tokens_file, &st) && (st.st_mode & 077))
+        log_line("warn", "the tokens file holds plaintext tokens and is readable by group or others: chmod 600 it, or store sha256:HEX",
+                 "file=%s", logfmt_quote(c->tokens_file, q, sizeof q));
+    log_line("info", c->read_auth ? "access tokens loaded; writes to /api/ need one, reads too" : "access tokens loaded; writes to /api/ need one",
+             "tokens=%zu", auth_count(a->tokens));
+    return 0;
+}
+
+/* Retention's hold on uploads for a VACUUM (retention.h): the importer's slots. */
+static int pause_uploads(void *ctx) { return import_pause(ctx); }
+static void resume_uploads(void *ctx) { import_resume(ctx); }
+
+int main(int argc, char **argv) {
+    server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
+                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000,
+                      .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .quiet = 0,
+                      .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
+    int prc = parse_options(&cfg, argc, argv);
+    if (prc) return prc == 1 ? 0 : prc;
+    /* The database's folder is created, like `make run`'s var/. */
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", cfg.db);
+    char *slash = strrchr(dir, '/');
+    if (slash && slash != dir) {
+        *slash = '\0';
+        mkdir(dir, 0755);
+    }
+    /* Backups default to backups/ beside the database; "none" turns them off. */
+    char backups[PATH_MAX + 16];
+    if (!cfg.backup_dir) {
+        const char *parent = !slash ? "." : slash == dir ? "" : dir; /* dir is cut at the last '/' */
+        snprintf(backups, sizeof backups, "%s/backups", parent);
+        cfg.backup_dir = backups;
+    } else if (!strcmp(cfg.backup_dir, "none")) {
+        cfg.backup_dir = "";
+    }
+    char err[512], q[600];
+    app a;
+    memset(&a, 0, sizeof a);
+    a.cfg = &cfg;
+    if (load_tokens(&a)) return 2;
+    a.st = store_open(cfg.db, err, sizeof err);
+    if (!a.st) {
+        log_line("error", "cannot open the database", "db=%s error=%s", cfg.db, logfmt_quote(err, q, sizeof q));
+        return 1;
+    }
+    /* Temporary files a killed server left in $TMPDIR (tmpfile.h): a 1 GB upload's scratch is ~360 MB. */
+    int swept = tmpfile_sweep();
+    if (swept) log_line("info", "removed temporary files of a server that is gone", "files=%d dir=%s", swept, tmpfile_dir());
+    if (!realpath(cfg.static_dir, a.static_root)) {
+        log_line("warn", "static directory not found: the dashboard is off", "static=%s", logfmt_quote(cfg.static_dir, q, sizeof q));
+        a.static_root[0] = '\0';
+    }
+    a.cache = rcache_new((size_t)cfg.cache_bytes);
+    if (!a.cache) {
+        log_line("error", "out of memory", NULL);
+        return 1;
+    }
+    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events};
+    a.imports = import_pool_new(a.st, cfg.max_uploads, &lim);
+    if (!a.imports) {
+        log_line("error", "out of memory", NULL);
+        return 1;
+    }
+    retention_cfg rcfg = {cfg.retain_days, cfg.max_db_bytes, cfg.retain_interval_s, cfg.vacuum_min_bytes,
+                          pause_uploads, resume_uploads, metrics_pruned, a.imports};
+    http_block_stop_signals(); /* before the first thread: retention's must not take SIGTERM */
+    retention *ret = retention_start(a.st, &rcfg);
+    int rc = http_serve(&a);
+    retention_stop(ret); /* before store_close: its pass uses the store */
+    import_pool_free(a.imports);
+    rcache_free(a.cache);
+    store_close(a.st);
+    auth_free(a.tokens);
+    return rc;
+}

@@ -1,0 +1,190 @@
+/* text.c: fixed-width tables in the style of torch's key_averages().table(), CSV, and
+ * the five-line report as text. Works on the JSON replies only; no SQL, no HTTP. */
+#include "http/text.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/buf.h"
+#include "analysis/report.h"
+
+static void fmt_time(double us, char *out, size_t n) {
+    if (us >= 1e6) snprintf(out, n, "%.3fs", us / 1e6);
+    else if (us >= 1e3) snprintf(out, n, "%.3fms", us / 1e3);
+    else snprintf(out, n, "%.3fus", us);
+}
+/* torch's _format_memory: "8.00 Kb", "-292 b". */
+static void fmt_mem(long long b, char *out, size_t n) {
+    double kb = 1024, mb = kb * 1024, gb = mb * 1024;
+    double a = (double)(b < 0 ? -b : b);
+    if (a >= gb) snprintf(out, n, "%.2f Gb", (double)b / gb);
+    else if (a >= mb) snprintf(out, n, "%.2f Mb", (double)b / mb);
+    else if (a >= kb) snprintf(out, n, "%.2f Kb", (double)b / kb);
+    else snprintf(out, n, "%lld b", b);
+}
+static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+char *text_operators(const json_t *reply, size_t *len) {
+    const json_t *rows = json_object_get(reply, "operators");
+    const json_t *tot = json_object_get(reply, "totals");
+    double tcpu = num(tot, "self_cpu_time_total_us"), tcuda = num(tot, "self_cuda_time_total_us");
+    int shapes = json_is_true(json_object_get(reply, "group_by_input_shape"));
+    size_t namew = 4, i;
+    const json_t *r;
+    json_array_foreach(rows, i, r) {
+        size_t l = strlen(json_string_value(json_object_get(r, "name")));
+        if (l > namew) namew = l;
+    }
+    if (namew > 55) namew = 55;
+    static const char *const hdr[] = {"Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg", "Self CUDA", "Self CUDA %",
+                                      "CUDA total", "CUDA time avg", "CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem", "# of Calls"};
+    buf b = {0};
+    char line[4096];
+    size_t o = 0;
+    o += (size_t)snprintf(line + o, sizeof line - o, "%-*.*s", (int)namew, (int)namew, "-------------------------------------------------------");
+    for (int c = 0; c < 14; c++) o += (size_t)snprintf(line + o, sizeof line - o, "  ------------");
+    if (shapes) o += (size_t)snprintf(line + o, sizeof line - o, "  ----------------------------------------");
+    buf_printf(&b, "%s\n", line);
+    buf_printf(&b, "%*s", (int)namew, "Name");
+    for (int c = 0; c < 14; c++) buf_printf(&b, "  %12s", hdr[c]);
+    if (shapes) buf_printf(&b, "  %-40s", "Input Shapes");
+    buf_printf(&b, "\n%s\n", line);
+    json_array_foreach(rows, i, r) {
+        char v[14][32];
+        double scpu = num(r, "self_cpu_time_total_us"), cpu = num(r, "cpu_time_total_us"), scuda = num(r, "self_cuda_time_total_us"),
+               cuda = num(r, "cuda_time_total_us");
+        snprintf(v[0], 32, "%.2f%%", tcpu > 0 ? scpu / tcpu * 100 : 0);
+        fmt_time(scpu, v[1], 32);
+        snprintf(v[2], 32, "%.2f%%", tcpu > 0 ? cpu / tcpu * 100 : 0);
+        fmt_time(cpu, v[3], 32);
+        fmt_time(num(r, "cpu_time_avg_us"), v[4], 32);
+        fmt_time(scuda, v[5], 32);
+        snprintf(v[6], 32, "%.2f%%", tcuda > 0 ? scuda / tcuda * 100 : 0);
+        fmt_time(cuda, v[7], 32);
+        fmt_time(num(r, "cuda_time_avg_us"), v[8], 32);
+        fmt_mem((long long)num(r, "cpu_memory_usage_bytes"), v[9], 32);
+        fmt_mem((long long)num(r, "self_cpu_memory_usage_bytes"), v[10], 32);
+        fmt_mem((long long)num(r, "cuda_memory_usage_bytes"), v[11], 32);
+        fmt_mem((long long)num(r, "self_cuda_memory_usage_bytes"), v[12], 32);
+        snprintf(v[13], 32, "%lld", (long long)num(r, "calls"));
+        const char *name = json_string_value(json_object_get(r, "name"));
+        size_t nl = strlen(name);
+        if (nl > namew) buf_printf(&b, "%.*s...", (int)namew - 3, name);
+        else buf_printf(&b, "%*s", (int)namew, name);
+        for (int c = 0; c < 14; c++) buf_printf(&b, "  %12s", v[c]);
+        if (shapes) buf_printf(&b, "  %-40s", json_string_value(json_object_get(r, "input_shapes")));
+        buf_puts(&b, "\n");
+    }
+    char t1[32], t2[32];
+    fmt_time(tcpu, t1, sizeof t1);
+    fmt_time(tcuda, t2, sizeof t2);
+    buf_printf(&b, "%s\nSelf CPU time total: %s\nSelf CUDA time total: %s\n", line, t1, t2);
+    *len = b.len;
+    return b.p;
+}
+
+/* One table cell as text, in full (CSV keeps every byte of a 4 KiB kernel name). */
+static void cell(const json_t *v, buf *out) {
+    buf_reset(out);
+    if (json_is_string(v)) buf_put(out, json_string_value(v), json_string_length(v));
+    else if (json_is_integer(v)) buf_printf(out, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) buf_printf(out, "%.3f", json_real_value(v));
+    else if (v && !json_is_null(v)) {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (s) buf_puts(out, s);
+        free(s);
+    }
+}
+
+char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
+    buf b = {0}, v = {0};
+    for (int c = 0; cols[c]; c++) buf_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    buf_puts(&b, "\n");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(rows, i, r) {
+        for (int c = 0; cols[c]; c++) {
+            cell(json_object_get(r, cols[c]), &v);
+            if (c) buf_puts(&b, ",");
+            /* RFC 4180: quote fields with commas, quotes or newlines; double the quotes. */
+            if (!strpbrk(buf_str(&v), ",\"\n\r")) {
+                buf_put(&b, buf_str(&v), v.len);
+                continue;
+            }
+            buf_puts(&b, "\"");
+            for (const char *p = buf_str(&v); *p; p++) {
+                buf_put(&b, p, 1);
+                if (*p == '"') buf_put(&b, "\"", 1);
+            }
+            buf_puts(&b, "\"");
+        }
+        buf_puts(&b, "\n");
+    }
+    buf_free(&v);
+    *len = b.len;
+    return b.p ? b.p : strdup("");
+}
+
+/* Aligned columns; a cell wider than TEXT_COL_MAX is cut there (CSV has it in full). */
+#define TEXT_COL_MAX 60
+
+char *text_rows(const json_t *rows, const char *const *cols, size_t *len) {
+    int nc = 0;
+    while (cols[nc] && nc < 32) nc++;
+    size_t w[32] = {0}, i;
+    const json_t *r;
+    buf b = {0}, v = {0};
+    for (int c = 0; c < nc; c++) w[c] = strlen(cols[c]);
+    json_array_foreach(rows, i, r) for (int c = 0; c < nc; c++) {
+        cell(json_object_get(r, cols[c]), &v);
+        if (v.len > w[c]) w[c] = v.len > TEXT_COL_MAX ? TEXT_COL_MAX : v.len;
+    }
+    for (int c = 0; c < nc; c++) buf_printf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
+    buf_puts(&b, "\n");
+    json_array_foreach(rows, i, r) {
+        for (int c = 0; c < nc; c++) {
+            cell(json_object_get(r, cols[c]), &v);
+            buf_printf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], buf_str(&v));
+        }
+        buf_puts(&b, "\n");
+    }
+    buf_free(&v);
+    *len = b.len;
+    return b.p ? b.p : strdup("");
+}
+
+char *text_report(const json_t *report, size_t *len) {
+    const json_t *lines = json_object_get(report, "lines");
+    buf b = {0};
+    for (int i = 0; i < REPORT_LINES; i++)
+        buf_printf(&b, "%s: %s\n", report_line_titles[i], json_string_value(json_object_get(lines, report_line_keys[i])));
+    *len = b.len;
+    return b.p;
+}
+
+char *text_regressions(const json_t *r, size_t *len) {
+    static const char *const cols[] = {"direction", "kind", "category", "name", "metric", "base", "head", "delta", "relative", NULL};
+    const json_t *c = json_object_get(r, "counts"), *t = json_object_get(r, "thresholds");
+    char head[1024];
+    int n = snprintf(head, sizeof head,
+                     "regressed: %s (%lld regressed, %lld improved); session %lld against baseline '%s' (session %lld)\n"
+                     "thresholds: rel %g, abs_us %g, abs_calls %g, abs_share %g (both relative and absolute must be exceeded)\n",
+                     json_is_true(json_object_get(r, "regressed")) ? "yes" : "no",
+                     (long long)json_integer_value(json_object_get(c, "regressed")), (long long)json_integer_value(json_object_get(c, "improved")),
+                     (long long)json_integer_value(json_object_get(r, "head_session_id")), json_string_value(json_object_get(r, "baseline")),
+                     (long long)json_integer_value(json_object_get(r, "base_session_id")), json_number_value(json_object_get(t, "rel")),
+                     json_number_value(json_object_get(t, "abs_us")), json_number_value(json_object_get(t, "abs_calls")),
+                     json_number_value(json_object_get(t, "abs_share")));
+    size_t tl = 0;
+    char *table = text_rows(json_object_get(r, "items"), cols, &tl);
+    char *all = table ? malloc((size_t)n + tl + 1) : NULL;
+    if (all) {
+        memcpy(all, head, (size_t)n);
+        memcpy(all + n, table, tl + 1);
+        *len = (size_t)n + tl;
+    }
+    free(table);
+    return all;
+}

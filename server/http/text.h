@@ -1,0 +1,16 @@
+/* text.h: plain-text and CSV renderings of API replies, for people using curl. */
+#ifndef FP_TEXT_H
+#define FP_TEXT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Each returns a malloc'd NUL-terminated string (length in *len) or NULL on OOM. */
+char *text_operators(const json_t *reply, size_t *len);   /* key_averages().table() layout */
+char *csv_rows(const json_t *rows, const char *const *cols, size_t *len); /* header + rows */
+char *text_report(const json_t *report, size_t *len);     /* exactly five lines */
+char *text_rows(const json_t *rows, const char *const *cols, size_t *len); /* aligned columns */
+/* GET /sessions/{id}/regressions as text: two header lines (verdict, thresholds), then the items. */
+char *text_regressions(const json_t *reply, size_t *len);
+
+#endif

@@ -1,0 +1,69 @@
+/* import.h: the importer's one door: bytes and limits in, a committed session id out.
+ *
+ * import.c owns everything an upload goes through between the transport and the
+ * database: the upload slots (how many run at once, paused for a VACUUM), the streaming
+ * JSON parser (parse.h), the Nsight Systems spool and importer (nsys.h) and the loader
+ * (load.h: scratch database, analysis, the one committing transaction). No MHD here:
+ * http.c feeds it a POST body chunk by chunk; the unit tests and bench/ feed it a file.
+ *
+ *   importer *im;
+ *   import_begin(pool, &opts, &im, err, sizeof err);   // ERR_BUSY: no slot (503, retry)
+ *   while (bytes) import_feed(im, p, n);               // first error sticks: import_error
+ *   import_finish(im, &id, &events);                   // committed: a 201 may go out
+ *   import_free(im);                                   // accepts NULL; rolls back the rest
+ *
+ * The first error of an importer sticks: later feeds are no-ops that return it, so a
+ * transport may keep draining a body it has already refused (http.c does). */
+#ifndef FP_IMPORT_H
+#define FP_IMPORT_H
+
+#include <stddef.h>
+
+#include "session.h"
+#include "store/store.h"
+
+/* The limits of one upload; each is a server flag (http/main.c, --help). */
+typedef struct import_limits {
+    unsigned long long max_upload;   /* bytes as received (--max-upload); 0: none */
+    unsigned long long max_inflated; /* decompressed bytes (--max-inflated); 0: none */
+    unsigned long long max_events;   /* events in one session (--max-events); 0: none */
+} import_limits;
+
+/* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */
+typedef struct import_pool import_pool;
+import_pool *import_pool_new(store *st, unsigned max_uploads, const import_limits *lim);
+void import_pool_free(import_pool *p); /* accepts NULL; no import may be running */
+/* Holds new imports off (ERR_BUSY from import_begin) for a VACUUM: 0 when none is in
+ * flight and none will start until import_resume; ERR_CONFLICT when some are running. */
+int import_pause(import_pool *p);
+void import_resume(import_pool *p);
+
+typedef struct import_opts {
+    const char *name;          /* the session's name, or NULL */
+    const fp_label *labels;    /* its labels (parsed with fp_label_parse_one), borrowed */
+    size_t nlabels;
+    int gzip;                  /* 1: the body is gzip (Content-Encoding); 0: sniffed */
+    unsigned long long declared_bytes; /* the body's announced length, 0 when unknown */
+} import_opts;
+
+typedef struct importer importer;
+
+/* Takes a slot and opens the loader. 0 with *out set, or ERR_BUSY (no slot, or paused:
+ * the message says which), ERR_TOOBIG (declared_bytes over max_upload), ERR_NOMEM,
+ * ERR_DB; the message in err. On failure *out is NULL and no slot is held. */
+int import_begin(import_pool *p, const import_opts *o, importer **out, char *err, size_t errlen);
+/* Parses the next bytes of the body. 0, or the upload's (first) error: ERR_PARSE,
+ * ERR_INVALID, ERR_NOTTRACE, ERR_TOOBIG, ERR_FORMAT, ERR_IO, ERR_NOMEM, ERR_DB. */
+int import_feed(importer *im, const void *data, size_t n);
+/* Ends the body: checks it, imports a spooled nsys export, analyses and commits in one
+ * transaction. 0 with *id (the new session) and *events, or the first error. */
+int import_finish(importer *im, long long *id, unsigned long long *events);
+/* The message of the first error (never NULL; "" when there was none). */
+const char *import_error(const importer *im);
+/* Bytes fed so far, as received. */
+unsigned long long import_received(const importer *im);
+/* Frees the parser, spool and loader and gives the slot back; whatever was not committed
+ * is rolled back (nothing of a failed or dropped upload stays). Accepts NULL. */
+void import_free(importer *im);
+
+#endif

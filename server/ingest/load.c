@@ -1,0 +1,650 @@
+/* load.c: the trace importer's storage half: parsed events -> one stored session.
+ *
+ * Owns the loader's private SQLite connection, its scratch database (a tmpfile.h file,
+ * deleted by loader_free: attach_scratch), the event classification, the per-track
+ * event chunks and the final copy into the main database. Must not see MHD types.
+ *
+ * Why a scratch database and not arrays: a 1 GB trace holds millions of events, and the
+ * analysis needs them sorted per thread and joined by correlation id. SQLite sorts and
+ * indexes them within its page cache and spills to disk, so server memory stays flat
+ * whatever the trace size (issue 8's target). What is only walked in order (the host
+ * events) is stored in blocks, what is joined or sought is a row each (trace.h).
+ *
+ * Atomicity: nothing touches the main database until loader_commit's single
+ * BEGIN IMMEDIATE ... COMMIT; a failed or abandoned upload leaves nothing behind. */
+#include "ingest/load.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "analysis/analyze.h"
+#include "lib/buf.h"
+#include "lib/chunk.h"
+#include "lib/err.h"
+#include "ingest/evq.h"
+#include "lib/mono.h"
+#include "ingest/synth.h"
+#include "lib/tmpfile.h"
+#include "analysis/trace.h"
+#include "lib/log.h"
+#include "lib/vec.h"
+#include "store/commit.h"
+#include "scratch_sql.h" /* generated from analysis/scratch.sql */
+
+struct loader {
+    store *st;
+    trace_ctx t;
+    ingest_sink sink;
+    load_opts opts;
+    sqlite3_stmt *ins_ev, *ins_chunk, *ins_hblk;
+    chunk_builder *chunks; /* per track: events not yet written */
+    buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
+    buf minbuf;            /* store_event: the event's text without whitespace */
+    double *chunk_min, *chunk_max;
+    size_t capchunks, caphblk, capchunk_min, capchunk_max; /* capacities (vec.h); ntracks in use */
+    long long next_chunk;
+    intern *track_keys; /* "pid\x1ftid" -> track index */
+    intern *count_keys; /* counts keys (count_key) -> index into counts */
+    long long *counts;
+    size_t capcounts;
+    chunk_builder synth; /* synthesized events (synth.h) not yet written */
+    ZSTD_CCtx *cctx;     /* one compression context for every chunk of the upload */
+    buf zbuf;            /* the chunk being written, compressed */
+    buf keybuf;
+    int legacy;         /* set by loader_commit's caller through the source */
+    const char *source; /* loader_set_source (static string), NULL: decided at commit */
+    evq *q;             /* events go through it to the loader thread (evq.h) */
+    char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
+    int attached;
+    fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
+    char err[256];      /* the request thread's message */
+    char w_err[256];    /* the loader thread's (read after evq_finish) */
+};
+
+static int set_err(loader *l, int code, const char *msg) {
+    if (!l->err[0]) snprintf(l->err, sizeof l->err, "%s", msg);
+    return code;
+}
+
+static int exec(sqlite3 *db, const char *sql) {
+    return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB;
+}
+
+/* ---- classification ---- */
+
+typedef struct kind_map {
+    const char *cat;
+    int cls;
+    const char *kind;
+} kind_map;
+
+/* Categories of the current Kineto schema, then the 2021 one (capitalised). */
+static const kind_map kinds[] = {
+    {"cpu_op", EV_HOST_OP, "cpu_op"},
+    {"user_annotation", EV_HOST_OP, "user_annotation"},
+    {"cuda_runtime", EV_HOST_RT, "cuda_runtime"},
+    {"cuda_driver", EV_HOST_RT, "cuda_driver"},
+    {"kernel", EV_GPU, "kernel"},
+    {"gpu_memcpy", EV_GPU, "gpu_memcpy"},
+    {"gpu_memset", EV_GPU, "gpu_memset"},
+    {"gpu_user_annotation", EV_GPU_ANN, "gpu_user_annotation"},
+    {"Operator", EV_HOST_OP, "cpu_op"},
+    {"Runtime", EV_HOST_RT, "cuda_runtime"},
+    {"Kernel", EV_GPU, "kernel"},
+    {"Memcpy", EV_GPU, "gpu_memcpy"},
+    {"Memset", EV_GPU, "gpu_memset"},
+    {NULL, 0, NULL},
+};
+
+/* Decides the class and the normalised kind of one event. An event without a category
+ * is a legacy autograd event: aten ops are "namespace::op", so a name without "::" is a
+ * record_function range (how torch 1.13 writes `record_function("prefill")`). */
+static int classify(const ingest_event *e, const char **kind) {
+    int complete = !strcmp(e->ph, "X") && e->has_ts && e->has_dur;
+    if (!strcmp(e->name, "[memory]") && (!strcmp(e->ph, "i") || !strcmp(e->ph, "I"))) {
+        *kind = "[memory]";
+        return EV_MEMORY;
+    }
+    if (!e->cat[0]) {
+        *kind = strstr(e->name, "::") ? "cpu_op" : "user_annotation";
+        return complete ? EV_HOST_OP : EV_OTHER;
+    }
+    for (const kind_map *k = kinds; k->cat; k++) {
+        if (!strcmp(e->cat, k->cat)) {
+            *kind = k->kind;
+            return complete ? k->cls : EV_OTHER;
+        }
+    }
+    *kind = e->cat;
+    return EV_OTHER;
+}
+
+/* ---- tracks and chunks ---- */
+
+/* The track of an event: one per (pid, tid). track_keys hands out dense ids in order of
+ * first appearance, so a key's id is its index into t.tracks. */
+static long track_of(loader *l, const ingest_event *e) {
+    buf *k = &l->keybuf;
+    buf_reset(k);
+    if (buf_put(k, e->pid, strlen(e->pid)) || buf_put(k, "\x1f", 1) || buf_put(k, e->tid, strlen(e->tid))) return -1;
+    long tr = intern_id(l->track_keys, k->p, k->len);
+    if (tr < 0 || (size_t)tr < l->t.ntracks) return tr;
+    /* Four arrays indexed by the track id, one capacity each (all grow together). */
+    size_t need = (size_t)tr + 1;
+    if (VEC_RESERVE(l->t.tracks, l->t.captracks, need, 16) || VEC_RESERVE(l->chunks, l->capchunks, need, 16) ||
+        VEC_RESERVE(l->chunk_min, l->capchunk_min, need, 16) || VEC_RESERVE(l->chunk_max, l->capchunk_max, need, 16) ||
+        VEC_RESERVE(l->hblk, l->caphblk, need, 16))
+        return -1;
+    l->t.ntracks++;
+    track_info *ti = &l->t.tracks[tr];
+    ti->pid = strdup(e->pid);
+    ti->tid = strdup(e->tid);
+    ti->device = ti->stream = -1;
+    l->chunk_min[tr] = INFINITY;
+    l->chunk_max[tr] = -INFINITY;
+    if (!ti->pid || !ti->tid) return -1;
+    return tr;
+}
+
+/* Compresses b into one scratch.chunks row of track tr and empties b. */
+static int write_chunk(loader *l, long tr, chunk_builder *b, double mn, double mx) {
+    long long n = b->n;
+    int rc = chunk_finish(b, l->cctx, &l->zbuf);
+    if (rc) return rc;
+    sqlite3_stmt *s = l->ins_chunk;
+    sqlite3_bind_int64(s, 1, tr);
+    sqlite3_bind_int64(s, 2, l->next_chunk++);
+    sqlite3_bind_int64(s, 3, n);
+    sqlite3_bind_double(s, 4, mn);
+    sqlite3_bind_double(s, 5, mx);
+    sqlite3_bind_blob(s, 6, l->zbuf.p, (int)l->zbuf.len, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE) rc = ERR_DB;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+static int flush_chunk(loader *l, long tr) {
+    if (l->chunks[tr].n == 0) return 0;
+    double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
+    double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
+    int rc = write_chunk(l, tr, &l->chunks[tr], mn, mx);
+    l->chunk_min[tr] = INFINITY;
+    l->chunk_max[tr] = -INFINITY;
+    return rc;
+}
+
+static int flush_synth(loader *l) { return l->synth.n ? write_chunk(l, SYNTH_TRACK, &l->synth, 0, 0) : 0; }
+
+/* Writes track tr's pending hrecs as one scratch.hblk row. */
+static int flush_hblk(loader *l, long tr) {
+    buf *b = &l->hblk[tr];
+    if (!b->len) return 0;
+    sqlite3_stmt *s = l->ins_hblk;
+    sqlite3_bind_int64(s, 1, tr);
+    sqlite3_bind_int64(s, 2, (long long)(b->len / sizeof(hrec)));
+    sqlite3_bind_blob(s, 3, b->p, (int)b->len, SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_reset(s);
+    buf_reset(b);
+    return rc;
+}
+
+static int add_hrec(loader *l, long tr, const hrec *h) {
+    buf *b = &l->hblk[tr];
+    if (buf_put(b, h, sizeof *h)) return ERR_NOMEM;
+    return b->len >= HBLK_RECS * sizeof *h ? flush_hblk(l, tr) : 0;
+}
+
+/* synth_emit: synthesized events go to chunks of their own track (synth.h). */
+static int on_synth(void *ctx, const chunk_rec *r, const char *json) {
+    loader *l = ctx;
+    if (chunk_add(&l->synth, r, json)) return ERR_NOMEM;
+    if (l->synth.n < CHUNK_EVENTS && chunk_builder_bytes(&l->synth) < CHUNK_BYTES) return 0;
+    return flush_synth(l);
+}
+
+/* The key an event counts under in the session's `counts`: its normalised kind, or
+ * "metadata" / "uncategorized" for the uncategorised events that are not analysed. */
+static int count_event(loader *l, const ingest_event *e, int cls, const char *kind) {
+    const char *k = cls != EV_OTHER || e->cat[0] ? kind : e->ph[0] == 'M' ? "metadata" : "uncategorized";
+    long i = intern_id(l->count_keys, k, strlen(k));
+    if (i < 0 || VEC_RESERVE(l->counts, l->capcounts, (size_t)i + 1, 16)) return ERR_NOMEM;
+    l->counts[i]++;
+    return 0;
+}
+
+/* What synth.c needs to know about the upload's own names and flows. */
+static void note_shown(loader *l, track_info *ti, const ingest_event *e) {
+    char ph = e->ph[0];
+    if (ph == 'M') {
+        if (!strcmp(e->name, "thread_name")) ti->thread_named = 1;
+        else if (!strcmp(e->name, "process_name")) ti->process_named = 1;
+    } else if (ph == 's' || ph == 'f' || ph == 't') {
+        /* Kineto's launch flows: ac2g (current), async_cpu_to_gpu, async "launch" (2021). */
+        if (!strcmp(e->cat, "ac2g") || !strcmp(e->cat, "async_cpu_to_gpu") || (!strcmp(e->cat, "async") && !strcmp(e->name, "launch")))
+            l->t.has_launch_flows = 1;
+    } else {
+        ti->shown = 1;
+    }
+}
+
+/* ---- sink callbacks ---- */
+
+static void bind_opt(sqlite3_stmt *s, int i, int has, long long v) {
+    if (has) sqlite3_bind_int64(s, i, v);
+    else sqlite3_bind_null(s, i);
+}
+/* Binds the string id of str (interned), or NULL; *id (if given) is it, or -1. */
+static int bind_str(loader *l, sqlite3_stmt *s, int i, const char *str, long *id) {
+    long v = str ? intern_id(l->t.strs, str, strlen(str)) : -1;
+    if (id) *id = v;
+    if (!str) {
+        if (s) sqlite3_bind_null(s, i);
+        return 0;
+    }
+    if (v < 0) return ERR_NOMEM;
+    if (s) sqlite3_bind_int64(s, i, v);
+    return 0;
+}
+
+/* The loader thread's own error: l->err belongs to the request thread. */
+static int w_fail(loader *l, int code, const char *msg) {
+    if (!l->w_err[0]) snprintf(l->w_err, sizeof l->w_err, "%s", msg);
+    return code;
+}
+
+/* The gpu_agg of a GPU event (trace.h), summed here so that the analysis need not group
+ * the GPU rows after the stream (gpu_rows was 100-150 ms at 300 MB, on the critical path;
+ * here it is a hash lookup in a thread that waits for the parser anyway). */
+static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, long grid, long block, const ingest_event *e) {
+    trace_ctx *t = &l->t;
+    long key[3] = {cls, kind, name};
+    long i = intern_id(t->gpu_agg_keys, (const char *)key, sizeof key);
+    if (i < 0 || VEC_RESERVE(t->gpu_aggs, t->capgpu_aggs, (size_t)i + 1, 64)) return ERR_NOMEM;
+    if ((size_t)i == t->ngpu_aggs) {
+        gpu_agg *g = &t->gpu_aggs[t->ngpu_aggs++];
+        g->cls = cls;
+        g->kind = kind;
+        g->name = name;
+        g->min = dur;
+        g->max = -INFINITY;
+    }
+    gpu_agg *g = &t->gpu_aggs[i];
+    g->calls++;
+    g->total += dur;
+    if (dur < g->min) g->min = dur;
+    if (dur > g->max) {
+        g->max = dur;
+        g->grid = grid;
+        g->block = block;
+        g->regs = e->has_regs ? e->regs : -1;
+        g->smem = e->has_smem ? e->smem : -1;
+    }
+    return 0;
+}
+
+/* On the loader thread (evq's consume): classifies, indexes and chunks one event. */
+static int store_event(void *ctx, const ingest_event *e) {
+    loader *l = ctx;
+    const char *kind;
+    int cls = classify(e, &kind);
+    long tr = track_of(l, e);
+    long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
+    long kind_id = intern_id(l->t.strs, kind, strlen(kind));
+    if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
+    track_info *ti = &l->t.tracks[tr];
+    ti->events++;
+    note_shown(l, ti, e);
+    if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
+    double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
+
+    int late = 0, host = cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY;
+    if (host) {
+        /* The order host_walk needs (trace.h: host_late): ts ascending, te descending. */
+        double te = ts + dur;
+        late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
+        if (late) {
+            ti->host_late++;
+        } else {
+            ti->host_ts = ts;
+            ti->host_te = te;
+        }
+        ti->host_seen = 1;
+    }
+    if (cls != EV_OTHER) {
+        l->t.analysed++;
+        if (ts < l->t.start_us) l->t.start_us = ts;
+        if (ts + dur > l->t.end_us) l->t.end_us = ts + dur;
+        if (cls == EV_GPU || cls == EV_GPU_ANN) {
+            ti->gpu = 1;
+            ti->device = e->has_device ? e->device : atoll(e->pid);
+            ti->stream = e->has_stream ? e->stream : atoll(e->tid);
+        }
+        /* scratch.ev holds what a query seeks or joins (trace.h); the other host events
+         * are only in scratch.hblk. */
+        int in_ev = !host || cls == EV_HOST_RT || (cls == EV_HOST_OP && !strcmp(kind, "user_annotation"));
+        sqlite3_stmt *s = in_ev ? l->ins_ev : NULL;
+        long shapes = -1, grid = -1, block = -1;
+        int rc = bind_str(l, s, 12, e->shapes, &shapes);
+        if (!rc && s) rc = bind_str(l, s, 13, e->grid, &grid);
+        if (!rc && s) rc = bind_str(l, s, 14, e->block, &block);
+        if (!rc && (cls == EV_GPU || cls == EV_GPU_ANN)) rc = add_gpu_agg(l, cls, kind_id, name_id, dur, grid, block, e);
+        if (rc) return w_fail(l, rc, "out of memory");
+        if (s) {
+            sqlite3_bind_int(s, 1, cls);
+            sqlite3_bind_int64(s, 2, kind_id);
+            sqlite3_bind_int64(s, 3, name_id);
+            sqlite3_bind_int64(s, 4, tr);
+            sqlite3_bind_double(s, 5, ts);
+            sqlite3_bind_double(s, 6, ts + dur);
+            bind_opt(s, 7, e->has_corr, e->corr);
+            bind_opt(s, 8, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
+            bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
+            bind_opt(s, 10, e->has_bytes, e->bytes);
+            bind_opt(s, 11, e->has_devtype, e->devtype);
+            bind_opt(s, 15, e->has_regs, e->regs);
+            bind_opt(s, 16, e->has_smem, e->smem);
+            sqlite3_bind_double(s, 17, dur);
+            /* the event's place among the analysed ones (1, 2, ...), as when every one had a
+             * row: synth.c's flow ids are it, so downloads stay what they were */
+            sqlite3_bind_int64(s, 18, l->t.analysed);
+            rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+            sqlite3_reset(s);
+            sqlite3_clear_bindings(s);
+            if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
+        }
+        if (host) {
+            hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->t.analysed,
+                      (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
+                      (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
+            if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
+        }
+    }
+
+    /* The stored text is compact (chunk.h); the parser left that to this thread. */
+    const char *json = e->json;
+    size_t jlen = e->json_len;
+    if (e->json_ws) {
+        if (buf_reserve(&l->minbuf, jlen + 1)) return w_fail(l, ERR_NOMEM, "out of memory");
+        jlen = ingest_minify(e->json, jlen, l->minbuf.p);
+        l->minbuf.p[jlen] = '\0';
+        json = l->minbuf.p;
+    }
+    chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)jlen,
+                   (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
+    if (chunk_add(&l->chunks[tr], &r, json)) return w_fail(l, ERR_NOMEM, "out of memory");
+    if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
+    if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
+    if (l->chunks[tr].n < CHUNK_EVENTS && chunk_builder_bytes(&l->chunks[tr]) < CHUNK_BYTES) return 0;
+    int rc = flush_chunk(l, tr);
+    return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "could not compress an event chunk") : 0;
+}
+
+/* The sink's on_event, on the request thread: what can be refused at once is refused
+ * here, with its message; the rest goes to the loader thread. */
+static int on_event(void *ctx, const ingest_event *e) {
+    loader *l = ctx;
+    if (l->opts.max_events && (unsigned long long)l->t.events >= l->opts.max_events)
+        return set_err(l, ERR_TOOBIG, "the trace has more events than --max-events allows");
+    l->t.events++;
+    if (e->has_dur && (e->dur < 0 || !isfinite(e->dur)))
+        return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
+    if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
+    int rc = evq_push(l->q, e);
+    return rc ? set_err(l, rc, rc == ERR_NOMEM ? "out of memory" : "the events could not be stored") : 0;
+}
+
+static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
+    loader *l = ctx;
+    json_error_t jerr;
+    json_t *v = json_loadb(json, len, JSON_DECODE_ANY, &jerr);
+    if (!v) return set_err(l, ERR_INVALID, "a top-level value could not be read back");
+    json_object_set_new(l->t.meta, key, v);
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+/* Why a named file and not ATTACH '' (which SQLite deletes as soon as it is open): the
+ * analysis reads it from a second connection too, to use the second core (analyze.c,
+ * gpu_job). It is a tmpfile.h file, gone at loader_free (or at the next start after a crash). */
+static int attach_scratch(loader *l, char *err, size_t errlen) {
+    int fd = tmpfile_make("scratch", l->scratch_path, sizeof l->scratch_path);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot create a scratch file in %s: %s", tmpfile_dir(), strerror(errno));
+        l->scratch_path[0] = '\0';
+        return ERR_IO;
+    }
+    close(fd);
+    l->t.scratch_path = l->scratch_path;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(l->t.db, "ATTACH ? AS scratch", -1, &s, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(s, 1, l->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_finalize(s);
+    if (rc) snprintf(err, errlen, "cannot attach the scratch database: %s", sqlite3_errmsg(l->t.db));
+    else l->attached = 1;
+    return rc;
+}
+
+loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
+    loader *l = calloc(1, sizeof *l);
+    if (!l) goto oom;
+    l->st = st;
+    l->opts = *o;
+    l->t.start_us = INFINITY;
+    l->t.end_us = -INFINITY;
+    l->t.strs = intern_new();
+    l->track_keys = intern_new();
+    l->count_keys = intern_new();
+    l->t.gpu_agg_keys = intern_new();
+    l->t.meta = json_object();
+    l->cctx = ZSTD_createCCtx();
+    if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.gpu_agg_keys || !l->t.meta) goto oom;
+    l->t.db = store_get(st);
+    if (!l->t.db) {
+        snprintf(err, errlen, "cannot open the database");
+        loader_free(l);
+        return NULL;
+    }
+    /* Why no automatic checkpoint: the upload's COMMIT would copy its WAL frames (the whole
+     * session, 45 ms at 300 MB) into the database before the 201 could go out; loader_free,
+     * which runs once the reply is sent (http.c: on_completed), checkpoints instead. */
+    sqlite3_wal_autocheckpoint(l->t.db, 0);
+    if (attach_scratch(l, err, errlen)) {
+        loader_free(l);
+        return NULL;
+    }
+    if (exec(l->t.db, scratch_load_sql) || exec(l->t.db, "BEGIN") ||
+        sqlite3_prepare_v2(l->t.db,
+                           "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,dev,stream,bytes,devtype,"
+                           "shapes,grid,block,regs,smem,dur,seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           -1, &l->ins_ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.hblk(track,n,data) VALUES (?,?,?)", -1, &l->ins_hblk, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
+                           -1, &l->ins_chunk, NULL) != SQLITE_OK) {
+        snprintf(err, errlen, "cannot prepare the scratch database: %s", sqlite3_errmsg(l->t.db));
+        loader_free(l);
+        return NULL;
+    }
+    l->q = evq_new(store_event, l);
+    if (!l->q) {
+        snprintf(err, errlen, "cannot start the loader thread");
+        loader_free(l);
+        return NULL;
+    }
+    l->sink.ctx = l;
+    l->sink.on_event = on_event;
+    l->sink.on_meta = on_meta;
+    return l;
+oom:
+    snprintf(err, errlen, "out of memory");
+    loader_free(l);
+    return NULL;
+}
+
+const ingest_sink *loader_sink(loader *l) { return &l->sink; }
+
+/* "NVIDIA A100-PG509-200 x8" from deviceProperties, or the collector's GPU list. */
+static char *hardware_of(json_t *meta) {
+    json_t *dp = json_object_get(meta, "deviceProperties");
+    if (!json_is_array(dp) || json_array_size(dp) == 0) dp = json_object_get(meta, "computeProperties");
+    if (!json_is_array(dp) || json_array_size(dp) == 0) return strdup("");
+    const char *first = json_string_value(json_object_get(json_array_get(dp, 0), "name"));
+    if (!first) return strdup("");
+    size_t same = 0, n = json_array_size(dp);
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = json_string_value(json_object_get(json_array_get(dp, i), "name"));
+        if (nm && !strcmp(nm, first)) same++;
+    }
+    char out[512];
+    if (same == n) snprintf(out, sizeof out, "%s x%zu", first, n);
+    else snprintf(out, sizeof out, "%s x%zu (+%zu other)", first, same, n - same);
+    return strdup(out);
+}
+
+/* The analysed upload as a session, in one transaction (store/commit.h). */
+static int write_session(loader *l, const analysis *a, unsigned long long bytes_in, long long *id) {
+    const trace_ctx *t = &l->t;
+    store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
+                           isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
+                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs};
+    char err[256];
+    int rc = store_commit_session(t->db, &in, id, err, sizeof err);
+    return rc ? set_err(l, rc, err) : 0;
+}
+
+/* The summary's `counts`: events by count_event's key; they add up to event_count. */
+static int add_counts(loader *l, analysis *a) {
+    json_t *c = json_object();
+    for (size_t i = 0; c && i < intern_count(l->count_keys); i++)
+        if (json_object_set_new(c, intern_str(l->count_keys, (long)i), json_integer(l->counts[i]))) c = (json_decref(c), NULL);
+    if (!c || json_object_set_new(a->summary, "counts", c)) return set_err(l, ERR_NOMEM, "out of memory");
+    return 0;
+}
+
+/* Name, labels and hardware for the report: the query's name and labels win over the
+ * collector's firstpass object. */
+static int prepare_identity(loader *l) {
+    json_t *fpobj = json_object_get(l->t.meta, "firstpass");
+    char ferr[128];
+    if (fpobj && fp_session_meta_from_json(fpobj, &l->fm, ferr, sizeof ferr)) return set_err(l, ERR_INVALID, ferr);
+    const char *name = l->opts.name && *l->opts.name ? l->opts.name : l->fm.name;
+    l->t.name = name ? strdup(name) : NULL;
+    json_t *labels = fp_labels_to_json(l->fm.labels, l->fm.nlabels);
+    json_t *q = fp_labels_to_json(l->opts.labels, l->opts.nlabels);
+    if (labels && q) json_object_update(labels, q);
+    json_decref(q);
+    l->t.labels = labels;
+    l->t.hardware = hardware_of(l->t.meta);
+    return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
+}
+
+/* FIRSTPASS_TRACE_ANALYSIS=1: the wall ms since *t0 as one more analysis step, and *t0 := now. */
+static void log_step(const char *step, double *t0) {
+    double t1 = mono_ms();
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) log_line("debug", "analysis", "step=%s ms=%.1f", step, t1 - *t0);
+    *t0 = t1;
+}
+
+int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen) {
+    int rc = 0;
+    analysis a;
+    memset(&a, 0, sizeof a);
+    double t0 = mono_ms();
+    rc = evq_finish(l->q);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) { /* which half of the stream was the slower one */
+        double full, empty;
+        evq_waits(l->q, &full, &empty);
+        log_line("debug", "analysis", "step=drain ms=%.1f parser_waited_ms=%.1f loader_waited_ms=%.1f",
+                mono_ms() - t0, full, empty);
+    }
+    t0 = mono_ms();
+    if (rc) {
+        set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
+        goto out;
+    }
+    if (l->err[0]) {
+        rc = ERR_INVALID;
+        goto out;
+    }
+    l->t.source = l->source ? l->source
+                  : json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
+    rc = prepare_identity(l);
+    if (rc) goto out;
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++)
+        if ((rc = flush_hblk(l, (long)i))) set_err(l, rc, sqlite3_errmsg(l->t.db));
+    if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    log_step("scratch_commit", &t0);
+    if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);
+    t0 = mono_ms();
+    if (!rc && exec(l->t.db, "BEGIN")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    if (!rc) rc = synth_run(&l->t, on_synth, l);
+    if (!rc) rc = flush_synth(l);
+    if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+    log_step("synth", &t0);
+    if (!rc) rc = add_counts(l, &a);
+    if (!rc) rc = write_session(l, &a, bytes_in, id);
+    log_step("write_session", &t0);
+out:
+    analysis_free(&a);
+    if (rc) snprintf(err, errlen, "%s", l->err[0] ? l->err : "the session could not be stored");
+    return rc;
+}
+
+void loader_set_legacy(loader *l, int legacy) { l->legacy = legacy; }
+void loader_set_source(loader *l, const char *source) { l->source = source; }
+
+void loader_free(loader *l) {
+    if (!l) return;
+    evq_free(l->q); /* first: the loader thread may still be using the statements */
+    sqlite3_finalize(l->ins_ev);
+    sqlite3_finalize(l->ins_chunk);
+    sqlite3_finalize(l->ins_hblk);
+    if (l->t.db) {
+        /* DETACH, so the connection goes back clean to the pool; then the file goes. */
+        if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
+        if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
+        /* what SQLite would have done at COMMIT (loader_new), then its default again for
+         * whoever takes the connection next: a passive checkpoint waits for no reader */
+        sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        sqlite3_wal_autocheckpoint(l->t.db, 1000);
+        store_put(l->st, l->t.db);
+    }
+    if (l->scratch_path[0]) unlink(l->scratch_path);
+    for (size_t i = 0; i < l->t.ntracks; i++) {
+        free(l->t.tracks[i].pid);
+        free(l->t.tracks[i].tid);
+        chunk_builder_free(&l->chunks[i]);
+        buf_free(&l->hblk[i]);
+    }
+    free(l->t.tracks);
+    free(l->chunks);
+    free(l->hblk);
+    free(l->chunk_min);
+    free(l->chunk_max);
+    intern_free(l->t.strs);
+    free((char *)l->t.name);
+    free(l->t.hardware);
+    json_decref(l->t.labels);
+    intern_free(l->track_keys);
+    intern_free(l->count_keys);
+    intern_free(l->t.gpu_agg_keys);
+    free(l->t.gpu_aggs);
+    free(l->counts);
+    chunk_builder_free(&l->synth);
+    buf_free(&l->zbuf);
+    ZSTD_freeCCtx(l->cctx);
+    buf_free(&l->keybuf);
+    buf_free(&l->minbuf);
+    json_decref(l->t.meta);
+    fp_session_meta_free(&l->fm);
+    free(l);
+}

@@ -1,0 +1,38 @@
+/* load.h: turns a stream of parsed trace events into one stored session.
+ *
+ * loader_new opens a private connection with a scratch database; the ingest parser
+ * feeds it through loader_sink(); loader_commit runs the analysis and writes the
+ * session, its aggregates and its event chunks in ONE transaction. loader_free
+ * without a commit leaves nothing behind. */
+#ifndef FP_LOAD_H
+#define FP_LOAD_H
+
+#include <stddef.h>
+
+#include "ingest/parse.h"
+#include "session.h"
+#include "store/store.h"
+
+typedef struct load_opts {
+    const char *name;            /* ?name=, may be NULL */
+    const fp_label *labels;      /* ?label=k:v */
+    size_t nlabels;
+    unsigned long long max_events; /* 0: no limit; over it: ERR_TOOBIG */
+    unsigned long long bytes_in; /* bytes received, recorded on the session */
+} load_opts;
+
+typedef struct loader loader;
+
+loader *loader_new(store *s, const load_opts *o, char *err, size_t errlen);
+/* The sink to give ingest_new; valid while the loader lives. */
+const ingest_sink *loader_sink(loader *l);
+/* Marks the upload as the legacy autograd format (a bare array of events). */
+void loader_set_legacy(loader *l, int legacy);
+/* Names the session's source outright ("nsys"; a static string), for importers other than
+ * the JSON parser. Without it loader_commit decides kineto / legacy / firstpass. */
+void loader_set_source(loader *l, const char *source);
+/* Analyses and stores. 0 with *id set, or an ERR_* with a message in err. */
+int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen);
+void loader_free(loader *l); /* accepts NULL; rolls back whatever was not committed */
+
+#endif

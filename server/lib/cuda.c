@@ -1,0 +1,42 @@
+/* cuda.c: the CUDA names of cuda.h. */
+#include "lib/cuda.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *cuda_copy_kind(long long k) {
+    static const char *const kinds[] = {"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD",
+                                        "DtoA",    "DtoD", "HtoH", "PtoP", "HtoD", "DtoH", "DtoD"};
+    return k >= 0 && k < (long long)(sizeof kinds / sizeof kinds[0]) ? kinds[k] : "Unknown";
+}
+
+const char *cuda_mem_kind(long long k) {
+    static const char *const kinds[] = {"Pageable", "Pinned", "Device", "Array", "Managed", "Device Static",
+                                        "Managed Static", "Unknown"};
+    return k >= 0 && k < (long long)(sizeof kinds / sizeof kinds[0]) ? kinds[k] : "Unknown";
+}
+
+void cuda_copy_direction(const char *name, const char *kind, char *out, size_t n) {
+    if (!strcmp(kind, "gpu_memset")) { snprintf(out, n, "Memset"); return; }
+    const char *p = strstr(name, "Memcpy ");
+    if (!p) { snprintf(out, n, "%s", name); return; }
+    p += 7;
+    size_t len = strcspn(p, " (");
+    snprintf(out, n, "%.*s", (int)len, p);
+}
+
+int cuda_copy_pageable(const char *name) {
+    const char *p = strchr(name, '(');
+    return p && strstr(p, "Pageable") != NULL;
+}
+
+int cuda_is_sync_call(const char *name) {
+    static const char *const sync[] = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+                                       "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                       "cudaEventSynchronize", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpy", NULL};
+    for (int i = 0; sync[i]; i++) {
+        size_t l = strlen(sync[i]);
+        if (!strncmp(name, sync[i], l) && (name[l] == '\0' || name[l] == '_')) return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,12 @@
+/* timefmt.c: timefmt_utc (timefmt.h). */
+#include "lib/timefmt.h"
+
+#include <time.h>
+
+const char *timefmt_utc(long long t, int basic, char out[TIMEFMT_LEN]) {
+    time_t ct = (time_t)t;
+    struct tm tm;
+    if (!gmtime_r(&ct, &tm)) tm = (struct tm){0};
+    strftime(out, TIMEFMT_LEN, basic ? "%Y%m%dT%H%M%SZ" : "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return out;
+}

@@ -1,0 +1,42 @@
+/* commit.h: the one transaction that stores an analysed upload as a session.
+ *
+ * The loader (ingest/load.c) fills a scratch database (schema: ingest/scratch.sql)
+ * attached to a pooled connection as "scratch"; the analysis leaves its result tables
+ * there. store_commit_session copies everything the session owns into the main database
+ * in ONE transaction (BEGIN IMMEDIATE ... COMMIT): so a 201 means committed, and a failure
+ * or a crash before the COMMIT leaves nothing behind.
+ *
+ * Reads scratch.ops, scratch.kern, scratch.ph, scratch.chunks and scratch.tlb; writes
+ * sessions, labels, strings, operators, kernels, phases, event_chunks, timeline_buckets
+ * and analysis (store/schema.sql). */
+#ifndef FP_COMMIT_H
+#define FP_COMMIT_H
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "lib/intern.h"
+#include "session.h"
+
+typedef struct store_session_in {
+    const char *name;          /* NULL or "": named "session <id>" */
+    const char *source;        /* kineto | legacy | firstpass | nsys */
+    const char *hardware;      /* "" when unknown */
+    double start_us, end_us;   /* the trace's span (0 when unknown) */
+    long long events;
+    unsigned long long bytes_in;
+    const json_t *meta;        /* top-level keys of the trace */
+    const json_t *summary;     /* sessions.summary */
+    const json_t *gpu, *report, *timeline; /* the analysis documents */
+    /* Labels in order; a later one wins on the same key (the collector's, then the query's). */
+    const fp_label *labels[2];
+    size_t nlabels[2];
+    const intern *strings;     /* the session's string table: id -> text */
+} store_session_in;
+
+/* db: a pooled connection with the scratch database attached and no transaction open.
+ * 0 with *id set, or ERR_NOMEM / ERR_DB with a message in err (then rolled back). */
+int store_commit_session(sqlite3 *db, const store_session_in *in, long long *id, char *err, size_t errlen);
+
+#endif

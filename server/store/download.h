@@ -1,0 +1,19 @@
+/* download.h: the Chrome-trace download of a stored session, streamed.
+ *
+ * Events come back chunk by chunk from event_chunks, exactly as uploaded (args kept,
+ * metadata and flow events included), wrapped in {"traceEvents":[...], <top-level keys>}.
+ * Memory per download: one inflated chunk plus the output window. */
+#ifndef FP_DOWNLOAD_H
+#define FP_DOWNLOAD_H
+
+#include "store/store.h"
+
+typedef struct download download;
+
+/* NULL with *err set to ERR_NOTFOUND / ERR_DB / ERR_NOMEM. */
+download *download_open(store *s, long long id, int gzip, int *err);
+/* Like MHD's content reader: bytes written (> 0), 0 at the end, -1 on error. */
+long download_read(void *d, unsigned long long pos, char *out, size_t max);
+void download_free(void *d);
+
+#endif

@@ -1,0 +1,528 @@
+/* history.c: named baselines, the regression check against them, and trends over sessions.
+ *
+ * Owns the baselines / baseline_labels tables and their statements; the rules and the
+ * item definitions are in history.h. Reads the ingest tables, never writes them. Must not
+ * see MHD types. */
+#include "store/history.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lib/buf.h"
+#include "lib/err.h"
+#include "lib/timefmt.h"
+
+/* ---- small helpers ---- */
+
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+    return s;
+}
+
+static json_t *iso_time(long long t) {
+    char out[TIMEFMT_LEN];
+    return json_string(timefmt_utc(t, 0, out));
+}
+
+static json_t *col_text(sqlite3_stmt *s, int i) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    return t ? json_string(t) : json_null();
+}
+
+int history_name_valid(const char *name) {
+    size_t n = strlen(name);
+    if (n < 1 || n > HIST_NAME_MAX) return 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static int session_exists(sqlite3 *db, long long id) {
+    sqlite3_stmt *s = prep(db, "SELECT 1 FROM sessions WHERE id = ?");
+    if (!s) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+}
+
+/* After a row loop: a failed step (SQLITE_CORRUPT, IOERR...) must not read as the end of the
+ * rows, or a reply would be a truncated 200 (query.c's rule too). */
+static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
+
+/* {key: value} of a baseline's labels, new reference; NULL when SQLite failed. */
+static json_t *baseline_labels(sqlite3 *db, const char *name) {
+    sqlite3_stmt *s = prep(db, "SELECT key, value FROM baseline_labels WHERE name = ? ORDER BY key");
+    if (!s) return NULL;
+    json_t *o = json_object();
+    int st;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    while ((st = sqlite3_step(s)) == SQLITE_ROW)
+        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
+    sqlite3_finalize(s);
+    if (step_rc(st)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* ---- baselines ---- */
+
+#define BASELINE_COLS "b.name, b.session_id, s.name, b.created_at, b.updated_at"
+#define BASELINE_FROM " FROM baselines b JOIN sessions s ON s.id = b.session_id"
+
+/* One baseline (new reference), or NULL when its labels could not be read. */
+static json_t *baseline_row(sqlite3 *db, sqlite3_stmt *s) {
+    const char *name = (const char *)sqlite3_column_text(s, 0);
+    json_t *labels = baseline_labels(db, name);
+    if (!labels) return NULL;
+    return json_pack("{s:s,s:I,s:o,s:o,s:o,s:o}", "name", name, "session_id", (json_int_t)sqlite3_column_int64(s, 1),
+                     "session_name", col_text(s, 2), "labels", labels, "created_at", iso_time(sqlite3_column_int64(s, 3)),
+                     "updated_at", iso_time(sqlite3_column_int64(s, 4)));
+}
+
+int history_baseline_get(sqlite3 *db, const char *name, json_t **out) {
+    sqlite3_stmt *s = prep(db, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE b.name = ?");
+    if (!s) return ERR_DB;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
+        *out = baseline_row(db, s);
+        rc = *out ? 0 : ERR_DB;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Runs one write statement: ?1 = name; with id, ?2 = id and ?3 = now (where the statement
+ * has a third parameter). 0 or ERR_DB. */
+static int exec1(sqlite3 *db, const char *sql, const char *name, long long id) {
+    sqlite3_stmt *s = prep(db, sql);
+    if (!s) return ERR_DB;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    if (id) sqlite3_bind_int64(s, 2, id);
+    if (id && sqlite3_bind_parameter_count(s) >= 3) sqlite3_bind_int64(s, 3, (long long)time(NULL));
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The labels of a PUT body, or of the session when there are none in the body. */
+static int put_labels(sqlite3 *db, const char *name, long long session_id, const json_t *labels) {
+    if (exec1(db, "DELETE FROM baseline_labels WHERE name = ?1", name, 0)) return ERR_DB;
+    if (!labels)
+        return exec1(db, "INSERT INTO baseline_labels(name, key, value) SELECT ?1, key, value FROM labels WHERE session_id = ?2",
+                     name, session_id);
+    sqlite3_stmt *s = prep(db, "INSERT INTO baseline_labels(name, key, value) VALUES (?, ?, ?)");
+    if (!s) return ERR_DB;
+    const char *k;
+    json_t *v;
+    int rc = 0;
+    json_object_foreach((json_t *)labels, k, v) {
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 2, k, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, 3, json_string_value(v), -1, SQLITE_STATIC);
+        if (sqlite3_step(s) != SQLITE_DONE) { rc = ERR_DB; break; }
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int history_baseline_put(sqlite3 *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out) {
+    /* One write transaction: the existence checks and the writes see the same database. */
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return ERR_DB;
+    int rc = session_exists(db, session_id);
+    json_t *old = NULL;
+    if (!rc) {
+        int got = history_baseline_get(db, name, &old);
+        json_decref(old);
+        *created = got == ERR_NOTFOUND;
+        if (got && got != ERR_NOTFOUND) rc = got;
+    }
+    if (!rc) {
+        rc = exec1(db, "INSERT INTO baselines(name, session_id, seq, created_at, updated_at)"
+                       " VALUES (?1, ?2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM baselines), ?3, ?3)"
+                       " ON CONFLICT(name) DO UPDATE SET session_id = excluded.session_id, seq = excluded.seq,"
+                       " updated_at = excluded.updated_at", name, session_id);
+    }
+    if (!rc) rc = put_labels(db, name, session_id, labels);
+    if (!rc && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = ERR_DB;
+    if (rc) {
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return history_baseline_get(db, name, out);
+}
+
+int history_baseline_delete(sqlite3 *db, const char *name) {
+    sqlite3_stmt *s = prep(db, "DELETE FROM baselines WHERE name = ?");
+    if (!s) return ERR_DB;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? (sqlite3_changes(db) ? 0 : ERR_NOTFOUND) : ERR_DB;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* " AND EXISTS (...)" once per label pair, bound from parameter `first` on. */
+static int label_clauses(char *sql, size_t len, int o, const char *fmt, const hist_labels *f, int first) {
+    for (int i = 0; i < f->n && o < (int)len; i++)
+        o += snprintf(sql + o, len - (size_t)o, fmt, first + 2 * i, first + 2 * i + 1);
+    return o;
+}
+static void bind_labels(sqlite3_stmt *s, const hist_labels *f, int first) {
+    for (int i = 0; i < f->n; i++) {
+        sqlite3_bind_text(s, first + 2 * i, f->keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, first + 2 * i + 1, f->values[i], -1, SQLITE_STATIC);
+    }
+}
+
+int history_baseline_list(sqlite3 *db, const hist_labels *f, json_t **out) {
+    char sql[4096];
+    int o = snprintf(sql, sizeof sql, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE 1");
+    o = label_clauses(sql, sizeof sql, o, " AND EXISTS (SELECT 1 FROM baseline_labels l WHERE l.name = b.name AND l.key = ?%d AND l.value = ?%d)", f, 1);
+    snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY b.seq DESC");
+    sqlite3_stmt *s = prep(db, sql);
+    if (!s) return ERR_DB;
+    bind_labels(s, f, 1);
+    json_t *arr = json_array(), *row;
+    int st, rc = 0;
+    while (!rc && (st = sqlite3_step(s)) == SQLITE_ROW) {
+        if ((row = baseline_row(db, s))) json_array_append_new(arr, row);
+        else rc = ERR_DB;
+    }
+    sqlite3_finalize(s);
+    if (rc || step_rc(st)) {
+        json_decref(arr);
+        return ERR_DB;
+    }
+    *out = json_pack("{s:o}", "baselines", arr);
+    return 0;
+}
+
+/* The newest baseline whose every label the session has; the session itself is skipped
+ * (a session checked against itself is trivially clean). name gets it; ERR_NOTFOUND. */
+static int baseline_auto(sqlite3 *db, long long id, char *name, size_t len) {
+    sqlite3_stmt *s = prep(db, "SELECT b.name FROM baselines b WHERE b.session_id != ?1 AND NOT EXISTS ("
+                               " SELECT 1 FROM baseline_labels bl WHERE bl.name = b.name AND NOT EXISTS ("
+                               "  SELECT 1 FROM labels l WHERE l.session_id = ?1 AND l.key = bl.key AND l.value = bl.value))"
+                               " ORDER BY b.seq DESC LIMIT 1");
+    if (!s) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
+        snprintf(name, len, "%s", sqlite3_column_text(s, 0));
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* ---- regressions ---- */
+
+enum { U_US, U_CALLS, U_SHARE };
+static const char *const unit_names[] = {"us", "calls", "fraction"};
+
+typedef struct metric_def {
+    const char *name;
+    int col, unit;
+} metric_def;
+
+typedef struct kind_def {
+    const char *kind;
+    const char *sql; /* columns: category, name, then the metrics */
+    int nmetrics;
+    metric_def m[3];
+} kind_def;
+
+/* The order here is the order of the items within a direction. */
+static const kind_def kinds[] = {
+    {"operator",
+     "SELECT kind, name, cuda_total, cpu_total, calls FROM operators WHERE session_id = ? AND grouping = 0"
+     " AND kind NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'user_annotation', 'gpu_user_annotation')",
+     3, {{"cuda_time_total", 2, U_US}, {"cpu_time_total", 3, U_US}, {"calls", 4, U_CALLS}}},
+    {"kernel", "SELECT kind, name, total_us, calls FROM kernels WHERE session_id = ?", 2,
+     {{"cuda_time_total", 2, U_US}, {"calls", 3, U_CALLS}, {NULL, 0, 0}}},
+    {"phase", "SELECT kind, name, total_us, gpu_busy_us, count FROM phases WHERE session_id = ?", 3,
+     {{"wall_time_total", 2, U_US}, {"gpu_busy_time", 3, U_US}, {"calls", 4, U_CALLS}}},
+};
+#define NKINDS (int)(sizeof kinds / sizeof kinds[0])
+
+/* {"category\x1fname": [metric values]} of one session, new reference; NULL on failure. */
+static json_t *load_rows(sqlite3 *db, const kind_def *k, long long id) {
+    sqlite3_stmt *s = prep(db, k->sql);
+    if (!s) return NULL;
+    json_t *m = json_object();
+    int st;
+    sqlite3_bind_int64(s, 1, id);
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        /* Kernel names run to kilobytes (C++ templates): the key is sized to fit. */
+        const char *c = (const char *)sqlite3_column_text(s, 0), *n = (const char *)sqlite3_column_text(s, 1);
+        size_t len = strlen(c ? c : "") + strlen(n ? n : "") + 2;
+        char *key = malloc(len);
+        if (!key) { st = SQLITE_NOMEM; break; }
+        snprintf(key, len, "%s\x1f%s", c ? c : "", n ? n : "");
+        json_t *v = json_array();
+        for (int i = 0; i < k->nmetrics; i++) json_array_append_new(v, json_real(sqlite3_column_double(s, k->m[i].col)));
+        json_object_set_new(m, key, v);
+        free(key);
+    }
+    sqlite3_finalize(s);
+    if (step_rc(st)) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+static double abs_threshold(const hist_thresholds *t, int unit) {
+    return unit == U_US ? t->abs_us : unit == U_CALLS ? t->abs_calls : t->abs_share;
+}
+
+/* Whether a change passes both thresholds (history.h); base 0 has no relative test. */
+static int moved(const hist_thresholds *t, int unit, double b, double h) {
+    double d = fabs(h - b);
+    if (!(d > abs_threshold(t, unit))) return 0;
+    return b == 0 || d / fabs(b) > t->rel;
+}
+
+static json_t *value_of(int unit, double v) { return unit == U_CALLS ? json_integer((json_int_t)llround(v)) : json_real(v); }
+
+static json_t *item(const char *kind, const char *category, const char *name, const char *metric, int unit, const char *status,
+                    double b, double h) {
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "kind", kind, "category", category, "name", name, "metric", metric,
+                          "unit", unit_names[unit], "status", status);
+    json_object_set_new(o, "base", value_of(unit, b));
+    json_object_set_new(o, "head", value_of(unit, h));
+    json_object_set_new(o, "delta", value_of(unit, h - b));
+    json_object_set_new(o, "relative", b != 0 ? json_real((h - b) / b) : json_null());
+    json_object_set_new(o, "direction", json_string(h > b ? "regressed" : "improved"));
+    return o;
+}
+
+static void diff_kind(const kind_def *k, json_t *base, json_t *head, const hist_thresholds *t, json_t *items) {
+    json_t *keys = json_object();
+    const char *key;
+    json_t *v;
+    json_object_foreach(base, key, v) json_object_set_new(keys, key, json_true());
+    json_object_foreach(head, key, v) json_object_set_new(keys, key, json_true());
+    json_object_foreach(keys, key, v) {
+        json_t *b = json_object_get(base, key), *h = json_object_get(head, key);
+        const char *sep = strchr(key, '\x1f');
+        char category[256];
+        snprintf(category, sizeof category, "%.*s", (int)(sep - key), key);
+        const char *status = !b ? "appeared" : !h ? "disappeared" : "changed";
+        for (int i = 0; i < k->nmetrics; i++) {
+            double bv = b ? json_real_value(json_array_get(b, (size_t)i)) : 0, hv = h ? json_real_value(json_array_get(h, (size_t)i)) : 0;
+            if (moved(t, k->m[i].unit, bv, hv))
+                json_array_append_new(items, item(k->kind, category, sep + 1, k->m[i].name, k->m[i].unit, status, bv, hv));
+        }
+    }
+    json_decref(keys);
+}
+
+/* gpu_idle_fraction of a session from its precomputed summary into *v (NAN when unknown).
+ * 0 or ERR_DB. */
+static int idle_of(sqlite3 *db, long long id, double *v, char *name, size_t len) {
+    sqlite3_stmt *s = prep(db, "SELECT summary, name FROM sessions WHERE id = ?");
+    *v = NAN;
+    if (!s) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s);
+    if (st == SQLITE_ROW) {
+        json_error_t e;
+        const char *txt = (const char *)sqlite3_column_text(s, 0);
+        json_t *sum = txt ? json_loads(txt, 0, &e) : NULL;
+        json_t *x = json_object_get(sum, "gpu_idle_fraction");
+        if (json_is_number(x)) *v = json_number_value(x);
+        json_decref(sum);
+        if (name) snprintf(name, len, "%s", sqlite3_column_text(s, 1));
+    }
+    sqlite3_finalize(s);
+    return st == SQLITE_ROW ? 0 : ERR_DB;
+}
+
+static const char *item_str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+static int rank_of(const json_t *o) {
+    const char *k = item_str(o, "kind"), *m = item_str(o, "metric");
+    for (int i = 0; i < NKINDS; i++)
+        if (!strcmp(kinds[i].kind, k))
+            for (int j = 0; j < kinds[i].nmetrics; j++)
+                if (!strcmp(kinds[i].m[j].name, m)) return 1 + i * 4 + j;
+    return 0; /* session */
+}
+
+/* Regressed before improved; then kind and metric in kinds[] order; then |delta|, name. */
+static int by_item(const void *pa, const void *pb) {
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    int ra = strcmp(item_str(a, "direction"), "regressed") != 0, rb = strcmp(item_str(b, "direction"), "regressed") != 0;
+    if (ra != rb) return ra - rb;
+    if (rank_of(a) != rank_of(b)) return rank_of(a) - rank_of(b);
+    double da = fabs(json_number_value(json_object_get(a, "delta"))), db = fabs(json_number_value(json_object_get(b, "delta")));
+    if (da != db) return da < db ? 1 : -1;
+    return strcmp(item_str(a, "name"), item_str(b, "name"));
+}
+
+static json_t *sorted(json_t *items, int *nreg) {
+    size_t n = json_array_size(items);
+    json_t **v = calloc(n ? n : 1, sizeof *v);
+    json_t *out = json_array();
+    *nreg = 0;
+    if (!v) return out;
+    for (size_t i = 0; i < n; i++) v[i] = json_array_get(items, i);
+    qsort(v, n, sizeof *v, by_item);
+    for (size_t i = 0; i < n; i++) {
+        *nreg += !strcmp(item_str(v[i], "direction"), "regressed");
+        json_array_append(out, v[i]);
+    }
+    free(v);
+    return out;
+}
+
+/* Every item of head against base (unsorted), new reference; NULL when SQLite failed. */
+static json_t *all_items(sqlite3 *db, long long base, long long head, const hist_thresholds *t) {
+    char hname[512] = "";
+    double bi, hi;
+    if (idle_of(db, base, &bi, NULL, 0) || idle_of(db, head, &hi, hname, sizeof hname)) return NULL;
+    json_t *items = json_array();
+    if (!isnan(bi) && !isnan(hi) && moved(t, U_SHARE, bi, hi))
+        json_array_append_new(items, item("session", "session", hname, "gpu_idle_fraction", U_SHARE, "changed", bi, hi));
+    for (int k = 0; k < NKINDS && items; k++) {
+        json_t *b = load_rows(db, &kinds[k], base), *h = load_rows(db, &kinds[k], head);
+        if (b && h) diff_kind(&kinds[k], b, h, t, items);
+        else { json_decref(items); items = NULL; }
+        json_decref(b);
+        json_decref(h);
+    }
+    return items;
+}
+
+int history_regressions(sqlite3 *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen) {
+    int rc = session_exists(db, id);
+    if (rc) {
+        if (rc == ERR_NOTFOUND) snprintf(msg, msglen, "no session %lld", id);
+        return rc;
+    }
+    char picked[HIST_NAME_MAX + 1];
+    if (!name) {
+        rc = baseline_auto(db, id, picked, sizeof picked);
+        if (rc == ERR_NOTFOUND) {
+            snprintf(msg, msglen, "no baseline matches the labels of session %lld; name one with ?baseline=NAME "
+                                  "(PUT /api/v1/baselines/{name} creates one)", id);
+            return rc;
+        }
+        if (rc) return rc;
+        name = picked;
+    }
+    json_t *bl = NULL;
+    rc = history_baseline_get(db, name, &bl);
+    if (rc) {
+        if (rc == ERR_NOTFOUND) snprintf(msg, msglen, "no baseline '%s'", name);
+        return rc;
+    }
+    long long base = json_integer_value(json_object_get(bl, "session_id"));
+    int nreg = 0;
+    json_t *raw = all_items(db, base, id, t);
+    if (!raw) {
+        json_decref(bl);
+        return ERR_DB;
+    }
+    json_t *items = sorted(raw, &nreg);
+    json_decref(raw);
+    *out = json_pack("{s:b,s:s,s:O,s:I,s:I,s:b,s:{s:f,s:f,s:f,s:f},s:{s:i,s:i},s:o}", "regressed", nreg > 0, "baseline", name,
+                     "baseline_labels", json_object_get(bl, "labels"), "base_session_id", (json_int_t)base, "head_session_id",
+                     (json_int_t)id, "auto_picked", name == picked, "thresholds", "rel", t->rel, "abs_us", t->abs_us, "abs_calls",
+                     t->abs_calls, "abs_share", t->abs_share, "counts", "regressed", nreg, "improved",
+                     (int)json_array_size(items) - nreg, "items", items);
+    json_decref(bl);
+    return 0;
+}
+
+/* ---- trends ---- */
+
+static const struct { const char *name, *col; } trend_metrics[] = {
+    {"cuda_time_total", "cuda_total"}, {"cpu_time_total", "cpu_total"}, {"calls", "calls"},
+    {"self_cuda_time_total", "self_cuda"}, {"gpu_idle_fraction", NULL}, {"gpu_utilization", NULL}, {NULL, NULL}};
+
+int history_trend_metric(const char *metric, int *needs_op) {
+    for (int i = 0; trend_metrics[i].name; i++)
+        if (!strcmp(metric, trend_metrics[i].name)) {
+            *needs_op = trend_metrics[i].col != NULL;
+            return 1;
+        }
+    return 0;
+}
+const char *history_trend_metrics(void) {
+    return "cuda_time_total, cpu_time_total, calls, self_cuda_time_total, gpu_idle_fraction, gpu_utilization";
+}
+
+/* The point's value: the operator column (5), or the idle fraction from the summary (4). */
+static json_t *trend_value(sqlite3_stmt *s, const char *metric, int needs_op) {
+    if (needs_op) {
+        if (sqlite3_column_type(s, 4) == SQLITE_NULL) return json_null();
+        return !strcmp(metric, "calls") ? json_integer(sqlite3_column_int64(s, 4)) : json_real(sqlite3_column_double(s, 4));
+    }
+    json_error_t e;
+    const char *txt = (const char *)sqlite3_column_text(s, 3);
+    json_t *sum = txt ? json_loads(txt, 0, &e) : NULL, *x = json_object_get(sum, "gpu_idle_fraction");
+    json_t *v = !json_is_number(x) ? json_null()
+                : !strcmp(metric, "gpu_utilization") ? json_real(1.0 - json_number_value(x)) : json_real(json_number_value(x));
+    json_decref(sum);
+    return v;
+}
+
+static sqlite3_stmt *trend_stmt(sqlite3 *db, const hist_trend_query *q, const char *col) {
+    char sql[4096];
+    /* col comes from trend_metrics[], never from the request. Without an operator the
+     * subquery is a constant NULL. Several kinds of one name: the one with most CUDA time. */
+    int o = snprintf(sql, sizeof sql,
+                     "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s FROM sessions s WHERE 1", col ? "(SELECT o." : "NULL",
+                     col ? col : "",
+                     col ? " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1"
+                           " AND (?2 IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)" : "");
+    o = label_clauses(sql, sizeof sql, o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ?%d AND l.value = ?%d)",
+                      &q->labels, 4);
+    snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY s.id DESC LIMIT ?3");
+    sqlite3_stmt *s = prep(db, sql);
+    if (!s) return NULL;
+    if (q->op) sqlite3_bind_text(s, 1, q->op, -1, SQLITE_STATIC);
+    if (q->kind) sqlite3_bind_text(s, 2, q->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, q->limit);
+    bind_labels(s, &q->labels, 4);
+    return s;
+}
+
+int history_trends(sqlite3 *db, const hist_trend_query *q, json_t **out) {
+    int needs_op = 0;
+    if (!history_trend_metric(q->metric, &needs_op) || (needs_op && !q->op)) return ERR_INVALID;
+    const char *col = NULL;
+    for (int i = 0; trend_metrics[i].name; i++)
+        if (!strcmp(q->metric, trend_metrics[i].name)) col = trend_metrics[i].col;
+    sqlite3_stmt *s = trend_stmt(db, q, col);
+    if (!s) return ERR_DB;
+    json_t *newest_first = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(newest_first, json_pack("{s:I,s:o,s:o,s:o}", "session_id", (json_int_t)sqlite3_column_int64(s, 0),
+                                                      "created_at", iso_time(sqlite3_column_int64(s, 1)), "name", col_text(s, 2),
+                                                      "value", trend_value(s, q->metric, needs_op)));
+    sqlite3_finalize(s);
+    if (step_rc(st)) {
+        json_decref(newest_first);
+        return ERR_DB;
+    }
+    json_t *points = json_array(), *labels = json_object();
+    for (size_t i = json_array_size(newest_first); i-- > 0;) json_array_append(points, json_array_get(newest_first, i));
+    json_decref(newest_first);
+    for (int i = 0; i < q->labels.n; i++) json_object_set_new(labels, q->labels.keys[i], json_string(q->labels.values[i]));
+    *out = json_pack("{s:s,s:o,s:o,s:o,s:o}", "metric", q->metric, "operator", needs_op ? json_string(q->op) : json_null(), "kind",
+                     needs_op && q->kind ? json_string(q->kind) : json_null(), "labels", labels, "points", points);
+    return 0;
+}

@@ -1,0 +1,737 @@
+/* query.c: reads of stored sessions -> JSON replies. Prepared statements only; the
+ * only SQL assembled at run time is made of constant fragments chosen by whitelists
+ * (sort columns, one EXISTS per label filter), never of request text. */
+#include "store/query.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "oprow.h"
+#include "lib/buf.h"
+#include "lib/chunk.h"
+#include "lib/err.h"
+#include "lib/occupancy.h"
+#include "lib/tlblob.h"
+#include "lib/vec.h"
+#include "lib/timefmt.h"
+
+static const struct { const char *field, *col; } sorts[] = {
+    {"cuda_time_total", "cuda_total"}, {"self_cuda_time_total", "self_cuda"},
+    {"cpu_time_total", "cpu_total"},   {"self_cpu_time_total", "self_cpu"},
+    {"calls", "calls"},                {"cpu_memory_usage", "cpu_mem"},
+    {"cuda_memory_usage", "cuda_mem"}, {"self_cpu_memory_usage", "self_cpu_mem"},
+    {"self_cuda_memory_usage", "self_cuda_mem"}, {NULL, NULL}};
+
+const char *query_sort_column(const char *field) {
+    for (int i = 0; sorts[i].field; i++)
+        if (!strcmp(field, sorts[i].field)) return sorts[i].col;
+    return NULL;
+}
+const char *query_sort_fields(void) {
+    return "cuda_time_total, self_cuda_time_total, cpu_time_total, self_cpu_time_total, calls, cpu_memory_usage, "
+           "cuda_memory_usage, self_cpu_memory_usage, self_cuda_memory_usage";
+}
+
+static json_t *col_json(sqlite3_stmt *s, int i) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    json_error_t e;
+    json_t *v = t ? json_loads(t, JSON_DECODE_ANY, &e) : NULL;
+    return v ? v : json_object();
+}
+static json_t *col_str(sqlite3_stmt *s, int i) {
+    const char *t = (const char *)sqlite3_column_text(s, i);
+    return t ? json_string(t) : json_null();
+}
+
+static int exists(sqlite3 *db, long long id) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+}
+
+/* After a row loop: 0 when the statement ran to its end (or stopped on a row on purpose),
+ * ERR_DB when SQLite failed (SQLITE_CORRUPT, IOERR...). A read must not pass a failed
+ * step off as the end of the rows: that would be a truncated 200. */
+static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
+
+static json_t *labels_of(sqlite3 *db, long long id) {
+    json_t *o = json_object();
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key", -1, &s, NULL) != SQLITE_OK) return o;
+    sqlite3_bind_int64(s, 1, id);
+    while (sqlite3_step(s) == SQLITE_ROW)
+        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
+    sqlite3_finalize(s);
+    return o;
+}
+
+#define SUMMARY_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, summary, bytes_in"
+
+/* The summary keys a session row copies (wire name, key in sessions.summary), in wire order. */
+static const char *const summary_keys[][2] = {{"top_cuda_operator", "top_cuda_operator"}, {"cuda_time_total_us", "self_cuda_time_total_us"},
+                                              {"cpu_time_total_us", "self_cpu_time_total_us"}, {"gpu_idle_fraction", "gpu_idle_fraction"}};
+#define SUMMARY_NKEYS (sizeof summary_keys / sizeof summary_keys[0])
+
+/* The columns of a session row before its summary keys; labels is the caller's (stolen). */
+static json_t *summary_head(sqlite3_stmt *s, json_t *labels) {
+    char created[TIMEFMT_LEN];
+    timefmt_utc(sqlite3_column_int64(s, 3), 0, created);
+    double st = sqlite3_column_double(s, 4), en = sqlite3_column_double(s, 5);
+    return json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", sqlite3_column_int64(s, 0), "name", col_str(s, 1), "labels",
+                     labels, "source", col_str(s, 2), "created_at", created, "start_us", st, "end_us", en, "duration_us", en - st,
+                     "event_count", sqlite3_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", sqlite3_column_int64(s, 9));
+}
+
+/* Appends the summary keys and smells; vals[i] is summary_keys[i]'s value and vals[SUMMARY_NKEYS]
+ * the smells (borrowed; NULL = absent, as in an older row: null and []). */
+static void summary_tail(json_t *o, json_t *const *vals) {
+    for (size_t i = 0; i < SUMMARY_NKEYS; i++) json_object_set_new(o, summary_keys[i][0], vals[i] ? json_incref(vals[i]) : json_null());
+    json_t *sm = vals[SUMMARY_NKEYS];
+    json_object_set_new(o, "smells", sm ? json_incref(sm) : json_array());
+}
+
+/* One session's summary object; *sum_out, when not NULL, gets the parsed summary column
+ * too (the caller's reference), so that a caller needing more of it parses it once. */
+static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
+    json_t *sum = col_json(s, 8), *o = summary_head(s, labels_of(db, sqlite3_column_int64(s, 0)));
+    json_t *vals[SUMMARY_NKEYS + 1];
+    for (size_t i = 0; i < SUMMARY_NKEYS; i++) vals[i] = json_object_get(sum, summary_keys[i][1]);
+    vals[SUMMARY_NKEYS] = json_object_get(sum, "smells");
+    summary_tail(o, vals);
+    if (sum_out) *sum_out = sum;
+    else json_decref(sum);
+    return o;
+}
+
+int query_session(sqlite3 *db, long long id, json_t **out) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
+        json_t *sum = NULL, *o = summary_row(db, s, &sum);
+        json_t *meta = col_json(s, 10);
+        json_t *dp = json_object_get(meta, "deviceProperties");
+        json_object_set_new(o, "devices", dp ? json_incref(dp) : json_array());
+        json_t *counts = json_object_get(sum, "counts");
+        json_object_set_new(o, "counts", json_is_object(counts) ? json_incref(counts) : json_object());
+        json_decref(sum);
+        json_t *fp = json_object_get(meta, "firstpass");
+        if (fp) json_object_set(o, "collector", fp);
+        json_t *trace_meta = json_object();
+        const char *k;
+        json_t *v;
+        json_object_foreach(meta, k, v)
+            if (json_is_string(v) || json_is_number(v)) json_object_set(trace_meta, k, v);
+        json_object_set_new(o, "trace", trace_meta);
+        json_decref(meta);
+        *out = o;
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The list's copy of SUMMARY_COLS: the summary column is cut down in SQL to the five values
+ * a list row shows, as one JSON array in summary_keys order plus smells. json_extract with
+ * several paths renders each value from its original text (numbers keep their digits), so
+ * parsing the short array gives what parsing the whole summary gave, without its "counts"
+ * object (most of its bytes and of json_loads' time). A summary that is not JSON reads as {}. */
+#define LIST_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
+    "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.top_cuda_operator', '$.self_cuda_time_total_us', " \
+    "'$.self_cpu_time_total_us', '$.gpu_idle_fraction', '$.smells') END, bytes_in"
+
+/* A list row: labels stay empty here and page_labels fills them for the whole page. */
+static json_t *list_row(sqlite3_stmt *s) {
+    json_t *o = summary_head(s, json_object()), *picked = col_json(s, 8);
+    json_t *vals[SUMMARY_NKEYS + 1];
+    for (size_t i = 0; i <= SUMMARY_NKEYS; i++) {
+        json_t *v = json_array_get(picked, i);
+        /* json_extract says null for an absent key too; both read as an older row's absent
+         * key did (null, and [] for smells, which analyze.c always writes as an array). */
+        vals[i] = json_is_null(v) ? NULL : v;
+    }
+    summary_tail(o, vals);
+    json_decref(picked);
+    return o;
+}
+
+/* "[id,id,...]" of the page's rows, for json_each; NULL when out of memory. */
+static char *id_list(const long long *ids, size_t n) {
+    buf b = {0};
+    int rc = buf_puts(&b, "[");
+    for (size_t i = 0; i < n && !rc; i++) rc = buf_printf(&b, i ? ",%lld" : "%lld", ids[i]);
+    if (!rc) rc = buf_puts(&b, "]");
+    if (rc) { buf_free(&b); return NULL; }
+    return b.p;
+}
+
+/* Fills the labels of every row of a page with one statement: one prepare per page, not one
+ * per row (labels_of per row was 48 % of the list's CPU). rows[i] is session ids[i]; ids are
+ * newest first and the statement returns them ascending, so a walk from the end pairs them. */
+static int page_labels(sqlite3 *db, json_t *rows, const long long *ids, size_t n) {
+    if (!n) return 0;
+    char *list = id_list(ids, n);
+    sqlite3_stmt *s = NULL;
+    if (!list) return ERR_NOMEM;
+    if (sqlite3_prepare_v2(db, "SELECT session_id, key, value FROM labels WHERE session_id IN (SELECT value FROM json_each(?1))"
+                               " ORDER BY session_id, key", -1, &s, NULL) != SQLITE_OK) { free(list); return ERR_DB; }
+    sqlite3_bind_text(s, 1, list, -1, SQLITE_STATIC);
+    size_t i = n - 1;
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        long long sid = sqlite3_column_int64(s, 0);
+        while (i > 0 && ids[i] < sid) i--;
+        if (ids[i] != sid) continue;
+        json_object_set_new(json_object_get(json_array_get(rows, i), "labels"), (const char *)sqlite3_column_text(s, 1),
+                            json_string((const char *)sqlite3_column_text(s, 2)));
+    }
+    sqlite3_finalize(s);
+    free(list);
+    return step_rc(st);
+}
+
+/* The page's statement: constant fragments only, one per filter present.
+ *
+ * With a label filter the page is driven by the first label through labels_kv (key, value,
+ * session_id), newest first, so it reads about one page of index entries whatever the
+ * label's share of the sessions. An EXISTS per row instead scanned every session newest
+ * first: ~10 ms at 10,000 sessions for a rare or absent label (EXPLAIN QUERY PLAN: SCAN s).
+ * CROSS JOIN keeps SQLite from putting sessions outside; the cursor bounds the index range. */
+static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
+    char sql[4096]; /* 16 labels and every filter: about 1,900 bytes */
+    int o, by_label = f->nlabels > 0;
+    if (by_label)
+        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM labels l0 CROSS JOIN sessions s ON s.id = l0.session_id"
+                                      " WHERE l0.key = ? AND l0.value = ?");
+    else
+        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM sessions s WHERE 1");
+    for (int i = by_label; i < f->nlabels; i++)
+        o += snprintf(sql + o, sizeof sql - (size_t)o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ? AND l.value = ?)");
+    if (f->name) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND name = ?");
+    if (f->source) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND source = ?");
+    if (f->since) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at >= ?");
+    if (f->until) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at < ?");
+    if (f->before_id) o += snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " AND l0.session_id < ?" : " AND id < ?");
+    snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " ORDER BY l0.session_id DESC LIMIT ?" : " ORDER BY id DESC LIMIT ?");
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+    int p = 1;
+    for (int i = 0; i < f->nlabels; i++) {
+        sqlite3_bind_text(s, p++, f->label_keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s, p++, f->label_values[i], -1, SQLITE_STATIC);
+    }
+    if (f->name) sqlite3_bind_text(s, p++, f->name, -1, SQLITE_STATIC);
+    if (f->source) sqlite3_bind_text(s, p++, f->source, -1, SQLITE_STATIC);
+    if (f->since) sqlite3_bind_int64(s, p++, f->since);
+    if (f->until) sqlite3_bind_int64(s, p++, f->until);
+    if (f->before_id) sqlite3_bind_int64(s, p++, f->before_id);
+    sqlite3_bind_int(s, p++, f->limit + 1); /* one more tells whether a next page exists */
+    return s;
+}
+
+int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
+    sqlite3_stmt *s = list_stmt(db, f);
+    long long *ids = s ? malloc((size_t)(f->limit > 0 ? f->limit : 1) * sizeof *ids) : NULL;
+    if (!ids) { sqlite3_finalize(s); return s ? ERR_NOMEM : ERR_DB; }
+    json_t *arr = json_array();
+    size_t n = 0; /* rows in arr, ids[] in step with them */
+    long long last = 0;
+    int taken = 0, more = 0, st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        if (taken == f->limit) { more = 1; break; }
+        taken++;
+        last = sqlite3_column_int64(s, 0);
+        /* A row jansson refuses (text that is not UTF-8) is left out, as it always was; the
+         * cursor still moves past it, and ids[] must not get an id without its row. */
+        if (!json_array_append_new(arr, list_row(s))) ids[n++] = last;
+    }
+    sqlite3_finalize(s);
+    int rc = step_rc(st);
+    if (!rc) rc = page_labels(db, arr, ids, n);
+    char cur[32];
+    snprintf(cur, sizeof cur, "%lld", last);
+    free(ids);
+    if (rc) { json_decref(arr); return rc; }
+    *out = json_pack("{s:o,s:o}", "sessions", arr, "next", more ? json_string(cur) : json_null());
+    return 0;
+}
+
+/* One operator row, in the wire shape api/oprow.h defines. */
+static json_t *op_row(sqlite3_stmt *s, int by_shape) {
+    fp_op_row r = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+                   by_shape ? (const char *)sqlite3_column_text(s, 11) : NULL, sqlite3_column_int64(s, 2),
+                   sqlite3_column_double(s, 3), sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
+                   sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)};
+    if (!r.name) r.name = "";
+    if (!r.kind) r.kind = "";
+    if (by_shape && !r.input_shapes) r.input_shapes = "";
+    return fp_op_row_to_json(&r);
+}
+
+int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    const char *col = query_sort_column(sort);
+    if (!col) return ERR_INVALID;
+    char sql[512];
+    /* col comes from the whitelist above, never from the request. */
+    snprintf(sql, sizeof sql,
+             "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
+             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (?3 IS NULL OR kind = ?3)"
+             " ORDER BY %s DESC, name LIMIT ?4", col);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, by_shape ? 1 : 0);
+    if (kind) sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 4, limit);
+    json_t *rows = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
+    sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
+    double tcpu = 0, tcuda = 0;
+    long long calls = 0;
+    if (sqlite3_prepare_v2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
+                           " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
+                           -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        st = sqlite3_step(s);
+        if (st == SQLITE_ROW) {
+            tcpu = sqlite3_column_double(s, 0);
+            tcuda = sqlite3_column_double(s, 1);
+            calls = (long long)sqlite3_column_double(s, 2);
+        }
+        sqlite3_finalize(s);
+        if (step_rc(st)) { json_decref(rows); return ERR_DB; }
+    }
+    *out = json_pack("{s:o,s:{s:f,s:f,s:I},s:s,s:b}", "operators", rows, "totals", "self_cpu_time_total_us", tcpu,
+                     "self_cuda_time_total_us", tcuda, "calls", calls, "sort", sort, "group_by_input_shape", by_shape);
+    return 0;
+}
+
+/* ---- kernel occupancy estimates (definitions and limits: occupancy.h) ---- */
+
+static long long prop_num(const json_t *dp, const char *k) {
+    double v = json_number_value(json_object_get(dp, k));
+    return v > 0 && v < 1e15 ? (long long)v : 0;
+}
+
+/* The session's first deviceProperties entry: kernel rows aggregate over devices and do
+ * not say which one ran them, and the GPUs of one trace are alike. 0 when it has none. */
+static int session_device(sqlite3 *db, long long id, occ_device *d) {
+    sqlite3_stmt *s;
+    int ok = 0;
+    memset(d, 0, sizeof *d);
+    if (sqlite3_prepare_v2(db, "SELECT meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_int64(s, 1, id);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        json_t *meta = col_json(s, 0), *dp = json_array_get(json_object_get(meta, "deviceProperties"), 0);
+        if (json_is_object(dp)) {
+            *d = (occ_device){(int)prop_num(dp, "computeMajor"), (int)prop_num(dp, "computeMinor"), (int)prop_num(dp, "numSms"),
+                              (int)prop_num(dp, "warpSize"), (int)prop_num(dp, "maxThreadsPerBlock"),
+                              (int)prop_num(dp, "maxThreadsPerMultiprocessor"), (int)prop_num(dp, "regsPerBlock"),
+                              (int)prop_num(dp, "regsPerMultiprocessor"), prop_num(dp, "sharedMemPerBlock"),
+                              prop_num(dp, "sharedMemPerBlockOptin"), prop_num(dp, "sharedMemPerMultiprocessor"),
+                              (int)prop_num(dp, "maxBlocksPerMultiProcessor")};
+            ok = 1; /* occ_estimate says which of these are missing */
+        }
+        json_decref(meta);
+    }
+    sqlite3_finalize(s);
+    return ok;
+}
+
+/* [x, y, z] (1 to 3 positive integers; missing ones are 1) into v; 0 or -1. */
+static int dims_of(const json_t *a, long long v[3]) {
+    size_t n = json_array_size(a);
+    if (n < 1 || n > 3) return -1;
+    for (size_t i = 0; i < 3; i++) {
+        json_t *x = json_array_get(a, i);
+        v[i] = i < n ? (json_is_integer(x) ? json_integer_value(x) : 0) : 1;
+        if (v[i] < 1) return -1;
+    }
+    return 0;
+}
+
+/* est_occupancy, est_sm_efficiency, theoretical_occupancy, occupancy_limiter of a kernel
+ * row from its stored launch (grid, block, registers, shared memory); null when unknown. */
+static void add_estimates(json_t *r, const occ_device *d, int have_device) {
+    occ_launch l;
+    occ_result e;
+    json_t *regs = json_object_get(r, "registers_per_thread"), *smem = json_object_get(r, "shared_memory_bytes");
+    int ok = have_device && json_is_integer(regs) && json_is_integer(smem) && !dims_of(json_object_get(r, "grid"), l.grid) &&
+             !dims_of(json_object_get(r, "block"), l.block);
+    if (ok) {
+        l.regs_per_thread = (int)json_integer_value(regs);
+        l.smem_bytes = json_integer_value(smem);
+        ok = occ_estimate(d, &l, &e) == 0;
+    }
+    json_object_set_new(r, "est_occupancy", ok ? json_real(e.est_occupancy) : json_null());
+    json_object_set_new(r, "est_sm_efficiency", ok ? json_real(e.est_sm_efficiency) : json_null());
+    json_object_set_new(r, "theoretical_occupancy", ok ? json_real(e.theoretical) : json_null());
+    json_object_set_new(r, "occupancy_limiter", ok ? json_string(occ_limiter_name(e.limiter)) : json_null());
+}
+
+int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
+    if (!col) return ERR_INVALID;
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
+                              " total_us / (SELECT TOTAL(total_us) FROM kernels WHERE session_id = ?1)"
+                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2", col);
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, limit);
+    occ_device dev;
+    int have_dev = session_device(db, id, &dev);
+    json_t *rows = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        long long calls = sqlite3_column_int64(s, 2);
+        double total = sqlite3_column_double(s, 3);
+        json_t *r = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls", calls,
+                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", sqlite3_column_double(s, 4),
+                              "max_us", sqlite3_column_double(s, 5), "share", sqlite3_column_double(s, 10));
+        /* grid/block are stored as "[1, 1, 1]": valid JSON arrays. */
+        json_object_set_new(r, "grid", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null() : col_json(s, 6));
+        json_object_set_new(r, "block", sqlite3_column_type(s, 7) == SQLITE_NULL ? json_null() : col_json(s, 7));
+        json_object_set_new(r, "registers_per_thread", sqlite3_column_type(s, 8) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 8)));
+        json_object_set_new(r, "shared_memory_bytes", sqlite3_column_type(s, 9) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 9)));
+        add_estimates(r, &dev, have_dev);
+        json_array_append_new(rows, r);
+    }
+    sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
+    *out = json_pack("{s:o}", "kernels", rows);
+    return 0;
+}
+
+int query_phases(sqlite3 *db, long long id, json_t **out) {
+    int rc = exists(db, id);
+    if (rc) return rc;
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
+                               " WHERE session_id = ? ORDER BY total_us DESC, name", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    json_t *rows = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        long long count = sqlite3_column_int64(s, 2), k = sqlite3_column_int64(s, 5);
+        double total = sqlite3_column_double(s, 3), busy = sqlite3_column_double(s, 4), kus = sqlite3_column_double(s, 6);
+        json_t *ph = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
+                               "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
+                               "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
+                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7));
+        /* gpu_utilization = time with at least one GPU activity running / wall time of the
+         * phase's instances: analyze.c's gpu_busy_us over total_us, null for an empty span. */
+        json_object_set_new(ph, "gpu_utilization", total > 0 ? json_real(busy / total) : json_null());
+        json_array_append_new(rows, ph);
+    }
+    sqlite3_finalize(s);
+    if (step_rc(st)) { json_decref(rows); return ERR_DB; }
+    *out = json_pack("{s:o}", "phases", rows);
+    return 0;
+}
+
+static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
+    static const char *const sql[] = {"SELECT gpu FROM analysis WHERE session_id = ?", "SELECT report FROM analysis WHERE session_id = ?",
+                                      "SELECT timeline FROM analysis WHERE session_id = ?"};
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, sql[col], -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == SQLITE_ROW) {
+        *out = col_json(s, 0);
+        rc = 0;
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* Adds gpu_utilization = gpu_busy_us / wall_us (time with at least one GPU activity over
+ * the session span; 1 - gpu_idle_fraction), null where the idle fraction is (no GPU work). */
+int query_gpu(sqlite3 *db, long long id, json_t **out) {
+    int rc = analysis_doc(db, id, 0, out);
+    if (rc) return rc;
+    json_t *idle = json_object_get(*out, "gpu_idle_fraction");
+    double wall = json_number_value(json_object_get(*out, "wall_us")), busy = json_number_value(json_object_get(*out, "gpu_busy_us"));
+    json_object_set_new(*out, "gpu_utilization", json_is_number(idle) && wall > 0 ? json_real(busy / wall) : json_null());
+    return 0;
+}
+
+int query_report(sqlite3 *db, long long id, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 1, &doc);
+    if (rc) return rc;
+    json_t *draft = json_object_get(doc, "draft");
+    json_t *lines = json_deep_copy(draft), *edited = json_array();
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(db, "SELECT line, text FROM report_edits WHERE session_id = ?", -1, &s, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(s, 1, id);
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            const char *line = (const char *)sqlite3_column_text(s, 0);
+            json_object_set_new(lines, line, json_string((const char *)sqlite3_column_text(s, 1)));
+            json_array_append_new(edited, json_string(line));
+        }
+        sqlite3_finalize(s);
+    }
+    *out = json_pack("{s:o,s:O,s:o,s:O}", "lines", lines, "draft", draft, "edited", edited, "smells", json_object_get(doc, "smells"));
+    json_decref(doc);
+    return 0;
+}
+
+/* ---- compare ---- */
+
+static json_t *load_side(sqlite3 *db, long long id, int phases) {
+    json_t *m = json_object();
+    sqlite3_stmt *s;
+    const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
+                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return m;
+    sqlite3_bind_int64(s, 1, id);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        char key[1024];
+        snprintf(key, sizeof key, "%s\x1f%s", sqlite3_column_text(s, 1), sqlite3_column_text(s, 0));
+        json_t *v = phases ? json_pack("{s:I,s:f}", "count", sqlite3_column_int64(s, 2), "total_us", sqlite3_column_double(s, 3))
+                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", sqlite3_column_int64(s, 2), "cuda_time_total_us", sqlite3_column_double(s, 3),
+                                       "cpu_time_total_us", sqlite3_column_double(s, 4), "self_cuda_time_total_us", sqlite3_column_double(s, 5),
+                                       "self_cpu_time_total_us", sqlite3_column_double(s, 6));
+        json_object_set_new(m, key, v);
+    }
+    sqlite3_finalize(s);
+    return m;
+}
+
+static double num(const json_t *o, const char *k) { return o ? json_number_value(json_object_get(o, k)) : 0; }
+
+static json_t *rel(double b, double h) { return b != 0 ? json_real((h - b) / b) : json_null(); }
+
+static int by_abs_delta(const void *pa, const void *pb) {
+    double a = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pa, "delta"), "sort")));
+    double b = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pb, "delta"), "sort")));
+    return a < b ? 1 : a > b ? -1 : 0;
+}
+
+static json_t *diff(json_t *base, json_t *head, int phases) {
+    json_t *keys = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach(base, k, v) json_object_set_new(keys, k, json_true());
+    json_object_foreach(head, k, v) json_object_set_new(keys, k, json_true());
+    size_t n = json_object_size(keys), i = 0;
+    json_t **rows = calloc(n ? n : 1, sizeof *rows);
+    json_object_foreach(keys, k, v) {
+        json_t *b = json_object_get(base, k), *h = json_object_get(head, k);
+        const char *sep = strchr(k, '\x1f');
+        const char *status = !b ? "appeared" : !h ? "disappeared" : "changed";
+        json_t *row = json_pack("{s:s%,s:s,s:s,s:O,s:O}", "kind", k, (size_t)(sep - k), "name", sep + 1, "status", status,
+                                "base", b ? b : json_null(), "head", h ? h : json_null());
+        if (phases) {
+            double d = num(h, "total_us") - num(b, "total_us");
+            json_object_set_new(row, "delta", json_pack("{s:I,s:f,s:f}", "count", (json_int_t)(num(h, "count") - num(b, "count")), "total_us", d, "sort", d));
+            json_object_set_new(row, "relative", json_pack("{s:o}", "total", rel(num(b, "total_us"), num(h, "total_us"))));
+        } else {
+            double dc = num(h, "cuda_time_total_us") - num(b, "cuda_time_total_us");
+            double dp = num(h, "cpu_time_total_us") - num(b, "cpu_time_total_us");
+            json_object_set_new(row, "delta", json_pack("{s:I,s:f,s:f,s:f}", "calls", (json_int_t)(num(h, "calls") - num(b, "calls")),
+                                                        "cuda_time_total_us", dc, "cpu_time_total_us", dp,
+                                                        "sort", fabs(dc) > 0 ? fabs(dc) * 1e6 + fabs(dp) : fabs(dp)));
+            json_object_set_new(row, "relative", json_pack("{s:o,s:o}", "cuda_time_total", rel(num(b, "cuda_time_total_us"), num(h, "cuda_time_total_us")),
+                                                           "cpu_time_total", rel(num(b, "cpu_time_total_us"), num(h, "cpu_time_total_us"))));
+        }
+        rows[i++] = row;
+    }
+    qsort(rows, n, sizeof *rows, by_abs_delta);
+    json_t *arr = json_array();
+    for (i = 0; i < n; i++) {
+        json_object_del(json_object_get(rows[i], "delta"), "sort");
+        json_array_append_new(arr, rows[i]);
+    }
+    free(rows);
+    json_decref(keys);
+    return arr;
+}
+
+int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
+    json_t *bs, *hs;
+    int rc = query_session(db, base, &bs);
+    if (rc) return rc;
+    rc = query_session(db, head, &hs);
+    if (rc) { json_decref(bs); return rc; }
+    json_t *bo = load_side(db, base, 0), *ho = load_side(db, head, 0), *bp = load_side(db, base, 1), *hp = load_side(db, head, 1);
+    *out = json_pack("{s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1));
+    json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
+    return 0;
+}
+
+/* ---- timeline ---- */
+
+static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n) {
+    sqlite3_bind_int64(q, 2, id);
+    out[0] = '\0';
+    if (sqlite3_step(q) == SQLITE_ROW) snprintf(out, n, "%s", sqlite3_column_text(q, 0));
+    sqlite3_reset(q);
+    return out;
+}
+
+#define TL_MAX_EVENTS 2000
+
+typedef struct tl_ev {
+    double ts, dur;
+    uint32_t name, kind;
+} tl_ev;
+
+/* Longer first on equal starts, so that a parent precedes the child it encloses. */
+static int by_start(const void *pa, const void *pb) {
+    const tl_ev *a = pa, *b = pb;
+    if (a->ts != b->ts) return a->ts < b->ts ? -1 : 1;
+    return a->dur > b->dur ? -1 : a->dur < b->dur;
+}
+
+/* The drawn events of one track in [a, b), each with its nesting depth: the number of
+ * earlier-starting events on the track still open when it starts (a stack of ends, the
+ * same rule as analyze.c's nesting but without its partial-overlap exception, which
+ * only matters for attributing time, not for drawing rows). */
+static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
+    sqlite3_stmt *s;
+    json_t *arr = json_array();
+    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ? ORDER BY seq",
+                           -1, &s, NULL) != SQLITE_OK) return arr;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, track);
+    sqlite3_bind_double(s, 3, b);
+    sqlite3_bind_double(s, 4, a);
+    buf in = {0};
+    tl_ev *ev = NULL;
+    size_t n = 0, cap = 0;
+    while (sqlite3_step(s) == SQLITE_ROW && n < TL_MAX_EVENTS * 2) {
+        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+        size_t off = 0;
+        chunk_rec r;
+        const char *js;
+        while (chunk_next(&in, &off, &r, &js) == 1 && n < TL_MAX_EVENTS * 2) {
+            if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
+            if (VEC_RESERVE(ev, cap, n + 1, 256)) break;
+            ev[n++] = (tl_ev){r.ts, r.dur, r.name, r.kind};
+        }
+    }
+    buf_free(&in);
+    sqlite3_finalize(s);
+    if (n) qsort(ev, n, sizeof *ev, by_start);
+    double ends[64];
+    int depth = 0;
+    char name[512], kind[64];
+    for (size_t i = 0; i < n; i++) {
+        while (depth > 0 && ev[i].ts >= ends[depth - 1]) depth--;
+        json_array_append_new(arr, json_pack("{s:f,s:f,s:s,s:s,s:i}", "ts_us", ev[i].ts, "dur_us", ev[i].dur, "name",
+                                             string_of(names, ev[i].name, name, sizeof name), "cat",
+                                             string_of(names, ev[i].kind, kind, sizeof kind), "depth", depth));
+        if (depth < 64) ends[depth++] = ev[i].ts + ev[i].dur;
+    }
+    free(ev);
+    return arr;
+}
+
+/* A track's bucket records (TL_BLOB_RAW bytes, raw or inflated into scratch: tlblob.h), or
+ * NULL when it has none; valid until tb is reset. */
+static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int track, unsigned char *scratch) {
+    sqlite3_bind_int64(tb, 1, id);
+    sqlite3_bind_int(tb, 2, track);
+    if (sqlite3_step(tb) != SQLITE_ROW) return NULL;
+    return tl_blob_unpack(sqlite3_column_blob(tb, 0), (size_t)sqlite3_column_bytes(tb, 0), scratch);
+}
+
+int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 2, &doc);
+    if (rc) return rc;
+    double s0 = num(doc, "start_us"), s1 = num(doc, "end_us");
+    if (!isfinite(a) || a < s0) a = s0;
+    if (!isfinite(b) || b > s1 || b <= a) b = s1 > a ? s1 : a + 1;
+    double w0 = (s1 - s0) > 0 ? (s1 - s0) / TL_BUCKETS : 1, w = (b - a) / nb;
+    sqlite3_stmt *names = NULL, *tb = NULL;
+    sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
+    sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
+    unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
+    if (!names || !tb || !scratch) {
+        sqlite3_finalize(names);
+        sqlite3_finalize(tb);
+        free(scratch);
+        json_decref(doc);
+        return names && tb ? ERR_NOMEM : ERR_DB;
+    }
+    sqlite3_bind_int64(names, 1, id);
+    json_t *tracks = json_array(), *t;
+    size_t i;
+    json_array_foreach(json_object_get(doc, "tracks"), i, t) {
+        int idx = (int)json_integer_value(json_object_get(t, "index"));
+        json_t *o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
+        const unsigned char *blob = track_buckets(tb, id, idx, scratch);
+        if (!blob) {
+            sqlite3_reset(tb);
+            json_decref(o);
+            continue; /* a track with no timed events */
+        }
+        /* Events in the window, estimated from the pyramid's counts. */
+        double est = 0;
+        int i0 = (int)floor((a - s0) / w0), i1 = (int)ceil((b - s0) / w0);
+        for (int k = i0 < 0 ? 0 : i0; k < TL_BUCKETS && k <= i1; k++) {
+            uint32_t c;
+            memcpy(&c, blob + k * 12 + 4, 4);
+            est += c;
+        }
+        if (est <= TL_MAX_EVENTS) {
+            json_object_set_new(o, "mode", json_string("events"));
+            json_object_set_new(o, "events", track_events(db, id, idx, a, b, names));
+        } else {
+            json_t *bk = json_array();
+            char name[512];
+            for (int j = 0; j < nb; j++) {
+                double lo = a + j * w, hi = lo + w, busy = 0, topdur = -1;
+                uint32_t count = 0, top = 0;
+                for (int k = (int)floor((lo - s0) / w0); k <= (int)floor((hi - s0) / w0) && k < TL_BUCKETS; k++) {
+                    if (k < 0) continue;
+                    double blo = s0 + k * w0, bhi = blo + w0;
+                    double ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+                    if (ov <= 0) continue;
+                    float bz;
+                    uint32_t c, tp;
+                    memcpy(&bz, blob + k * 12, 4);
+                    memcpy(&c, blob + k * 12 + 4, 4);
+                    memcpy(&tp, blob + k * 12 + 8, 4);
+                    busy += bz * (ov / w0);
+                    count += c;
+                    if (c && bz > topdur) { topdur = bz; top = tp; }
+                }
+                json_array_append_new(bk, json_pack("{s:f,s:f,s:f,s:I,s:s}", "ts_us", lo, "dur_us", w, "busy", busy / w > 1 ? 1.0 : busy / w,
+                                                    "count", (json_int_t)count, "top", count ? string_of(names, top, name, sizeof name) : ""));
+            }
+            json_object_set_new(o, "mode", json_string("buckets"));
+            json_object_set_new(o, "buckets", bk);
+        }
+        sqlite3_reset(tb);
+        json_array_append_new(tracks, o);
+    }
+    sqlite3_finalize(names);
+    sqlite3_finalize(tb);
+    free(scratch);
+    json_t *ph = json_array(), *gp = json_array(), *e;
+    json_array_foreach(json_object_get(doc, "phases"), i, e)
+        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(ph, e);
+    json_array_foreach(json_object_get(doc, "gaps"), i, e)
+        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(gp, e);
+    *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases", ph, "gaps", gp);
+    json_decref(doc);
+    return 0;
+}
