@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lib/chunk.h"
 #include "lib/intern.h"
@@ -38,6 +39,9 @@ typedef struct hrec {
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
 } hrec;
 #define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
+
+/* The i-th hrec of a scratch.hblk blob (copied out: the blob need not be aligned). */
+static inline void hrec_at(const void *blob, size_t i, hrec *h) { memcpy(h, (const char *)blob + i * sizeof *h, sizeof *h); }
 
 /* The GPU rows of the operator and kernel tables, summed by the loader as events come:
  * one per (cls, kind, name) of EV_GPU and EV_GPU_ANN events. Grid, block, regs and smem

@@ -1,0 +1,312 @@
+/* gpu.c: the GPU facts of GET /gpu: per device idle gaps and what the host ran meanwhile,
+ * per stream busy time, launch delays, short kernels, copies and whether they sit on the
+ * critical path. Runs on a second connection and thread (gpu_job) while the host walk runs. */
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an.h"
+#include "analysis/analyze.h"
+#include "analysis/report.h"
+#include "lib/buf.h"
+#include "lib/cuda.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/mono.h"
+#include "lib/tlblob.h"
+#include "lib/vec.h"
+
+/* ---- GPU facts ---- */
+
+typedef struct gap { double start, dur; } gap;
+
+static void keep_largest(gap *top, int *ntop, int max, double start, double dur) {
+    if (*ntop < max) top[(*ntop)++] = (gap){start, dur};
+    else if (dur > top[max - 1].dur) top[max - 1] = (gap){start, dur};
+    else return;
+    for (int i = *ntop - 1; i > 0 && top[i].dur > top[i - 1].dur; i--) {
+        gap t = top[i]; top[i] = top[i - 1]; top[i - 1] = t;
+    }
+}
+
+/* What the host was doing in the middle of each of n gaps: the innermost host op and
+ * runtime call spanning it (the shortest; on a tie the earliest, then the first in file
+ * order). One scan of the host events for all of them: a query per gap and class cost a
+ * scan each (12 ms at 100 MB, ten per device). names[2 * i] is gap i's op, names[2 * i + 1]
+ * its call; -1 none. */
+static int host_at(A *a, const double *mid, int n, long *names) {
+    struct { double dur, ts; long long seq; } best[10];
+    for (int i = 0; i < 2 * n; i++) names[i] = -1;
+    if (n == 0) return 0;
+    double lo = mid[0], hi = mid[0];
+    for (int i = 1; i < n; i++) {
+        if (mid[i] < lo) lo = mid[i];
+        if (mid[i] > hi) hi = mid[i];
+    }
+    sqlite3_stmt *s = an_prep(a, "SELECT data FROM scratch.hblk");
+    if (!s) return ERR_DB;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const void *blob = sqlite3_column_blob(s, 0);
+        size_t nb = (size_t)sqlite3_column_bytes(s, 0) / sizeof(hrec);
+        for (size_t j = 0; j < nb; j++) {
+            hrec h;
+            hrec_at(blob, j, &h);
+            if ((h.cls != EV_HOST_OP && h.cls != EV_HOST_RT) || h.ts > hi || h.te < lo) continue;
+            for (int i = 0; i < n; i++) {
+                int k = 2 * i + (h.cls == EV_HOST_RT);
+                if (h.ts > mid[i] || h.te < mid[i]) continue;
+                if (names[k] >= 0 && (h.dur > best[k].dur || (h.dur == best[k].dur && (h.ts > best[k].ts ||
+                                                                                        (h.ts == best[k].ts && h.seq > best[k].seq)))))
+                    continue;
+                names[k] = h.name;
+                best[k].dur = h.dur;
+                best[k].ts = h.ts;
+                best[k].seq = h.seq;
+            }
+        }
+    }
+    sqlite3_finalize(s);
+    return 0;
+}
+
+static json_t *name_or_null(A *a, long id) { return id >= 0 ? json_string(an_str(a, id)) : json_null(); }
+
+static json_t *device_facts(A *a, long long dev, json_t *gaps_out) {
+    sqlite3_stmt *s = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND dev = ? ORDER BY ts");
+    if (!s) return NULL;
+    sqlite3_bind_int64(s, 1, dev);
+    double cs = 0, ce = -INFINITY, busy = 0, gap_total = 0;
+    long long ngaps = 0;
+    int have = 0, ntop = 0;
+    gap top[5];
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        double ts = sqlite3_column_double(s, 0), te = sqlite3_column_double(s, 1);
+        if (have && ts <= ce) { if (te > ce) ce = te; continue; }
+        if (have) {
+            busy += ce - cs;
+            double g = ts - ce;
+            if (g >= GAP_MIN_US) {
+                ngaps++;
+                gap_total += g;
+                keep_largest(top, &ntop, 5, ce, g);
+            }
+        }
+        cs = ts; ce = te; have = 1;
+    }
+    if (have) busy += ce - cs;
+    sqlite3_finalize(s);
+    json_t *largest = json_array();
+    double mid[5];
+    long names[10];
+    for (int i = 0; i < ntop; i++) mid[i] = top[i].start + top[i].dur / 2;
+    if (host_at(a, mid, ntop, names)) ntop = 0;
+    for (int i = 0; i < ntop; i++) {
+        json_array_append_new(largest, json_pack("{s:f,s:f,s:o,s:o}", "start_us", top[i].start, "dur_us", top[i].dur,
+                                                 "host_op", name_or_null(a, names[2 * i]), "host_call", name_or_null(a, names[2 * i + 1])));
+        json_array_append_new(gaps_out, json_pack("{s:I,s:f,s:f}", "device", dev, "ts_us", top[i].start, "dur_us", top[i].dur));
+    }
+    json_t *streams = json_array();
+    sqlite3_stmt *st = an_prep(a, "SELECT stream, ts, te FROM scratch.ev WHERE cls = 2 AND dev = ? ORDER BY stream, ts");
+    if (st) {
+        sqlite3_bind_int64(st, 1, dev);
+        long long cur = 0, n = 0;
+        double sbusy = 0, ss = 0, se = -INFINITY;
+        int any = 0;
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            long long stream = sqlite3_column_int64(st, 0);
+            double ts = sqlite3_column_double(st, 1), te = sqlite3_column_double(st, 2);
+            if (any && stream != cur) {
+                sbusy += se - ss;
+                json_array_append_new(streams, json_pack("{s:I,s:f,s:I}", "stream", cur, "busy_us", sbusy, "events", n));
+                sbusy = 0; n = 0; any = 0;
+            }
+            if (any && ts <= se) { if (te > se) se = te; n++; continue; }
+            if (any) sbusy += se - ss;
+            ss = ts; se = te; cur = stream; any = 1; n++;
+        }
+        if (any) {
+            sbusy += se - ss;
+            json_array_append_new(streams, json_pack("{s:I,s:f,s:I}", "stream", cur, "busy_us", sbusy, "events", n));
+        }
+        sqlite3_finalize(st);
+    }
+    double idle = a->wall - busy;
+    if (idle < 0) idle = 0;
+    return json_pack("{s:I,s:f,s:f,s:f,s:o,s:{s:I,s:f,s:o}}", "device", dev, "busy_us", busy, "idle_us", idle,
+                     "idle_fraction", a->wall > 0 ? idle / a->wall : 0.0, "streams", streams,
+                     "gaps", "count", ngaps, "total_us", gap_total, "largest", largest);
+}
+
+static double quantile(A *a, long long n, double q) {
+    if (n <= 0) return 0;
+    long long k = (long long)ceil(q * (double)n) - 1;
+    if (k < 0) k = 0;
+    sqlite3_stmt *s = an_prep(a, "SELECT d FROM temp.delays ORDER BY d LIMIT 1 OFFSET ?");
+    double v = 0;
+    if (!s) return 0;
+    sqlite3_bind_int64(s, 1, k);
+    if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static json_t *copies_facts(A *a) {
+    json_t *by = json_object();
+    sqlite3_stmt *s = an_prep(a,
+        "SELECT g.name, g.kind, g.ts, g.te, g.bytes, (SELECT r.name FROM scratch.ev r WHERE r.corr = g.corr AND r.cls = 1 LIMIT 1)"
+        ", g.dur FROM scratch.ev g WHERE g.cls = 2 AND g.kind IN (?1, ?2)");
+    if (!s) return by;
+    /* Only copies and memsets: the runtime-name subquery for every kernel was 70 ms at 100 MB. */
+    sqlite3_bind_int64(s, 1, a->memcpy_kind);
+    sqlite3_bind_int64(s, 2, a->memset_kind);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *kind = an_str(a, (long)sqlite3_column_int64(s, 1));
+        if (strcmp(kind, "gpu_memcpy") && strcmp(kind, "gpu_memset")) continue;
+        char dir[64];
+        cuda_copy_direction(an_str(a, (long)sqlite3_column_int64(s, 0)), kind, dir, sizeof dir);
+        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3), dur = sqlite3_column_double(s, 6);
+        const char *rt = sqlite3_column_type(s, 5) == SQLITE_NULL ? "" : an_str(a, (long)sqlite3_column_int64(s, 5));
+        /* On the critical path: no kernel ran meanwhile, or the host call waited for it. */
+        int critical = an_busy_in(a->kbusy_q, ts, te) <= 0 || cuda_is_sync_call(rt);
+        json_t *d = json_object_get(by, dir);
+        if (!d) {
+            d = json_pack("{s:s,s:I,s:I,s:f,s:I,s:f}", "direction", dir, "count", (json_int_t)0, "bytes", (json_int_t)0,
+                          "total_us", 0.0, "critical_path_count", (json_int_t)0, "critical_path_us", 0.0);
+            json_object_set_new(by, dir, d);
+        }
+        json_object_set_new(d, "count", json_integer(json_integer_value(json_object_get(d, "count")) + 1));
+        json_object_set_new(d, "bytes", json_integer(json_integer_value(json_object_get(d, "bytes")) + sqlite3_column_int64(s, 4)));
+        json_object_set_new(d, "total_us", json_real(json_real_value(json_object_get(d, "total_us")) + dur));
+        if (critical) {
+            json_object_set_new(d, "critical_path_count", json_integer(json_integer_value(json_object_get(d, "critical_path_count")) + 1));
+            json_object_set_new(d, "critical_path_us", json_real(json_real_value(json_object_get(d, "critical_path_us")) + dur));
+        }
+    }
+    sqlite3_finalize(s);
+    json_t *arr = json_array();
+    const char *k;
+    json_t *v;
+    json_object_foreach(by, k, v) json_array_append(arr, v);
+    json_decref(by);
+    return arr;
+}
+
+static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
+    json_t *devices = json_array();
+    sqlite3_stmt *s = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
+    if (s) {
+        while (sqlite3_step(s) == SQLITE_ROW) {
+            json_t *d = device_facts(a, sqlite3_column_int64(s, 0), gaps_out);
+            if (d) json_array_append_new(devices, d);
+        }
+        sqlite3_finalize(s);
+    }
+    long long n = 0;
+    double mean = 0;
+    /* temp: gpu_facts runs on gpu_job's connection, which only reads the scratch file */
+    if (!an_run(a, "CREATE TEMP TABLE delays AS SELECT g.ts - r.ts AS d FROM scratch.ev r"
+                " JOIN scratch.ev g ON g.cls = 2 AND g.corr = r.corr WHERE r.cls = 1 AND r.corr IS NOT NULL;"
+                "CREATE INDEX temp.delays_d ON delays(d);")) {
+        sqlite3_stmt *c = an_prep(a, "SELECT COUNT(*), TOTAL(d) FROM temp.delays");
+        if (c && sqlite3_step(c) == SQLITE_ROW) {
+            n = sqlite3_column_int64(c, 0);
+            mean = n ? sqlite3_column_double(c, 1) / (double)n : 0;
+        }
+        sqlite3_finalize(c);
+    }
+    long long nk = 0, nshort = 0;
+    double kt = 0, short_t = 0;
+    sqlite3_stmt *k = an_prep(a, "SELECT COUNT(*), TOTAL(dur), TOTAL(dur < ?1), TOTAL(CASE WHEN dur < ?1 THEN dur END)"
+                              " FROM scratch.ev WHERE cls = 2 AND kind = ?2");
+    if (k) {
+        sqlite3_bind_double(k, 1, SHORT_KERNEL_US);
+        sqlite3_bind_int64(k, 2, a->kernel_kind);
+        if (sqlite3_step(k) == SQLITE_ROW) {
+            nk = sqlite3_column_int64(k, 0);
+            kt = sqlite3_column_double(k, 1);
+            nshort = (long long)sqlite3_column_double(k, 2);
+            short_t = sqlite3_column_double(k, 3);
+        }
+        sqlite3_finalize(k);
+    }
+    int any_gpu = json_array_size(devices) > 0;
+    json_t *idle = any_gpu && a->wall > 0 ? json_real(1.0 - gpu_busy / a->wall) : json_null();
+    return json_pack("{s:f,s:f,s:o,s:o,s:{s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:I,s:f},s:o}",
+                     "wall_us", a->wall, "gpu_busy_us", gpu_busy, "gpu_idle_fraction", idle, "devices", devices,
+                     "launch", "count", n, "delay_mean_us", mean, "delay_p50_us", quantile(a, n, 0.5),
+                     "delay_p99_us", quantile(a, n, 0.99), "short_kernel_threshold_us", SHORT_KERNEL_US,
+                     "short_kernels", nshort, "short_kernel_share", nk ? (double)nshort / (double)nk : 0.0,
+                     "short_kernel_time_share", kt > 0 ? short_t / kt : 0.0, "kernels", nk, "kernel_us", kt,
+                     "copies", copies_facts(a));
+}
+/* ---- GPU facts on the second core ---- */
+
+
+static void *gpu_job_run(void *arg) {
+    gpu_job *j = arg;
+    STEP_BEGIN();
+    j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
+    STEP_END("gpu_facts");
+    return NULL;
+}
+
+/* Opens the job's connection and starts it (or runs it here when no thread can start). */
+int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
+    memset(j, 0, sizeof *j);
+    j->b.t = a->t;
+    j->b.wall = a->wall;
+    j->b.ua_kind = a->ua_kind;
+    j->b.kernel_kind = a->kernel_kind;
+    j->b.memcpy_kind = a->memcpy_kind;
+    j->b.memset_kind = a->memset_kind;
+    j->b.err = j->err;
+    j->b.errlen = sizeof j->err;
+    j->gpu_busy = gpu_busy;
+    j->gaps = json_array();
+    if (!j->gaps) return ERR_NOMEM;
+    sqlite3 *db = NULL;
+    sqlite3_stmt *at = NULL;
+    int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
+             sqlite3_busy_timeout(db, 30000) == SQLITE_OK &&
+             sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE;
+    sqlite3_finalize(at);
+    j->b.db = db;
+    if (!ok) {
+        snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
+        sqlite3_close(db);
+        j->b.db = NULL;
+        return ERR_DB;
+    }
+    j->b.kbusy_q = an_prep(&j->b, BUSY_SQL("kbusy"));
+    if (!j->b.kbusy_q) {
+        snprintf(a->err, a->errlen, "%s", j->err);
+        return ERR_DB;
+    }
+    j->started = 1;
+    j->threaded = pthread_create(&j->th, NULL, gpu_job_run, j) == 0;
+    if (!j->threaded) gpu_job_run(j);
+    return 0;
+}
+
+/* Waits for the job; hands over its facts and gaps (NULL when it failed). Always call
+ * after gpu_job_start, even on an error path: it frees the job. */
+int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
+    if (j->threaded) pthread_join(j->th, NULL);
+    int rc = 0;
+    if (j->started && !j->gpu) rc = j->err[0] ? ERR_DB : ERR_NOMEM;
+    if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
+    if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
+    if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
+    json_decref(j->gpu);
+    json_decref(j->gaps);
+    sqlite3_finalize(j->b.kbusy_q);
+    sqlite3_close(j->b.db);
+    memset(j, 0, sizeof *j);
+    return rc;
+}
+

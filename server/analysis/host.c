@@ -1,0 +1,556 @@
+/* host.c: the host walk: each thread's events nested as key_averages() nests them, the
+ * operator table (scratch.ops: host rows from the walk, GPU rows from the loader's sums) and
+ * the phases (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an.h"
+#include "analysis/analyze.h"
+#include "analysis/report.h"
+#include "lib/buf.h"
+#include "lib/cuda.h"
+#include "lib/err.h"
+#include "lib/log.h"
+#include "lib/mono.h"
+#include "lib/tlblob.h"
+#include "lib/vec.h"
+
+/* ---- operator aggregation ---- */
+
+static agg *agg_for(A *a, int grouping, long kind, long name, long shapes) {
+    /* The key's bytes, not text: printing it was most of pop_frame (1,500 instructions a call). */
+    long key[4] = {grouping, kind, name, grouping ? shapes : -2};
+    long i = intern_id(a->keys, (const char *)key, sizeof key);
+    if (i < 0 || VEC_RESERVE(a->aggs, a->capaggs, (size_t)i + 1, 256)) return NULL;
+    if ((size_t)i == a->naggs) {
+        agg *g = &a->aggs[a->naggs++];
+        g->grouping = grouping;
+        g->kind = kind;
+        g->name = name;
+        g->shapes = grouping ? shapes : -1;
+    }
+    return &a->aggs[i];
+}
+
+static phase *phase_for(A *a, long name, int gpu) {
+    char key[48];
+    int n = snprintf(key, sizeof key, "%d|%ld", gpu, name);
+    long i = intern_id(a->pkeys, key, (size_t)n);
+    if (i < 0 || VEC_RESERVE(a->phases, a->capphases, (size_t)i + 1, 32)) return NULL;
+    if ((size_t)i == a->nphases) {
+        phase *p = &a->phases[a->nphases++];
+        p->name = name;
+        p->gpu = gpu;
+        p->first_ts = INFINITY;
+    }
+    return &a->phases[i];
+}
+
+
+static int pop_frame(A *a, frame *stack, int *depth) {
+    frame *f = &stack[--*depth];
+    double dur = f->dur;
+    for (int g = 0; g < 2; g++) {
+        agg *r = agg_for(a, g, f->kind, f->name, f->shapes);
+        if (!r) return ERR_NOMEM;
+        r->calls++;
+        r->cpu_total += dur;
+        r->self_cpu += dur - f->child;
+        r->cuda_total += f->cuda_total;
+        r->self_cuda += f->self_cuda;
+        r->cpu_mem += f->cpu_mem;
+        r->self_cpu_mem += f->self_cpu_mem;
+        r->cuda_mem += f->cuda_mem;
+        r->self_cuda_mem += f->self_cuda_mem;
+    }
+    if (*depth > 0) stack[*depth - 1].child += dur;
+    if (f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
+        phase *p = phase_for(a, f->name, 0);
+        if (!p) return ERR_NOMEM;
+        p->count++;
+        p->total += dur;
+        p->busy += an_busy_in(a->busy_q, f->ts, f->te);
+        p->kernels += f->kernels;
+        p->kernel_us += f->kernel_us;
+        if (f->ts < p->first_ts) p->first_ts = f->ts;
+    }
+    return 0;
+}
+
+#define MAX_DEPTH 1024
+
+/* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the
+ * GPU time and count of its correlation (gcur). */
+typedef struct hrow {
+    int cls, devtype, has_g;
+    long kind, name, track, shapes;
+    double ts, te, dur, gd; /* gd, gn: the GPU time and count of a runtime call's correlation */
+    long long bytes, gn, seq;
+} hrow;
+
+/* The GPU time and count of correlation ids: GCUR_SQL's groups, which SQLite reads from
+ * the ev_corr index in corr order as they are stepped (no table, no sort). Why a cursor
+ * that steps: the walk asks in each thread's file order, in which launches come by
+ * increasing id, so one forward pass answers a thread; a point query per call (or a join
+ * that sorts) was most of host_walk, and a gcorr table built first 100 ms of setup at
+ * 300 MB. Invariant: no GPU activity has an id in [from, corr) (to the end when !row),
+ * so an id there is answered without moving. */
+#define GCUR_SQL "SELECT corr, TOTAL(dur), COUNT(*) FROM scratch.ev WHERE cls = 2 AND corr >= ? GROUP BY corr ORDER BY corr"
+typedef struct gcur {
+    sqlite3_stmt *s; /* GCUR_SQL */
+    int row;         /* s is on a row: corr, d, n are it */
+    long long from, corr, n;
+    double d;
+} gcur;
+
+#define GCUR_STEPS 16 /* further ahead than this many rows: seek instead of stepping */
+
+static int gcur_step(A *a, gcur *c) {
+    int rc = sqlite3_step(c->s);
+    c->row = rc == SQLITE_ROW;
+    if (c->row) {
+        c->corr = sqlite3_column_int64(c->s, 0);
+        c->d = sqlite3_column_double(c->s, 1);
+        c->n = sqlite3_column_int64(c->s, 2);
+    }
+    return c->row || rc == SQLITE_DONE ? 0 : an_dberr(a);
+}
+
+static int gcur_seek(A *a, gcur *c, long long corr) {
+    sqlite3_reset(c->s);
+    sqlite3_bind_int64(c->s, 1, corr);
+    c->from = corr;
+    return gcur_step(a, c);
+}
+
+/* Sets r's GPU time from correlation corr. */
+static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
+    int rc = 0;
+    if (corr < c->from) rc = gcur_seek(a, c, corr);
+    for (int i = 0; !rc && c->row && c->corr < corr; i++) {
+        if (i == GCUR_STEPS) { rc = gcur_seek(a, c, corr); break; }
+        c->from = c->corr + 1;
+        rc = gcur_step(a, c);
+    }
+    r->has_g = !rc && c->row && c->corr == corr;
+    r->gd = r->has_g ? c->d : 0;
+    r->gn = r->has_g ? c->n : 0;
+    return rc;
+}
+
+
+static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
+    r->cls = h->cls;
+    r->devtype = h->devtype;
+    r->kind = h->kind;
+    r->name = h->name;
+    r->track = track;
+    r->shapes = h->shapes;
+    r->ts = h->ts;
+    r->te = h->te;
+    r->dur = h->dur;
+    r->bytes = h->bytes;
+    r->seq = h->seq;
+    r->has_g = 0;
+    r->gd = 0;
+    r->gn = 0;
+    return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
+}
+
+/* host_walk's order: ts ascending, the longer first on a tie, then file order. */
+static int hrow_before(const hrow *x, const hrow *y) { return host_before(x->ts, x->te, y->ts, y->te); }
+static int hrow_cmp(const void *x, const void *y) {
+    const hrow *p = x, *q = y;
+    if (hrow_before(p, q)) return -1;
+    if (hrow_before(q, p)) return 1;
+    return p->seq < q->seq ? -1 : p->seq > q->seq;
+}
+
+/* The thread being walked: its open events and its late rows (sorted). */
+typedef struct walker {
+    frame *stack;
+    int depth;
+    size_t cap;
+    tlacc *tl;
+    hrow *late;
+    size_t nlate, nextlate, caplate;
+} walker;
+
+/* The next row of the thread, in host_walk's order: the event nests in what is open. */
+static int walk_row(A *a, walker *w, const hrow *r) {
+    int rc = 0;
+    double ts = r->ts, te = r->te;
+    frame *stack = w->stack;
+    /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
+    while (w->depth > 0 && !rc && (ts >= stack[w->depth - 1].te || te > stack[w->depth - 1].te)) rc = pop_frame(a, stack, &w->depth);
+    if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
+        rc = an_tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);
+    if (rc) return rc;
+    if (r->cls == EV_MEMORY) {
+        int cuda = r->devtype == 1, self_done = 0;
+        for (int i = w->depth - 1; i >= 0; i--) {
+            if (stack[i].cls != EV_HOST_OP) continue;
+            if (cuda) stack[i].cuda_mem += r->bytes; else stack[i].cpu_mem += r->bytes;
+            if (!self_done) {
+                if (cuda) stack[i].self_cuda_mem += r->bytes; else stack[i].self_cpu_mem += r->bytes;
+                self_done = 1;
+            }
+        }
+        return 0;
+    }
+    if (w->depth == MAX_DEPTH && (rc = pop_frame(a, stack, &w->depth))) return rc; /* pathological nesting: keep going */
+    if (VEC_RESERVE(w->stack, w->cap, (size_t)w->depth + 1, 64)) return ERR_NOMEM;
+    stack = w->stack;
+    frame *f = &stack[w->depth++];
+    memset(f, 0, sizeof *f);
+    f->cls = r->cls;
+    f->kind = r->kind;
+    f->name = r->name;
+    f->shapes = r->shapes;
+    f->ts = ts;
+    f->te = te;
+    f->dur = r->dur;
+    if (r->cls == EV_HOST_RT && r->has_g) {
+        int self_done = 0;
+        for (int i = w->depth - 2; i >= 0; i--) {
+            if (stack[i].cls != EV_HOST_OP) continue;
+            stack[i].cuda_total += r->gd;
+            if (!self_done) { stack[i].self_cuda += r->gd; self_done = 1; }
+            if (stack[i].kind == a->ua_kind) { stack[i].kernels += r->gn; stack[i].kernel_us += r->gd; }
+        }
+        if (!self_done) { f->self_cuda += r->gd; f->cuda_total += r->gd; }
+    }
+    return 0;
+}
+
+/* Row r of w's thread, after the late rows that come before it. */
+static int walk_merged(A *a, walker *w, const hrow *r) {
+    int rc = 0;
+    while (!rc && w->nextlate < w->nlate && (!r || !hrow_before(r, &w->late[w->nextlate])))
+        rc = walk_row(a, w, &w->late[w->nextlate++]);
+    return rc || !r ? rc : walk_row(a, w, r);
+}
+
+/* Walks w's remaining late rows, pops every open event and writes its timeline track. */
+static int walk_end(A *a, walker *w) {
+    int rc = walk_merged(a, w, NULL);
+    while (w->depth > 0 && !rc) rc = pop_frame(a, w->stack, &w->depth);
+    w->nlate = w->nextlate = 0;
+    return rc ? rc : an_tl_flush(a, w->tl);
+}
+
+/* A thread with more late rows than this is walked sorted by SQLite instead (walk_sorted):
+ * what host_walk holds in memory stays bounded. */
+#define WALK_LATE_MAX 65536
+static long walk_late_max = WALK_LATE_MAX;
+void analyze_set_late_max(long n) { walk_late_max = n >= 0 ? n : WALK_LATE_MAX; }
+
+#define TRACK_BLOCKS_SQL "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid"
+
+/* Calls fn(a, ctx, &h) for each hrec of track tr in file order; tb is TRACK_BLOCKS_SQL.
+ * The first non-zero return stops it and is returned. */
+static int track_recs(A *a, sqlite3_stmt *tb, long tr, int (*fn)(A *, void *, const hrec *), void *ctx) {
+    int rc = 0, src = SQLITE_DONE;
+    sqlite3_reset(tb);
+    sqlite3_bind_int64(tb, 1, tr);
+    while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
+        const void *blob = sqlite3_column_blob(tb, 0);
+        size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
+        for (size_t i = 0; !rc && i < n; i++) {
+            hrec h;
+            hrec_at(blob, i, &h);
+            rc = fn(a, ctx, &h);
+        }
+    }
+    return !rc && src != SQLITE_DONE ? an_dberr(a) : rc;
+}
+
+/* load_late's and walk_sorted's per-record state. */
+typedef struct walk_ctx {
+    walker *w;
+    gcur *c;
+    long tr;
+    sqlite3_stmt *ins;
+} walk_ctx;
+
+static int keep_late(A *a, void *ctx, const hrec *h) {
+    walk_ctx *x = ctx;
+    walker *w = x->w;
+    if (!h->late) return 0;
+    if (VEC_RESERVE(w->late, w->caplate, w->nlate + 1, 16)) return ERR_NOMEM;
+    return hrow_of(a, x->c, x->tr, h, &w->late[w->nlate++]);
+}
+
+/* The late rows of track tr (tb: TRACK_BLOCKS_SQL), sorted, into w. */
+static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
+    walk_ctx x = {w, c, tr, NULL};
+    int rc = track_recs(a, tb, tr, keep_late, &x);
+    if (!rc && w->nlate) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
+    return rc;
+}
+
+static int insert_sorted(A *a, void *ctx, const hrec *h) {
+    sqlite3_stmt *ins = ((walk_ctx *)ctx)->ins;
+    sqlite3_bind_double(ins, 1, h->ts);
+    sqlite3_bind_double(ins, 2, h->te);
+    sqlite3_bind_int64(ins, 3, h->seq);
+    sqlite3_bind_blob(ins, 4, h, sizeof *h, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(ins);
+    return rc;
+}
+
+/* Track tr walked in the order SQLite sorts its rows into (a temp table: it spills to
+ * disk, so memory stays bounded however many rows came late). */
+static int walk_sorted(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
+    int rc = an_run(a, "CREATE TEMP TABLE IF NOT EXISTS hsort(ts REAL, te REAL, seq INT, rec BLOB); DELETE FROM temp.hsort;");
+    sqlite3_stmt *ins = rc ? NULL : an_prep(a, "INSERT INTO temp.hsort VALUES (?, ?, ?, ?)");
+    sqlite3_stmt *sel = rc ? NULL : an_prep(a, "SELECT rec FROM temp.hsort ORDER BY ts, te DESC, seq");
+    if (!rc && (!ins || !sel)) rc = ERR_DB;
+    walk_ctx x = {w, c, tr, ins};
+    if (!rc) rc = track_recs(a, tb, tr, insert_sorted, &x);
+    int src = SQLITE_DONE;
+    while (!rc && (src = sqlite3_step(sel)) == SQLITE_ROW) {
+        hrec h;
+        hrow r;
+        if (sqlite3_column_bytes(sel, 0) != (int)sizeof h) { rc = ERR_INTERNAL; break; }
+        hrec_at(sqlite3_column_blob(sel, 0), 0, &h);
+        rc = hrow_of(a, c, tr, &h, &r);
+        if (!rc) rc = walk_row(a, w, &r);
+    }
+    if (!rc && src != SQLITE_DONE) rc = an_dberr(a);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(sel);
+    return rc ? rc : an_run(a, "DELETE FROM temp.hsort");
+}
+
+/* The key_averages() walk over host events, thread by thread. Each thread's rows must come
+ * by ts, the longer first on a tie. Why not simply sort them: a trace mostly writes each
+ * thread's events in that order already (the current Kineto schema's real traces here
+ * have 0 to 7 late rows per thread in up to 129,000; the 2021 schema writes children
+ * first: thousands), and the rows are in scratch.hblk in file order. So the rows that came
+ * in order are read as stored and the few late ones (load.c marks them) are merged in
+ * from a small sorted list; a thread with too many late rows is sorted by SQLite. */
+int an_host_walk(A *a) {
+    walker w;
+    memset(&w, 0, sizeof w);
+    w.cap = 64;
+    w.stack = malloc((size_t)w.cap * sizeof *w.stack);
+    w.tl = &a->tl;
+    gcur c;
+    memset(&c, 0, sizeof c);
+    sqlite3_stmt *blk = an_prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
+    sqlite3_stmt *tb = blk ? an_prep(a, TRACK_BLOCKS_SQL) : NULL;
+    c.s = tb ? an_prep(a, GCUR_SQL) : NULL;
+    int rc = !w.stack ? ERR_NOMEM : !c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
+    if (!rc) rc = gcur_seek(a, &c, INT64_MIN);
+    long track = -1;
+    while (!rc && (src = sqlite3_step(blk)) == SQLITE_ROW) {
+        long tr = (long)sqlite3_column_int64(blk, 0);
+        if (tr < 0 || (size_t)tr >= a->t->ntracks) { rc = ERR_INTERNAL; break; }
+        if (tr != track) {
+            if (track >= 0 && !skip && (rc = walk_end(a, &w))) break;
+            track = tr;
+            long long late = a->t->tracks[tr].host_late;
+            skip = late > walk_late_max;
+            if (skip) rc = walk_sorted(a, &w, &c, tb, tr);
+            else if (late) rc = load_late(a, &w, &c, tb, tr);
+            if (!rc && skip) rc = walk_end(a, &w);
+            if (rc) break;
+        }
+        if (skip) continue;
+        const void *blob = sqlite3_column_blob(blk, 1);
+        size_t n = (size_t)sqlite3_column_bytes(blk, 1) / sizeof(hrec);
+        for (size_t i = 0; !rc && i < n; i++) {
+            hrec h;
+            hrow r;
+            hrec_at(blob, i, &h);
+            if (h.late) continue; /* load_late has it */
+            rc = hrow_of(a, &c, tr, &h, &r);
+            if (!rc) rc = walk_merged(a, &w, &r);
+        }
+    }
+    if (!rc && src != SQLITE_DONE) rc = an_dberr(a);
+    if (!rc && track >= 0 && !skip) rc = walk_end(a, &w);
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) {
+        long long late = 0;
+        for (size_t i = 0; i < a->t->ntracks; i++) late += a->t->tracks[i].host_late;
+        log_line("debug", "analysis", "step=host_order ms=0 late=%lld", late);
+    }
+    free(w.stack);
+    free(w.late);
+    sqlite3_finalize(blk);
+    sqlite3_finalize(tb);
+    sqlite3_finalize(c.s);
+    return rc;
+}
+
+/* Host ops on GPU tracks (a trace may put both on one pid/tid) are drawn by
+ * timeline_buckets, which reads scratch.ev; the loader kept them only in scratch.hblk, so
+ * they are copied there (user_annotation ranges and runtime calls are in ev already). */
+static int copy_host_op(A *a, void *ctx, const hrec *h) {
+    const walk_ctx *x = ctx;
+    if (h->cls != EV_HOST_OP || h->kind == a->ua_kind) return 0;
+    sqlite3_stmt *ins = x->ins;
+    sqlite3_bind_int(ins, 1, h->cls);
+    sqlite3_bind_int64(ins, 2, h->kind);
+    sqlite3_bind_int64(ins, 3, h->name);
+    sqlite3_bind_int64(ins, 4, x->tr);
+    sqlite3_bind_double(ins, 5, h->ts);
+    sqlite3_bind_double(ins, 6, h->te);
+    sqlite3_bind_double(ins, 7, h->dur);
+    if (h->shapes >= 0) sqlite3_bind_int64(ins, 8, h->shapes);
+    else sqlite3_bind_null(ins, 8);
+    int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(ins);
+    return rc;
+}
+
+int an_gpu_track_host_ops(A *a) {
+    sqlite3_stmt *tb = NULL, *ins = NULL;
+    int rc = 0;
+    for (size_t tr = 0; !rc && tr < a->t->ntracks; tr++) {
+        if (!a->t->tracks[tr].gpu || !a->t->tracks[tr].host_seen) continue;
+        if (!tb) {
+            tb = an_prep(a, TRACK_BLOCKS_SQL);
+            ins = tb ? an_prep(a, "INSERT INTO scratch.ev(cls, kind, name, track, ts, te, dur, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)") : NULL;
+            if (!ins) { rc = ERR_DB; break; }
+        }
+        walk_ctx x = {NULL, NULL, (long)tr, ins};
+        rc = track_recs(a, tb, (long)tr, copy_host_op, &x);
+    }
+    sqlite3_finalize(tb);
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+/* (cls, kind, name) order: the order GROUP BY gave these rows when SQL summed them. */
+static int gpu_agg_cmp(const void *x, const void *y) {
+    const gpu_agg *p = x, *q = y;
+    if (p->cls != q->cls) return p->cls < q->cls ? -1 : 1;
+    if (p->kind != q->kind) return p->kind < q->kind ? -1 : 1;
+    return p->name < q->name ? -1 : p->name > q->name;
+}
+
+/* GPU rows of the operator table and the kernel table, from the loader's sums (trace.h). */
+int an_gpu_rows(A *a) {
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
+    if (!ins) return ERR_DB;
+    if (a->t->ngpu_aggs) qsort(a->t->gpu_aggs, a->t->ngpu_aggs, sizeof *a->t->gpu_aggs, gpu_agg_cmp); /* NULL when none */
+    int rc = 0;
+    for (size_t i = 0; i < a->t->ngpu_aggs && !rc; i++) {
+        const gpu_agg *k = &a->t->gpu_aggs[i];
+        for (int g = 0; g < 2; g++) {
+            agg *r = agg_for(a, g, k->kind, k->name, -1);
+            if (!r) { rc = ERR_NOMEM; break; }
+            r->calls += k->calls;
+            r->cuda_total += k->total;
+            if (k->cls == EV_GPU) r->self_cuda += k->total;
+        }
+        if (rc || k->cls != EV_GPU) continue;
+        sqlite3_bind_text(ins, 1, an_str(a, k->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, an_str(a, k->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, k->calls);
+        sqlite3_bind_double(ins, 4, k->total);
+        sqlite3_bind_double(ins, 5, k->min);
+        sqlite3_bind_double(ins, 6, k->max);
+        if (k->grid >= 0) sqlite3_bind_text(ins, 7, an_str(a, k->grid), -1, SQLITE_STATIC);
+        if (k->block >= 0) sqlite3_bind_text(ins, 8, an_str(a, k->block), -1, SQLITE_STATIC);
+        if (k->regs >= 0) sqlite3_bind_int64(ins, 9, k->regs);
+        if (k->smem >= 0) sqlite3_bind_int64(ins, 10, k->smem);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = an_dberr(a);
+        sqlite3_reset(ins);
+        sqlite3_clear_bindings(ins);
+    }
+    sqlite3_finalize(ins);
+    return rc;
+}
+
+int an_write_ops(A *a) {
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!ins) return ERR_DB;
+    int rc = 0;
+    for (size_t i = 0; i < a->naggs && !rc; i++) {
+        agg *g = &a->aggs[i];
+        sqlite3_bind_int(ins, 1, g->grouping);
+        sqlite3_bind_text(ins, 2, an_str(a, g->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, an_str(a, g->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, g->shapes >= 0 ? an_str(a, g->shapes) : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 5, g->calls);
+        sqlite3_bind_double(ins, 6, g->cpu_total);
+        sqlite3_bind_double(ins, 7, g->self_cpu);
+        sqlite3_bind_double(ins, 8, g->cuda_total);
+        sqlite3_bind_double(ins, 9, g->self_cuda);
+        sqlite3_bind_int64(ins, 10, g->cpu_mem);
+        sqlite3_bind_int64(ins, 11, g->self_cpu_mem);
+        sqlite3_bind_int64(ins, 12, g->cuda_mem);
+        sqlite3_bind_int64(ins, 13, g->self_cuda_mem);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = an_dberr(a);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    return rc;
+}
+/* GPU-side phases: gpu_user_annotation instances. */
+int an_gpu_phases(A *a) {
+    sqlite3_stmt *s = an_prep(a, "SELECT name, dev, ts, te, dur FROM scratch.ev WHERE cls = 4");
+    sqlite3_stmt *k = an_prep(a, "SELECT COUNT(*), TOTAL(dur) FROM scratch.ev WHERE cls = 2 AND dev = ? AND ts >= ? AND ts < ?");
+    if (!s || !k) { sqlite3_finalize(s); sqlite3_finalize(k); return ERR_DB; }
+    int rc = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3);
+        phase *p = phase_for(a, (long)sqlite3_column_int64(s, 0), 1);
+        if (!p) { rc = ERR_NOMEM; break; }
+        p->count++;
+        p->total += sqlite3_column_double(s, 4);
+        p->busy += an_busy_in(a->busy_q, ts, te);
+        if (ts < p->first_ts) p->first_ts = ts;
+        sqlite3_bind_int64(k, 1, sqlite3_column_int64(s, 1));
+        sqlite3_bind_double(k, 2, ts);
+        sqlite3_bind_double(k, 3, te);
+        if (sqlite3_step(k) == SQLITE_ROW) {
+            p->kernels += sqlite3_column_int64(k, 0);
+            p->kernel_us += sqlite3_column_double(k, 1);
+        }
+        sqlite3_reset(k);
+    }
+    sqlite3_finalize(s);
+    sqlite3_finalize(k);
+    return rc;
+}
+
+int an_write_phases(A *a, json_t *tl_phases) {
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ph VALUES (?,?,?,?,?,?,?,?)");
+    if (!ins) return ERR_DB;
+    int rc = 0;
+    for (size_t i = 0; i < a->nphases && !rc; i++) {
+        phase *p = &a->phases[i];
+        sqlite3_bind_text(ins, 1, an_str(a, p->name), -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, p->gpu ? "gpu" : "cpu", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 3, p->count);
+        sqlite3_bind_double(ins, 4, p->total);
+        sqlite3_bind_double(ins, 5, p->busy);
+        sqlite3_bind_int64(ins, 6, p->kernels);
+        sqlite3_bind_double(ins, 7, p->kernel_us);
+        sqlite3_bind_double(ins, 8, isfinite(p->first_ts) ? p->first_ts : 0);
+        if (sqlite3_step(ins) != SQLITE_DONE) rc = an_dberr(a);
+        sqlite3_reset(ins);
+    }
+    sqlite3_finalize(ins);
+    /* Timeline bands: the instances of CPU phases, at most 5,000 (the longest first). */
+    sqlite3_stmt *s = an_prep(a, "SELECT name, ts, dur FROM scratch.ev WHERE cls IN (0, 4) AND kind = ?"
+                              " ORDER BY dur DESC, ts LIMIT 5000");
+    if (!s) return ERR_DB;
+    sqlite3_bind_int64(s, 1, a->ua_kind);
+    while (!rc && sqlite3_step(s) == SQLITE_ROW)
+        json_array_append_new(tl_phases, json_pack("{s:s,s:f,s:f}", "name", an_str(a, (long)sqlite3_column_int64(s, 0)),
+                                                   "ts_us", sqlite3_column_double(s, 1), "dur_us", sqlite3_column_double(s, 2)));
+    sqlite3_finalize(s);
+    return rc;
+}
+
