@@ -290,84 +290,85 @@ static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, lon
     return 0;
 }
 
-/* On the loader thread (evq's consume): classifies, indexes and chunks one event. */
-static int store_event(void *ctx, const ingest_event *e) {
-    loader *l = ctx;
-    const char *kind;
-    int cls = classify(e, &kind);
-    long tr = track_of(l, e);
-    long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
-    long kind_id = intern_id(l->t.strs, kind, strlen(kind));
-    if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
+/* Whether a host-class event of track ti comes before the greatest one so far in the host
+ * walk's order (trace.h: host_late): such a "late" event is merged in by the walk. */
+static int host_order(track_info *ti, double ts, double dur) {
+    double te = ts + dur;
+    int late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
+    if (late) {
+        ti->host_late++;
+    } else {
+        ti->host_ts = ts;
+        ti->host_te = te;
+    }
+    ti->host_seen = 1;
+    return late;
+}
+
+/* One scratch.ev row (trace.h: what a query seeks or joins). */
+static int insert_ev(loader *l, const ingest_event *e, int cls, long kind_id, long name_id, long tr, const track_info *ti, double ts,
+                     double dur) {
+    sqlite3_stmt *s = l->ins_ev;
+    sqlite3_bind_int(s, 1, cls);
+    sqlite3_bind_int64(s, 2, kind_id);
+    sqlite3_bind_int64(s, 3, name_id);
+    sqlite3_bind_int64(s, 4, tr);
+    sqlite3_bind_double(s, 5, ts);
+    sqlite3_bind_double(s, 6, ts + dur);
+    bind_opt(s, 7, e->has_corr, e->corr);
+    bind_opt(s, 8, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
+    bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
+    bind_opt(s, 10, e->has_bytes, e->bytes);
+    bind_opt(s, 11, e->has_devtype, e->devtype);
+    bind_opt(s, 15, e->has_regs, e->regs);
+    bind_opt(s, 16, e->has_smem, e->smem);
+    sqlite3_bind_double(s, 17, dur);
+    /* the event's place among the analysed ones (1, 2, ...), as when every one had a
+     * row: synth.c's flow ids are it, so downloads stay what they were */
+    sqlite3_bind_int64(s, 18, l->t.analysed);
+    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc ? w_fail(l, rc, sqlite3_errmsg(l->t.db)) : 0;
+}
+
+/* An event the analysis reads (cls != EV_OTHER): the session's span, the GPU track's
+ * device and stream, its scratch.ev row and GPU sums, and its hrec if it is host-class. */
+static int index_event(loader *l, const ingest_event *e, int cls, const char *kind, long kind_id, long name_id, long tr) {
     track_info *ti = &l->t.tracks[tr];
-    ti->events++;
-    note_shown(l, ti, e);
-    if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
-
-    int late = 0, host = cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY;
-    if (host) {
-        /* The order host_walk needs (trace.h: host_late): ts ascending, te descending. */
-        double te = ts + dur;
-        late = ti->host_seen && host_before(ts, te, ti->host_ts, ti->host_te);
-        if (late) {
-            ti->host_late++;
-        } else {
-            ti->host_ts = ts;
-            ti->host_te = te;
-        }
-        ti->host_seen = 1;
+    int host = cls == EV_HOST_OP || cls == EV_HOST_RT || cls == EV_MEMORY;
+    int late = host ? host_order(ti, ts, dur) : 0;
+    l->t.analysed++;
+    if (ts < l->t.start_us) l->t.start_us = ts;
+    if (ts + dur > l->t.end_us) l->t.end_us = ts + dur;
+    if (cls == EV_GPU || cls == EV_GPU_ANN) {
+        ti->gpu = 1;
+        ti->device = e->has_device ? e->device : atoll(e->pid);
+        ti->stream = e->has_stream ? e->stream : atoll(e->tid);
     }
-    if (cls != EV_OTHER) {
-        l->t.analysed++;
-        if (ts < l->t.start_us) l->t.start_us = ts;
-        if (ts + dur > l->t.end_us) l->t.end_us = ts + dur;
-        if (cls == EV_GPU || cls == EV_GPU_ANN) {
-            ti->gpu = 1;
-            ti->device = e->has_device ? e->device : atoll(e->pid);
-            ti->stream = e->has_stream ? e->stream : atoll(e->tid);
-        }
-        /* scratch.ev holds what a query seeks or joins (trace.h); the other host events
-         * are only in scratch.hblk. */
-        int in_ev = !host || cls == EV_HOST_RT || (cls == EV_HOST_OP && !strcmp(kind, "user_annotation"));
-        sqlite3_stmt *s = in_ev ? l->ins_ev : NULL;
-        long shapes = -1, grid = -1, block = -1;
-        int rc = bind_str(l, s, 12, e->shapes, &shapes);
-        if (!rc && s) rc = bind_str(l, s, 13, e->grid, &grid);
-        if (!rc && s) rc = bind_str(l, s, 14, e->block, &block);
-        if (!rc && (cls == EV_GPU || cls == EV_GPU_ANN)) rc = add_gpu_agg(l, cls, kind_id, name_id, dur, grid, block, e);
-        if (rc) return w_fail(l, rc, "out of memory");
-        if (s) {
-            sqlite3_bind_int(s, 1, cls);
-            sqlite3_bind_int64(s, 2, kind_id);
-            sqlite3_bind_int64(s, 3, name_id);
-            sqlite3_bind_int64(s, 4, tr);
-            sqlite3_bind_double(s, 5, ts);
-            sqlite3_bind_double(s, 6, ts + dur);
-            bind_opt(s, 7, e->has_corr, e->corr);
-            bind_opt(s, 8, cls == EV_GPU || cls == EV_GPU_ANN, ti->device);
-            bind_opt(s, 9, cls == EV_GPU || cls == EV_GPU_ANN, ti->stream);
-            bind_opt(s, 10, e->has_bytes, e->bytes);
-            bind_opt(s, 11, e->has_devtype, e->devtype);
-            bind_opt(s, 15, e->has_regs, e->regs);
-            bind_opt(s, 16, e->has_smem, e->smem);
-            sqlite3_bind_double(s, 17, dur);
-            /* the event's place among the analysed ones (1, 2, ...), as when every one had a
-             * row: synth.c's flow ids are it, so downloads stay what they were */
-            sqlite3_bind_int64(s, 18, l->t.analysed);
-            rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
-            sqlite3_reset(s);
-            sqlite3_clear_bindings(s);
-            if (rc) return w_fail(l, rc, sqlite3_errmsg(l->t.db));
-        }
-        if (host) {
-            hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->t.analysed,
-                      (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
-                      (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
-            if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
-        }
-    }
+    /* scratch.ev holds what a query seeks or joins (trace.h); the other host events
+     * are only in scratch.hblk. */
+    int in_ev = !host || cls == EV_HOST_RT || (cls == EV_HOST_OP && !strcmp(kind, "user_annotation"));
+    sqlite3_stmt *s = in_ev ? l->ins_ev : NULL;
+    long shapes = -1, grid = -1, block = -1;
+    int rc = bind_str(l, s, 12, e->shapes, &shapes);
+    if (!rc && s) rc = bind_str(l, s, 13, e->grid, &grid);
+    if (!rc && s) rc = bind_str(l, s, 14, e->block, &block);
+    if (!rc && (cls == EV_GPU || cls == EV_GPU_ANN)) rc = add_gpu_agg(l, cls, kind_id, name_id, dur, grid, block, e);
+    if (rc) return w_fail(l, rc, "out of memory");
+    if (s && (rc = insert_ev(l, e, cls, kind_id, name_id, tr, ti, ts, dur))) return rc;
+    if (!host) return 0;
+    hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->t.analysed,
+              (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
+              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
+    if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
+    return 0;
+}
 
+/* The event's text into its track's chunk (chunk.h), compact; a full chunk is written. */
+static int chunk_event(loader *l, const ingest_event *e, int cls, long kind_id, long name_id, long tr) {
+    double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
     /* The stored text is compact (chunk.h); the parser left that to this thread. */
     const char *json = e->json;
     size_t jlen = e->json_len;
@@ -385,6 +386,23 @@ static int store_event(void *ctx, const ingest_event *e) {
     if (l->chunks[tr].n < CHUNK_EVENTS && chunk_builder_bytes(&l->chunks[tr]) < CHUNK_BYTES) return 0;
     int rc = flush_chunk(l, tr);
     return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "could not compress an event chunk") : 0;
+}
+
+/* On the loader thread (evq's consume): classifies, indexes and chunks one event. */
+static int store_event(void *ctx, const ingest_event *e) {
+    loader *l = ctx;
+    const char *kind;
+    int cls = classify(e, &kind);
+    long tr = track_of(l, e);
+    long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
+    long kind_id = intern_id(l->t.strs, kind, strlen(kind));
+    if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
+    track_info *ti = &l->t.tracks[tr];
+    ti->events++;
+    note_shown(l, ti, e);
+    if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
+    int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : 0;
+    return rc ? rc : chunk_event(l, e, cls, kind_id, name_id, tr);
 }
 
 /* The sink's on_event, on the request thread: what can be refused at once is refused

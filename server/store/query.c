@@ -652,86 +652,109 @@ static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int tr
     return tl_blob_unpack(sqlite3_column_blob(tb, 0), (size_t)sqlite3_column_bytes(tb, 0), scratch);
 }
 
+/* The bucket grid of the stored pyramid: its span [s0, s1] in TL_BUCKETS buckets of w0. */
+typedef struct tl_grid { double s0, s1, w0; } tl_grid;
+
+/* One pyramid record (tlblob.h): busy us, event count, top name id. */
+static void tl_record(const unsigned char *blob, int k, float *busy, uint32_t *count, uint32_t *top) {
+    memcpy(busy, blob + k * 12, 4);
+    memcpy(count, blob + k * 12 + 4, 4);
+    memcpy(top, blob + k * 12 + 8, 4);
+}
+
+/* Events of a track in [a, b], estimated from the pyramid's counts (whole buckets). */
+static double tl_estimate(const unsigned char *blob, const tl_grid *g, double a, double b) {
+    double est = 0;
+    int i0 = (int)floor((a - g->s0) / g->w0), i1 = (int)ceil((b - g->s0) / g->w0);
+    for (int k = i0 < 0 ? 0 : i0; k < TL_BUCKETS && k <= i1; k++) {
+        float bz;
+        uint32_t c, tp;
+        tl_record(blob, k, &bz, &c, &tp);
+        est += c;
+    }
+    return est;
+}
+
+/* nb buckets over [a, b] resampled from the pyramid: busy share, count, the top name. */
+static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a, double b, int nb, sqlite3_stmt *names) {
+    json_t *bk = json_array();
+    char name[512];
+    double w = (b - a) / nb;
+    for (int j = 0; j < nb; j++) {
+        double lo = a + j * w, hi = lo + w, busy = 0, topdur = -1;
+        uint32_t count = 0, top = 0;
+        for (int k = (int)floor((lo - g->s0) / g->w0); k <= (int)floor((hi - g->s0) / g->w0) && k < TL_BUCKETS; k++) {
+            if (k < 0) continue;
+            double blo = g->s0 + k * g->w0, bhi = blo + g->w0;
+            double ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
+            if (ov <= 0) continue;
+            float bz;
+            uint32_t c, tp;
+            tl_record(blob, k, &bz, &c, &tp);
+            busy += bz * (ov / g->w0);
+            count += c;
+            if (c && bz > topdur) { topdur = bz; top = tp; }
+        }
+        json_array_append_new(bk, json_pack("{s:f,s:f,s:f,s:I,s:s}", "ts_us", lo, "dur_us", w, "busy", busy / w > 1 ? 1.0 : busy / w,
+                                            "count", (json_int_t)count, "top", count ? string_of(names, top, name, sizeof name) : ""));
+    }
+    return bk;
+}
+
+/* The items of arr ({ts_us, dur_us}: phases, gaps) that overlap [a, b], as a new array. */
+static json_t *in_window(const json_t *arr, double a, double b) {
+    json_t *out = json_array(), *e;
+    size_t i;
+    json_array_foreach(arr, i, e)
+        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(out, e);
+    return out;
+}
+
+/* One track of the reply: its events when few are in the window, else resampled buckets;
+ * NULL for a track with no timed events. */
+static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
+                              sqlite3_stmt *tb, sqlite3_stmt *names, unsigned char *scratch) {
+    int idx = (int)json_integer_value(json_object_get(t, "index"));
+    const unsigned char *blob = track_buckets(tb, id, idx, scratch);
+    json_t *o = NULL;
+    if (blob) {
+        o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
+        int few = tl_estimate(blob, g, a, b) <= TL_MAX_EVENTS;
+        json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
+        json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
+    }
+    sqlite3_reset(tb);
+    return o;
+}
+
 int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
-    double s0 = num(doc, "start_us"), s1 = num(doc, "end_us");
-    if (!isfinite(a) || a < s0) a = s0;
-    if (!isfinite(b) || b > s1 || b <= a) b = s1 > a ? s1 : a + 1;
-    double w0 = (s1 - s0) > 0 ? (s1 - s0) / TL_BUCKETS : 1, w = (b - a) / nb;
+    tl_grid g = {num(doc, "start_us"), num(doc, "end_us"), 1};
+    if (!isfinite(a) || a < g.s0) a = g.s0;
+    if (!isfinite(b) || b > g.s1 || b <= a) b = g.s1 > a ? g.s1 : a + 1;
+    if (g.s1 - g.s0 > 0) g.w0 = (g.s1 - g.s0) / TL_BUCKETS;
     sqlite3_stmt *names = NULL, *tb = NULL;
     sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
     sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
     unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
-    if (!names || !tb || !scratch) {
-        sqlite3_finalize(names);
-        sqlite3_finalize(tb);
-        free(scratch);
-        json_decref(doc);
-        return names && tb ? ERR_NOMEM : ERR_DB;
-    }
-    sqlite3_bind_int64(names, 1, id);
+    rc = !names || !tb ? ERR_DB : !scratch ? ERR_NOMEM : 0;
     json_t *tracks = json_array(), *t;
     size_t i;
-    json_array_foreach(json_object_get(doc, "tracks"), i, t) {
-        int idx = (int)json_integer_value(json_object_get(t, "index"));
-        json_t *o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
-        const unsigned char *blob = track_buckets(tb, id, idx, scratch);
-        if (!blob) {
-            sqlite3_reset(tb);
-            json_decref(o);
-            continue; /* a track with no timed events */
-        }
-        /* Events in the window, estimated from the pyramid's counts. */
-        double est = 0;
-        int i0 = (int)floor((a - s0) / w0), i1 = (int)ceil((b - s0) / w0);
-        for (int k = i0 < 0 ? 0 : i0; k < TL_BUCKETS && k <= i1; k++) {
-            uint32_t c;
-            memcpy(&c, blob + k * 12 + 4, 4);
-            est += c;
-        }
-        if (est <= TL_MAX_EVENTS) {
-            json_object_set_new(o, "mode", json_string("events"));
-            json_object_set_new(o, "events", track_events(db, id, idx, a, b, names));
-        } else {
-            json_t *bk = json_array();
-            char name[512];
-            for (int j = 0; j < nb; j++) {
-                double lo = a + j * w, hi = lo + w, busy = 0, topdur = -1;
-                uint32_t count = 0, top = 0;
-                for (int k = (int)floor((lo - s0) / w0); k <= (int)floor((hi - s0) / w0) && k < TL_BUCKETS; k++) {
-                    if (k < 0) continue;
-                    double blo = s0 + k * w0, bhi = blo + w0;
-                    double ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
-                    if (ov <= 0) continue;
-                    float bz;
-                    uint32_t c, tp;
-                    memcpy(&bz, blob + k * 12, 4);
-                    memcpy(&c, blob + k * 12 + 4, 4);
-                    memcpy(&tp, blob + k * 12 + 8, 4);
-                    busy += bz * (ov / w0);
-                    count += c;
-                    if (c && bz > topdur) { topdur = bz; top = tp; }
-                }
-                json_array_append_new(bk, json_pack("{s:f,s:f,s:f,s:I,s:s}", "ts_us", lo, "dur_us", w, "busy", busy / w > 1 ? 1.0 : busy / w,
-                                                    "count", (json_int_t)count, "top", count ? string_of(names, top, name, sizeof name) : ""));
-            }
-            json_object_set_new(o, "mode", json_string("buckets"));
-            json_object_set_new(o, "buckets", bk);
-        }
-        sqlite3_reset(tb);
-        json_array_append_new(tracks, o);
+    if (!rc) sqlite3_bind_int64(names, 1, id);
+    if (!rc) json_array_foreach(json_object_get(doc, "tracks"), i, t) {
+        json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, scratch);
+        if (o) json_array_append_new(tracks, o);
     }
     sqlite3_finalize(names);
     sqlite3_finalize(tb);
     free(scratch);
-    json_t *ph = json_array(), *gp = json_array(), *e;
-    json_array_foreach(json_object_get(doc, "phases"), i, e)
-        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(ph, e);
-    json_array_foreach(json_object_get(doc, "gaps"), i, e)
-        if (num(e, "ts_us") < b && num(e, "ts_us") + num(e, "dur_us") > a) json_array_append(gp, e);
-    *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases", ph, "gaps", gp);
+    if (!rc)
+        *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases",
+                         in_window(json_object_get(doc, "phases"), a, b), "gaps", in_window(json_object_get(doc, "gaps"), a, b));
+    else
+        json_decref(tracks);
     json_decref(doc);
-    return 0;
+    return rc;
 }
