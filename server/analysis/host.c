@@ -25,10 +25,11 @@
 static agg *agg_for(A *a, int grouping, long kind, long name, long shapes) {
     /* The key's bytes, not text: printing it was most of pop_frame (1,500 instructions a call). */
     long key[4] = {grouping, kind, name, grouping ? shapes : -2};
-    long i = intern_id(a->keys, (const char *)key, sizeof key);
-    if (i < 0 || VEC_RESERVE(a->aggs, a->capaggs, (size_t)i + 1, 256)) return NULL;
-    if ((size_t)i == a->naggs) {
-        agg *g = &a->aggs[a->naggs++];
+    int fresh;
+    long i = INTERN_SLOT(a->keys, key, sizeof key, a->aggs, a->naggs, a->capaggs, 256, &fresh);
+    if (i < 0) return NULL;
+    if (fresh) {
+        agg *g = &a->aggs[i];
         g->grouping = grouping;
         g->kind = kind;
         g->name = name;
@@ -40,10 +41,11 @@ static agg *agg_for(A *a, int grouping, long kind, long name, long shapes) {
 static phase *phase_for(A *a, long name, int gpu) {
     char key[48];
     int n = snprintf(key, sizeof key, "%d|%ld", gpu, name);
-    long i = intern_id(a->pkeys, key, (size_t)n);
-    if (i < 0 || VEC_RESERVE(a->phases, a->capphases, (size_t)i + 1, 32)) return NULL;
-    if ((size_t)i == a->nphases) {
-        phase *p = &a->phases[a->nphases++];
+    int fresh;
+    long i = INTERN_SLOT(a->pkeys, key, (size_t)n, a->phases, a->nphases, a->capphases, 32, &fresh);
+    if (i < 0) return NULL;
+    if (fresh) {
+        phase *p = &a->phases[i];
         p->name = name;
         p->gpu = gpu;
         p->first_ts = INFINITY;

@@ -266,10 +266,11 @@ static int w_fail(loader *l, int code, const char *msg) {
 static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, long grid, long block, const ingest_event *e) {
     trace_ctx *t = &l->t;
     long key[3] = {cls, kind, name};
-    long i = intern_id(t->gpu_agg_keys, (const char *)key, sizeof key);
-    if (i < 0 || VEC_RESERVE(t->gpu_aggs, t->capgpu_aggs, (size_t)i + 1, 64)) return ERR_NOMEM;
-    if ((size_t)i == t->ngpu_aggs) {
-        gpu_agg *g = &t->gpu_aggs[t->ngpu_aggs++];
+    int fresh;
+    long i = INTERN_SLOT(t->gpu_agg_keys, key, sizeof key, t->gpu_aggs, t->ngpu_aggs, t->capgpu_aggs, 64, &fresh);
+    if (i < 0) return ERR_NOMEM;
+    if (fresh) {
+        gpu_agg *g = &t->gpu_aggs[i];
         g->cls = cls;
         g->kind = kind;
         g->name = name;

@@ -71,6 +71,17 @@ long intern_id(intern *t, const char *s, size_t len) {
     return id;
 }
 
+long intern_slot_(intern *t, const void *key, size_t len, void *arrp, size_t *n, size_t *cap, size_t elem, size_t first, int *fresh) {
+    long i = intern_id(t, (const char *)key, len);
+    *fresh = 0;
+    if (i < 0 || ((size_t)i >= *cap && vec_reserve_(arrp, cap, (size_t)i + 1, elem, first))) return -1;
+    if ((size_t)i == *n) {
+        (*n)++;
+        *fresh = 1;
+    }
+    return i;
+}
+
 const char *intern_str(const intern *t, long id) {
     return id >= 0 && (size_t)id < t->n ? t->keys[id].s : NULL;
 }

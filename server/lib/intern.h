@@ -15,4 +15,12 @@ const char *intern_str(const intern *t, long id); /* borrowed; NULL if out of ra
 size_t intern_count(const intern *t);
 void intern_free(intern *t);
 
+/* The "intern a key, grow the array its id indexes" idiom, written once: interns key and
+ * makes room for its slot in arr (vec.h), counting a new key in n (ids are dense, so a new
+ * id is always n). Returns the id, with *fresh = 1 for a new key (its slot zeroed) and 0
+ * for a known one; -1 when out of memory. arr, n and cap are lvalues (size_t n, cap). */
+#define INTERN_SLOT(t, key, len, arr, n, cap, first, fresh) \
+    intern_slot_((t), (key), (len), (void *)&(arr), &(n), &(cap), sizeof *(arr), (first), (fresh))
+long intern_slot_(intern *t, const void *key, size_t len, void *arrp, size_t *n, size_t *cap, size_t elem, size_t first, int *fresh);
+
 #endif
