@@ -1,6 +1,6 @@
-/* fuzz_chunk.c: libFuzzer target for the event chunk codec (server/chunk.c).
+/* fuzz_chunk.c: libFuzzer target for the event chunk codec (server/lib/chunk.c).
  *
- * Owns nothing but its checks; links server/chunk.c, zstd and zlib (tests/fuzz/run.sh).
+ * Owns nothing but its checks; links server/lib/chunk.c, zstd and zlib (tests/fuzz/run.sh).
  * One input drives two paths:
  *   1. round trip: the first 16 bytes are an event's ts and dur (doubles), the rest its
  *      JSON text (any bytes). chunk_add twice (so the ts delta runs), chunk_finish,

@@ -1,6 +1,6 @@
-/* fuzz_ingest.c: libFuzzer target for the streaming trace parser (server/ingest.c).
+/* fuzz_ingest.c: libFuzzer target for the streaming trace parser (server/ingest/parse.c).
  *
- * Owns nothing but its checks; links server/ingest.c directly (tests/fuzz/run.sh).
+ * Owns nothing but its checks; links server/ingest/parse.c directly (tests/fuzz/run.sh).
  * Each input is parsed four times:
  *   A  gzip=0 (sniffing), the whole input in one ingest_feed call: the reference;
  *   B  gzip=0, the input cut into 1-3 pieces at points derived from a hash of the input

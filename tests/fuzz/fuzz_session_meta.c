@@ -2,7 +2,7 @@
  *
  * Owns nothing but its checks; links api/session.c and Jansson (tests/fuzz/run.sh).
  * One input drives three parsers:
- *   1. json_loadb(JSON_DECODE_ANY, as server/load.c reads top-level values), then
+ *   1. json_loadb(JSON_DECODE_ANY, as server/ingest/load.c reads top-level values), then
  *      fp_session_meta_from_json on the document's "firstpass" member when it has one,
  *      else on the value itself; on success the result goes through
  *      fp_session_meta_to_json and back, and must come back unchanged;

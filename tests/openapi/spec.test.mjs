@@ -1,6 +1,6 @@
 // spec.test.mjs: checks of api/openapi.yaml itself, no server needed: it is a valid OpenAPI
 // 3.1 document, its references resolve, its schemas compile, and it lists exactly the routes
-// of server/routes.c's table (so a route added there without documenting it fails here).
+// of server/http/routes.c's table (so a route added there without documenting it fails here).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -100,8 +100,8 @@ test('each path says which methods 405 names in Allow, and that is its operation
   }
 });
 
-test("server/routes.c's route table and the document list the same operations", () => {
-  const src = readFileSync(join(repoRoot, 'server', 'routes.c'), 'utf8');
+test("server/http/routes.c's route table and the document list the same operations", () => {
+  const src = readFileSync(join(repoRoot, 'server', 'http', 'routes.c'), 'utf8');
   // {"GET", "/api/v1/sessions/{id}", h_get}, and the extra_methods table's {"POST", "/api/v1/sessions"}
   const routes = new Set();
   for (const m of src.matchAll(/\{\s*"([A-Z]+)"\s*,\s*"(\/[^"]*)"\s*[,}]/g)) routes.add(`${m[1]} ${m[2]}`);
@@ -110,6 +110,6 @@ test("server/routes.c's route table and the document list the same operations", 
   for (const [template, item] of Object.entries(spec.paths)) for (const m of methodsOf(template)) documented.add(`${m} ${template}`);
   const missing = [...routes].filter((r) => !documented.has(r));
   const extra = [...documented].filter((r) => !routes.has(r));
-  assert.deepEqual(missing, [], `routes of server/routes.c missing from api/openapi.yaml: ${missing.join('; ')}`);
-  assert.deepEqual(extra, [], `operations of api/openapi.yaml that server/routes.c does not serve: ${extra.join('; ')}`);
+  assert.deepEqual(missing, [], `routes of server/http/routes.c missing from api/openapi.yaml: ${missing.join('; ')}`);
+  assert.deepEqual(extra, [], `operations of api/openapi.yaml that server/http/routes.c does not serve: ${extra.join('; ')}`);
 });

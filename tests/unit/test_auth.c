@@ -1,4 +1,4 @@
-/* test_auth.c -- cmocka cases for server/auth.c: the tokens file parser and the bearer check. */
+/* test_auth.c -- cmocka cases for server/http/auth.c: the tokens file parser and the bearer check. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

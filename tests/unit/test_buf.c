@@ -1,4 +1,4 @@
-/* test_buf.c -- cmocka cases for server/buf.h's printf (one growing buf_printf replaced
+/* test_buf.c -- cmocka cases for server/lib/buf.h's printf (one growing buf_printf replaced
  * three fixed-size copies that cut or refused long output). */
 #include <setjmp.h>
 #include <stdarg.h>

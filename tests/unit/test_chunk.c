@@ -1,4 +1,4 @@
-/* test_chunk.c -- cmocka cases for server/chunk.c: the version-2 column store cuts ts/dur
+/* test_chunk.c -- cmocka cases for server/lib/chunk.c: the version-2 column store cuts ts/dur
  * out of each event and must give back every event byte for byte, with the header values
  * the loader gave; version-1 (zlib) chunks of older databases still read; corrupt chunks
  * are ERR_IO, never a crash. */

@@ -1,4 +1,4 @@
-/* test_evq.c -- cmocka cases for server/evq.c: every event reaches the loader thread once,
+/* test_evq.c -- cmocka cases for server/ingest/evq.c: every event reaches the loader thread once,
  * in order, with its strings intact; the consumer's first error stops it and comes back
  * from evq_push / evq_finish; evq_free without evq_finish stops and drops. */
 #include <setjmp.h>

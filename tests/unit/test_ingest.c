@@ -1,4 +1,4 @@
-/* test_ingest.c -- cmocka cases for server/ingest.c: the event text it hands on.
+/* test_ingest.c -- cmocka cases for server/ingest/parse.c: the event text it hands on.
  *
  * ingest.c cuts each event's bytes out of the body (it no longer re-serialises them with
  * yajl_gen), so these check the cut where it can go wrong: an event split across reads at

@@ -1,4 +1,4 @@
-/* test_nsys.c -- cmocka cases for the SQLite hook of server/ingest.c that feeds nsys.c:
+/* test_nsys.c -- cmocka cases for the SQLite hook of server/ingest/parse.c that feeds nsys.c:
  * an SQLite body, plain or gzip, in chunks of any size, reaches the SQLite sink byte for
  * byte; JSON (plain or gzip, even under 16 bytes) still goes to the parser; without a sink
  * an SQLite body is ERR_FORMAT. The import itself is covered by tests/integration/test_nsys.py. */

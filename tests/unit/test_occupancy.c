@@ -1,4 +1,4 @@
-/* test_occupancy.c -- cmocka cases for server/occupancy.c.
+/* test_occupancy.c -- cmocka cases for server/lib/occupancy.c.
  *
  * Every expected number was computed by cudaOccMaxActiveBlocksPerMultiprocessor from the
  * CUDA 13 cuda_occupancy.h for the same device and launch (partitioned global caching off,

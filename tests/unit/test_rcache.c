@@ -1,4 +1,4 @@
-/* test_rcache.c -- cmocka cases for server/rcache.c (the reply cache). */
+/* test_rcache.c -- cmocka cases for server/http/rcache.c (the reply cache). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

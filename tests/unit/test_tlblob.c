@@ -1,4 +1,4 @@
-/* test_tlblob.c -- cmocka cases for server/tlblob.c (stored timeline bucket blobs). */
+/* test_tlblob.c -- cmocka cases for server/lib/tlblob.c (stored timeline bucket blobs). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

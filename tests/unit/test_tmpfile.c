@@ -1,4 +1,4 @@
-/* test_tmpfile.c -- cmocka cases for server/tmpfile.c: names, mode, and the sweep that
+/* test_tmpfile.c -- cmocka cases for server/lib/tmpfile.c: names, mode, and the sweep that
  * removes only what a dead server left. */
 #include <setjmp.h>
 #include <stdarg.h>
