@@ -1,6 +1,6 @@
 """`pip install ./python` offline (--no-index: no package index is asked for anything): into a
---target directory and into a fresh venv; the installed package is the source tree's; the
-in-tree build backend's editable wheel points at the source."""
+--target directory and into a fresh venv, then `pip install -e` there; the installed package is
+the source tree's; the in-tree build backend's wheels."""
 import os
 import shutil
 import subprocess
@@ -65,6 +65,9 @@ class Install(unittest.TestCase):
         out = self.run_ok(os.path.join(v, "bin", "pip"), "show", "firstpass")
         self.assertIn("Version: %s" % version(), out)
         self.assertIn("Requires: \n", out + "\n")
+        # pip install -e: the venv imports the source tree
+        self.run_ok(os.path.join(v, "bin", "pip"), "install", "--no-index", "-e", PKG_SRC)
+        self.check(os.path.join(v, "bin", "python"), PKG_SRC)
 
     def test_backend_wheels(self):
         name = backend.build_wheel(self.tmp)
