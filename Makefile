@@ -10,6 +10,7 @@
 #   make bench      benchmarks (bench/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= (server, static/, and the collector's files when built)
 #   make test-docker  docker/ checked without a Docker engine (tests/docker/check.sh)
+#   make test-python  the Python package (python/, docs/python.md) against the server and firstpass-upload
 #
 # Dependencies come through pkg-config; CUDA/CUPTI through CUDA_HOME (collector/collector.mk).
 
@@ -31,7 +32,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
-        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers
+        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
 all: server collector
 
 server: $(SERVER)
@@ -87,12 +88,18 @@ test-layers:
 test-integration: server
 	@tests/integration/run.sh $(SERVER)
 
+# The firstpass Python package with Debian's torch: a real torch.profiler run uploaded by
+# trace_handler, its spool sent by the real firstpass-upload, the client, pip install offline.
+test-python: server $(COL_UPLOAD)
+	@tests/python/run.sh $(SERVER) $(COL_UPLOAD)
+
 test: deps-test
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-layers
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-collector
 	@$(MAKE) --no-print-directory test-integration
+	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-reliability
 	@$(MAKE) --no-print-directory test-fuzz
 	@$(MAKE) --no-print-directory test-openapi

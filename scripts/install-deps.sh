@@ -5,11 +5,12 @@
 # Only root can install; anyone else gets the list and the command to run.
 # Usage: scripts/install-deps.sh [build|test|all]   (default: build)
 #   build: compilers' libraries for the server, collector and unit tests
-#   test:  build + what the test suite drives (python3-torch oracle, chromium, node, ...)
+#   test:  build + what the test suite drives (python3-torch oracle, pip and venv for the
+#          Python package's install test, chromium, node, ...)
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
-TEST_PKGS="python3 python3-torch python3-numpy clang libclang-rt-14-dev valgrind chromium nodejs npm wrk"
+TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv clang libclang-rt-14-dev valgrind chromium nodejs npm wrk"
 
 what=${1:-build}
 case "$what" in
