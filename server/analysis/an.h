@@ -18,6 +18,14 @@
 #include "analysis/trace.h"
 #include "lib/intern.h"
 
+/* One call as key_averages() counts it: what pop_frame adds to its operator rows. */
+typedef struct opcall {
+    long name, kind, shapes;   /* name folded (an_fold: ProfilerStep#N -> ProfilerStep*) */
+    double dur, child;         /* its duration; the durations of its direct children */
+    double cuda_total, self_cuda;
+    long long cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
+} opcall;
+
 typedef struct frame {
     int cls;
     long name, kind, shapes;
@@ -26,6 +34,9 @@ typedef struct frame {
     long long cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem;
     long long kernels;
     double kernel_us;
+    int nchild;                /* direct children popped so far */
+    int pend;                  /* 1: pending holds the first child, same name: torch may merge it (pop_frame) */
+    opcall pending;
 } frame;
 
 typedef struct agg {
@@ -42,6 +53,9 @@ typedef struct phase {
     long long count, kernels;
     double total, busy, kernel_us, first_ts;
 } phase;
+
+/* One ProfilerStep#N range on the host. */
+typedef struct step { double ts, te, dur; } step;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;
 
@@ -71,6 +85,11 @@ typedef struct A {
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     double tl_t0, tl_w;            /* session start, bucket width */
     tlacc tl;                      /* the accumulator of timeline_buckets and host_walk */
+    long step_name;                /* string id of "ProfilerStep*" (interned by analyze_run) */
+    unsigned char *is_step;        /* per string id at the start: 1 for a ProfilerStep#N name (an_fold) */
+    size_t nstrs_step;             /* how many ids is_step covers */
+    step *steps;                   /* the ProfilerStep#N ranges, in pop order */
+    size_t nsteps, capsteps;
 } A;
 
 /* Why: after the stream, the analysis ran on one core while the other idled, and
@@ -103,6 +122,12 @@ typedef struct gpu_job {
 #define STEP_BEGIN() double t0_ = mono_ms()
 #define STEP_END(name) \
     if (getenv("FIRSTPASS_TRACE_ANALYSIS")) log_line("debug", "analysis", "step=%s ms=%.1f", name, mono_ms() - t0_)
+
+/* A name as key_averages() groups it: ProfilerStep#N -> ProfilerStep* (torch's
+ * _rewrite_name with_wildcard), every other id as it is. */
+static inline long an_fold(const A *a, long name) {
+    return name >= 0 && (size_t)name < a->nstrs_step && a->is_step[name] ? a->step_name : name;
+}
 
 /* An analysis error: the SQLite message into a->err; returns ERR_DB. */
 int an_dberr(A *a);

@@ -109,6 +109,26 @@ static int gpu_devices(const trace_ctx *t, long long *dev) {
     return n;
 }
 
+/* Marks the names an_fold folds: ProfilerStep#<digits>. One pass over the string table,
+ * so the host walk's fold is an array lookup. */
+static int fold_steps(A *a) {
+    a->step_name = -1;
+    a->nstrs_step = intern_count(a->t->strs);
+    a->is_step = calloc(a->nstrs_step + 1, 1);
+    if (!a->is_step) return ERR_NOMEM;
+    int any = 0;
+    for (size_t i = 0; i < a->nstrs_step; i++) {
+        const char *s = intern_str(a->t->strs, (long)i);
+        if (strncmp(s, "ProfilerStep#", 13) || !s[13]) continue;
+        size_t d = strspn(s + 13, "0123456789");
+        a->is_step[i] = s[13 + d] == '\0';
+        any |= a->is_step[i];
+    }
+    /* interned only when a step exists: the session's string table holds what it uses */
+    if (any && (a->step_name = intern_id(a->t->strs, "ProfilerStep*", 13)) < 0) return ERR_NOMEM;
+    return 0;
+}
+
 int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     A a;
     memset(&a, 0, sizeof a);
@@ -121,10 +141,11 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.pkeys = intern_new();
     const char *ua = "user_annotation";
     a.ua_kind = intern_id(t->strs, ua, strlen(ua));
+    int rc = fold_steps(&a);
     if (!isfinite(t->start_us)) { t->start_us = 0; t->end_us = 0; }
     a.wall = t->end_us - t->start_us;
     double gpu_busy = 0;
-    int rc = !a.keys || !a.pkeys ? ERR_NOMEM : 0;
+    if (!rc && (!a.keys || !a.pkeys)) rc = ERR_NOMEM;
     if (!rc) rc = an_run(&a, "BEGIN");
     if (!rc) rc = an_gpu_track_host_ops(&a);
     if (!rc) { STEP_BEGIN(); rc = an_run(&a, scratch_analysis_sql); STEP_END("setup"); } /* indexes and result tables */
@@ -183,6 +204,8 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(a.pkeys);
     free(a.aggs);
     free(a.phases);
+    free(a.is_step);
+    free(a.steps);
     return rc;
 }
 

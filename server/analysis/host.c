@@ -54,34 +54,87 @@ static phase *phase_for(A *a, long name, int gpu) {
 }
 
 
-static int pop_frame(A *a, frame *stack, int *depth) {
-    frame *f = &stack[--*depth];
-    double dur = f->dur;
+/* Adds one call to its two operator rows (grouping 0: by name; 1: by name and shapes). */
+static int add_call(A *a, const opcall *c) {
     for (int g = 0; g < 2; g++) {
-        agg *r = agg_for(a, g, f->kind, f->name, f->shapes);
+        agg *r = agg_for(a, g, c->kind, c->name, c->shapes);
         if (!r) return ERR_NOMEM;
         r->calls++;
-        r->cpu_total += dur;
-        r->self_cpu += dur - f->child;
-        r->cuda_total += f->cuda_total;
-        r->self_cuda += f->self_cuda;
-        r->cpu_mem += f->cpu_mem;
-        r->self_cpu_mem += f->self_cpu_mem;
-        r->cuda_mem += f->cuda_mem;
-        r->self_cuda_mem += f->self_cuda_mem;
+        r->cpu_total += c->dur;
+        r->self_cpu += c->dur - c->child;
+        r->cuda_total += c->cuda_total;
+        r->self_cuda += c->self_cuda;
+        r->cpu_mem += c->cpu_mem;
+        r->self_cpu_mem += c->self_cpu_mem;
+        r->cuda_mem += c->cuda_mem;
+        r->self_cuda_mem += c->self_cuda_mem;
     }
-    if (*depth > 0) stack[*depth - 1].child += dur;
-    if (f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
-        phase *p = phase_for(a, f->name, 0);
+    return 0;
+}
+
+static opcall call_of(A *a, const frame *f) {
+    return (opcall){an_fold(a, f->name), f->kind, f->shapes, f->dur, f->child, f->cuda_total, f->self_cuda,
+                    f->cpu_mem, f->self_cpu_mem, f->cuda_mem, f->self_cuda_mem};
+}
+
+/* The ProfilerStep#N ranges' durations, for the step statistics (suspects.c). */
+static int note_step(A *a, const frame *f) {
+    if (f->cls != EV_HOST_OP || f->kind != a->ua_kind || an_fold(a, f->name) != a->step_name) return 0;
+    if (VEC_RESERVE(a->steps, a->capsteps, a->nsteps + 1, 64)) return ERR_NOMEM;
+    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur};
+    return 0;
+}
+
+/* Pops the innermost open event and counts it, as key_averages() would.
+ *
+ * torch merges an op into its parent when the parent has the same name and that op is its
+ * only child (EventList._remove_dup_nodes, repeated until stable: a chain collapses into
+ * its outermost op). Whether a child is the only one is known when its parent pops, so a
+ * same-named first child waits in parent->pending: a second child counts it after all; the
+ * parent popping with that one child absorbs it (the child's children become the parent's,
+ * its self CUDA and self memory the parent's; the parent's totals held them already).
+ * Names compare folded (ProfilerStep#N is ProfilerStep*, as in torch's table). */
+static int pop_frame(A *a, frame *stack, int *depth) {
+    frame *f = &stack[--*depth];
+    frame *parent = *depth > 0 ? &stack[*depth - 1] : NULL;
+    int rc = 0;
+    opcall c = call_of(a, f);
+    if (f->pend && f->nchild == 1) { /* f absorbs its only child, which has its name */
+        c.child = f->pending.child;
+        c.self_cuda += f->pending.self_cuda;
+        c.self_cpu_mem += f->pending.self_cpu_mem;
+        c.self_cuda_mem += f->pending.self_cuda_mem;
+    } else if (f->pend) {
+        rc = add_call(a, &f->pending);
+    }
+    if (!rc && parent) {
+        parent->child += f->dur;
+        parent->nchild++;
+        if (parent->pend) { /* a second child: the first one is not merged */
+            rc = add_call(a, &parent->pending);
+            parent->pend = 0;
+        }
+        if (!rc && parent->nchild == 1 && an_fold(a, parent->name) == c.name) {
+            parent->pending = c;
+            parent->pend = 1;
+        } else if (!rc) {
+            rc = add_call(a, &c);
+        }
+    } else if (!rc) {
+        rc = add_call(a, &c);
+    }
+    if (!rc) rc = note_step(a, f);
+    if (!rc && f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
+        phase *p = phase_for(a, c.name, 0);
         if (!p) return ERR_NOMEM;
         p->count++;
-        p->total += dur;
+        p->total += f->dur;
         p->busy += an_busy_in(a->busy_q, f->ts, f->te);
         p->kernels += f->kernels;
         p->kernel_us += f->kernel_us;
         if (f->ts < p->first_ts) p->first_ts = f->ts;
     }
-    return 0;
+    return rc;
 }
 
 #define MAX_DEPTH 1024
@@ -506,7 +559,7 @@ int an_gpu_phases(A *a) {
     int rc = 0;
     while (sqlite3_step(s) == SQLITE_ROW) {
         double ts = sqlite3_column_double(s, 2), te = sqlite3_column_double(s, 3);
-        phase *p = phase_for(a, (long)sqlite3_column_int64(s, 0), 1);
+        phase *p = phase_for(a, an_fold(a, (long)sqlite3_column_int64(s, 0)), 1);
         if (!p) { rc = ERR_NOMEM; break; }
         p->count++;
         p->total += sqlite3_column_double(s, 4);

@@ -39,6 +39,10 @@ typedef struct hrec {
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
 } hrec;
 #define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
+/* hrec.cls of a python_function range (scratch only: its chunk keeps EV_OTHER). The host
+ * walk keeps these on a stack of their own to label GPU idle time (idle.c); key_averages
+ * leaves them out, as torch does. */
+#define HREC_PY 6
 
 /* The i-th hrec of a scratch.hblk blob (copied out: the blob need not be aligned). */
 static inline void hrec_at(const void *blob, size_t i, hrec *h) { memcpy(h, (const char *)blob + i * sizeof *h, sizeof *h); }

@@ -94,7 +94,7 @@ static const kind_map kinds[] = {
     {"gpu_memcpy", EV_GPU, "gpu_memcpy"},
     {"gpu_memset", EV_GPU, "gpu_memset"},
     {"gpu_user_annotation", EV_GPU_ANN, "gpu_user_annotation"},
-    {"Operator", EV_HOST_OP, "cpu_op"},
+    {"Operator", EV_HOST_OP, "cpu_op"}, /* or user_annotation: classify */
     {"Runtime", EV_HOST_RT, "cuda_runtime"},
     {"Kernel", EV_GPU, "kernel"},
     {"Memcpy", EV_GPU, "gpu_memcpy"},
@@ -118,6 +118,9 @@ static int classify(const ingest_event *e, const char **kind) {
     for (const kind_map *k = kinds; k->cat; k++) {
         if (!strcmp(e->cat, k->cat)) {
             *kind = k->kind;
+            /* The 2021 schema writes record_function ranges (ProfilerStep#5, ## forward ##,
+             * enumerate(DataLoader)#...) as cat Operator too: a '#' tells them from ops. */
+            if (k->cls == EV_HOST_OP && !strcmp(k->cat, "Operator") && strchr(e->name, '#')) *kind = "user_annotation";
             return complete ? k->cls : EV_OTHER;
         }
     }
@@ -367,6 +370,17 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     return 0;
 }
 
+/* A python_function range (with_stack=True): not analysed (key_averages leaves it out),
+ * but the host walk labels GPU idle time with it, so it gets an hrec of class HREC_PY. */
+static int python_range(loader *l, const ingest_event *e, const char *kind, long kind_id, long name_id, long tr) {
+    if (strcmp(kind, "python_function") || strcmp(e->ph, "X") || !e->has_ts || !e->has_dur) return 0;
+    track_info *ti = &l->t.tracks[tr];
+    int late = host_order(ti, e->ts, e->dur);
+    hrec h = {e->ts, e->ts + e->dur, e->dur, 0, 0, l->t.analysed, (int32_t)kind_id, (int32_t)name_id, -1, HREC_PY, 0, 0, (uint8_t)late};
+    int rc = add_hrec(l, tr, &h);
+    return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory") : 0;
+}
+
 /* The event's text into its track's chunk (chunk.h), compact; a full chunk is written. */
 static int chunk_event(loader *l, const ingest_event *e, int cls, long kind_id, long name_id, long tr) {
     double ts = e->has_ts ? e->ts : 0, dur = e->has_dur ? e->dur : 0;
@@ -402,7 +416,7 @@ static int store_event(void *ctx, const ingest_event *e) {
     ti->events++;
     note_shown(l, ti, e);
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
-    int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : 0;
+    int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : python_range(l, e, kind, kind_id, name_id, tr);
     return rc ? rc : chunk_event(l, e, cls, kind_id, name_id, tr);
 }
 
