@@ -20,9 +20,9 @@ The reply contract asserted (issue 19; the lead implements exactly this):
                  "at_stake_per_step_us", "evidence", "next_experiment"}]  (by at_stake_us, desc)}
 and GET /api/v1/compare?base=A&head=B has a top-level "per_step" object with a list
 "regressions". Standard library only."""
-import gzip
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +36,7 @@ sys.path.insert(0, HERE)
 import gen_cases  # noqa: E402
 import oracle  # noqa: E402
 
+RAN = 0
 CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
               "compute_bound_op", "communication", "cpu_bound_op"}
 SMELLS = {"cpu_heavy", "one_op_dominates", "many_small_calls", None}
@@ -309,6 +310,8 @@ def run_oracle_all(doc, gendir, only):
 
 def check_corpus(doc, gendir, only):
     fails = 0
+    global RAN
+    RAN = 0
     results = run_oracle_all(doc, gendir, only)
     for c in doc["cases"]:
         if c["id"] not in results:
@@ -332,6 +335,7 @@ def check_corpus(doc, gendir, only):
             if fresh["top"] != num.get("top") or fresh["healthy"] != num.get("healthy") or fresh["steps"] != num.get("steps"):
                 e.append("cases.json numbers are stale (run.py --write-numbers)")
         fails += bool(e)
+        RAN += 1
         print("%s %-32s %5.1fs %s" % ("FAIL" if e else "PASS", c["id"], dt, "; ".join(e) if e else
                                      (res["suspects"][0]["category"] + ": " + res["suspects"][0]["culprit"][:60] if res["suspects"]
                                       else ("healthy" if res["healthy"] else "nothing fired"))))
@@ -350,6 +354,7 @@ def check_corpus(doc, gendir, only):
                 if not any(n.lower() in r.lower() for r in regs):
                     e.append("%s not among the per-call regressions %s" % (n, regs))
             fails += bool(e)
+            RAN += 1
             print("%s %-32s %s" % ("FAIL" if e else "PASS", cmp["id"], "; ".join(e) if e else "per call: %s" % ([r[:50] for r in regs] or "none")))
     return fails
 
@@ -391,6 +396,8 @@ def run_server(doc, gendir, binpath, only):
     import fpserver  # noqa: E402  (reads FIRSTPASS_SERVER_BIN at import)
     srv = fpserver.Server()
     fails = 0
+    global RAN
+    RAN = 0
     sids = {}
     try:
         for c in doc["cases"]:
@@ -405,6 +412,7 @@ def run_server(doc, gendir, binpath, only):
                 sids[c["id"]] = None
                 print("FAIL %-32s upload -> %s %s" % (c["id"], st, json.dumps(body)[:200]))
                 fails += 1
+                RAN += 1
                 continue
             sids[c["id"]] = body["id"]
         for c in doc["cases"]:
@@ -437,6 +445,7 @@ def run_server(doc, gendir, binpath, only):
                 else:
                     e.append("GET /operators -> %d" % st)
             fails += bool(e)
+            RAN += 1
             print("%s %-32s %s" % ("FAIL" if e else "PASS", c["id"], "; ".join(e) if e else "ok"))
         for cmp in doc["compare"]:
             if only and not any(o in cmp["id"] for o in only):
@@ -463,6 +472,7 @@ def run_server(doc, gendir, binpath, only):
                             if not any(n.lower() in json.dumps(r).lower() for r in regs):
                                 e.append("%s not named in per_step.regressions %s" % (n, json.dumps(regs)[:200]))
             fails += bool(e)
+            RAN += 1
             print("%s %-32s %s" % ("FAIL" if e else "PASS", cmp["id"], "; ".join(e) if e else "ok"))
     finally:
         srv.stop()
@@ -473,24 +483,27 @@ def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     flags = [a for a in argv[1:] if a.startswith("--")]
     doc = load_cases()
+    if not args and "--write-numbers" not in flags and "--check-corpus" not in flags:
+        sys.stderr.write(__doc__)
+        return 2
     gendir = tempfile.mkdtemp(prefix="fp-triage-")
-    names = sorted({c["file"][:-len(".json.gz")] for c in doc["cases"] if "file" in c})
-    for n in names:
-        gen_cases.write(gendir, n)
-    t0 = time.time()
-    if "--write-numbers" in flags:
-        write_numbers(doc, gendir)
-        return 0
-    if "--check-corpus" in flags:
-        fails = check_corpus(doc, gendir, args)
-        what = "corpus/oracle checks"
-    else:
-        if not args:
-            sys.stderr.write(__doc__)
-            return 2
-        fails = run_server(doc, gendir, args[0], args[1:])
-        what = "cases"
-    total = len(doc["cases"]) + len(doc["compare"])
+    try:
+        names = sorted({c["file"][:-len(".json.gz")] for c in doc["cases"] if "file" in c})
+        for n in names:
+            gen_cases.write(gendir, n)
+        t0 = time.time()
+        if "--write-numbers" in flags:
+            write_numbers(doc, gendir)
+            return 0
+        if "--check-corpus" in flags:
+            fails = check_corpus(doc, gendir, args)
+            what = "corpus/oracle checks"
+        else:
+            fails = run_server(doc, gendir, args[0], args[1:])
+            what = "cases"
+    finally:
+        shutil.rmtree(gendir, ignore_errors=True)
+    total = RAN
     print("triage: %d of %d %s failed (%.0f s)" % (fails, total, what, time.time() - t0) if fails else
           "triage: all %s passed (%.0f s)" % (what, time.time() - t0))
     return 1 if fails else 0
