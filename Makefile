@@ -114,6 +114,9 @@ test-openapi: server
 test-browser: server
 	@tests/browser/run.sh $(SERVER)
 
+test-triage: server
+	@python3 tests/triage/run.py $(SERVER)
+
 # Short runs of tests/reliability/ (each script documents its knobs; the issue's long
 # figures are KILL9_ROUNDS=6, LOAD_N=50, SIGTERM_TRIALS=10): crash safety under SIGKILL,
 # uploads under read load, SIGTERM while connections arrive. (regress.sh is not here yet: its

@@ -1,0 +1,924 @@
+#!/usr/bin/python3
+"""gen_cases.py OUTDIR [CASE...]: writes the labelled corpus of tests/triage/ (one gzip'd
+Kineto trace per case, OUTDIR/<case>.json.gz), deterministic: the same code writes the same
+bytes (seeded random.Random per case, gzip mtime 0).
+
+Each trace is built around ONE known cause (README.md lists them), in the shape Kineto
+(torch 2.x) writes: an object with schemaVersion, deviceProperties, distributedInfo where
+distributed, baseTimeNanoseconds, traceEvents of cat cpu_op / user_annotation /
+python_function / cuda_runtime / kernel / gpu_memcpy / gpu_memset / gpu_user_annotation,
+ac2g flows, `External id` / `correlation` args, ProfilerStep#N ranges, a `Trace` span and
+the process/thread metadata; one case (schema2021_pageable) is in the 2021 schema
+(cat Operator / Runtime / Kernel / Memcpy, string tids, `external id`, `async` flows).
+
+Time is kept in integer nanoseconds and written as microseconds with 3 decimals (ts around
+2e9 us, where a double keeps far more than ns), so that a child never ends after its parent
+by a rounding: every range closes at least 10 ns after its last child.
+
+Standard library only."""
+import gzip
+import json
+import os
+import random
+import sys
+from contextlib import contextmanager
+
+US = 1000  # ns per us
+
+H100 = {"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85029158912, "computeMajor": 9,
+        "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132,
+        "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 232448,
+        "sharedMemPerMultiprocessor": 233472}
+A100 = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85097971712, "computeMajor": 8,
+        "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536, "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 108,
+        "regsPerMultiprocessor": 65536, "sharedMemPerBlockOptin": 166912,
+        "sharedMemPerMultiprocessor": 167936}
+
+# Kernel names as CUDA/cuBLAS/PyTorch name them (the suspects must name them, so they are real).
+K_GEMM_H100 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+K_GEMM_SMALL_H100 = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+K_GEMM_A100 = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
+K_GEMM_A100_NN = "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_64x3_nn"
+K_LAYERNORM = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>"
+               "(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)")
+K_FLASH = ("void pytorch_flash::flash_fwd_splitkv_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
+           "cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, false, false, "
+           "false, false, true, false, false>(pytorch_flash::Flash_fwd_params)")
+K_ADD_BF16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, "
+              "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3>)")
+K_ADD_F32 = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+             "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)")
+K_SILU = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)"
+          "::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >"
+          "(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}"
+          "::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)")
+K_MUL = ("void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<c10::BFloat16>, "
+         "at::detail::Array<char*, 3> >(int, at::native::binary_internal::MulFunctor<c10::BFloat16>, at::detail::Array<char*, 3>)")
+K_ARGMAX = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<float>, unsigned int, "
+            "long, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<float>, unsigned int, long, 4>)")
+K_EMBED = ("void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>"
+           "(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, "
+           "at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, long)")
+K_CAST = ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}"
+          "::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, "
+          "TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, "
+          "at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, "
+          "at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}"
+          "::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, "
+          "TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)")
+K_SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+             "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)")
+K_BMM = "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+K_SCALE = ("void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<float, float, float, "
+           "at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<float, "
+           "float, float, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)")
+K_NCCL_AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+K_CONV_FWD = "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+K_CONV_DGRAD = "sm80_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw_tilesize128x128x64_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+K_CONV_WGRAD = "sm80_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+K_BN = ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<__nv_bfloat16, float, 512, true, 1>(cudnnTensorStruct, __nv_bfloat16 const*, "
+        "cudnnTensorStruct, __nv_bfloat16*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)")
+K_RELU = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, "
+          "c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const::{lambda()#14}::operator()() const"
+          "::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::launch_clamp_scalar"
+          "(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const"
+          "::{lambda()#14}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)")
+K_SGD = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<3>, "
+         "at::native::(anonymous namespace)::FusedSgdMathFunctor<float, 3>, double, float*, float const*, double, double, bool, bool, "
+         "bool, float const*, float const*>(at::native::(anonymous namespace)::TensorListMetadata<3>, "
+         "at::native::(anonymous namespace)::FusedSgdMathFunctor<float, 3>, double, float*, float const*, double, double, bool, "
+         "bool, bool, float const*, float const*)")
+K_SUM = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+         "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, "
+         "float, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>"
+         "::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, unsigned int, float, 4>)")
+K_FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >"
+          "(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)")
+
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+class KTrace:
+    """A Kineto trace being written: one host thread (pid == tid, as Kineto writes the main
+    thread), one GPU (pid 0, tid = stream). Host time `self.t` in ns advances as ranges open
+    and close; launches put GPU activity on a stream no earlier than the stream is free."""
+
+    def __init__(self, seed, device=H100, pid=48213, base_ns=2_000_000_000_000_000, schema2021=False):
+        self.rng = random.Random(seed)
+        self.device = device
+        self.pid = pid
+        self.tid = pid
+        self.t = base_ns + 1_234_567
+        self.t0 = self.t
+        self.ev = []
+        self.stack = []
+        self.ext = 0
+        self.corr = 1_000
+        self.pyid = 0
+        self.ev_idx = 0
+        self.stream_end = {}
+        self.streams = set()
+        self.old = schema2021
+        self.extra_meta = {}
+        self.python = False      # with_stack: python_function events around the model code
+
+    # ---- time ----
+    def j(self, us, rel=0.05):
+        """us (float) jittered by +-rel, in ns."""
+        return max(1, int(us * US * (1.0 + self.rng.uniform(-rel, rel))))
+
+    def adv(self, ns):
+        self.t += int(ns)
+
+    def host(self, us, rel=0.1):
+        """Untraced host time (Python between traced ranges when with_stack is off)."""
+        self.adv(self.j(us, rel))
+
+    # ---- output helpers ----
+    @staticmethod
+    def us(ns):
+        return round(ns / 1000.0, 3)
+
+    def _x(self, cat, name, ts, te, pid, tid, args):
+        self.ev.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid,
+                        "ts": self.us(ts), "dur": self.us(te - ts), "args": args})
+
+    def host_tid(self):
+        return str(self.tid) if self.old else self.tid
+
+    # ---- host ranges ----
+    @contextmanager
+    def rng_(self, cat, name, pre=1.0, post=0.6, args=None):
+        self.adv(self.j(pre, 0.3))
+        fr = {"cat": cat, "name": name, "ts": self.t, "gpu": [], "args": dict(args or {})}
+        if cat in ("cpu_op", "user_annotation"):
+            self.ext += 1
+            fr["ext"] = self.ext
+        if cat == "python_function":
+            self.pyid += 1
+            fr["pyid"] = self.pyid
+            parent = next((f for f in reversed(self.stack) if f["cat"] == "python_function"), None)
+            fr["pyparent"] = parent["pyid"] if parent else 0
+        self.stack.append(fr)
+        try:
+            yield fr
+        finally:
+            self.adv(max(10, self.j(post, 0.3)))
+            self.stack.pop()
+            self._close(fr)
+
+    def _close(self, fr):
+        cat = fr["cat"]
+        if cat == "python_function":
+            args = {"Python parent id": fr["pyparent"], "Python id": fr["pyid"], "Python thread": 0}
+        else:
+            args = {"External id": fr["ext"], "Record function id": 0}
+            args.update(fr["args"])
+            args["Ev Idx"] = self.ev_idx
+            self.ev_idx += 1
+        if self.old:
+            cat = "Operator" if cat in ("cpu_op", "user_annotation") else cat
+            args = {"Device": self.pid, "External id": fr.get("ext", 0), "Trace name": "PyTorch Profiler",
+                    "Trace iteration": 0}
+        self._x(cat, fr["name"], fr["ts"], self.t, self.pid, self.host_tid(), args)
+        if fr["cat"] == "user_annotation" and fr["gpu"] and not fr["name"].startswith("ProfilerStep#") and not self.old:
+            s = min(g[0] for g in fr["gpu"])
+            e = max(g[1] for g in fr["gpu"])
+            st = fr["gpu"][0][2]
+            self._x("gpu_user_annotation", fr["name"], s, e, 0, st, {"External id": fr["ext"]})
+        # the enclosing ranges saw this GPU work too
+        for f in self.stack:
+            f["gpu"].extend(fr["gpu"])
+
+    def op(self, name, pre=1.5, post=0.8, dims=None, **kw):
+        args = {}
+        if dims is not None:
+            args["Input Dims"] = dims
+        return self.rng_("cpu_op", name, pre, post, args)
+
+    def ann(self, name, pre=1.0, post=0.5):
+        return self.rng_("user_annotation", name, pre, post)
+
+    def py(self, name, pre=0.3, post=0.2):
+        return self.rng_("python_function", name, pre, post)
+
+    def cur_ext(self):
+        for f in reversed(self.stack):
+            if "ext" in f:
+                return f["ext"]
+        return 0
+
+    # ---- CUDA runtime ----
+    def _runtime(self, name, ts, te, corr, cbid):
+        if self.old:
+            self._x("Runtime", name, ts, te, self.pid, self.host_tid(),
+                    {"cbid": cbid, "correlation": corr, "external id": self.cur_ext(), "external ts": self.us(ts - 300)})
+        else:
+            self._x("cuda_runtime", name, ts, te, self.pid, self.tid,
+                    {"External id": self.cur_ext(), "cbid": cbid, "correlation": corr})
+
+    def _flow(self, corr, ts_rt, ts_gpu, stream):
+        if self.old:
+            self.ev.append({"ph": "s", "id": corr, "pid": self.pid, "tid": self.tid, "ts": self.us(ts_rt), "cat": "async", "name": "launch"})
+            self.ev.append({"ph": "f", "id": corr, "pid": 0, "tid": "stream %d" % stream, "ts": self.us(ts_gpu), "cat": "async",
+                            "name": "launch", "bp": "e"})
+        else:
+            self.ev.append({"ph": "s", "id": corr, "pid": self.pid, "tid": self.tid, "ts": self.us(ts_rt), "cat": "ac2g", "name": "ac2g"})
+            self.ev.append({"ph": "f", "id": corr, "pid": 0, "tid": stream, "ts": self.us(ts_gpu), "cat": "ac2g", "name": "ac2g",
+                            "bp": "e"})
+
+    def _gpu(self, cat, name, s, e, stream, corr, args):
+        self.streams.add(stream)
+        a = {"External id": self.cur_ext()} if not self.old else {}
+        if cat == "kernel":
+            a.update({"queued": 0, "device": 0, "context": 1, "stream": stream, "correlation": corr})
+        else:
+            a.update({"device": 0, "context": 1, "stream": stream, "correlation": corr})
+        if self.old:
+            a["external id"] = self.cur_ext()
+        a.update(args)
+        if self.old:
+            cat = {"kernel": "Kernel", "gpu_memcpy": "Memcpy", "gpu_memset": "Memset"}[cat]
+            self._x(cat, name, s, e, 0, "stream %d" % stream, a)
+        else:
+            self._x(cat, name, s, e, 0, stream, a)
+        for f in self.stack:
+            if f["cat"] == "user_annotation":
+                f["gpu"].append((s, e, stream))
+
+    def launch(self, kname, gpu_us, stream=7, api_us=5.0, lat_us=4.0, grid=(1024, 1, 1), block=(256, 1, 1),
+               regs=32, smem=0, rel=0.04, api="cudaLaunchKernel", extra=None, gpu_ns=None):
+        self.corr += 1
+        corr = self.corr
+        ts = self.t + self.j(0.3, 0.5)
+        te = ts + self.j(api_us, 0.15)
+        gs = max(self.stream_end.get(stream, 0) + self.j(1.0, 0.5), ts + self.j(lat_us, 0.2))
+        ge = gs + (gpu_ns if gpu_ns is not None else self.j(gpu_us, rel))
+        self.stream_end[stream] = ge
+        self._runtime(api, ts, te, corr, 211 if api == "cudaLaunchKernel" else 307)
+        blocks = grid[0] * grid[1] * grid[2]
+        sms = self.device["numSms"]
+        args = {"registers per thread": regs, "shared memory": smem, "blocks per SM": round(blocks / sms, 6),
+                "warps per SM": round(blocks * block[0] * block[1] * block[2] / 32.0 / sms, 6),
+                "grid": list(grid), "block": list(block), "est. achieved occupancy %": 100 if blocks >= sms else int(100 * blocks / sms)}
+        args.update(extra or {})
+        self._gpu("kernel", kname, gs, ge, stream, corr, args)
+        self._flow(corr, ts, gs, stream)
+        self.t = te
+        return gs, ge
+
+    def memcpy(self, kind, nbytes, gbps, stream=7, blocking=False, api_us=6.0, lat_us=5.0, api="cudaMemcpyAsync"):
+        """kind: 'HtoD (Pageable -> Device)', 'DtoH (Device -> Pageable)', 'DtoD (Device -> Device)',
+        'HtoD (Pinned -> Device)'. blocking: the runtime call returns when the copy is done
+        (pageable memory: the host stages the copy and waits)."""
+        self.corr += 1
+        corr = self.corr
+        ts = self.t + self.j(0.3, 0.5)
+        gs = max(self.stream_end.get(stream, 0) + self.j(1.0, 0.5), ts + self.j(lat_us, 0.2))
+        dur = max(1000, int(nbytes / (gbps * self.rng.uniform(0.97, 1.03))))  # bytes / (GB/s) = ns
+        ge = gs + dur
+        self.stream_end[stream] = ge
+        te = (ge + self.j(3.0, 0.3)) if blocking else ts + self.j(api_us, 0.15)
+        self._runtime(api, ts, te, corr, 41)
+        self._gpu("gpu_memcpy", "Memcpy " + kind, gs, ge, stream, corr,
+                  {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / (ge - gs), 6)})
+        self._flow(corr, ts, gs, stream)
+        self.t = te
+        return gs, ge
+
+    def memset(self, nbytes, stream=7):
+        self.corr += 1
+        corr = self.corr
+        ts = self.t + self.j(0.3, 0.5)
+        te = ts + self.j(4.0, 0.15)
+        gs = max(self.stream_end.get(stream, 0) + self.j(1.0, 0.5), ts + self.j(3.0, 0.2))
+        ge = gs + max(1000, nbytes // 1000)
+        self.stream_end[stream] = ge
+        self._runtime("cudaMemsetAsync", ts, te, corr, 51)
+        self._gpu("gpu_memset", "Memset (Device)", gs, ge, stream, corr,
+                  {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / (ge - gs), 6)})
+        self._flow(corr, ts, gs, stream)
+        self.t = te
+
+    def sync(self, stream=7, api="cudaStreamSynchronize"):
+        """The host blocks until the stream is drained."""
+        self.corr += 1
+        ts = self.t + self.j(0.3, 0.5)
+        end = max(ts + self.j(1.5, 0.3), self.stream_end.get(stream, 0) + self.j(2.0, 0.3))
+        self._runtime(api, ts, end, self.corr, 131 if api == "cudaStreamSynchronize" else 165)
+        self.t = end
+
+    def runtime_only(self, name, us, cbid=0):
+        self.corr += 1
+        ts = self.t + self.j(0.3, 0.5)
+        te = ts + self.j(us, 0.2)
+        self._runtime(name, ts, te, self.corr, cbid)
+        self.t = te
+
+    # ---- the document ----
+    def doc(self, distributed=None, name="trace"):
+        end = max([self.t] + list(self.stream_end.values())) + 25_000
+        meta = []
+        hp, ht = self.pid, self.tid
+        if self.old:
+            meta.append({"name": "process_name", "ph": "M", "ts": self.us(self.t0), "pid": hp, "tid": 0, "args": {"name": "python"}})
+            meta.append({"name": "process_labels", "ph": "M", "ts": self.us(self.t0), "pid": hp, "tid": 0, "args": {"labels": "CPU"}})
+            meta.append({"name": "process_name", "ph": "M", "ts": self.us(self.t0), "pid": 0, "tid": 0, "args": {"name": "python"}})
+            meta.append({"name": "process_labels", "ph": "M", "ts": self.us(self.t0), "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}})
+            meta.append({"name": "thread_name", "ph": "M", "ts": self.us(self.t0), "pid": hp, "tid": str(ht),
+                         "args": {"name": "thread %d (python)" % ht}})
+            for s in sorted(self.streams):
+                meta.append({"name": "thread_name", "ph": "M", "ts": self.us(self.t0), "pid": 0, "tid": "stream %d" % s,
+                             "args": {"name": "stream %d" % s}})
+            meta.append({"ph": "X", "cat": "Trace", "ts": self.us(self.t0), "dur": self.us(end - self.t0), "pid": "Traces",
+                         "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}})
+        else:
+            for p, label, idx in ((hp, "CPU", hp), (0, "GPU 0", 16777216)):
+                meta.append({"name": "process_name", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0, "args": {"name": "python3.11"}})
+                meta.append({"name": "process_labels", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0, "args": {"labels": label}})
+                meta.append({"name": "process_sort_index", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0,
+                             "args": {"sort_index": idx}})
+            for s in sorted(self.streams):
+                meta.append({"name": "thread_name", "ph": "M", "ts": self.us(self.t0), "pid": 0, "tid": s, "args": {"name": "stream %d " % s}})
+                meta.append({"name": "thread_sort_index", "ph": "M", "ts": self.us(self.t0), "pid": 0, "tid": s, "args": {"sort_index": s}})
+            meta.append({"name": "thread_name", "ph": "M", "ts": self.us(self.t0), "pid": hp, "tid": ht,
+                         "args": {"name": "thread %d (python3.11)" % ht}})
+            meta.append({"name": "thread_sort_index", "ph": "M", "ts": self.us(self.t0), "pid": hp, "tid": ht, "args": {"sort_index": ht}})
+            meta.append({"ph": "X", "cat": "Trace", "ts": self.us(self.t0), "dur": self.us(end - self.t0), "pid": "Spans",
+                         "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}})
+            meta.append({"name": "process_sort_index", "ph": "M", "ts": self.us(self.t0), "pid": "Spans", "tid": 0,
+                         "args": {"sort_index": 536870912}})
+            meta.append({"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces",
+                         "tid": "Trace PyTorch Profiler", "ts": self.us(self.t0)})
+            meta.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": self.us(end)})
+        evs = sorted(self.ev, key=lambda e: (e["ts"], -e.get("dur", 0)))
+        dev = dict(self.device)
+        out = {"schemaVersion": 1, "deviceProperties": [dev]}
+        if distributed:
+            out["distributedInfo"] = distributed
+        if not self.old:
+            out["cupti_version"] = 24
+            out["cuda_runtime_version"] = 12040
+            out["cuda_driver_version"] = 12040
+            out["record_shapes"] = 1
+            out["with_stack"] = 1 if self.python else 0
+        out["traceEvents"] = evs + meta
+        if not self.old:
+            out["traceName"] = "/tmp/firstpass-triage/%s.pt.trace.json" % name
+            out["displayTimeUnit"] = "ms"
+            out["baseTimeNanoseconds"] = 1765000000000000000
+        return out
+
+
+# ---------------------------------------------------------------- building blocks
+
+def linear(k, gemm_us, kname=K_GEMM_H100, grid=(132, 1, 1), dims=None, api_us=5.0):
+    with k.op("aten::linear", pre=2.0, dims=dims):
+        with k.op("aten::t", pre=0.8, post=0.4):
+            with k.op("aten::transpose", pre=0.6, post=0.3):
+                with k.op("aten::as_strided", pre=0.3, post=0.2):
+                    pass
+        with k.op("aten::mm", pre=1.2):
+            k.launch(kname, gemm_us, grid=grid, block=(384, 1, 1), regs=168, smem=213504, api_us=api_us)
+
+
+def eltwise(k, opname, kname, us, api_us=5.0, pre=1.5):
+    with k.op(opname, pre=pre):
+        k.launch(kname, us, api_us=api_us)
+
+
+def layer_norm(k, us):
+    with k.op("aten::layer_norm", pre=1.5):
+        with k.op("aten::native_layer_norm", pre=1.2):
+            with k.op("aten::empty", pre=0.5, post=0.2):
+                pass
+            k.launch(K_LAYERNORM, us, grid=(16, 1, 1), block=(512, 1, 1))
+
+
+def sdpa(k, us, kname=K_FLASH):
+    with k.op("aten::scaled_dot_product_attention", pre=2.0):
+        with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+            with k.op("aten::_flash_attention_forward", pre=1.5):
+                with k.op("aten::empty", pre=0.5, post=0.2):
+                    pass
+                with k.op("aten::empty", pre=0.5, post=0.2):
+                    pass
+                k.launch(kname, us, grid=(4, 32, 1), block=(128, 1, 1), regs=255, smem=49152)
+
+
+def decoder_layer(k, scale=1.0, gemm=K_GEMM_H100, flash_scale=1.0):
+    """One transformer decoder layer of a decode step (batch 32, hidden 4096, H100):
+    GEMMs ~80% of its GPU time."""
+    layer_norm(k, 6.0 * scale)
+    linear(k, 60.0 * scale, gemm, dims=[[32, 1, 4096], [12288, 4096]])        # qkv
+    sdpa(k, 20.0 * scale * flash_scale)
+    linear(k, 25.0 * scale, gemm, dims=[[32, 1, 4096], [4096, 4096]])         # o_proj
+    eltwise(k, "aten::add", K_ADD_BF16, 3.0 * scale)
+    layer_norm(k, 6.0 * scale)
+    linear(k, 80.0 * scale, gemm, dims=[[32, 1, 4096], [14336, 4096]])        # up
+    eltwise(k, "aten::silu", K_SILU, 5.0 * scale)
+    eltwise(k, "aten::mul", K_MUL, 4.0 * scale)
+    linear(k, 70.0 * scale, gemm, dims=[[32, 1, 14336], [4096, 14336]])       # down
+    eltwise(k, "aten::add", K_ADD_BF16, 3.0 * scale)
+
+
+def item_sync(k, stream=7):
+    """tensor.item(): a DtoH copy of 8 bytes to pageable memory, then the host waits."""
+    with k.op("aten::item", pre=2.0):
+        with k.op("aten::_local_scalar_dense", pre=1.5):
+            k.memcpy("DtoH (Device -> Pageable)", 8, 0.005, stream=stream, api_us=8.0)
+            k.sync(stream)
+
+
+def argmax(k):
+    with k.op("aten::argmax", pre=2.0):
+        k.launch(K_ARGMAX, 6.0, grid=(32, 1, 1), block=(512, 1, 1))
+
+
+def embedding(k):
+    with k.op("aten::embedding", pre=2.0):
+        with k.op("aten::reshape", pre=0.5, post=0.3):
+            with k.op("aten::view", pre=0.3, post=0.2):
+                pass
+        with k.op("aten::index_select", pre=1.5):
+            k.launch(K_EMBED, 3.0, grid=(64, 1, 1), block=(128, 1, 1))
+
+
+# ---------------------------------------------------------------- the cases
+
+def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6):
+    """A healthy decode loop: per step embedding, `layers` decoder layers, lm_head, argmax
+    on the GPU, then `.item()` of the token (one tiny sync) and a few us of Python. The host
+    runs ahead inside a step, so the GPU is packed (GEMMs ~80% of GPU time, >95% busy)."""
+    k = KTrace(seed)
+    k.host(40)
+    for s in range(steps):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            embedding(k)
+            for _ in range(layers):
+                decoder_layer(k, scale=scale, flash_scale=flash_scale)
+            layer_norm(k, 6.0 * scale)
+            linear(k, 110.0 * scale, dims=[[64, 1, 4096], [128256, 4096]])    # lm_head
+            argmax(k)
+            item_sync(k)
+            k.host(12)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_healthy():
+    return decode_loop(1001, 45)
+
+
+def case_compare_37():
+    return decode_loop(1002, 37, name="compare_37")
+
+
+def case_compare_45_slow():
+    return decode_loop(1003, 45, flash_scale=1.25, name="compare_45_slow")
+
+
+def case_data_loading():
+    """ResNet-style training on an A100 with a single-process DataLoader: each step starts
+    with ~30 ms of `enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__` on the main
+    thread (decode + augment on the CPU) while the GPU idles; then a pinned HtoD copy of
+    the batch, forward, backward, fused SGD."""
+    k = KTrace(2001, device=A100)
+    k.host(60)
+    for s in range(8):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.ann(DATALOADER, pre=3.0, post=2.0):
+                k.host(600)
+                for _ in range(64):                       # per-sample transforms (CPU tensors)
+                    k.host(380, 0.3)
+                    with k.op("aten::to", pre=2.0):
+                        with k.op("aten::_to_copy", pre=1.5):
+                            with k.op("aten::copy_", pre=1.0):
+                                k.adv(k.j(18.0, 0.3))
+                    with k.op("aten::div_", pre=2.0):
+                        k.adv(k.j(25.0, 0.3))
+                with k.op("aten::stack", pre=3.0):
+                    with k.op("aten::cat", pre=2.0):
+                        k.adv(k.j(1500.0, 0.1))
+                with k.op("aten::pin_memory", pre=3.0):
+                    k.adv(k.j(900.0, 0.1))
+            with k.op("aten::to", pre=3.0):
+                with k.op("aten::_to_copy", pre=2.0):
+                    with k.op("aten::copy_", pre=2.0):
+                        k.memcpy("HtoD (Pinned -> Device)", 64 * 3 * 224 * 224 * 2, 24.0)
+            with k.ann("## forward ##"):
+                for i in range(40):
+                    with k.op("aten::conv2d", pre=3.0):
+                        with k.op("aten::convolution", pre=2.0):
+                            with k.op("aten::_convolution", pre=2.0):
+                                with k.op("aten::cudnn_convolution", pre=4.0):
+                                    k.launch(K_CONV_FWD, 140.0, grid=(256, 2, 1), block=(128, 1, 1), regs=232, smem=98304)
+                    with k.op("aten::batch_norm", pre=2.0):
+                        with k.op("aten::cudnn_batch_norm", pre=3.0):
+                            k.launch(K_BN, 30.0, grid=(64, 1, 1), block=(512, 1, 1))
+                    eltwise(k, "aten::relu_", K_RELU, 18.0)
+                k.launch(K_GEMM_A100, 40.0)
+            with k.ann("## backward ##"):
+                for i in range(40):
+                    with k.op("autograd::engine::evaluate_function: ConvolutionBackward0", pre=3.0):
+                        with k.op("ConvolutionBackward0", pre=2.0):
+                            with k.op("aten::convolution_backward", pre=3.0):
+                                k.launch(K_CONV_DGRAD, 150.0, grid=(256, 2, 1), block=(128, 1, 1), regs=232, smem=98304)
+                                k.launch(K_CONV_WGRAD, 160.0, grid=(256, 2, 1), block=(128, 1, 1), regs=232, smem=98304)
+            with k.ann("Optimizer.step#SGD.step"):
+                with k.op("aten::_fused_sgd_", pre=5.0):
+                    for _ in range(4):
+                        k.launch(K_SGD, 90.0, grid=(320, 1, 1), block=(512, 1, 1))
+            item_sync(k)                         # loss.item() for the log line
+            k.host(30)
+    k.host(40)
+    return k.doc(name="data_loading")
+
+
+def case_host_sync():
+    """A decode loop (with_stack) that calls `.item()` on the next-token logits every step:
+    the host blocks in cudaStreamSynchronize until the GPU drained, then samples in Python
+    (`sampling.py(41): sample_top_p`, ~1.2 ms) while the GPU waits for the next launch."""
+    k = KTrace(3001)
+    k.python = True
+    k.host(40)
+    with k.py("generate.py(212): <module>"):
+        with k.py("generate.py(150): generate"):
+            for s in range(40):
+                with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                    with k.py("torch/nn/modules/module.py(1736): _wrapped_call_impl"):
+                        with k.py("model.py(301): forward"):
+                            embedding(k)
+                            for _ in range(6):
+                                with k.py("model.py(212): forward"):
+                                    decoder_layer(k, scale=0.6)
+                            linear(k, 70.0, dims=[[8, 1, 4096], [128256, 4096]])
+                    with k.py("generate.py(163): <lambda>"):
+                        item_sync(k)                                   # logits.argmax().item() -> blocks
+                    with k.py("sampling.py(41): sample_top_p"):
+                        with k.py("<built-in function sorted>"):
+                            k.adv(k.j(180.0, 0.1))
+                        for _ in range(12):
+                            with k.py("sampling.py(18): apply_repetition_penalty"):
+                                k.adv(k.j(70.0, 0.1))
+                        with k.py("<built-in method append of list object at 0x7f3a2c1b8e40>"):
+                            k.adv(k.j(1.0, 0.1))
+                    k.host(6)
+    k.host(30)
+    return k.doc(name="host_sync")
+
+
+def case_python_overhead():
+    """An MoE decode (with_stack) whose router is Python: between the attention launches and
+    the expert GEMMs each layer runs `model.py(88): _route_tokens` (~160 us of Python loops
+    over tokens), so the GPU sits idle between short bursts."""
+    k = KTrace(4001)
+    k.python = True
+    k.host(40)
+    with k.py("serve.py(77): <module>"):
+        for s in range(30):
+            with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                with k.py("model.py(140): forward"):
+                    embedding(k)
+                    for _ in range(8):
+                        with k.py("model.py(101): forward"):
+                            layer_norm(k, 4.0)
+                            linear(k, 18.0, K_GEMM_SMALL_H100)
+                            sdpa(k, 12.0)
+                            linear(k, 10.0, K_GEMM_SMALL_H100)
+                            eltwise(k, "aten::add", K_ADD_BF16, 3.0)
+                            layer_norm(k, 4.0)
+                            linear(k, 6.0, K_GEMM_SMALL_H100)                   # router logits
+                            with k.py("model.py(88): _route_tokens"):
+                                for _ in range(16):
+                                    with k.py("<built-in method tolist of Tensor object at 0x7f01c4a2b8f0>"):
+                                        k.adv(k.j(1.2, 0.2))
+                                    k.adv(k.j(8.5, 0.2))
+                            for _e in range(2):
+                                with k.py("model.py(64): expert_forward"):
+                                    linear(k, 16.0, K_GEMM_SMALL_H100)
+                                    eltwise(k, "aten::silu", K_SILU, 3.0)
+                                    linear(k, 14.0, K_GEMM_SMALL_H100)
+                            eltwise(k, "aten::add", K_ADD_BF16, 3.0)
+                    linear(k, 60.0)
+                    argmax(k)
+            k.host(5)
+    k.host(30)
+    return k.doc(name="python_overhead")
+
+
+def case_launch_bound():
+    """A training loop whose optimizer is a Python loop over 1000 parameters (`p.add_(g)`,
+    foreach off): each step launches 1000 elementwise kernels of ~2.5 us, each shorter than
+    its ~5 us cudaLaunchKernel; forward/backward are a few ms of GEMMs."""
+    k = KTrace(5001)
+    k.host(40)
+    for s in range(4):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.ann("## forward ##"):
+                for _ in range(12):
+                    linear(k, 90.0)
+                    eltwise(k, "aten::gelu", K_SILU, 10.0)
+            with k.ann("## backward ##"):
+                for _ in range(12):
+                    with k.op("autograd::engine::evaluate_function: MmBackward0", pre=3.0):
+                        with k.op("MmBackward0", pre=2.0):
+                            with k.op("aten::mm", pre=1.5):
+                                k.launch(K_GEMM_H100, 90.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+                            with k.op("aten::mm", pre=1.5):
+                                k.launch(K_GEMM_H100, 90.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+            with k.ann("Optimizer.step#SGD.step", pre=3.0):
+                for _ in range(1000):
+                    k.host(0.9, 0.3)
+                    with k.op("aten::add_", pre=1.2, post=0.6, dims=[[1024], [1024], []]):
+                        k.launch(K_ADD_F32, 2.5, api_us=4.8, lat_us=3.5, grid=(1, 1, 1), block=(128, 1, 1), rel=0.06)
+            k.host(20)
+    k.host(30)
+    return k.doc(name="launch_bound")
+
+
+def case_copies_casts():
+    """Inference whose layers cast activations to fp32 and back and make them contiguous:
+    `aten::to` (cast kernels) and `aten::contiguous` -> `aten::copy_` (Memcpy DtoD) hold
+    most of the GPU time while the GPU is busy, pretending to be model work."""
+    k = KTrace(6001)
+    k.host(40)
+    for s in range(20):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _ in range(8):
+                with k.op("aten::to", pre=2.0, dims=[[16, 2048, 4096], [], [], [], []]):
+                    with k.op("aten::_to_copy", pre=1.5):
+                        with k.op("aten::empty_strided", pre=0.5, post=0.3):
+                            pass
+                        with k.op("aten::copy_", pre=1.0):
+                            k.launch(K_CAST, 95.0, grid=(65536, 1, 1), block=(128, 1, 1))
+                linear(k, 60.0)
+                with k.op("aten::contiguous", pre=1.5):
+                    with k.op("aten::clone", pre=1.5):
+                        with k.op("aten::empty_like", pre=0.5, post=0.3):
+                            pass
+                        with k.op("aten::copy_", pre=1.0):
+                            k.memcpy("DtoD (Device -> Device)", 268435456, 2600.0)
+                linear(k, 45.0)
+                with k.op("aten::to", pre=2.0, dims=[[16, 2048, 4096], [], [], [], []]):
+                    with k.op("aten::_to_copy", pre=1.5):
+                        with k.op("aten::empty_strided", pre=0.5, post=0.3):
+                            pass
+                        with k.op("aten::copy_", pre=1.0):
+                            k.launch(K_CAST, 90.0, grid=(65536, 1, 1), block=(128, 1, 1))
+                eltwise(k, "aten::add", K_ADD_BF16, 8.0)
+            argmax(k)
+            item_sync(k)
+            k.host(10)
+    k.host(30)
+    return k.doc(name="copies_casts")
+
+
+def case_pageable_memcpy():
+    """A loop that moves each batch to the GPU with `batch.to('cuda')` from pageable memory:
+    `Memcpy HtoD (Pageable -> Device)` of 192 MB per step, the cudaMemcpyAsync call as long
+    as the copy (the host stages it), then ~12 ms of compute."""
+    k = KTrace(7001)
+    k.host(40)
+    for s in range(10):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _ in range(2):
+                with k.op("aten::to", pre=3.0, dims=[[96, 1024, 1024], [], [], [], []]):
+                    with k.op("aten::_to_copy", pre=2.0):
+                        with k.op("aten::empty_strided", pre=0.5, post=0.3):
+                            pass
+                        with k.op("aten::copy_", pre=2.0):
+                            k.memcpy("HtoD (Pageable -> Device)", 100663296, 11.5, blocking=True)
+            with k.ann("## forward ##"):
+                for _ in range(16):
+                    linear(k, 300.0)
+                    eltwise(k, "aten::gelu", K_SILU, 30.0)
+            with k.ann("## backward ##"):
+                for _ in range(16):
+                    with k.op("aten::mm", pre=2.0):
+                        k.launch(K_GEMM_H100, 300.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+                    with k.op("aten::mm", pre=2.0):
+                        k.launch(K_GEMM_H100, 300.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+            with k.op("aten::_fused_adamw_", pre=5.0):
+                k.launch(K_SGD, 200.0, grid=(320, 1, 1), block=(512, 1, 1))
+            k.host(20)
+    k.host(30)
+    return k.doc(name="pageable_memcpy")
+
+
+def case_compute_bound_op():
+    """Attention written by hand: Q@K^T (bmm), a scale, then `aten::softmax` over a
+    (16, 32, 2048, 2048) fp32 score tensor: the softmax kernel owns ~65% of GPU time while
+    the GPU is >95% busy."""
+    k = KTrace(8001)
+    k.host(40)
+    for s in range(12):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _ in range(6):
+                layer_norm(k, 12.0)
+                linear(k, 120.0)
+                with k.op("aten::matmul", pre=2.0):
+                    with k.op("aten::bmm", pre=2.0):
+                        k.launch(K_BMM, 180.0, grid=(512, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+                eltwise(k, "aten::mul", K_SCALE, 60.0)
+                with k.op("aten::softmax", pre=2.0, dims=[[16, 32, 2048, 2048], [], []]):
+                    with k.op("aten::_softmax", pre=2.0):
+                        k.launch(K_SOFTMAX, 1900.0, grid=(1048576, 1, 1), block=(1024, 1, 1), regs=40, smem=0)
+                with k.op("aten::matmul", pre=2.0):
+                    with k.op("aten::bmm", pre=2.0):
+                        k.launch(K_BMM, 180.0, grid=(512, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+                linear(k, 90.0)
+                eltwise(k, "aten::add", K_ADD_BF16, 10.0)
+            argmax(k)
+            item_sync(k)
+            k.host(10)
+    k.host(30)
+    return k.doc(name="compute_bound_op")
+
+
+NCCL_ARGS = {"Collective name": "allreduce", "In msg nelems": 50331648, "Out msg nelems": 50331648, "Group size": 8,
+             "dtype": "BFloat16", "In split size": "[]", "Out split size": "[]", "Process Group Name": "0",
+             "Process Group Description": "default_pg", "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]"}
+
+
+def case_communication():
+    """Rank 0 of 8 (DDP without overlap: gradients all-reduced after backward in 25 MB
+    buckets): NCCL `ncclDevKernel_AllReduce_Sum_bf16_RING_LL` kernels on their own stream
+    hold ~60% of the wall, with almost no compute beside them."""
+    k = KTrace(9001)
+    k.host(40)
+    for s in range(6):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.ann("DistributedDataParallel.forward"):
+                for _ in range(10):
+                    linear(k, 150.0)
+                    eltwise(k, "aten::gelu", K_SILU, 12.0)
+            with k.ann("## backward ##"):
+                for _ in range(10):
+                    with k.op("aten::mm", pre=2.0):
+                        k.launch(K_GEMM_H100, 150.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+                    with k.op("aten::mm", pre=2.0):
+                        k.launch(K_GEMM_H100, 150.0, grid=(132, 1, 1), block=(384, 1, 1), regs=168, smem=213504)
+            # DDP's reducer: buckets all-reduced once backward is done, on the NCCL stream,
+            # which waits for the compute stream
+            k.stream_end[20] = max(k.stream_end.get(20, 0), k.stream_end.get(7, 0))
+            for b in range(4):
+                with k.ann("nccl:all_reduce", pre=3.0):
+                    with k.op("record_param_comms", pre=2.0):
+                        k.runtime_only("cudaEventRecord", 2.0, 135)
+                        k.runtime_only("cudaStreamWaitEvent", 2.0, 147)
+                        k.launch(K_NCCL_AR, 1700.0, stream=20, api_us=8.0, grid=(24, 1, 1), block=(544, 1, 1), regs=96,
+                                 smem=87568, extra=NCCL_ARGS, api="cudaLaunchKernelExC")
+            # the optimizer waits for the gradients
+            k.stream_end[7] = max(k.stream_end[7], k.stream_end[20])
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_SGD, 120.0, grid=(320, 1, 1), block=(512, 1, 1))
+            item_sync(k)                         # loss.item() for the log line
+            k.host(20)
+    k.host(30)
+    dist = {"backend": "nccl", "rank": 0, "world_size": 8, "pg_count": 1,
+            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl", "pg_size": 8,
+                           "ranks": list(range(8))}], "nccl_version": "2.21.5"}
+    return k.doc(distributed=dist, name="communication")
+
+
+def case_phases():
+    """Generation with one `prefill` range (one dense block: large GEMMs, 2048 tokens) then
+    `decode_step` x24 (many small blocks of ~2-4 us kernels, each shorter than its launch:
+    launch-bound), no ProfilerStep: for the trace questions."""
+    k = KTrace(10001)
+    k.host(40)
+    with k.ann("prefill", pre=3.0):
+        embedding(k)
+        for _ in range(8):
+            decoder_layer(k, scale=12.0)
+        linear(k, 600.0)
+        argmax(k)
+        item_sync(k)
+    for s in range(24):
+        with k.ann("decode_step", pre=3.0):
+            embedding(k)
+            for _ in range(8):
+                decoder_layer(k, scale=0.04)
+            linear(k, 8.0)
+            argmax(k)
+            item_sync(k)
+            k.host(15)
+    k.host(30)
+    return k.doc(name="phases")
+
+
+def sum_op(k, nested):
+    """`x.sum()` as torch 2.x records it: nested=1 -> aten::sum alone; 2 -> aten::sum whose
+    only child is aten::sum (the dispatcher's redispatch); 3 -> a chain of three."""
+    if nested == 0:
+        k.launch(K_SUM, 4.0, grid=(1, 1, 1), block=(512, 1, 1))
+        return
+    with k.op("aten::sum", pre=1.5, post=0.5):
+        sum_op(k, nested - 1)
+
+
+def case_same_name_merge():
+    """torch's EventList._remove_dup_nodes: an op whose parent has the same name and no
+    other child is dropped (its children go to the parent). Per step: x.sum() recorded as
+    aten::sum -> aten::sum (1 call after the merge), a chain of three (1), a plain aten::sum
+    (1), an aten::sum with two aten::sum children (3: not an only child), an aten::sum whose
+    aten::sum child shares the parent with a runtime call (2: runtime calls are children),
+    and aten::div -> aten::div (1). Expected per step: aten::sum 1+1+1+3+2 = 8 (raw 2+3+1+3+2
+    = 11), aten::div 1 (raw 2)."""
+    k = KTrace(11001)
+    k.host(30)
+    for s in range(10):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            linear(k, 40.0)
+            sum_op(k, 2)
+            k.host(5)
+            sum_op(k, 3)
+            k.host(5)
+            sum_op(k, 1)
+            k.host(5)
+            with k.op("aten::sum", pre=1.5):
+                sum_op(k, 1)
+                sum_op(k, 1)
+            k.host(5)
+            with k.op("aten::sum", pre=1.5):
+                sum_op(k, 1)
+                k.memset(4096)
+            k.host(5)
+            with k.op("aten::div", pre=1.5):
+                with k.op("aten::div", pre=1.5):
+                    k.launch(K_SCALE, 3.0)
+            item_sync(k)
+            k.host(8)
+    k.host(30)
+    return k.doc(name="same_name_merge")
+
+
+def case_schema2021_pageable():
+    """The 2021 Kineto schema (torch 1.8/1.9, as tb_plugin's samples): cat Operator / Runtime /
+    Kernel / Memcpy, string tids, `external id`, flows `async`; ProfilerStep#1..#8 are
+    Operator events. Each step copies 96 MB from pageable memory (blocking), then computes."""
+    k = KTrace(12001, device=dict(A100, name="Tesla V100-SXM2-32GB", computeMajor=7, numSms=80), schema2021=True)
+    k.host(40)
+    for s in range(8):
+        with k.op("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.op("aten::to", pre=3.0):
+                with k.op("aten::copy_", pre=2.0):
+                    k.memcpy("HtoD (Pageable -> Device)", 100663296, 10.0, blocking=True)
+            for _ in range(20):
+                linear(k, 180.0, K_GEMM_A100)
+                eltwise(k, "aten::relu", K_RELU, 15.0)
+            k.host(20)
+    k.host(30)
+    return k.doc(name="schema2021_pageable")
+
+
+CASES = {
+    "data_loading": case_data_loading,
+    "host_sync": case_host_sync,
+    "python_overhead": case_python_overhead,
+    "launch_bound": case_launch_bound,
+    "copies_casts": case_copies_casts,
+    "pageable_memcpy": case_pageable_memcpy,
+    "compute_bound_op": case_compute_bound_op,
+    "communication": case_communication,
+    "healthy": case_healthy,
+    "phases": case_phases,
+    "compare_37": case_compare_37,
+    "compare_45_slow": case_compare_45_slow,
+    "same_name_merge": case_same_name_merge,
+    "schema2021_pageable": case_schema2021_pageable,
+}
+
+
+def write(outdir, name):
+    doc = CASES[name]()
+    path = os.path.join(outdir, name + ".json.gz")
+    raw = json.dumps(doc, separators=(",", ":")).encode()
+    with open(path, "wb") as f:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as g:
+            g.write(raw)
+    return path
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.stderr.write(__doc__)
+        return 2
+    outdir = argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    names = argv[2:] or list(CASES)
+    for n in names:
+        if n not in CASES:
+            sys.stderr.write("gen_cases: no case %r (have: %s)\n" % (n, ", ".join(CASES)))
+            return 2
+        p = write(outdir, n)
+        print("%-22s %8d bytes  %s" % (n, os.path.getsize(p), p))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

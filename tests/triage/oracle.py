@@ -1,0 +1,935 @@
+#!/usr/bin/python3
+"""oracle.py TRACE [--ops] [--gaps=N]: an independent computation (standard library only) of
+what firstpass's first profiler pass should find in one trace, printed as JSON. Written apart
+from the C server, to cross-check it on real traces and to label tests/triage/cases.json.
+
+DEFINITIONS (the lead implements the same in C; every number below follows them)
+
+Events
+ - Kineto current schema (cat lower case), 2021 schema (cat Operator/Runtime/Kernel/Memcpy/
+   Memset) and the legacy autograd array (no cat: a name with "::" is a cpu_op, else a
+   user_annotation) are read alike. Only complete events (ph "X" with ts and dur) count,
+   plus `[memory]` instants for the wall.
+ - GPU activity: cat kernel / gpu_memcpy / gpu_memset (Kernel / Memcpy / Memset). Device =
+   args.device, else the pid when it is a number. NOT activity: gpu_user_annotation (a
+   range), cuda_sync (a host wait seen from the GPU), cuda_profiler_range, Trace spans.
+ - Host range: cat cpu_op, user_annotation, python_function, and Operator (2021: a name
+   with "#" -- ProfilerStep#5, Optimizer.step#SGD.step, enumerate(DataLoader)#..., ## forward
+   ## -- is a record_function, i.e. a user_annotation; any other, autograd nodes such as
+   CudnnConvolutionBackward included, is a cpu_op). ProfilerStep#N is a host range and a step.
+ - Runtime call: cat cuda_runtime / cuda_driver / Runtime. A GPU activity is launched by the
+   runtime call with the same args.correlation (any thread).
+ - Nesting (torch key_averages): per (pid, tid), sort by (start, -end); stack; pop while
+   `start >= top.end or end > top.end`; the remaining top is the parent (partial overlaps do
+   not nest). Runtime calls take part (they are children of the op around them).
+ - Comm: a kernel whose name contains "nccl" or "rccl" (any case); a host range whose name
+   starts with "nccl:", "gloo:", "mpi:", "c10d::" or is "record_param_comms".
+ - DataLoader range: a host range whose name starts with "enumerate(DataLoader)#" (tb-profiler
+   also wants ".__next__" at the end; every real one has it).
+ - Copy/cast op: aten::to, aten::_to_copy, aten::copy_, aten::contiguous, aten::clone,
+   aten::type_as, aten::_copy_from, aten::_copy_from_and_resize.
+ - GEMM-like op (never a compute_bound_op): an op name containing "mm", "matmul", "linear",
+   "conv", "einsum", "attention" or "flash" (any case); for GPU work launched outside any
+   op, a kernel name containing gemm, xmma, cutlass, cublas, s16816, h16816, conv, flash.
+
+Wall and GPU
+ - wall = [earliest start, latest end] over host ranges, runtime calls, GPU activity,
+   gpu_user_annotation and [memory] instants (not Trace spans, not flows, not metadata).
+ - Per device: busy = union of its activity intervals (all streams); window = [first
+   activity start, last activity end]; idle = window - busy; lead_in = window start - wall
+   start; tail = wall end - window end. Top level `gpu`: the same over the union of all
+   devices' activity; busy_fraction = busy / window (NOT / wall). null when there is no GPU
+   activity at all (CPU-only trace).
+
+Idle intervals (per device, every maximal gap of the busy union inside the window)
+ - N = the activity starting at the gap's end (ties: the lowest correlation); R = N's
+   runtime call, on thread T.
+ - other: R not found.
+ - kernel_wait ("launch / kernel wait"): R started before the gap started (R.ts < g0): the
+   launch was issued and the kernel starts late. Culprit: the innermost cpu_op around R
+   (else the innermost host range, else R's name).
+ - host_wait: R.ts >= g0, the next launch had not been issued when the GPU went idle.
+   Each instant of [g0, g1] is labelled by T's innermost host range at that instant
+   (runtime calls are skipped: their time is their op's), except that a DataLoader range
+   anywhere on the stack takes the instant; ProfilerStep#N labels as "ProfilerStep#*"; an
+   instant with no range is "(untraced)". Instants labelled by a DataLoader range are
+   always data loading. The rest of the gap:
+   a) sync: if a blocking sync call S on T has S.ts < g0 <= S.end + SYNC_SLACK_US (the host
+      was blocked waiting for the GPU when it went idle; the gap starts as the sync
+      returns), it is the sync's; culprit = the OUTERMOST cpu_op around S (the op the
+      program called, e.g. aten::item), else S's name. Blocking sync calls:
+      cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy,
+      cudaMemcpy2D, cudaMemcpy3D, cudaMemcpyPeer, cudaMemcpyFromSymbol, cuStreamSynchronize,
+      cuCtxSynchronize, cuEventSynchronize, cuMemcpyDtoH_v2, hipStreamSynchronize,
+      hipDeviceSynchronize, hipEventSynchronize, hipMemcpy, and any cudaMemcpy*Async /
+      hipMemcpy*Async whose copy is "DtoH" to Pageable memory.
+   b) otherwise the gap's idle is split over the labels by time.
+ - Per culprit, the idle is summed; per class; per phase (idle inside the union of a
+   user_annotation name's instances, "ProfilerStep#*" folded).
+
+Categories (ids as in the reply; the category of each idle label or GPU set)
+ - data_loading: host_wait idle labelled by a DataLoader range.
+ - host_sync: host_wait idle of the sync rule (a), less its DataLoader instants.
+ - python_overhead: host_wait idle labelled by a python_function, a user_annotation's own
+   time (incl. ProfilerStep#*) or "(untraced)".
+ - launch_bound: host_wait idle labelled by a cpu_op X that is short-kernel, plus
+   kernel_wait idle whose culprit op is short-kernel. X (a cpu_op) is short-kernel when it
+   launches kernels and they are shorter than the op itself: the GPU time of the kernels
+   (not copies, not memsets) launched with X anywhere on the launch's stack, summed, is
+   less than the host duration of X's calls, summed; X has at least SHORT_MIN_CALLS (10)
+   calls and its calls last at most SHORT_MAX_MEAN_HOST_US (1 ms) on average (per-call
+   framework / launch overhead, not CPU work: a first call that spends 6 ms in lazy init, or
+   cudnn autotuning 1 s per call, is a cpu_bound_op). (A kernel shorter than its own launch
+   call is the extreme case.)
+ - cpu_bound_op: host_wait idle labelled by any other cpu_op; ONE suspect for the single
+   op with the most such idle, at stake = that op's idle only (not the category's sum).
+ - communication: host_wait idle labelled by a comm range, plus the exposed comm GPU time
+   (union of comm kernels minus the union of every other activity).
+ - copies_casts: union of GPU activity launched with a copy/cast op on the stack, and every
+   Memcpy DtoD, less HtoD/DtoH copies. Culprit: the outermost copy/cast op by time.
+ - pageable_memcpy: union of copies whose name contains "Pageable". Culprit: that copy name.
+ - compute_bound_op: the non-GEMM-like, non-copy, non-comm op (innermost cpu_op around the
+   launch; key_averages self CUDA; kernels only) with the most GPU time, if it holds > 50%
+   of all GPU activity time and is not short-kernel; at stake = its GPU time.
+ - CPU-only traces (no GPU activity): every host instant of every thread is labelled as in
+   (b) (every cpu_op is a cpu_bound_op candidate: nothing is short-kernel). Wall-clock time
+   is then given out in priority order communication, data_loading, cpu_bound_op (only the
+   single op with the most labelled time), python_overhead: a category's at stake = the
+   union over threads of its instants less what the categories before it took. (A main
+   thread waiting for a gloo collective run by the gloo thread shows as its
+   record_function's own time: the collective takes that time, not Python.) Evidence
+   also gives each category's share of all self CPU time (summed over threads, as
+   key_averages).
+ - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall; suspects are ranked by
+   at_stake; per category one suspect whose culprit is its largest contributor and whose
+   at stake is the category's sum (cpu_bound_op and compute_bound_op: the one op's); at
+   stake per step = at stake / step count. healthy = GPU present, busy / wall (not / window:
+   a trace with one kernel in a long step is not healthy) >= 0.9, and nothing fired.
+
+Steps (ProfilerStep#N, both schemas)
+ - count, mean, p50, p90 of the host durations of the ProfilerStep#N ranges; pXX is the
+   nearest rank: sorted[ceil(q * n) - 1].
+ - tb-profiler overview (torch_tb_profiler/profiler/step_parser.py + overall_parser.py,
+   re-derived): step spans are moved to the device side (start = max(previous step's end,
+   host start), end = max(host end, last end of the GPU work launched by runtime calls
+   wholly inside the host step); trailing steps with no GPU work are dropped, and the last
+   one when it launched < 80% of the previous). Each span is split, in priority order,
+   into kernel, memcpy, memset, communication (comm kernels), runtime, data loading,
+   CPU exec (any other host range, python_function included), other: each role takes the
+   part of the span the roles before it left. Roles span all threads and devices.
+
+key_averages' same-name merge (torch EventList._remove_dup_nodes, repeated until stable)
+ - an op whose parent has the same name and exactly one child (runtime calls count as
+   children; python_function events are not in the tree) is dropped: its children become
+   the parent's. Calls count the ops left; the parent keeps its own duration.
+"""
+import bisect
+import gzip
+import json
+import math
+import sys
+from collections import defaultdict
+
+SYNC_SLACK_US = 2.0
+FIRE_FRACTION = 0.05
+HEALTHY_BUSY = 0.9
+COMPUTE_SHARE = 0.5
+SHORT_MIN_CALLS = 10
+SHORT_MAX_MEAN_HOST_US = 1000.0
+CPU_PRIORITY = ("communication", "data_loading", "cpu_bound_op", "python_overhead", "launch_bound")
+
+GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset",
+            "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
+RT_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+HOST_CATS = {"cpu_op", "user_annotation", "python_function", "Operator"}
+SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D",
+              "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cuStreamSynchronize", "cuCtxSynchronize",
+              "cuEventSynchronize", "cuMemcpyDtoH_v2", "hipStreamSynchronize", "hipDeviceSynchronize",
+              "hipEventSynchronize", "hipMemcpy"}
+COPY_OPS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone", "aten::type_as",
+            "aten::_copy_from", "aten::_copy_from_and_resize"}
+COMM_PREFIX = ("nccl:", "gloo:", "mpi:", "c10d::")
+GEMM_OP_WORDS = ("mm", "matmul", "linear", "conv", "einsum", "attention", "flash")
+GEMM_KERNEL_WORDS = ("gemm", "xmma", "cutlass", "cublas", "s16816", "h16816", "conv", "flash")
+DATALOADER_PREFIX = "enumerate(DataLoader)#"
+STEP_LABEL = "ProfilerStep#*"
+UNTRACED = "(untraced)"
+
+
+# ---------------------------------------------------------------- reading
+
+def load(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return json.loads(raw)
+
+
+def is_comm_range(name):
+    return name.startswith(COMM_PREFIX) or name == "record_param_comms"
+
+
+def is_comm_kernel(name):
+    n = name.lower()
+    return "nccl" in n or "rccl" in n
+
+
+def is_step(name):
+    return name.startswith("ProfilerStep#")
+
+
+def is_dataloader(name):
+    return name.startswith(DATALOADER_PREFIX)
+
+
+def gemm_like_op(name):
+    n = name.lower()
+    return any(w in n for w in GEMM_OP_WORDS)
+
+
+def gemm_like_kernel(name):
+    n = name.lower()
+    return any(w in n for w in GEMM_KERNEL_WORDS)
+
+
+class Ev:
+    __slots__ = ("name", "kind", "ts", "te", "dur", "pid", "tid", "corr", "device", "stream", "parent", "children", "gpu")
+
+    def __init__(self, name, kind, ts, dur, pid, tid):
+        self.name, self.kind, self.ts, self.dur = name, kind, ts, dur
+        self.te = ts + dur
+        self.pid, self.tid = pid, tid
+        self.corr = None
+        self.device = None
+        self.stream = None
+        self.parent = None
+        self.children = []
+        self.gpu = []
+
+
+class Trace:
+    def __init__(self, doc):
+        evs = doc if isinstance(doc, list) else doc.get("traceEvents", [])
+        self.host = []      # host ranges
+        self.rt = []        # runtime calls
+        self.gpu = []       # GPU activity
+        self.wall0, self.wall1 = math.inf, -math.inf
+        for e in evs:
+            if not isinstance(e, dict):
+                continue
+            ph = e.get("ph")
+            name = e.get("name")
+            if not isinstance(name, str):
+                continue
+            if name == "[memory]" and ph in ("i", "I") and isinstance(e.get("ts"), (int, float)):
+                self._wall(e["ts"], e["ts"])
+                continue
+            if ph != "X" or not isinstance(e.get("ts"), (int, float)) or not isinstance(e.get("dur"), (int, float)):
+                continue
+            cat = e.get("cat")
+            ts, dur = float(e["ts"]), float(e["dur"])
+            args = e.get("args") or {}
+            pid, tid = str(e.get("pid")), str(e.get("tid"))
+            if cat is None or cat == "":
+                kind = "cpu_op" if "::" in name else "user_annotation"
+                self.host.append(Ev(name, kind, ts, dur, pid, tid))
+            elif cat in HOST_CATS:
+                kind = cat
+                if cat == "Operator":
+                    kind = "user_annotation" if "#" in name else "cpu_op"
+                self.host.append(Ev(name, kind, ts, dur, pid, tid))
+            elif cat in RT_CATS:
+                r = Ev(name, "runtime", ts, dur, pid, tid)
+                r.corr = args.get("correlation")
+                self.rt.append(r)
+            elif cat in GPU_CATS:
+                g = Ev(name, GPU_CATS[cat], ts, dur, pid, tid)
+                g.corr = args.get("correlation")
+                dev = args.get("device")
+                if dev is None:
+                    try:
+                        dev = int(e.get("pid"))
+                    except (TypeError, ValueError):
+                        dev = 0
+                g.device = dev
+                g.stream = args.get("stream", e.get("tid"))
+                self.gpu.append(g)
+            elif cat == "gpu_user_annotation":
+                pass
+            else:
+                continue
+            self._wall(ts, ts + dur)
+        self.rt_by_corr = {}
+        for r in self.rt:
+            if r.corr is not None and r.corr not in self.rt_by_corr:
+                self.rt_by_corr[r.corr] = r
+        self._nest()
+        for g in self.gpu:
+            r = self.rt_by_corr.get(g.corr) if g.corr is not None else None
+            if r is not None:
+                r.gpu.append(g)
+        self.threads = defaultdict(list)
+        for h in self.host:
+            self.threads[(h.pid, h.tid)].append(h)
+        self._labels()
+
+    def _wall(self, a, b):
+        if a < self.wall0:
+            self.wall0 = a
+        if b > self.wall1:
+            self.wall1 = b
+
+    def _nest(self):
+        """torch's rule over host ranges and runtime calls (python_function events are not
+        in torch's tree: they keep parent None and take no part)."""
+        per = defaultdict(list)
+        for h in self.host:
+            if h.kind != "python_function":
+                per[(h.pid, h.tid)].append(h)
+        for r in self.rt:
+            per[(r.pid, r.tid)].append(r)
+        for evl in per.values():
+            evl.sort(key=lambda x: (x.ts, -x.te))
+            stack = []
+            for x in evl:
+                while stack and (x.ts >= stack[-1].te or x.te > stack[-1].te):
+                    stack.pop()
+                x.parent = stack[-1] if stack else None
+                if x.parent is not None:
+                    x.parent.children.append(x)
+                stack.append(x)
+
+    # ---- per-thread labels: innermost host range at each instant ----
+    def _labels(self):
+        """self.seg[(pid,tid)] = sorted [(start, end, label, kind)] covering the instants
+        where some host range is active on the thread (runtime calls skipped)."""
+        self.seg = {}
+        self.seg_starts = {}
+        for key, hs in self.threads.items():
+            hs = sorted(hs, key=lambda x: (x.ts, -x.te))
+            segs = []
+            stack = []     # (ev, label, kind)
+
+            def label_of(ev, stack):
+                for s in stack:
+                    if is_dataloader(s[0].name):
+                        return s[0].name, "dataloader"
+                if is_dataloader(ev.name):
+                    return ev.name, "dataloader"
+                if is_step(ev.name):
+                    return STEP_LABEL, "user_annotation"
+                return ev.name, ev.kind
+
+            cursor = None
+
+            def emit(a, b, lab):
+                if segs and a < segs[-1][1]:       # after a partial overlap: never go back
+                    a = segs[-1][1]
+                if b > a:
+                    if segs and segs[-1][2] == lab[0] and segs[-1][3] == lab[1] and abs(segs[-1][1] - a) < 1e-9:
+                        segs[-1] = (segs[-1][0], b, lab[0], lab[1])
+                    else:
+                        segs.append((a, b, lab[0], lab[1]))
+
+            for ev in hs:
+                # close the ranges that end before ev starts (or that ev does not nest in)
+                while stack and (ev.ts >= stack[-1][0].te or ev.te > stack[-1][0].te):
+                    top = stack.pop()
+                    emit(cursor, top[0].te, top[1:])
+                    cursor = top[0].te
+                if stack:
+                    emit(cursor, ev.ts, stack[-1][1:])
+                lab = label_of(ev, stack)
+                stack.append((ev,) + lab)
+                cursor = ev.ts
+            while stack:
+                top = stack.pop()
+                emit(cursor, top[0].te, top[1:])
+                cursor = top[0].te
+            self.seg[key] = segs
+            self.seg_starts[key] = [s[0] for s in segs]
+
+    def labels_in(self, key, a, b):
+        """{(label, kind): us} of thread key over [a, b]; uncovered time is (untraced)."""
+        out = defaultdict(float)
+        segs = self.seg.get(key, [])
+        starts = self.seg_starts.get(key, [])
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        covered = 0.0
+        while i < len(segs) and segs[i][0] < b:
+            s, e, lab, kind = segs[i]
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                out[(lab, kind)] += hi - lo
+                covered += hi - lo
+            i += 1
+        if b - a - covered > 1e-9:
+            out[(UNTRACED, "untraced")] += b - a - covered
+        return out
+
+    def stack_of(self, x):
+        """Host ranges around x (a runtime call or range), innermost first (no python)."""
+        out = []
+        p = x.parent
+        while p is not None:
+            out.append(p)
+            p = p.parent
+        return out
+
+
+# ---------------------------------------------------------------- interval helpers
+
+def union(iv):
+    iv = sorted(iv)
+    out = []
+    for a, b in iv:
+        if out and a <= out[-1][1]:
+            if b > out[-1][1]:
+                out[-1][1] = b
+        else:
+            out.append([a, b])
+    return out
+
+
+def length(iv):
+    return sum(b - a for a, b in iv)
+
+
+def intersect(x, y):
+    """Both merged and sorted."""
+    out = []
+    i = j = 0
+    while i < len(x) and j < len(y):
+        a, b = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
+        if b > a:
+            out.append([a, b])
+        if x[i][1] < y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def subtract(x, y):
+    """x minus y, both merged and sorted."""
+    out = []
+    j = 0
+    for a, b in x:
+        cur = a
+        while j < len(y) and y[j][1] <= cur:
+            j += 1
+        k = j
+        while k < len(y) and y[k][0] < b:
+            if y[k][0] > cur:
+                out.append([cur, y[k][0]])
+            cur = max(cur, y[k][1])
+            k += 1
+        if cur < b:
+            out.append([cur, b])
+    return out
+
+
+def pct(sorted_vals, q):
+    if not sorted_vals:
+        return None
+    k = max(0, math.ceil(q * len(sorted_vals)) - 1)
+    return sorted_vals[k]
+
+
+def r3(x):
+    return None if x is None else round(x, 3)
+
+
+# ---------------------------------------------------------------- analysis
+
+def short_kernel_ops(t):
+    """{op name: [kernel_us, host_us, calls]}: GPU time of the kernels launched with the op
+    on the launch's stack, the host time of the op's calls, their number."""
+    cnt = defaultdict(lambda: [0.0, 0.0, 0])
+    for h in t.host:
+        if h.kind == "cpu_op":
+            cnt[h.name][1] += h.dur
+            cnt[h.name][2] += 1
+    for r in t.rt:
+        if not r.gpu:
+            continue
+        k = sum(g.dur for g in r.gpu if g.kind == "kernel")
+        if k <= 0:
+            continue
+        for n in {p.name for p in t.stack_of(r) if p.kind == "cpu_op"}:
+            cnt[n][0] += k
+    return cnt
+
+
+def is_short(cnt, name):
+    c = cnt.get(name)
+    return bool(c) and c[2] >= SHORT_MIN_CALLS and c[0] > 0 and c[0] < c[1] and c[1] / c[2] <= SHORT_MAX_MEAN_HOST_US
+
+
+def category_of_label(label, kind, short):
+    if kind == "dataloader":
+        return "data_loading"
+    if is_comm_range(label):
+        return "communication"
+    if kind in ("python_function", "user_annotation", "untraced"):
+        return "python_overhead"
+    if kind == "cpu_op":
+        return "launch_bound" if is_short(short, label) else "cpu_bound_op"
+    return "python_overhead"
+
+
+def analyze(doc, want_ops=False, want_gaps=0):
+    t = Trace(doc)
+    res = {"oracle_version": 1}
+    if not math.isfinite(t.wall0):
+        res.update(wall_us=0.0, gpu=None, steps=None, suspects=[], healthy=False)
+        return res
+    wall = t.wall1 - t.wall0
+    res["wall_us"] = r3(wall)
+    short = short_kernel_ops(t)
+
+    # ---- GPU busy / idle ----
+    gpu = None
+    idle_rows = defaultdict(float)         # (class, culprit, kind, category) -> us
+    idle_class = defaultdict(float)
+    gaps_out = []
+    gap_list = []                            # (g0, g1) union-level, for phases
+    all_act = [[g.ts, g.te] for g in t.gpu]
+    if t.gpu:
+        by_dev = defaultdict(list)
+        for g in t.gpu:
+            by_dev[g.device].append(g)
+        devices = {}
+        for dev, acts in sorted(by_dev.items(), key=lambda kv: str(kv[0])):
+            busy = union([[g.ts, g.te] for g in acts])
+            w0, w1 = busy[0][0], busy[-1][1]
+            blen = length(busy)
+            dcls = defaultdict(float)
+            starts = defaultdict(list)
+            for g in acts:
+                starts[g.ts].append(g)
+            start_keys = sorted(starts)
+            for k in range(1, len(busy)):
+                g0, g1 = busy[k - 1][1], busy[k][0]
+                gap = g1 - g0
+                # the activity that starts at g1
+                i = bisect.bisect_left(start_keys, g1 - 1e-9)
+                cands = starts[start_keys[i]] if i < len(start_keys) else []
+                nxt = min(cands, key=lambda g: (g.corr if isinstance(g.corr, (int, float)) else 1e30)) if cands else None
+                r = t.rt_by_corr.get(nxt.corr) if nxt is not None and nxt.corr is not None else None
+                rec = {"g0": r3(g0), "g1": r3(g1), "idle_us": r3(gap), "device": dev}
+                if r is None:
+                    cls = "other"
+                    idle_rows[(cls, "(no launch)", "other", None)] += gap
+                    rec.update(cls=cls)
+                elif r.ts < g0:
+                    cls = "kernel_wait"
+                    st = t.stack_of(r)
+                    op = next((p for p in st if p.kind == "cpu_op"), st[0] if st else None)
+                    name = op.name if op is not None else r.name
+                    if op is not None and op.kind == "cpu_op" and is_short(short, op.name):
+                        cat = "launch_bound"
+                    else:
+                        cat = None
+                    idle_rows[(cls, name, op.kind if op is not None else "runtime", cat)] += gap
+                    rec.update(cls=cls, culprit=name)
+                else:
+                    cls = "host_wait"
+                    key = (r.pid, r.tid)
+                    sync = find_sync(t, key, g0)
+                    labs = t.labels_in(key, g0, g1)
+                    if sync is not None:
+                        st = t.stack_of(sync)
+                        ops = [p for p in st if p.kind == "cpu_op"]
+                        name = ops[-1].name if ops else sync.name
+                        rest = 0.0
+                        for (lab, kind), us in labs.items():
+                            if kind == "dataloader":
+                                idle_rows[(cls, lab, kind, "data_loading")] += us
+                            else:
+                                rest += us
+                        idle_rows[(cls, name, "sync:" + sync.name, "host_sync")] += rest
+                        rec.update(cls=cls, culprit=name, sync=sync.name)
+                    else:
+                        for (lab, kind), us in labs.items():
+                            idle_rows[(cls, lab, kind, category_of_label(lab, kind, short))] += us
+                        top = max(labs.items(), key=lambda kv: kv[1])[0] if labs else (UNTRACED, "untraced")
+                        rec.update(cls=cls, culprit=top[0])
+                dcls[cls] += gap
+                idle_class[cls] += gap
+                if want_gaps:
+                    gaps_out.append(rec)
+            devices[str(dev)] = {"busy_us": r3(blen), "window_us": r3(w1 - w0), "idle_us": r3(w1 - w0 - blen),
+                                 "busy_fraction": r3((blen / (w1 - w0)) if w1 > w0 else 1.0),
+                                 "lead_in_us": r3(w0 - t.wall0), "tail_us": r3(t.wall1 - w1),
+                                 "idle_by_class_us": {k: r3(v) for k, v in sorted(dcls.items())}}
+        ub = union(all_act)
+        w0, w1 = ub[0][0], ub[-1][1]
+        bl = length(ub)
+        gap_list = [[ub[i - 1][1], ub[i][0]] for i in range(1, len(ub))]
+        tot = sum(g.dur for g in t.gpu)
+        gemm = 0.0
+        for g in t.gpu:
+            r = t.rt_by_corr.get(g.corr) if g.corr is not None else None
+            st = t.stack_of(r) if r is not None else []
+            ops = [p for p in st if p.kind == "cpu_op"]
+            if (ops and any(gemm_like_op(p.name) and "attention" not in p.name and "flash" not in p.name for p in ops)) or \
+                    (not ops and g.kind == "kernel" and gemm_like_kernel(g.name) and "flash" not in g.name.lower()):
+                gemm += g.dur
+        gpu = {"busy_fraction": r3(bl / (w1 - w0)) if w1 > w0 else 1.0, "busy_us": r3(bl), "window_us": r3(w1 - w0),
+               "idle_us": r3(w1 - w0 - bl), "lead_in_us": r3(w0 - t.wall0), "tail_us": r3(t.wall1 - w1),
+               "utilization_of_wall": r3(bl / wall) if wall > 0 else None,
+               "gemm_share_of_gpu_time": r3(gemm / tot) if tot > 0 else None, "devices": devices}
+    res["gpu"] = gpu
+
+    if gpu is not None:
+        rows = sorted(idle_rows.items(), key=lambda kv: -kv[1])
+        res["idle"] = {
+            "by_class_us": {k: r3(v) for k, v in sorted(idle_class.items())},
+            "by_culprit": [{"class": c, "culprit": n, "kind": k, "category": cat, "idle_us": r3(v),
+                            "share_of_idle": r3(v / max(1e-9, sum(idle_class.values())))}
+                           for (c, n, k, cat), v in rows[:25]],
+        }
+        if want_gaps:
+            res["idle"]["gaps"] = sorted(gaps_out, key=lambda g: -g["idle_us"])[:want_gaps]
+
+    # ---- steps ----
+    steps = sorted((h for h in t.host if is_step(h.name)), key=lambda h: h.ts)
+    if steps:
+        d = sorted(h.dur for h in steps)
+        res["steps"] = {"count": len(d), "mean_us": r3(sum(d) / len(d)), "p50_us": r3(pct(d, 0.5)),
+                        "p90_us": r3(pct(d, 0.9)), "min_us": r3(d[0]), "max_us": r3(d[-1])}
+        res["steps_tb"] = tb_steps(t, steps)
+    else:
+        res["steps"] = None
+        res["steps_tb"] = tb_steps(t, [])
+
+    # ---- phases ----
+    res["phases"] = phases(t, gap_list)
+
+    # ---- suspects ----
+    res["suspects"], res["category_at_stake_us"] = suspects(t, wall, gpu, idle_rows, short, res["steps"])
+    res["healthy"] = bool(gpu is not None and gpu["utilization_of_wall"] >= HEALTHY_BUSY and not res["suspects"])
+
+    # ---- key_averages merge ----
+    res["merge"] = merge_table(t, want_ops)
+    return res
+
+
+def find_sync(t, key, g0):
+    """The blocking sync call of thread key active when the GPU went idle at g0: the
+    latest one that started before g0 (a thread's sync calls do not overlap), if it ended
+    no earlier than g0 - SYNC_SLACK_US."""
+    if not hasattr(t, "syncs"):
+        t.syncs = {}
+        per = defaultdict(list)
+        for r in t.rt:
+            if blocking(r):
+                per[(r.pid, r.tid)].append(r)
+        for k, v in per.items():
+            v.sort(key=lambda r: r.ts)
+            t.syncs[k] = (v, [r.ts for r in v])
+    if key not in t.syncs:
+        return None
+    lst, starts = t.syncs[key]
+    i = bisect.bisect_left(starts, g0) - 1
+    if i >= 0 and lst[i].te + SYNC_SLACK_US >= g0:
+        return lst[i]
+    return None
+
+
+def blocking(r):
+    if r.name in SYNC_CALLS:
+        return True
+    n = r.name
+    if (n.startswith("cudaMemcpy") or n.startswith("hipMemcpy")) and n.endswith("Async"):
+        return any("DtoH" in g.name and "Pageable" in g.name for g in r.gpu)
+    return False
+
+
+def suspects(t, wall, gpu, idle_rows, short, steps):
+    per_cat = defaultdict(lambda: defaultdict(float))    # category -> culprit -> us
+    evidence = defaultdict(dict)
+    if gpu is not None:
+        for (cls, name, kind, cat), us in idle_rows.items():
+            if cat is not None:
+                per_cat[cat][name] += us
+        total_gpu = sum(g.dur for g in t.gpu)
+        # comm exposed
+        comm = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and is_comm_kernel(g.name)])
+        if comm:
+            rest = union([[g.ts, g.te] for g in t.gpu if not (g.kind == "kernel" and is_comm_kernel(g.name))])
+            exposed = subtract(comm, rest)
+            fam = defaultdict(float)
+            for g in t.gpu:
+                if g.kind == "kernel" and is_comm_kernel(g.name):
+                    fam[g.name.split("(")[0]] += g.dur
+            top = max(fam.items(), key=lambda kv: kv[1])[0]
+            per_cat["communication"][top] += length(exposed)
+            evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
+                                         "overlap_us": r3(length(comm) - length(exposed))}
+        # copies / casts, pageable, compute-bound op: by launch stacks
+        copy_iv = defaultdict(list)
+        page_iv = defaultdict(list)
+        op_self = defaultdict(float)
+        for g in t.gpu:
+            r = t.rt_by_corr.get(g.corr) if g.corr is not None else None
+            st = t.stack_of(r) if r is not None else []
+            if g.kind == "gpu_memcpy" and "Pageable" in g.name:
+                page_iv[g.name].append([g.ts, g.te])
+            host_copy = g.kind == "gpu_memcpy" and ("HtoD" in g.name or "DtoH" in g.name)
+            copy_ops = [p for p in st if p.name in COPY_OPS]
+            if not host_copy and (copy_ops or (g.kind == "gpu_memcpy" and "DtoD" in g.name)):
+                nm = copy_ops[-1].name if copy_ops else g.name
+                copy_iv[nm].append([g.ts, g.te])
+            inner = next((p for p in st if p.kind == "cpu_op"), None)
+            if inner is not None:
+                if not gemm_like_op(inner.name) and inner.name not in COPY_OPS and not is_comm_range(inner.name) \
+                        and not any(p.name in COPY_OPS or gemm_like_op(p.name) or is_comm_range(p.name) for p in st) \
+                        and g.kind == "kernel":
+                    op_self[inner.name] += g.dur
+            elif g.kind == "kernel" and not gemm_like_kernel(g.name) and not is_comm_kernel(g.name):
+                op_self[g.name] += g.dur
+        if copy_iv:
+            allc = union([iv for v in copy_iv.values() for iv in v])
+            top = max(copy_iv.items(), key=lambda kv: length(union(kv[1])))[0]
+            per_cat["copies_casts"][top] += length(allc)
+            evidence["copies_casts"] = {"copy_gpu_us": r3(length(allc)), "share_of_gpu_busy": r3(length(allc) / gpu["busy_us"])}
+        if page_iv:
+            allp = union([iv for v in page_iv.values() for iv in v])
+            top = max(page_iv.items(), key=lambda kv: length(union(kv[1])))[0]
+            per_cat["pageable_memcpy"][top] += length(allp)
+            evidence["pageable_memcpy"] = {"pageable_copy_us": r3(length(allp)), "copies": sum(len(v) for v in page_iv.values())}
+        if op_self and total_gpu > 0:
+            top, us = max(op_self.items(), key=lambda kv: kv[1])
+            evidence["compute_bound_op"] = {"op": top, "gpu_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
+            if us / total_gpu > COMPUTE_SHARE and not is_short(short, top):
+                per_cat["compute_bound_op"][top] += us
+    else:
+        # CPU only: label every instant of every thread; wall-clock instants go to the first
+        # category, in CPU_PRIORITY order, that labels them on some thread
+        cat_iv = defaultdict(lambda: defaultdict(list))
+        for key, segs in t.seg.items():
+            for s, e, lab, kind in segs:
+                cat_iv[category_of_label(lab, kind, short)][lab].append([s, e])
+        self_tot = sum(e - s for segs in t.seg.values() for s, e, lab, kind in segs)
+        taken = []
+        for cat in CPU_PRIORITY:
+            m = cat_iv.get(cat)
+            if not m:
+                continue
+            tops = sorted(((n, union(v)) for n, v in m.items()), key=lambda kv: -length(kv[1]))
+            cat_self = sum(length(v) for v in m.values())
+            if cat == "cpu_bound_op":
+                n, u = tops[0]
+                mine = subtract(u, taken)
+                per_cat[cat][n] = length(mine)
+                taken = union(taken + mine)
+            else:
+                u = union([iv for _, v in tops for iv in v])
+                mine = subtract(u, taken)
+                per_cat[cat][tops[0][0]] = length(mine)
+                taken = union(taken + mine)
+            evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
+                             "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
+    at_stake = {}
+    out = []
+    for cat, m in per_cat.items():
+        if cat in ("cpu_bound_op", "compute_bound_op"):
+            culprit, tot = max(m.items(), key=lambda kv: kv[1])
+        else:
+            tot = sum(m.values())
+            culprit = max(m.items(), key=lambda kv: kv[1])[0]
+        at_stake[cat] = r3(tot)
+        if wall <= 0 or tot < FIRE_FRACTION * wall:
+            continue
+        ev = dict(evidence.get(cat, {}))
+        ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in sorted(m.items(), key=lambda kv: -kv[1])[:5]]
+        out.append({"category": cat, "culprit": culprit, "at_stake_us": r3(tot), "at_stake_fraction": r3(tot / wall),
+                    "at_stake_per_step_us": r3(tot / steps["count"]) if steps else None, "evidence": ev})
+    out.sort(key=lambda s: -s["at_stake_us"])
+    return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
+
+
+def tb_steps(t, steps):
+    """tb-profiler's overview: device-adjusted step spans and the role breakdown."""
+    roles = ["kernel", "memcpy", "memset", "communication", "runtime", "data_loading", "cpu_exec"]
+    rr = {k: [] for k in roles}
+    for g in t.gpu:
+        if g.kind == "kernel":
+            rr["communication" if is_comm_kernel(g.name) else "kernel"].append([g.ts, g.te])
+        elif g.kind == "gpu_memcpy":
+            rr["memcpy"].append([g.ts, g.te])
+        else:
+            rr["memset"].append([g.ts, g.te])
+    for r in t.rt:
+        rr["runtime"].append([r.ts, r.te])
+    hmin, hmax = math.inf, -math.inf
+    for h in t.host:
+        if is_step(h.name):
+            pass
+        elif is_dataloader(h.name):
+            rr["data_loading"].append([h.ts, h.te])
+        else:
+            rr["cpu_exec"].append([h.ts, h.te])
+        hmin, hmax = min(hmin, h.ts), max(hmax, h.te)
+    for k in roles:
+        rr[k] = union(rr[k])
+    spans = [[s.ts, s.te] for s in steps]
+    names = [s.name for s in steps]
+    if not spans:
+        if not math.isfinite(hmin):
+            return None
+        spans, names = [[hmin, hmax]], ["0"]
+    # device side (step_parser._update_steps_consider_device_side)
+    rts = sorted(t.rt, key=lambda r: r.ts)
+    n = len(spans)
+    dev = [None] * n
+    matched = [0] * n
+    seen = set()
+    i_step = i_rt = 0
+    dmin, dmax = math.inf, -math.inf
+    while i_step < n and i_rt < len(rts):
+        s0, s1 = spans[i_step]
+        r = rts[i_rt]
+        if r.ts < s0:
+            i_rt += 1
+        elif r.te <= s1:
+            for g in r.gpu:
+                dmin, dmax = min(dmin, g.ts), max(dmax, g.te)
+                seen.add(id(g))
+                matched[i_step] += 1
+            i_rt += 1
+        elif r.ts < s1:
+            i_rt += 1
+        else:
+            dev[i_step] = (dmin, dmax)
+            i_step += 1
+            dmin, dmax = math.inf, -math.inf
+    while i_step < n:
+        dev[i_step] = (dmin, dmax)
+        dmin, dmax = math.inf, -math.inf
+        i_step += 1
+    if seen:
+        prev = spans[0][0]
+        if dev[0][0] != math.inf:
+            for g in t.gpu:
+                if id(g) not in seen and g.te < dev[0][0]:
+                    prev = max(prev, g.te)
+        for i in range(n):
+            s = max(prev, spans[i][0])
+            if dev[i][0] == math.inf:
+                e = max(spans[i][1], s)
+            else:
+                e = max(spans[i][1], dev[i][1])
+                if e < s:
+                    e = s
+            spans[i] = [s, e]
+            prev = e
+        if n > 1:
+            i = n - 1
+            while i >= 0 and matched[i] <= 0:
+                i -= 1
+            if i >= 0:
+                keep = i + 1
+                if i > 0 and matched[i - 1] * 0.8 > matched[i]:
+                    keep = i
+                spans, names = spans[:keep], names[:keep]
+    per = []
+    tot = defaultdict(float)
+    for (s, e), nm in zip(spans, names):
+        slots = [[s, e]]
+        row = {"name": nm, "dur_us": r3(e - s)}
+        for k in roles:
+            part = intersect(slots, rr[k])
+            row[k + "_us"] = r3(length(part))
+            tot[k] += length(part)
+            slots = subtract(slots, part)
+        row["other_us"] = r3(length(slots))
+        tot["other"] += length(slots)
+        tot["dur"] += e - s
+        per.append(row)
+    m = len(per)
+    return {"count": m, "mean_us": r3(tot["dur"] / m) if m else None,
+            "breakdown_mean_us": {k: r3(tot[k] / m) for k in roles + ["other"]} if m else None,
+            "per_step": per}
+
+
+def phases(t, gap_list):
+    inst = defaultdict(list)
+    for h in t.host:
+        if h.kind != "user_annotation":
+            continue
+        if is_step(h.name):
+            inst[STEP_LABEL].append([h.ts, h.te])
+        else:
+            inst[h.name].append([h.ts, h.te])
+    gaps = union(gap_list) if gap_list else []
+    out = {}
+    for name, iv in inst.items():
+        u = union(iv)
+        out[name] = {"count": len(iv), "total_us": r3(sum(b - a for a, b in iv)),
+                     "gpu_idle_us": r3(length(intersect(u, gaps))) if gaps else None}
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]["total_us"]))
+
+
+def merge_table(t, want_ops):
+    """key_averages rows after torch's same-name merge: calls, cpu total, self cpu."""
+    # the op tree over host ranges but python_function, and runtime calls
+    nodes = [h for h in t.host if h.kind != "python_function"] + list(t.rt)
+    parent = {id(x): x.parent for x in nodes}
+    children = defaultdict(list)
+    for x in nodes:
+        if x.parent is not None:
+            children[id(x.parent)].append(x)
+    order = sorted(nodes, key=lambda x: (x.pid, x.tid, x.ts, -x.te))
+    deleted = set()
+    while True:
+        dl = []
+        for x in order:
+            if id(x) in deleted:
+                continue
+            p = parent[id(x)]
+            if p is not None and p.name == x.name and len(children[id(p)]) == 1:
+                children[id(p)] = children[id(x)]
+                for c in children[id(x)]:
+                    parent[id(c)] = p
+                dl.append(id(x))
+                deleted.add(id(x))
+        if not dl:
+            break
+    rows = defaultdict(lambda: {"calls": 0, "raw_calls": 0, "cpu_total_us": 0.0, "self_cpu_us": 0.0})
+    for x in nodes:
+        r = rows[x.name]
+        r["raw_calls"] += 1
+        if id(x) in deleted:
+            continue
+        r["calls"] += 1
+        r["cpu_total_us"] += x.dur
+        r["self_cpu_us"] += x.dur - sum(c.dur for c in children[id(x)])
+    diff = {n: {"calls": r["calls"], "raw_calls": r["raw_calls"]} for n, r in rows.items() if r["calls"] != r["raw_calls"]}
+    out = {"merged": dict(sorted(diff.items()))}
+    if want_ops:
+        out["ops"] = {n: {k: (r3(v) if isinstance(v, float) else v) for k, v in r.items()} for n, r in sorted(rows.items())}
+    return out
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    if len(args) != 1:
+        sys.stderr.write("usage: oracle.py TRACE [--ops] [--gaps=N]\n")
+        return 2
+    want_gaps = 0
+    for a in argv[1:]:
+        if a.startswith("--gaps="):
+            want_gaps = int(a.split("=", 1)[1])
+    res = analyze(load(args[0]), want_ops="--ops" in argv, want_gaps=want_gaps)
+    res = {"trace": args[0], **res}
+    json.dump(res, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

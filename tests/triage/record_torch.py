@@ -1,0 +1,165 @@
+#!/usr/bin/python3
+"""record_torch.py [OUTDIR]: real traces from Debian's python3-torch (1.13, CPU only, the
+legacy autograd profiler: export_chrome_trace writes a bare JSON array), for the categories
+a CPU can produce. Writes, gzip'd (mtime 0), into OUTDIR (default tests/triage/torch/):
+
+  python_overhead.json.gz   a token loop: `prefill` once, then `decode_step` x24, each a few
+                            small aten ops around ~1 ms of pure-Python sampling (a top-k and
+                            a repetition penalty written as Python loops over a list)
+  gloo_rank0.json.gz        2-process torch.distributed job, gloo backend: each step a
+  gloo_rank1.json.gz        little compute then all_reduce of 8 MB; rank 1 does ~25 ms more
+                            compute per step on purpose (the straggler), so rank 0 waits in
+                            the collective; all_reduce of 32 MB dominates both ranks. Both ranks are kept (jobs / straggler feature).
+
+and beside each trace NAME.key_averages.json: prof.key_averages() as torch computes it
+(key, count, cpu_time_total_us, self_cpu_time_total_us), an oracle for the operator table.
+
+The timings are real, so every run writes different numbers; the committed files are one
+run (README.md: the expected answers were checked on them with oracle.py)."""
+import gzip
+import json
+import os
+import random
+import socket
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.profiler import ProfilerActivity, profile, record_function
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def save(prof, outdir, name):
+    tmp = tempfile.mkdtemp(prefix="fp-triage-rec-")
+    path = os.path.join(tmp, "trace.json")
+    prof.export_chrome_trace(path)
+    with open(path, "rb") as f:
+        raw = f.read()
+    out = os.path.join(outdir, name + ".json.gz")
+    with open(out, "wb") as f:
+        with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=9) as g:
+            g.write(raw)
+    rows = [{"key": e.key, "count": e.count, "cpu_time_total_us": e.cpu_time_total,
+             "self_cpu_time_total_us": e.self_cpu_time_total} for e in prof.key_averages()]
+    rows.sort(key=lambda r: -r["self_cpu_time_total_us"])
+    with open(os.path.join(outdir, name + ".key_averages.json"), "w") as f:
+        json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
+        f.write("\n")
+    os.remove(path)
+    os.rmdir(tmp)
+    return out
+
+
+# ---------------------------------------------------------------- (a) Python overhead
+
+def sample_top_k(logits, k, history, rng):
+    """Sampling written in Python: the host work between the small ops."""
+    vals = logits.tolist()
+    for tok in history[-32:]:                       # repetition penalty, a loop per token
+        for _ in range(300):
+            vals[tok] = vals[tok] * 0.999
+    order = sorted(range(len(vals)), key=lambda i: -vals[i])[:k]
+    acc = 0.0
+    weights = []
+    for i in order:
+        w = 1.0 / (1.0 + abs(vals[i]))
+        for _ in range(400):                        # a softmax by hand, badly
+            w = (w * 1.0001) % 7.0
+        acc += w
+        weights.append(acc)
+    x = rng.random() * acc
+    for i, w in zip(order, weights):
+        if x <= w:
+            return i
+    return order[-1]
+
+
+def record_python_overhead(outdir):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    rng = random.Random(0)
+    vocab, dim = 512, 64
+    emb = torch.nn.Embedding(vocab, dim)
+    layers = torch.nn.Sequential(torch.nn.Linear(dim, dim), torch.nn.GELU(), torch.nn.Linear(dim, dim))
+    head = torch.nn.Linear(dim, vocab)
+    prompt = torch.randint(0, vocab, (16,))
+    history = prompt.tolist()
+    with torch.no_grad():
+        layers(emb(prompt))                         # first calls (lazy init) unprofiled
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            with record_function("prefill"):
+                h = layers(emb(prompt))
+                logits = head(h[-1])
+                tok = sample_top_k(logits, 40, history, rng)
+            for _ in range(24):
+                with record_function("decode_step"):
+                    h = layers(emb(torch.tensor([tok])))
+                    logits = head(h[-1])
+                    tok = sample_top_k(logits, 40, history, rng)
+                    history.append(tok)
+    return save(prof, outdir, "python_overhead")
+
+
+# ---------------------------------------------------------------- (b) gloo collectives
+
+def gloo_worker(rank, port, outdir, steps):
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
+    torch.manual_seed(rank)
+    grad = torch.randn(1 << 23)                     # 32 MB of fp32 "gradients"
+    w = torch.randn(128, 128)
+    dist.all_reduce(grad)                           # warm the connections up, unprofiled
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            with record_function("train_step"):
+                with record_function("forward_backward"):
+                    x = torch.randn(64, 128)
+                    for _ in range(4):
+                        x = torch.tanh(x @ w)
+                    if rank == 1:                   # the straggler: ~25 ms more compute
+                        with record_function("slow_rank_extra_work"):
+                            y = torch.randn(128, 128)
+                            for _ in range(40):
+                                y = torch.tanh(y @ y) * 0.5
+                dist.all_reduce(grad)
+                grad.mul_(0.5)
+    save(prof, outdir, "gloo_rank%d" % rank)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def record_gloo(outdir, steps=6):
+    ctx = mp.get_context("spawn")
+    port = free_port()
+    ps = [ctx.Process(target=gloo_worker, args=(r, port, outdir, steps)) for r in range(2)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join(300)
+        if p.exitcode != 0:
+            raise SystemExit("record_torch: a gloo rank failed (exit %s)" % p.exitcode)
+
+
+def main(argv):
+    outdir = argv[1] if len(argv) > 1 else os.path.join(HERE, "torch")
+    os.makedirs(outdir, exist_ok=True)
+    print(record_python_overhead(outdir))
+    record_gloo(outdir)
+    for r in range(2):
+        print(os.path.join(outdir, "gloo_rank%d.json.gz" % r))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,513 @@
+#!/usr/bin/python3
+"""run.py SERVER_BIN [CASE_ID_SUBSTRING...]: the triage ground truth against a real server.
+
+Generates the labelled corpus (gen_cases.py) into a temp dir, starts SERVER_BIN on a free
+loopback port (as tests/integration/fpserver.py does), uploads every case of cases.json (the
+generated ones, the real traces in ../shared/data/traces, the torch recordings in torch/),
+reads GET /api/v1/sessions/{id}/suspects (+ /phases, /operators, /compare) and asserts the
+answers of cases.json. One PASS/FAIL line per case with the reasons, a summary, exit 1 on any
+failure.
+
+    run.py --check-corpus   no server: oracle.py on every case must give cases.json's
+                            answers (the corpus, the oracle and the labels agree)
+    run.py --write-numbers  rewrites the `numbers` blocks of cases.json from oracle.py
+
+The reply contract asserted (issue 19; the lead implements exactly this):
+  {"session_id", "wall_us", "healthy",
+   "gpu": {"busy_fraction", "idle_us", "lead_in_us", "tail_us"} | null (CPU-only),
+   "steps": {"count", "mean_us", "p50_us", "p90_us"} | null,
+   "suspects": [{"category", "culprit", "smell", "at_stake_us", "at_stake_fraction",
+                 "at_stake_per_step_us", "evidence", "next_experiment"}]  (by at_stake_us, desc)}
+and GET /api/v1/compare?base=A&head=B has a top-level "per_step" object with a list
+"regressions". Standard library only."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TRACES = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "traces"))
+CASES = os.path.join(HERE, "cases.json")
+sys.path.insert(0, HERE)
+
+import gen_cases  # noqa: E402
+import oracle  # noqa: E402
+
+RAN = 0
+CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
+              "compute_bound_op", "communication", "cpu_bound_op"}
+SMELLS = {"cpu_heavy", "one_op_dominates", "many_small_calls", None}
+
+
+def load_cases():
+    with open(CASES) as f:
+        return json.load(f)
+
+
+def case_path(c, gendir):
+    if "file" in c:
+        return os.path.join(gendir, c["file"])
+    if "real" in c:
+        return os.path.join(TRACES, c["real"])
+    return os.path.join(HERE, "torch", c["torch"])
+
+
+def has(text, word):
+    return word.lower() in (text or "").lower()
+
+
+# ---------------------------------------------------------------- the checks
+
+def check_reply(c, doc, reply, sid=None, from_oracle=False):
+    """Errors (strings) of one /suspects reply (or the oracle's answer shaped like one)."""
+    e = []
+    exp = c.get("expect", {})
+    num = c.get("numbers") or {}
+    tol = doc["tolerance"]
+    if not isinstance(reply, dict):
+        return ["reply is not a JSON object"]
+    for k in ("wall_us", "healthy", "gpu", "steps", "suspects"):
+        if k not in reply:
+            e.append("no '%s' in the reply" % k)
+    if e:
+        return e
+    if sid is not None and reply.get("session_id") != sid:
+        e.append("session_id %r, not %d" % (reply.get("session_id"), sid))
+    wall = reply["wall_us"]
+    if not isinstance(wall, (int, float)) or wall <= 0:
+        return e + ["wall_us %r" % (wall,)]
+    if "wall_us" in num and abs(wall - num["wall_us"]) > tol["wall_rel"] * num["wall_us"]:
+        e.append("wall_us %.1f, oracle %.1f" % (wall, num["wall_us"]))
+    if "healthy" in exp and reply["healthy"] is not exp["healthy"]:
+        e.append("healthy %r, expected %r" % (reply["healthy"], exp["healthy"]))
+    # gpu
+    if "gpu" in num:
+        g, og = reply["gpu"], num["gpu"]
+        if og is None:
+            if g is not None:
+                e.append("gpu must be null (CPU-only trace), got %s" % json.dumps(g)[:120])
+        elif not isinstance(g, dict):
+            e.append("gpu is %r, oracle busy_fraction %.3f" % (g, og["busy_fraction"]))
+        else:
+            if not isinstance(g.get("busy_fraction"), (int, float)) or abs(g["busy_fraction"] - og["busy_fraction"]) > tol["busy_fraction_abs"]:
+                e.append("gpu.busy_fraction %r, oracle %.3f" % (g.get("busy_fraction"), og["busy_fraction"]))
+            for k in ("idle_us", "lead_in_us", "tail_us"):
+                v = g.get(k)
+                if not isinstance(v, (int, float)) or abs(v - og[k]) > tol["gpu_us_of_wall"] * num["wall_us"] + 1.0:
+                    e.append("gpu.%s %r, oracle %.1f" % (k, v, og[k]))
+    # steps
+    if "steps" in num:
+        s, os_ = reply["steps"], num["steps"]
+        if os_ is None:
+            if s is not None:
+                e.append("steps must be null (no ProfilerStep#N), got %s" % json.dumps(s)[:100])
+        elif not isinstance(s, dict):
+            e.append("steps is %r, oracle count %d" % (s, os_["count"]))
+        else:
+            if s.get("count") != os_["count"]:
+                e.append("steps.count %r, oracle %d" % (s.get("count"), os_["count"]))
+            for k in ("mean_us", "p50_us", "p90_us"):
+                v = s.get(k)
+                if not isinstance(v, (int, float)) or abs(v - os_[k]) > tol["step_rel"] * os_[k] + 0.5:
+                    e.append("steps.%s %r, oracle %.1f (nearest rank)" % (k, v, os_[k]))
+    # suspects: shape, order, arithmetic
+    sus = reply["suspects"]
+    if not isinstance(sus, list):
+        return e + ["suspects is not a list"]
+    nsteps = reply["steps"]["count"] if isinstance(reply.get("steps"), dict) and reply["steps"].get("count") else None
+    prev = None
+    for i, x in enumerate(sus):
+        tag = "suspects[%d]" % i
+        if not isinstance(x, dict):
+            e.append(tag + " is not an object")
+            continue
+        if x.get("category") not in CATEGORIES:
+            e.append("%s.category %r is not a known id" % (tag, x.get("category")))
+        if not isinstance(x.get("culprit"), str) or not x["culprit"]:
+            e.append(tag + ".culprit missing")
+        if not from_oracle and x.get("smell", "absent") not in SMELLS:
+            e.append("%s.smell %r" % (tag, x.get("smell", "absent")))
+        a = x.get("at_stake_us")
+        if not isinstance(a, (int, float)) or a < 0 or a > wall * 1.001:
+            e.append("%s.at_stake_us %r (wall %.0f)" % (tag, a, wall))
+            continue
+        f = x.get("at_stake_fraction")
+        if not isinstance(f, (int, float)) or abs(f - a / wall) > 0.005:
+            e.append("%s.at_stake_fraction %r != at_stake_us / wall_us %.3f" % (tag, f, a / wall))
+        ps = x.get("at_stake_per_step_us", "absent")
+        if nsteps:
+            if not isinstance(ps, (int, float)) or abs(ps - a / nsteps) > 0.01 * a / nsteps + 0.5:
+                e.append("%s.at_stake_per_step_us %r != at_stake_us / %d" % (tag, ps, nsteps))
+        elif ps is not None:
+            e.append("%s.at_stake_per_step_us %r without steps (null expected)" % (tag, ps))
+        if not from_oracle:
+            if not isinstance(x.get("evidence"), dict):
+                e.append(tag + ".evidence is not an object")
+            if not isinstance(x.get("next_experiment"), str) or not x["next_experiment"].strip():
+                e.append(tag + ".next_experiment missing")
+        if prev is not None and a > prev + 1e-6:
+            e.append("suspects not ranked by at_stake_us (%s above %s)" % (a, prev))
+        prev = a
+    cats = [x.get("category") for x in sus if isinstance(x, dict)]
+    if exp.get("no_suspects") and sus:
+        e.append("nothing may fire, got %s" % ", ".join("%s(%s %.1f%%)" % (x.get("category"), str(x.get("culprit"))[:40],
+                                                                         100 * (x.get("at_stake_fraction") or 0)) for x in sus))
+    for nf in exp.get("not_fired", []):
+        if nf in cats:
+            e.append("%s must not fire" % nf)
+    top = sus[0] if sus and isinstance(sus[0], dict) else None
+    for nt in exp.get("not_top", []):
+        if top and top.get("category") == nt:
+            e.append("%s must not be the top suspect" % nt)
+    want = [exp["top"]] if "top" in exp else exp.get("top_any")
+    if want:
+        if top is None:
+            if not exp.get("allow_no_suspect"):
+                e.append("no suspect; expected %s" % " or ".join(want))
+        elif top.get("category") not in want:
+            e.append("top suspect %s (%s), expected %s" % (top.get("category"), str(top.get("culprit"))[:60], " or ".join(want)))
+        elif "top" in exp and num.get("top"):
+            o = num["top"]["at_stake_fraction"]
+            lo, hi = o * tol["at_stake_min_of_oracle"], min(1.0, o * tol["at_stake_max_of_oracle"] + tol["at_stake_max_slack"])
+            f = top.get("at_stake_fraction")
+            if isinstance(f, (int, float)) and not lo <= f <= hi:
+                e.append("top at_stake_fraction %.3f outside [%.3f, %.3f] (oracle %.3f)" % (f, lo, hi, o))
+    if top is not None and want and top.get("category") in want:
+        matched = None
+        if exp.get("culprit"):
+            matched = next((w for w in exp["culprit"] if has(top.get("culprit"), w)), None)
+            if matched is None:
+                e.append("culprit %r names none of %s" % (str(top.get("culprit"))[:90], exp["culprit"]))
+        if not from_oracle:
+            text = top.get("next_experiment") or ""
+            if matched and not has(text, matched):
+                e.append("next_experiment does not name the culprit %r: %r" % (matched, text[:120]))
+            for w in doc["next_words"].get(exp.get("next", ""), []):
+                alts = w if isinstance(w, list) else [w]
+                if not any(has(text, a) for a in alts):
+                    e.append("next_experiment lacks %s: %r" % (" / ".join(repr(a) for a in alts), text[:120]))
+    if not from_oracle:
+        for x in sus:
+            for w in exp.get("forbid_words", []):
+                if isinstance(x, dict) and has(x.get("next_experiment"), w):
+                    e.append("next_experiment of %s says %r (does not fit this trace)" % (x.get("category"), w))
+    return e
+
+
+def check_phases(c, rows):
+    e = []
+    exp = c.get("expect", {})
+    cpu = [r for r in rows if r.get("kind", "cpu") == "cpu"]
+    if "phases_steps" in exp:
+        st = [r for r in cpu if str(r.get("name", "")).startswith("ProfilerStep")]
+        n = exp["phases_steps"]
+        if len(st) != 1 or st[0].get("count") != n:
+            e.append("phases: want one ProfilerStep row with count %d, got %s" % (
+                n, ", ".join("%s x%s" % (r.get("name"), r.get("count")) for r in st[:4]) + (" ... (%d rows)" % len(st) if len(st) > 4 else "")
+                if st else "none"))
+    for name, want in exp.get("phase_rows", {}).items():
+        r = next((r for r in cpu if r.get("name") == name), None)
+        if r is None:
+            e.append("phases: no row %r" % name)
+        elif r.get("count") != want["count"]:
+            e.append("phases: %s count %r, expected %d" % (name, r.get("count"), want["count"]))
+    if "dense_vs_small" in exp:
+        a, b = (next((r for r in cpu if r.get("name") == n), None) for n in exp["dense_vs_small"])
+        if a and b and "kernel_mean_us" in a:
+            if not a["kernel_mean_us"] >= 5 * b["kernel_mean_us"]:
+                e.append("phases: %s kernel_mean_us %.1f not >= 5x %s's %.1f" % (a["name"], a["kernel_mean_us"], b["name"], b["kernel_mean_us"]))
+            ua, ub = a.get("gpu_utilization"), b.get("gpu_utilization")
+            if isinstance(ua, (int, float)) and isinstance(ub, (int, float)) and not ua > ub:
+                e.append("phases: %s gpu_utilization %.2f not above %s's %.2f" % (a["name"], ua, b["name"], ub))
+    return e
+
+
+def check_operators(c, rows):
+    e = []
+    for name, calls in c.get("expect", {}).get("operators", {}).items():
+        got = [r for r in rows if r.get("name") == name and r.get("kind") in ("cpu_op", None)]
+        n = sum(r.get("calls", 0) for r in got)
+        if n != calls:
+            e.append("operators: %s calls %s, key_averages' merge gives %d" % (name, n if got else "(none)", calls))
+    return e
+
+
+def check_key_averages(c, rows):
+    """rows: {name: {calls, cpu_total, self_cpu}} against torch's own key_averages()."""
+    e = []
+    if "key_averages" not in c:
+        return e
+    with open(os.path.join(HERE, "torch", c["key_averages"])) as f:
+        ka = json.load(f)["rows"]
+    asyn = set(c.get("async", []))
+    for r in ka:
+        g = rows.get(r["key"])
+        if g is None:
+            e.append("key_averages: no row %r" % r["key"])
+            continue
+        bad = g["calls"] != r["count"] or abs(g["cpu_total"] - r["cpu_time_total_us"]) > 0.5
+        if r["key"] not in asyn and abs(g["self_cpu"] - r["self_cpu_time_total_us"]) > 0.5:
+            bad = True
+        if bad:
+            e.append("key_averages: %s calls/cpu/self %s/%s/%s, torch %s/%s/%s" % (
+                r["key"], g["calls"], g["cpu_total"], g["self_cpu"], r["count"], r["cpu_time_total_us"], r["self_cpu_time_total_us"]))
+    return e[:6]
+
+
+# ---------------------------------------------------------------- oracle-side
+
+def oracle_reply(res):
+    g = res.get("gpu")
+    s = res.get("steps")
+    return {"session_id": None, "wall_us": res["wall_us"], "healthy": res["healthy"],
+            "gpu": None if g is None else {k: g[k] for k in ("busy_fraction", "idle_us", "lead_in_us", "tail_us")},
+            "steps": None if s is None else {k: s[k] for k in ("count", "mean_us", "p50_us", "p90_us")},
+            "suspects": res["suspects"]}
+
+
+def oracle_numbers(res):
+    r = oracle_reply(res)
+    top = res["suspects"][0] if res["suspects"] else None
+    return {"wall_us": r["wall_us"], "healthy": r["healthy"], "gpu": r["gpu"], "steps": r["steps"],
+            "top": None if top is None else {"category": top["category"], "culprit": top["culprit"][:120],
+                                             "at_stake_fraction": top["at_stake_fraction"]},
+            "suspects": [[x["category"], x["culprit"][:80], x["at_stake_fraction"]] for x in res["suspects"]]}
+
+
+def per_call_regressions(a, b, rel=0.1, abs_us=1.0):
+    """Reference for /compare per_step: kernels whose mean duration per call moved by more
+    than rel and abs_us; plus the step mean."""
+    def means(res_doc):
+        t = oracle.Trace(res_doc)
+        m = {}
+        for g in t.gpu:
+            x = m.setdefault(g.name, [0, 0.0])
+            x[0] += 1
+            x[1] += g.dur
+        return {k: v[1] / v[0] for k, v in m.items()}
+    ma, mb = means(a), means(b)
+    out = []
+    for k in sorted(set(ma) & set(mb)):
+        if mb[k] - ma[k] > max(rel * ma[k], abs_us):
+            out.append(k)
+    return out
+
+
+def run_oracle_all(doc, gendir, only):
+    results = {}
+    for c in doc["cases"]:
+        if only and not any(o in c["id"] for o in only):
+            continue
+        p = case_path(c, gendir)
+        t0 = time.time()
+        res = oracle.analyze(oracle.load(p), want_ops=True)
+        results[c["id"]] = (res, time.time() - t0)
+    return results
+
+
+def check_corpus(doc, gendir, only):
+    fails = 0
+    global RAN
+    RAN = 0
+    results = run_oracle_all(doc, gendir, only)
+    for c in doc["cases"]:
+        if c["id"] not in results:
+            continue
+        res, dt = results[c["id"]]
+        e = check_reply(c, doc, oracle_reply(res), from_oracle=True)
+        ph = [{"name": ("ProfilerStep#*" if n == oracle.STEP_LABEL else n), "kind": "cpu", "count": v["count"]}
+              for n, v in res["phases"].items()]
+        if res["steps"] is None:
+            ph = [r for r in ph if r["name"] != "ProfilerStep#*"]
+        e += check_phases(c, ph)
+        ops = res["merge"]["ops"]
+        e += check_operators(c, [{"name": n, "kind": "cpu_op", "calls": v["calls"]} for n, v in ops.items()])
+        e += check_key_averages(c, {n: {"calls": v["calls"], "cpu_total": v["cpu_total_us"], "self_cpu": v["self_cpu_us"]}
+                                    for n, v in ops.items()})
+        num = c.get("numbers")
+        if num is None:
+            e.append("no numbers (run.py --write-numbers)")
+        else:
+            fresh = oracle_numbers(res)
+            if fresh["top"] != num.get("top") or fresh["healthy"] != num.get("healthy") or fresh["steps"] != num.get("steps"):
+                e.append("cases.json numbers are stale (run.py --write-numbers)")
+        fails += bool(e)
+        RAN += 1
+        print("%s %-32s %5.1fs %s" % ("FAIL" if e else "PASS", c["id"], dt, "; ".join(e) if e else
+                                     (res["suspects"][0]["category"] + ": " + res["suspects"][0]["culprit"][:60] if res["suspects"]
+                                      else ("healthy" if res["healthy"] else "nothing fired"))))
+    if not only:
+        docs = {}
+        for cmp in doc["compare"]:
+            for k in (cmp["base"], cmp["head"]):
+                if k not in docs:
+                    c = next(x for x in doc["cases"] if x["id"] == k)
+                    docs[k] = oracle.load(case_path(c, gendir))
+            regs = per_call_regressions(docs[cmp["base"]], docs[cmp["head"]])
+            e = []
+            if "regressions" in cmp and len(regs) != cmp["regressions"]:
+                e.append("per-call regressions %s, expected %d" % (regs, cmp["regressions"]))
+            for n in cmp.get("regression_names", []):
+                if not any(n.lower() in r.lower() for r in regs):
+                    e.append("%s not among the per-call regressions %s" % (n, regs))
+            fails += bool(e)
+            RAN += 1
+            print("%s %-32s %s" % ("FAIL" if e else "PASS", cmp["id"], "; ".join(e) if e else "per call: %s" % ([r[:50] for r in regs] or "none")))
+    return fails
+
+
+def write_numbers(doc, gendir):
+    results = run_oracle_all(doc, gendir, None)
+    for c in doc["cases"]:
+        c["numbers"] = oracle_numbers(results[c["id"]][0])
+    with open(CASES, "w") as f:
+        f.write(dump_cases(doc))
+    print("wrote", CASES)
+
+
+def dump_cases(doc):
+    """cases.json with one line per case key (readable diffs)."""
+    out = ["{"]
+    keys = [k for k in doc if k not in ("cases", "compare")]
+    for k in keys:
+        out.append(' %s: %s,' % (json.dumps(k), json.dumps(doc[k], indent=1).replace("\n", "\n ")))
+    for k in ("cases", "compare"):
+        out.append(' %s: [' % json.dumps(k))
+        items = []
+        for c in doc[k]:
+            lines = []
+            for i, (kk, v) in enumerate(c.items()):
+                lines.append("%s%s: %s" % ("  {" if i == 0 else "   ", json.dumps(kk), json.dumps(v)))
+            items.append(",\n".join(lines) + "}")
+        out.append(",\n".join(items))
+        out.append(" ]%s" % ("," if k == "cases" else ""))
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------- server-side
+
+def run_server(doc, gendir, binpath, only):
+    os.environ["FIRSTPASS_SERVER_BIN"] = os.path.abspath(binpath)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    import fpserver  # noqa: E402  (reads FIRSTPASS_SERVER_BIN at import)
+    srv = fpserver.Server()
+    fails = 0
+    global RAN
+    RAN = 0
+    sids = {}
+    try:
+        for c in doc["cases"]:
+            if only and not any(o in c["id"] for o in only) and not any(
+                    c["id"] in (x["base"], x["head"]) for x in doc["compare"] if any(o in x["id"] for o in only)):
+                continue
+            p = case_path(c, gendir)
+            with open(p, "rb") as f:
+                data = f.read()
+            st, _, body = srv.upload(data, "?name=" + c["id"].replace("/", "-"))
+            if st != 201:
+                sids[c["id"]] = None
+                print("FAIL %-32s upload -> %s %s" % (c["id"], st, json.dumps(body)[:200]))
+                fails += 1
+                RAN += 1
+                continue
+            sids[c["id"]] = body["id"]
+        for c in doc["cases"]:
+            sid = sids.get(c["id"])
+            if sid is None or (only and not any(o in c["id"] for o in only)):
+                continue
+            e = []
+            st, _, body = srv.get("/api/v1/sessions/%d/suspects" % sid)
+            if st != 200:
+                e.append("GET /suspects -> %d" % st)
+            else:
+                try:
+                    e += check_reply(c, doc, json.loads(body), sid=sid)
+                except ValueError:
+                    e.append("/suspects is not JSON")
+            st, _, body = srv.get("/api/v1/sessions/%d/phases" % sid)
+            if st == 200:
+                e += check_phases(c, json.loads(body).get("phases", []))
+            else:
+                e.append("GET /phases -> %d" % st)
+            need_ops = c.get("expect", {}).get("operators") or "key_averages" in c
+            if need_ops:
+                st, _, body = srv.get("/api/v1/sessions/%d/operators?limit=10000&sort=cpu_time_total" % sid)
+                if st == 200:
+                    rows = json.loads(body).get("operators", [])
+                    e += check_operators(c, rows)
+                    e += check_key_averages(c, {r["name"]: {"calls": r["calls"], "cpu_total": r["cpu_time_total_us"],
+                                                            "self_cpu": r["self_cpu_time_total_us"]}
+                                                for r in rows if r.get("kind") not in ("gpu_user_annotation",)})
+                else:
+                    e.append("GET /operators -> %d" % st)
+            fails += bool(e)
+            RAN += 1
+            print("%s %-32s %s" % ("FAIL" if e else "PASS", c["id"], "; ".join(e) if e else "ok"))
+        for cmp in doc["compare"]:
+            if only and not any(o in cmp["id"] for o in only):
+                continue
+            a, b = sids.get(cmp["base"]), sids.get(cmp["head"])
+            e = []
+            if a is None or b is None:
+                e.append("a session was not uploaded")
+            else:
+                st, _, body = srv.get("/api/v1/compare?base=%d&head=%d" % (a, b))
+                if st != 200:
+                    e.append("GET /compare -> %d" % st)
+                else:
+                    j = json.loads(body)
+                    ps = j.get("per_step")
+                    if not isinstance(ps, dict) or not isinstance(ps.get("regressions"), list):
+                        e.append("no per_step object with a regressions list (got keys %s)" % sorted(j)[:8])
+                    else:
+                        regs = ps["regressions"]
+                        if "regressions" in cmp and len(regs) != cmp["regressions"]:
+                            e.append("per_step.regressions has %d items, expected %d: %s" % (len(regs), cmp["regressions"],
+                                                                                             json.dumps(regs)[:200]))
+                        for n in cmp.get("regression_names", []):
+                            if not any(n.lower() in json.dumps(r).lower() for r in regs):
+                                e.append("%s not named in per_step.regressions %s" % (n, json.dumps(regs)[:200]))
+            fails += bool(e)
+            RAN += 1
+            print("%s %-32s %s" % ("FAIL" if e else "PASS", cmp["id"], "; ".join(e) if e else "ok"))
+    finally:
+        srv.stop()
+    return fails
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    flags = [a for a in argv[1:] if a.startswith("--")]
+    doc = load_cases()
+    if not args and "--write-numbers" not in flags and "--check-corpus" not in flags:
+        sys.stderr.write(__doc__)
+        return 2
+    gendir = tempfile.mkdtemp(prefix="fp-triage-")
+    try:
+        names = sorted({c["file"][:-len(".json.gz")] for c in doc["cases"] if "file" in c})
+        for n in names:
+            gen_cases.write(gendir, n)
+        t0 = time.time()
+        if "--write-numbers" in flags:
+            write_numbers(doc, gendir)
+            return 0
+        if "--check-corpus" in flags:
+            fails = check_corpus(doc, gendir, args)
+            what = "corpus/oracle checks"
+        else:
+            fails = run_server(doc, gendir, args[0], args[1:])
+            what = "cases"
+    finally:
+        shutil.rmtree(gendir, ignore_errors=True)
+    total = RAN
+    print("triage: %d of %d %s failed (%.0f s)" % (fails, total, what, time.time() - t0) if fails else
+          "triage: all %s passed (%.0f s)" % (what, time.time() - t0))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
