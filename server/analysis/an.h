@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "analysis/names.h"
 #include "analysis/trace.h"
 #include "lib/intern.h"
 
@@ -54,6 +55,102 @@ typedef struct phase {
     double total, busy, kernel_us, first_ts;
 } phase;
 
+/* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the GPU
+ * work of its correlation (host.c's gcur). */
+typedef struct hrow {
+    int cls, devtype, has_g;
+    int gsync;                     /* the work holds a pageable device-to-host copy: the call blocks */
+    long kind, name, track, shapes;
+    double ts, te, dur, gd, gk;    /* gd, gn: the GPU time and count of the correlation; gk: of kernels */
+    long long bytes, gn, seq, corr; /* corr: -1 when none */
+} hrow;
+
+/* ---- idle attribution (idle.c) ---- */
+
+/* Gap classes (scratch.igap.cls) and their names in the reply. */
+enum { GAP_OTHER, GAP_HOST_WAIT, GAP_KERNEL_WAIT, GAP_NCLASSES };
+extern const char *const gap_class_names[GAP_NCLASSES];
+
+/* What an instant of idle (or, CPU-only, of host time) is labelled with. */
+enum {
+    LB_NO_LAUNCH,    /* gap: the activity after it has no launch in the trace */
+    LB_KWAIT_OP,     /* kernel wait: the innermost cpu_op around the launch */
+    LB_KWAIT_RANGE,  /* kernel wait: no cpu_op, the innermost range around the launch */
+    LB_KWAIT_RT,     /* kernel wait: no range, the launch call itself (name -1: not met) */
+    LB_DATALOADER,   /* an enumerate(DataLoader)# range on the stack */
+    LB_SYNC,         /* a gap that starts as a blocking sync returns: the op that made the sync */
+    LB_PY,           /* a python_function range */
+    LB_UA,           /* a user_annotation's own time */
+    LB_STEP,         /* a ProfilerStep#N's own time (name: ProfilerStep*) */
+    LB_UNTRACED,     /* no range open */
+    LB_OP,           /* a cpu_op's own time */
+};
+
+typedef struct idle_sum {
+    int type;        /* LB_* */
+    long name;       /* string id, -1 none */
+    long track;      /* CPU-only: the thread; else -1 */
+    double us;
+} idle_sum;
+
+/* CPU-only segment categories (scratch.cseg.cat), in the order they take wall time. */
+enum { CSEG_COMM, CSEG_DATA, CSEG_CPU, CSEG_PY, CSEG_N };
+
+typedef struct idle_state {
+    int cpu_only;                  /* no GPU activity: every host instant is labelled */
+    int ndevices;
+    double w0, w1;                 /* the GPU window: first activity start, last end (all devices) */
+    int ndevices_seen;             /* devices with activity so far (device_gaps) */
+    json_t *devices;               /* per device: busy, window, idle, lead-in, tail, by class */
+    double by_class[GAP_NCLASSES]; /* idle us per gap class, all devices */
+    sqlite3_stmt *cseg_ins;        /* CPU-only: INSERT INTO scratch.cseg */
+    intern *keys;                  /* (type, name, track) -> index into sums */
+    idle_sum *sums;
+    size_t nsums, capsums;
+} idle_state;
+
+/* One range of the labelling stack. */
+typedef struct label_frame { double te; long name; int type; } label_frame;
+/* A host-wait gap being labelled; sync_name >= 0: the sync's. */
+typedef struct open_gap { double g0, g1; long sync_name; } open_gap;
+
+/* The walk's labelling state for the thread being walked. */
+typedef struct idle_walk {
+    int on;                        /* this thread is labelled */
+    long track;
+    double cur;                    /* labelled up to here */
+    label_frame *frames;
+    int nframes;
+    size_t capframes;
+    open_gap *open;
+    int nopen;
+    size_t capopen;
+    sqlite3_stmt *hw, *kw;         /* the thread's host-wait gaps by g0, kernel-wait ones by launch */
+    int hw_row, kw_row;            /* the cursors are on a row */
+    int sync_ok;                   /* a blocking sync call was seen: the latest one */
+    double sync_ts, sync_te;
+    long sync_name;                /* the outermost cpu_op around it, else its own name */
+} idle_walk;
+
+/* ---- suspects (suspects.c) ---- */
+
+/* What the walk learns of one cpu_op name. */
+typedef struct opstat {
+    long name;
+    long long calls;     /* its calls (before torch's same-name merge) */
+    double host_us;      /* their host time */
+    double kern_under;   /* kernel time launched with it anywhere on the launch's stack */
+    double kern_self;    /* kernel time where it is the innermost op and no GEMM/copy/collective op is around */
+} opstat;
+
+typedef struct suspect_state {
+    intern *op_keys;     /* name id -> index into ops */
+    opstat *ops;
+    size_t nops, capops;
+    double kern_no_op;   /* kernel time launched under no op at all */
+    sqlite3_stmt *ccorr_ins;
+} suspect_state;
+
 /* One ProfilerStep#N range on the host. */
 typedef struct step { double ts, te, dur; } step;
 
@@ -85,9 +182,11 @@ typedef struct A {
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     double tl_t0, tl_w;            /* session start, bucket width */
     tlacc tl;                      /* the accumulator of timeline_buckets and host_walk */
-    long step_name;                /* string id of "ProfilerStep*" (interned by analyze_run) */
-    unsigned char *is_step;        /* per string id at the start: 1 for a ProfilerStep#N name (an_fold) */
-    size_t nstrs_step;             /* how many ids is_step covers */
+    long step_name;                /* string id of "ProfilerStep*" when the trace has steps, else -1 */
+    unsigned short *nflags;        /* per string id at the start: NF_* (names.h) */
+    size_t nnflags;                /* how many ids nflags covers */
+    idle_state *idle;              /* idle.c */
+    suspect_state *sus;            /* suspects.c */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
     size_t nsteps, capsteps;
 } A;
@@ -125,9 +224,10 @@ typedef struct gpu_job {
 
 /* A name as key_averages() groups it: ProfilerStep#N -> ProfilerStep* (torch's
  * _rewrite_name with_wildcard), every other id as it is. */
-static inline long an_fold(const A *a, long name) {
-    return name >= 0 && (size_t)name < a->nstrs_step && a->is_step[name] ? a->step_name : name;
+static inline unsigned an_flags(const A *a, long name) {
+    return name >= 0 && (size_t)name < a->nnflags ? a->nflags[name] : 0;
 }
+static inline long an_fold(const A *a, long name) { return an_flags(a, name) & NF_STEP ? a->step_name : name; }
 
 /* An analysis error: the SQLite message into a->err; returns ERR_DB. */
 int an_dberr(A *a);
@@ -150,6 +250,20 @@ int an_busy_merges(A *a, int ndev, long long dev, long kernel_kind, double *tota
 /* gpu.c */
 int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy);
 int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps);
+
+/* idle.c */
+int an_idle_gaps(A *a);
+int an_idle_thread(A *a, idle_walk *w, long track);
+int an_idle_advance(A *a, idle_walk *w, double t);
+int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth);
+int an_idle_thread_end(A *a, idle_walk *w);
+void an_idle_walk_free(idle_walk *w);
+
+/* suspects.c */
+int an_op_host(A *a, const frame *f);
+int an_op_launch(A *a, const hrow *r, const frame *stack, int depth);
+int an_suspects(A *a, double gpu_busy, json_t **out);
+void an_suspects_free(A *a);
 
 /* timeline.c */
 int an_tl_open(A *a);

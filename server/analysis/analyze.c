@@ -109,23 +109,17 @@ static int gpu_devices(const trace_ctx *t, long long *dev) {
     return n;
 }
 
-/* Marks the names an_fold folds: ProfilerStep#<digits>. One pass over the string table,
- * so the host walk's fold is an array lookup. */
-static int fold_steps(A *a) {
+/* Every name's flags (names.h), once: the walk tests bits, SQL calls fp_flags(name).
+ * ProfilerStep* is interned only when a step exists: the string table holds what it uses. */
+static int name_flags(A *a) {
     a->step_name = -1;
-    a->nstrs_step = intern_count(a->t->strs);
-    a->is_step = calloc(a->nstrs_step + 1, 1);
-    if (!a->is_step) return ERR_NOMEM;
-    int any = 0;
-    for (size_t i = 0; i < a->nstrs_step; i++) {
-        const char *s = intern_str(a->t->strs, (long)i);
-        if (strncmp(s, "ProfilerStep#", 13) || !s[13]) continue;
-        size_t d = strspn(s + 13, "0123456789");
-        a->is_step[i] = s[13 + d] == '\0';
-        any |= a->is_step[i];
-    }
-    /* interned only when a step exists: the session's string table holds what it uses */
-    if (any && (a->step_name = intern_id(a->t->strs, "ProfilerStep*", 13)) < 0) return ERR_NOMEM;
+    a->nflags = name_flags_all(a->t->strs, &a->nnflags);
+    if (!a->nflags || name_flags_sql(a->db, a->nflags, a->nnflags)) return ERR_NOMEM;
+    for (size_t i = 0; i < a->nnflags; i++)
+        if (a->nflags[i] & NF_STEP) {
+            if ((a->step_name = intern_id(a->t->strs, "ProfilerStep*", 13)) < 0) return ERR_NOMEM;
+            break;
+        }
     return 0;
 }
 
@@ -141,7 +135,15 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.pkeys = intern_new();
     const char *ua = "user_annotation";
     a.ua_kind = intern_id(t->strs, ua, strlen(ua));
-    int rc = fold_steps(&a);
+    idle_state idle;
+    suspect_state sus;
+    memset(&idle, 0, sizeof idle);
+    memset(&sus, 0, sizeof sus);
+    a.idle = &idle;
+    a.sus = &sus;
+    idle.keys = intern_new();
+    sus.op_keys = intern_new();
+    int rc = !idle.keys || !sus.op_keys ? ERR_NOMEM : name_flags(&a);
     if (!isfinite(t->start_us)) { t->start_us = 0; t->end_us = 0; }
     a.wall = t->end_us - t->start_us;
     double gpu_busy = 0;
@@ -163,6 +165,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         a.kbusy_q = an_prep(&a, BUSY_SQL("kbusy"));
         if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
     }
+    if (!rc) { STEP_BEGIN(); rc = an_idle_gaps(&a); STEP_END("idle_gaps"); }
     /* What gpu_job reads is committed first: the job's connection sees only that. */
     if (!rc) rc = an_run(&a, "COMMIT; BEGIN");
     gpu_job job;
@@ -170,6 +173,8 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) rc = an_gpu_job_start(&a, &job, gpu_busy);
     if (!rc) rc = an_tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
+    json_t *suspects = NULL;
+    if (!rc) { STEP_BEGIN(); rc = an_suspects(&a, gpu_busy, &suspects); STEP_END("suspects"); }
     if (!rc) { STEP_BEGIN(); rc = an_gpu_rows(&a); STEP_END("gpu_rows"); }
     if (!rc) { STEP_BEGIN(); rc = an_gpu_phases(&a); STEP_END("gpu_phases"); }
     if (!rc) { STEP_BEGIN(); rc = an_write_ops(&a); STEP_END("write_ops"); }
@@ -187,10 +192,12 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) {
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
-        report_input in = {a.db, out->gpu, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};
-        out->report = report_draft(&in);
-        out->summary = summary_doc(&a, out->gpu, out->report);
-        if (!out->gpu || !out->timeline || !out->report || !out->summary) rc = ERR_NOMEM;
+        report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};
+        rc = report_draft(&in, &out->report);
+        if (rc == ERR_DB) an_dberr(&a);
+        if (!rc) json_object_set(out->report, "suspects", suspects);
+        if (!rc) out->summary = summary_doc(&a, out->gpu, out->report);
+        if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
     }
     json_decref(tl_phases);
     json_decref(gaps);
@@ -204,8 +211,14 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(a.pkeys);
     free(a.aggs);
     free(a.phases);
-    free(a.is_step);
+    free(a.nflags);
     free(a.steps);
+    json_decref(suspects);
+    json_decref(idle.devices);
+    sqlite3_finalize(idle.cseg_ins);
+    intern_free(idle.keys);
+    free(idle.sums);
+    an_suspects_free(&a);
     return rc;
 }
 

@@ -124,6 +124,7 @@ static int pop_frame(A *a, frame *stack, int *depth) {
         rc = add_call(a, &c);
     }
     if (!rc) rc = note_step(a, f);
+    if (!rc) rc = an_op_host(a, f);
     if (!rc && f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
         phase *p = phase_for(a, c.name, 0);
         if (!p) return ERR_NOMEM;
@@ -141,12 +142,6 @@ static int pop_frame(A *a, frame *stack, int *depth) {
 
 /* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the
  * GPU time and count of its correlation (gcur). */
-typedef struct hrow {
-    int cls, devtype, has_g;
-    long kind, name, track, shapes;
-    double ts, te, dur, gd; /* gd, gn: the GPU time and count of a runtime call's correlation */
-    long long bytes, gn, seq;
-} hrow;
 
 /* The GPU time and count of correlation ids: GCUR_SQL's groups, which SQLite reads from
  * the ev_corr index in corr order as they are stepped (no table, no sort). Why a cursor
@@ -155,12 +150,15 @@ typedef struct hrow {
  * that sorts) was most of host_walk, and a gcorr table built first 100 ms of setup at
  * 300 MB. Invariant: no GPU activity has an id in [from, corr) (to the end when !row),
  * so an id there is answered without moving. */
-#define GCUR_SQL "SELECT corr, TOTAL(dur), COUNT(*) FROM scratch.ev WHERE cls = 2 AND corr >= ? GROUP BY corr ORDER BY corr"
+#define GCUR_SQL                                                                                   \
+    "SELECT corr, TOTAL(dur), COUNT(*), TOTAL(CASE WHEN kind = ?2 THEN dur END), MAX((fp_flags(name) & ?3) = ?3)" \
+    " FROM scratch.ev WHERE cls = 2 AND corr >= ?1 GROUP BY corr ORDER BY corr"
 typedef struct gcur {
     sqlite3_stmt *s; /* GCUR_SQL */
-    int row;         /* s is on a row: corr, d, n are it */
+    int row;         /* s is on a row: corr, d, n, k, sync are it */
     long long from, corr, n;
-    double d;
+    double d, k;     /* GPU time; of it, kernels' */
+    int sync;        /* the correlation's work holds a pageable device-to-host copy */
 } gcur;
 
 #define GCUR_STEPS 16 /* further ahead than this many rows: seek instead of stepping */
@@ -172,6 +170,8 @@ static int gcur_step(A *a, gcur *c) {
         c->corr = sqlite3_column_int64(c->s, 0);
         c->d = sqlite3_column_double(c->s, 1);
         c->n = sqlite3_column_int64(c->s, 2);
+        c->k = sqlite3_column_double(c->s, 3);
+        c->sync = sqlite3_column_int(c->s, 4);
     }
     return c->row || rc == SQLITE_DONE ? 0 : an_dberr(a);
 }
@@ -179,6 +179,8 @@ static int gcur_step(A *a, gcur *c) {
 static int gcur_seek(A *a, gcur *c, long long corr) {
     sqlite3_reset(c->s);
     sqlite3_bind_int64(c->s, 1, corr);
+    sqlite3_bind_int64(c->s, 2, a->kernel_kind);
+    sqlite3_bind_int(c->s, 3, NF_PAGEABLE | NF_DTOH);
     c->from = corr;
     return gcur_step(a, c);
 }
@@ -195,6 +197,8 @@ static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     r->has_g = !rc && c->row && c->corr == corr;
     r->gd = r->has_g ? c->d : 0;
     r->gn = r->has_g ? c->n : 0;
+    r->gk = r->has_g ? c->k : 0;
+    r->gsync = r->has_g && c->sync;
     return rc;
 }
 
@@ -213,6 +217,9 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->seq = h->seq;
     r->has_g = 0;
     r->gd = 0;
+    r->gk = 0;
+    r->gsync = 0;
+    r->corr = h->has_corr ? h->corr : -1;
     r->gn = 0;
     return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
 }
@@ -234,15 +241,19 @@ typedef struct walker {
     tlacc *tl;
     hrow *late;
     size_t nlate, nextlate, caplate;
+    idle_walk iw;        /* GPU idle labels of the thread (idle.c) */
 } walker;
 
 /* The next row of the thread, in host_walk's order: the event nests in what is open. */
 static int walk_row(A *a, walker *w, const hrow *r) {
-    int rc = 0;
     double ts = r->ts, te = r->te;
     frame *stack = w->stack;
+    int rc = an_idle_advance(a, &w->iw, ts); /* the thread's idle labels up to this row */
+    if (!rc && r->cls == HREC_PY) return an_idle_row(a, &w->iw, r, stack, w->depth); /* labels only: not in key_averages */
     /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
     while (w->depth > 0 && !rc && (ts >= stack[w->depth - 1].te || te > stack[w->depth - 1].te)) rc = pop_frame(a, stack, &w->depth);
+    if (!rc) rc = an_idle_row(a, &w->iw, r, stack, w->depth);
+    if (!rc && r->cls == EV_HOST_RT && r->has_g) rc = an_op_launch(a, r, stack, w->depth);
     if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
         rc = an_tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);
     if (rc) return rc;
@@ -294,6 +305,7 @@ static int walk_merged(A *a, walker *w, const hrow *r) {
 /* Walks w's remaining late rows, pops every open event and writes its timeline track. */
 static int walk_end(A *a, walker *w) {
     int rc = walk_merged(a, w, NULL);
+    if (!rc) rc = an_idle_thread_end(a, &w->iw);
     while (w->depth > 0 && !rc) rc = pop_frame(a, w->stack, &w->depth);
     w->nlate = w->nextlate = 0;
     return rc ? rc : an_tl_flush(a, w->tl);
@@ -411,6 +423,7 @@ int an_host_walk(A *a) {
         if (tr != track) {
             if (track >= 0 && !skip && (rc = walk_end(a, &w))) break;
             track = tr;
+            if ((rc = an_idle_thread(a, &w.iw, tr))) break;
             long long late = a->t->tracks[tr].host_late;
             skip = late > walk_late_max;
             if (skip) rc = walk_sorted(a, &w, &c, tb, tr);
@@ -439,6 +452,7 @@ int an_host_walk(A *a) {
     }
     free(w.stack);
     free(w.late);
+    an_idle_walk_free(&w.iw);
     sqlite3_finalize(blk);
     sqlite3_finalize(tb);
     sqlite3_finalize(c.s);

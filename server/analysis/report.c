@@ -1,14 +1,18 @@
-/* report.c: the suspect list: three smells with their evidence, and the five-line report.
+/* report.c: the five-line report and the three smells, drafted at ingest from the suspect
+ * list (suspects.c) and the operator table (scratch.ops).
  *
- * Reads the finished operator table (scratch.ops) and the GPU facts; writes nothing.
- * Thresholds are in report.h. Every number a line quotes comes from those two inputs,
- * so a test can recompute it from the trace. */
+ * Reads scratch.ops and the suspects and GPU documents; writes nothing. Every number a line
+ * quotes comes from those inputs, so a test can recompute it from the API. A failed query
+ * fails the draft (ERR_DB), never a silent empty line. */
 #include "analysis/report.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "lib/err.h"
+#include "lib/timefmt.h"
 
 const char *const report_line_keys[REPORT_LINES] = {"workload", "hardware", "top_cuda_time", "top_cpu_cost", "next_experiment"};
 const char *const report_line_titles[REPORT_LINES] = {"Workload", "Hardware", "Top CUDA time", "Top CPU / orchestration cost",
@@ -20,6 +24,14 @@ typedef struct op {
     long long calls;
     double self_cpu, self_cuda, cuda_total, cpu_total;
 } op;
+
+/* The draft's state: its connection and the first failure of a query. */
+typedef struct draft {
+    const report_input *in;
+    int rc;
+    int rocm, cpu_only;
+    double self_cuda_total, self_cpu_total;
+} draft;
 
 static int has_word(const char *lower, const char *const *words) {
     for (int i = 0; words[i]; i++)
@@ -42,16 +54,19 @@ const char *report_op_class(const char *name) {
     return "other";
 }
 
-/* Loads the operator rows (grouping 0) of one kind class into ops[], largest first by col. */
-static int load_ops(sqlite3 *db, const char *where, const char *order, op *ops, int max) {
+/* The operator rows (grouping 0) that match where, largest first by order, into ops[]. */
+static int load_ops(draft *d, const char *where, const char *order, op *ops, int max) {
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM scratch.ops"
              " WHERE grouping = 0 AND %s ORDER BY %s DESC LIMIT %d", where, order, max);
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return 0;
-    int n = 0;
-    while (n < max && sqlite3_step(s) == SQLITE_ROW) {
+    if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        d->rc = ERR_DB;
+        return 0;
+    }
+    int n = 0, st;
+    while (n < max && (st = sqlite3_step(s)) == SQLITE_ROW) {
         op *o = &ops[n++];
         snprintf(o->name, sizeof o->name, "%s", (const char *)sqlite3_column_text(s, 0));
         snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
@@ -61,192 +76,263 @@ static int load_ops(sqlite3 *db, const char *where, const char *order, op *ops, 
         o->cuda_total = sqlite3_column_double(s, 5);
         o->cpu_total = sqlite3_column_double(s, 6);
     }
+    if (n < max && st != SQLITE_DONE) d->rc = ERR_DB;
     sqlite3_finalize(s);
     return n;
 }
 
-static double sum_col(sqlite3 *db, const char *expr) {
+static double sum_col(draft *d, const char *expr) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT TOTAL(%s) FROM scratch.ops WHERE grouping = 0", expr);
     sqlite3_stmt *s = NULL;
     double v = 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
+    if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
+    else d->rc = ERR_DB;
     sqlite3_finalize(s);
     return v;
 }
 
-/* Times like torch prints them: 12.345ms, 456.000us, 1.234s. */
-static void fmt_us(double us, char *out, size_t n) {
-    if (us >= 1e6) snprintf(out, n, "%.3fs", us / 1e6);
-    else if (us >= 1e3) snprintf(out, n, "%.3fms", us / 1e3);
-    else snprintf(out, n, "%.3fus", us);
+/* ---- the suspect list, read ---- */
+
+static const json_t *suspect_of(const report_input *in, const char *category) {
+    const json_t *s;
+    size_t i;
+    json_array_foreach(json_object_get(in->suspects, "suspects"), i, s)
+        if (!strcmp(json_string_value(json_object_get(s, "category")), category)) return s;
+    return NULL;
 }
+
+static int fired_any(const report_input *in, const char *const *cats) {
+    for (int i = 0; cats[i]; i++)
+        if (suspect_of(in, cats[i])) return 1;
+    return 0;
+}
+
+/* ---- smells ---- */
 
 static json_t *smell(const char *id, const char *title, int fired, const char *summary, json_t *evidence) {
     return json_pack("{s:s,s:s,s:b,s:s,s:o}", "id", id, "title", title, "fired", fired, "summary", summary, "evidence", evidence);
 }
 
+#define GPU_KINDS "kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')"
 #define HOST_OPS "kind IN ('cpu_op', 'cuda_runtime', 'cuda_driver')"
 
-json_t *report_draft(const report_input *in) {
-    sqlite3 *db = in->db;
-    double self_cuda_total = sum_col(db, "CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END"), self_cpu_total = sum_col(db, "self_cpu");
-    json_t *idle_j = json_object_get(in->gpu, "gpu_idle_fraction");
-    int has_gpu = json_is_number(idle_j);
-    double idle = has_gpu ? json_number_value(idle_j) : 0;
-    json_t *smells = json_array();
-    char line[5][1024], buf[512], t1[32], t2[32];
-
-    /* Smell 1: one operator owns the run. CPU ops first (what the model calls); a trace
-     * with only GPU rows (the collector's) falls back to kernels. */
-    op top[8];
-    int ntop = load_ops(db, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
-    const char *basis = "self CUDA";
-    double denom = self_cuda_total;
-    if (ntop == 0) ntop = load_ops(db, "kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')", "self_cuda", top, 8);
-    if (ntop == 0 && !has_gpu) {
-        ntop = load_ops(db, "kind = 'cpu_op'", "self_cpu", top, 8);
-        basis = "self CPU";
-        denom = self_cpu_total;
+/* Smell 1: one operator owns the run. CPU ops first (what the model calls); a trace with
+ * only GPU rows (the collector's) falls back to kernels, a CPU-only one to self CPU. */
+static json_t *smell_owns(draft *d, op *top, int *ntop, const char **basis) {
+    static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
+    *ntop = load_ops(d, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
+    *basis = "self CUDA";
+    double denom = d->self_cuda_total;
+    if (*ntop == 0) *ntop = load_ops(d, GPU_KINDS, "self_cuda", top, 8);
+    if (*ntop == 0 && d->cpu_only) {
+        *ntop = load_ops(d, "kind = 'cpu_op'", "self_cpu", top, 8);
+        *basis = "self CPU";
+        denom = d->self_cpu_total;
     }
-    int owns = 0;
-    if (ntop > 0 && denom > 0) {
-        double v = !strcmp(basis, "self CPU") ? top[0].self_cpu : top[0].self_cuda;
-        double share = v / denom;
-        const char *cls = report_op_class(top[0].name);
-        owns = share >= SMELL_OWNS_SHARE;
-        fmt_us(v, t1, sizeof t1);
-        snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld calls; %s)", top[0].name, share * 100, basis, t1,
-                 top[0].calls, !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
-        json_array_append_new(smells, smell("one_operator_owns_the_run", "One operator owns the run", owns, buf,
-                                            json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s,s:f}", "operator", top[0].name, "kind", top[0].kind, "basis", basis,
-                                                      "share", share, "time_us", v, "total_us", denom, "calls", top[0].calls,
-                                                      "class", cls, "threshold", SMELL_OWNS_SHARE)));
-    } else {
-        json_array_append_new(smells, smell("one_operator_owns_the_run", "One operator owns the run", 0,
-                                            "no operator time to compare", json_object()));
-    }
+    if (*ntop == 0 || denom <= 0) return smell("one_operator_owns_the_run", "One operator owns the run", 0, "no operator time to compare", json_object());
+    char buf[512], t1[32];
+    double v = d->cpu_only ? top[0].self_cpu : top[0].self_cuda, share = v / denom;
+    const char *cls = report_op_class(top[0].name);
+    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld calls; %s)", top[0].name, share * 100, *basis,
+             timefmt_us(v, t1, sizeof t1), top[0].calls,
+             !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
+    return smell("one_operator_owns_the_run", "One operator owns the run", fired_any(d->in, d->cpu_only ? cpu_cats : cats), buf,
+                 json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s}", "operator", top[0].name, "kind", top[0].kind, "basis", *basis, "share",
+                           share, "time_us", v, "total_us", denom, "calls", top[0].calls, "class", cls));
+}
 
-    /* Smell 2: a cheap operator called thousands of times. */
-    op cheap[1];
-    int cheap_fired = 0;
-    char where[256];
-    snprintf(where, sizeof where, HOST_OPS " AND kind = 'cpu_op' AND calls >= %d AND self_cpu / calls < %f",
-             SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
-    int nc = load_ops(db, where, "self_cpu", cheap, 1);
-    double cshare = nc && self_cpu_total > 0 ? cheap[0].self_cpu / self_cpu_total : 0;
-    const char *cbasis = "self CPU";
-    op ck[1];
+/* Smell 2: a cheap operator called thousands of times (the busiest such op, or kernel). */
+static json_t *smell_cheap(draft *d) {
+    static const char *const cats[] = {"launch_bound", NULL};
+    op c[1], k[1];
+    char where[256], buf[512], t1[32], t2[32];
+    snprintf(where, sizeof where, "kind = 'cpu_op' AND calls >= %d AND self_cpu / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
+    int nc = load_ops(d, where, "self_cpu", c, 1);
+    double share = nc && d->self_cpu_total > 0 ? c[0].self_cpu / d->self_cpu_total : 0;
+    const char *basis = "self CPU";
     snprintf(where, sizeof where, "kind = 'kernel' AND calls >= %d AND self_cuda / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
-    int nk = load_ops(db, where, "self_cuda", ck, 1);
-    double kshare = nk && self_cuda_total > 0 ? ck[0].self_cuda / self_cuda_total : 0;
-    if (nk && kshare > cshare) { cheap[0] = ck[0]; cshare = kshare; cbasis = "CUDA"; nc = 1; }
-    if (nc) {
-        double t = !strcmp(cbasis, "CUDA") ? cheap[0].self_cuda : cheap[0].self_cpu;
-        cheap_fired = cshare >= SMELL_CHEAP_SHARE;
-        fmt_us(t / (double)cheap[0].calls, t1, sizeof t1);
-        fmt_us(t, t2, sizeof t2);
-        snprintf(buf, sizeof buf, "%s: %lld calls at %s each, %s in all (%.1f%% of %s time)", cheap[0].name, cheap[0].calls, t1, t2,
-                 cshare * 100, cbasis);
-        json_array_append_new(smells, smell("cheap_operator_called_often", "A cheap operator called thousands of times", cheap_fired, buf,
-                                            json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:s,s:i,s:f,s:f}", "operator", cheap[0].name, "kind",
-                                                      cheap[0].kind, "calls", cheap[0].calls, "mean_us", t / (double)cheap[0].calls,
-                                                      "total_us", t, "share", cshare, "basis", cbasis, "min_calls", SMELL_CHEAP_CALLS,
-                                                      "max_mean_us", SMELL_CHEAP_MEAN_US, "min_share", SMELL_CHEAP_SHARE)));
-    } else {
-        snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
-        json_array_append_new(smells, smell("cheap_operator_called_often", "A cheap operator called thousands of times", 0, buf, json_object()));
+    int nk = load_ops(d, where, "self_cuda", k, 1);
+    double kshare = nk && d->self_cuda_total > 0 ? k[0].self_cuda / d->self_cuda_total : 0;
+    if (nk && kshare > share) { c[0] = k[0]; share = kshare; basis = "CUDA"; nc = 1; }
+    int fired = fired_any(d->in, cats);
+    const json_t *lb = suspect_of(d->in, "launch_bound");
+    if (!nc && lb) { /* the suspect list's launch-bound op is the evidence */
+        snprintf(buf, sizeof buf, "%s: kernels shorter than their launches, %s of the wall at stake",
+                 json_string_value(json_object_get(lb, "culprit")), timefmt_us(json_number_value(json_object_get(lb, "at_stake_us")), t1, sizeof t1));
+        return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
+                     json_pack("{s:O,s:O,s:s}", "culprit", json_object_get(lb, "culprit"), "at_stake_us", json_object_get(lb, "at_stake_us"),
+                               "category", "launch_bound"));
     }
+    if (!nc) {
+        snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
+        return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf, json_object());
+    }
+    double t = !strcmp(basis, "CUDA") ? c[0].self_cuda : c[0].self_cpu;
+    snprintf(buf, sizeof buf, "%s: %lld calls at %s each, %s in all (%.1f%% of %s time)", c[0].name, c[0].calls,
+             timefmt_us(t / (double)c[0].calls, t1, sizeof t1), timefmt_us(t, t2, sizeof t2), share * 100, basis);
+    return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
+                 json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:s,s:i,s:f}", "operator", c[0].name, "kind", c[0].kind, "calls", c[0].calls, "mean_us",
+                           t / (double)c[0].calls, "total_us", t, "share", share, "basis", basis, "min_calls", SMELL_CHEAP_CALLS,
+                           "max_mean_us", SMELL_CHEAP_MEAN_US));
+}
 
-    /* Smell 3: CPU time large while CUDA time is sparse. */
+/* Smell 3: CPU time large while CUDA time is sparse (the GPU waits on the host). */
+static json_t *smell_idle(draft *d) {
+    static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", NULL};
     op host[3], syncs[3];
-    int nh = load_ops(db, "kind = 'cpu_op'", "self_cpu", host, 3);
-    int ns = load_ops(db, "kind IN ('cuda_runtime', 'cuda_driver') AND (name LIKE '%Synchronize%' OR name LIKE 'cudaMemcpy'"
-                          " OR name LIKE 'cudaMemcpy\\_%' ESCAPE '\\' OR name LIKE 'cudaMemcpy2D%' OR name LIKE 'cuMemcpy%')"
-                          " AND name NOT LIKE '%Async%'", "self_cpu", syncs, 3);
-    int idle_fired = has_gpu && idle >= SMELL_IDLE_SHARE;
+    char buf[512];
+    int nh = load_ops(d, "kind = 'cpu_op'", "self_cpu", host, 3);
+    int ns = load_ops(d, "kind IN ('cuda_runtime', 'cuda_driver') AND (name LIKE '%Synchronize%' OR name LIKE 'cudaMemcpy'"
+                         " OR name LIKE 'cudaMemcpy\\_%' ESCAPE '\\' OR name LIKE 'cudaMemcpy2D%' OR name LIKE 'cuMemcpy%')"
+                         " AND name NOT LIKE '%Async%'", "self_cpu", syncs, 3);
+    json_t *idle_j = json_object_get(d->in->gpu, "gpu_idle_fraction");
+    double idle = json_number_value(idle_j);
     json_t *hosts = json_array(), *syncj = json_array();
     for (int i = 0; i < nh; i++)
         json_array_append_new(hosts, json_pack("{s:s,s:f,s:I}", "operator", host[i].name, "self_cpu_us", host[i].self_cpu, "calls", host[i].calls));
     for (int i = 0; i < ns; i++)
         json_array_append_new(syncj, json_pack("{s:s,s:f,s:I}", "call", syncs[i].name, "self_cpu_us", syncs[i].self_cpu, "calls", syncs[i].calls));
-    if (has_gpu) {
+    if (!d->cpu_only) {
         int o = snprintf(buf, sizeof buf, "GPU idle %.1f%% of the wall time", idle * 100);
         if (nh) o += snprintf(buf + o, sizeof buf - (size_t)o, "; host: %s", host[0].name);
         if (ns && o < (int)sizeof buf) snprintf(buf + o, sizeof buf - (size_t)o, "; syncs: %s (%lld calls)", syncs[0].name, syncs[0].calls);
     } else {
         snprintf(buf, sizeof buf, "no GPU activity in the trace");
     }
-    json_array_append_new(smells, smell("gpu_idle_host_bound", "CPU time large while CUDA time is sparse", idle_fired, buf,
-                                        json_pack("{s:o,s:o,s:o,s:f}", "gpu_idle_fraction", has_gpu ? json_real(idle) : json_null(),
-                                                  "host_ops", hosts, "syncs", syncj, "threshold", SMELL_IDLE_SHARE)));
+    return smell("gpu_idle_host_bound", "CPU time large while CUDA time is sparse", !d->cpu_only && fired_any(d->in, cats), buf,
+                 json_pack("{s:o,s:o,s:o}", "gpu_idle_fraction", d->cpu_only ? json_null() : json_real(idle), "host_ops", hosts, "syncs", syncj));
+}
 
-    /* The five lines. */
-    {
-        int o = snprintf(line[0], sizeof line[0], "%s", in->name && *in->name ? in->name : "unnamed session");
-        const char *k;
-        json_t *v;
-        int first = 1;
-        json_object_foreach((json_t *)in->labels, k, v) {
-            o += snprintf(line[0] + o, sizeof line[0] - (size_t)o, "%s%s=%s", first ? " (" : ", ", k, json_string_value(v));
-            first = 0;
-            if (o >= (int)sizeof line[0]) break;
-        }
-        if (!first && o < (int)sizeof line[0]) o += snprintf(line[0] + o, sizeof line[0] - (size_t)o, ")");
-        fmt_us(in->wall_us, t1, sizeof t1);
-        if (o < (int)sizeof line[0]) snprintf(line[0] + o, sizeof line[0] - (size_t)o, "; %lld events over %s", in->events, t1);
+/* ---- the five lines ---- */
+
+static void line_workload(const draft *d, char *out, size_t n) {
+    const report_input *in = d->in;
+    int o = snprintf(out, n, "%s", in->name && *in->name ? in->name : "unnamed session");
+    const char *k;
+    json_t *v;
+    int first = 1;
+    json_object_foreach((json_t *)in->labels, k, v) {
+        if (o >= (int)n) break;
+        o += snprintf(out + o, n - (size_t)o, "%s%s=%s", first ? " (" : ", ", k, json_string_value(v));
+        first = 0;
     }
-    {
-        const json_t *rv = json_object_get(in->meta, "cuda_runtime_version");
-        if (in->hardware && *in->hardware && rv)
-            snprintf(line[1], sizeof line[1], "%s, CUDA runtime %lld", in->hardware, (long long)json_integer_value(rv));
-        else if (in->hardware && *in->hardware)
-            snprintf(line[1], sizeof line[1], "%s", in->hardware);
-        else
-            snprintf(line[1], sizeof line[1], "unknown: the trace carries no device properties");
-    }
-    if (ntop > 0 && denom > 0 && strcmp(basis, "self CPU")) {
-        fmt_us(top[0].self_cuda, t1, sizeof t1);
-        int o = snprintf(line[2], sizeof line[2], "%s %.1f%% of self CUDA (%s, %lld calls, %s)", top[0].name,
-                         top[0].self_cuda / denom * 100, t1, top[0].calls, report_op_class(top[0].name));
-        if (ntop > 1 && o < (int)sizeof line[2])
-            snprintf(line[2] + o, sizeof line[2] - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / denom * 100);
-    } else {
-        snprintf(line[2], sizeof line[2], "no GPU time in the trace");
-    }
-    {
-        op h[2];
-        int n = load_ops(db, HOST_OPS, "self_cpu", h, 2);
-        if (n && self_cpu_total > 0) {
-            fmt_us(h[0].self_cpu, t1, sizeof t1);
-            int o = snprintf(line[3], sizeof line[3], "%s %.1f%% of self CPU (%s, %lld calls)", h[0].name,
-                             h[0].self_cpu / self_cpu_total * 100, t1, h[0].calls);
-            if (n > 1 && o < (int)sizeof line[3])
-                o += snprintf(line[3] + o, sizeof line[3] - (size_t)o, "; then %s %.1f%%", h[1].name, h[1].self_cpu / self_cpu_total * 100);
-            if (has_gpu && o < (int)sizeof line[3]) snprintf(line[3] + o, sizeof line[3] - (size_t)o, "; GPU idle %.1f%%", idle * 100);
-        } else {
-            snprintf(line[3], sizeof line[3], "no host operators in the trace");
-        }
-    }
-    /* Next experiment: the strongest fired smell decides, idle GPU first (nothing else
-     * matters while the GPU waits), then launch overhead, then the dominant operator. */
-    if (idle_fired)
-        snprintf(line[4], sizeof line[4], "Find what the host waits on%s%s: remove per-step syncs (.item(), .cpu(), cudaMemcpy) "
-                 "from the loop, use pinned memory with non_blocking copies, overlap data loading; re-profile and compare GPU idle",
-                 ns ? ", starting with " : "", ns ? syncs[0].name : "");
-    else if (cheap_fired)
-        snprintf(line[4], sizeof line[4], "Cut launches of %s (%lld calls): fuse with torch.compile or capture the step in a CUDA graph, "
-                 "batch the loop; compare calls and CUDA total before/after", cheap[0].name, cheap[0].calls);
-    else if (owns && !strcmp(report_op_class(top[0].name), "memory"))
-        snprintf(line[4], sizeof line[4], "Remove the traffic of %s: avoid dtype/device conversions and .contiguous() copies, "
-                 "keep tensors on the GPU in the final dtype; re-profile its share", top[0].name);
-    else if (owns)
-        snprintf(line[4], sizeof line[4], "Check how close %s runs to peak: its shapes, dtype (bf16/TF32, tensor cores) and kernel "
-                 "choice; compare achieved FLOP/s with the GPU's", top[0].name);
+    if (!first && o < (int)n) o += snprintf(out + o, n - (size_t)o, ")");
+    char t1[32], t2[32];
+    if (o < (int)n) o += snprintf(out + o, n - (size_t)o, "; %lld events over %s", in->events, timefmt_us(in->wall_us, t1, sizeof t1));
+    const json_t *steps = json_object_get(in->suspects, "steps");
+    long long ns = (long long)json_integer_value(json_object_get(steps, "count"));
+    if (json_is_object(steps) && o < (int)n)
+        snprintf(out + o, n - (size_t)o, "; %lld step%s, mean %s (p90 %s)", ns, ns == 1 ? "" : "s",
+                 timefmt_us(json_number_value(json_object_get(steps, "mean_us")), t1, sizeof t1),
+                 timefmt_us(json_number_value(json_object_get(steps, "p90_us")), t2, sizeof t2));
+}
+
+static void line_hardware(const draft *d, char *out, size_t n) {
+    const report_input *in = d->in;
+    const json_t *rv = json_object_get(in->meta, "cuda_runtime_version");
+    if (in->hardware && *in->hardware && rv && !d->rocm)
+        snprintf(out, n, "%s, CUDA runtime %lld", in->hardware, (long long)json_integer_value(rv));
+    else if (in->hardware && *in->hardware)
+        snprintf(out, n, "%s%s", in->hardware, d->rocm ? ", ROCm" : "");
+    else if (d->cpu_only)
+        snprintf(out, n, "CPU only: the trace has no GPU activity and no device properties");
     else
-        snprintf(line[4], sizeof line[4], "No smell fired: profile a longer steady-state window, or compare against a baseline session");
+        snprintf(out, n, "unknown: the trace carries no device properties");
+}
 
-    json_t *draft = json_object();
-    for (int i = 0; i < REPORT_LINES; i++) json_object_set_new(draft, report_line_keys[i], json_string(line[i]));
-    return json_pack("{s:o,s:o}", "draft", draft, "smells", smells);
+static void line_top_gpu(const draft *d, const op *top, int ntop, const char *basis, char *out, size_t n) {
+    if (d->cpu_only) {
+        snprintf(out, n, "no GPU time: a CPU-only trace");
+        return;
+    }
+    if (ntop <= 0 || d->self_cuda_total <= 0 || strcmp(basis, "self CUDA")) {
+        snprintf(out, n, "no GPU time in the trace");
+        return;
+    }
+    char t1[32];
+    const char *word = d->rocm ? "self GPU" : "self CUDA";
+    int o = snprintf(out, n, "%s %.1f%% of %s (%s, %lld calls, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
+                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, report_op_class(top[0].name));
+    if (ntop > 1 && o < (int)n) snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
+}
+
+/* The host's largest cost: the largest host-side suspect (a DataLoader range, a sync, Python,
+ * one op), whose time is the GPU's idle time (or, CPU-only, the wall's); then the op with the
+ * most self CPU time. */
+static void line_top_cpu(draft *d, char *out, size_t n) {
+    static const char *const host_cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "launch_bound", "communication", NULL};
+    const json_t *best = NULL, *s;
+    size_t i;
+    json_array_foreach(json_object_get(d->in->suspects, "suspects"), i, s) {
+        for (int k = 0; host_cats[k] && !best; k++)
+            if (!strcmp(json_string_value(json_object_get(s, "category")), host_cats[k])) best = s;
+        if (best) break;
+    }
+    char t1[32];
+    int o = 0;
+    if (best)
+        o = snprintf(out, n, "%s (%s): %s, %.1f%% of the wall%s", json_string_value(json_object_get(best, "culprit")),
+                     json_string_value(json_object_get(best, "category")),
+                     timefmt_us(json_number_value(json_object_get(best, "at_stake_us")), t1, sizeof t1),
+                     json_number_value(json_object_get(best, "at_stake_fraction")) * 100, d->cpu_only ? "" : " with the GPU waiting");
+    op h[1];
+    int nh = load_ops(d, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
+    if (nh && d->self_cpu_total > 0 && o < (int)n)
+        o += snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld calls)", o ? "; top self CPU: " : "", h[0].name,
+                      h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls);
+    else if (!o)
+        o = snprintf(out, n, "no host operators in the trace");
+    const json_t *gpu = json_object_get(d->in->suspects, "gpu");
+    if (json_is_object(gpu) && o < (int)n)
+        snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
+}
+
+/* The top suspect's next experiment, naming its culprit; or what a healthy run is told. */
+static void line_next(const draft *d, char *out, size_t n) {
+    const json_t *top = json_array_get(json_object_get(d->in->suspects, "suspects"), 0);
+    if (top) {
+        snprintf(out, n, "%s", json_string_value(json_object_get(top, "next_experiment")));
+    } else if (json_is_true(json_object_get(d->in->suspects, "healthy"))) {
+        const json_t *gpu = json_object_get(d->in->suspects, "gpu");
+        snprintf(out, n, "Healthy: the GPU is busy %.1f%% of the wall and no suspect holds 5%% of it; keep this session as a baseline "
+                 "(PUT /api/v1/baselines/NAME) and compare the next change against it per step",
+                 json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
+    } else {
+        snprintf(out, n, "No suspect holds 5%% of the wall: profile a longer steady-state window, or compare against a baseline session "
+                 "per step");
+    }
+}
+
+static int is_rocm(const report_input *in) {
+    const char *hw = in->hardware ? in->hardware : "";
+    return strstr(hw, "AMD") || strstr(hw, "Radeon") || strstr(hw, "Instinct");
+}
+
+int report_draft(const report_input *in, json_t **out) {
+    draft d = {in, 0, is_rocm(in), json_is_null(json_object_get(in->suspects, "gpu")), 0, 0};
+    *out = NULL;
+    d.self_cuda_total = sum_col(&d, "CASE WHEN " GPU_KINDS " THEN self_cuda END");
+    d.self_cpu_total = sum_col(&d, "self_cpu");
+    op top[8];
+    int ntop = 0;
+    const char *basis = "self CUDA";
+    json_t *smells = json_array();
+    json_array_append_new(smells, smell_owns(&d, top, &ntop, &basis));
+    json_array_append_new(smells, smell_cheap(&d));
+    json_array_append_new(smells, smell_idle(&d));
+    char line[REPORT_LINES][1024];
+    line_workload(&d, line[0], sizeof line[0]);
+    line_hardware(&d, line[1], sizeof line[1]);
+    line_top_gpu(&d, top, ntop, basis, line[2], sizeof line[2]);
+    line_top_cpu(&d, line[3], sizeof line[3]);
+    line_next(&d, line[4], sizeof line[4]);
+    if (d.rc) {
+        json_decref(smells);
+        return d.rc;
+    }
+    json_t *draft_lines = json_object();
+    for (int i = 0; i < REPORT_LINES; i++) json_object_set_new(draft_lines, report_line_keys[i], json_string(line[i]));
+    *out = json_pack("{s:o,s:o}", "draft", draft_lines, "smells", smells);
+    return *out ? 0 : ERR_NOMEM;
 }

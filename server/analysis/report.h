@@ -7,18 +7,17 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-/* Smell 1, "one operator owns the run": one operator's self CUDA time is at least this
- * share of all self CUDA time (or, in a trace without GPU work, of self CPU time). */
-#define SMELL_OWNS_SHARE 0.50
-/* Smell 2, "a cheap operator called thousands of times": at least this many calls, ... */
-#define SMELL_CHEAP_CALLS 1000
-/* ... a mean time per call under this (self CPU for ops, duration for kernels), ... */
-#define SMELL_CHEAP_MEAN_US 20.0
-/* ... and together at least this share of self CPU (ops) or CUDA (kernels) time. */
-#define SMELL_CHEAP_SHARE 0.10
-/* Smell 3, "CPU time large while CUDA time is sparse": the GPU is idle at least this
- * share of the wall time, in a trace that has GPU activity. */
-#define SMELL_IDLE_SHARE 0.50
+/* The three smells of the seed, kept as ids in the API. They fire by the suspect list's
+ * evidence (suspects.c), not by fixed cut-offs of their own:
+ *   one_operator_owns_the_run    compute_bound_op or copies_casts fired (a CPU-only trace:
+ *                                cpu_bound_op)
+ *   cheap_operator_called_often  launch_bound fired
+ *   gpu_idle_host_bound          data_loading, host_sync, python_overhead or cpu_bound_op
+ *                                fired, in a trace with GPU activity
+ * Their evidence stays what it was: the top operator's share, the cheapest busy operator,
+ * the GPU idle fraction with the host's top ops and syncs. */
+#define SMELL_CHEAP_CALLS 1000     /* evidence of smell 2: an op with this many calls ... */
+#define SMELL_CHEAP_MEAN_US 20.0   /* ... under this mean time per call */
 
 /* The five lines, in order, as stored and as edited through PUT /report. */
 #define REPORT_LINES 5
@@ -28,6 +27,7 @@ extern const char *const report_line_titles[REPORT_LINES]; /* "Workload", ... */
 typedef struct report_input {
     sqlite3 *db;         /* scratch.ops filled (grouping 0) */
     const json_t *gpu;   /* the GET /gpu document */
+    const json_t *suspects; /* the suspect list (suspects.c) */
     const json_t *meta;  /* top-level trace keys */
     const char *name;    /* session name or NULL */
     const json_t *labels;/* {"k":"v"} or NULL */
@@ -36,9 +36,9 @@ typedef struct report_input {
     double wall_us;
 } report_input;
 
-/* New reference: {"draft":{workload,...},"smells":[{id,title,fired,summary,evidence}]}.
- * NULL on allocation failure. */
-json_t *report_draft(const report_input *in);
+/* {"draft":{workload,...},"smells":[{id,title,fired,summary,evidence}]} into *out (new
+ * reference). 0, ERR_NOMEM, or ERR_DB (a query of scratch.ops failed; *out is NULL). */
+int report_draft(const report_input *in, json_t **out);
 
 /* Operator family class for smell 1: "compute", "memory" or "other". */
 const char *report_op_class(const char *name);

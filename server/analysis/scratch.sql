@@ -35,8 +35,8 @@ CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT N
 -- columns: they cover what the GPU passes, the busy merges, GCUR_SQL and the launch delays
 -- read, so those never look a row up in ev by rowid, which is a random read of a file
 -- larger than the page cache (their queries took 99 ms at 100 MB with lookups, 49 without).
-CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur) WHERE corr IS NOT NULL;
-CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur, kind) WHERE cls = 2;
+CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur, kind, name, track) WHERE corr IS NOT NULL;
+CREATE INDEX scratch.ev_gpu ON ev(dev, ts, te, stream, dur, kind, corr) WHERE cls = 2;
 CREATE INDEX scratch.hblk_track ON hblk(track);
 -- The merged GPU busy intervals, BUSY_BLOCK of them a row (analyze.c): all activity, kernels only.
 CREATE TABLE scratch.busy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
@@ -49,6 +49,15 @@ CREATE TABLE scratch.kern(name TEXT, kind TEXT, calls INT, total_us REAL, min_us
 CREATE TABLE scratch.ph(name TEXT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
  kernel_us REAL, first_ts REAL);
 CREATE TABLE scratch.tlb(track INT, data BLOB);
+-- The idle gaps of every device (idle.c): cls 1 host wait, 2 kernel wait (0, other, is
+-- summed at once); track and lts are the launch's thread and start, corr its correlation.
+CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+-- CPU-only traces: every labelled piece of every thread, by category (idle.c CSEG_*).
+CREATE TABLE scratch.cseg(cat INT, name INT, s REAL, e REAL);
+-- The wall time categories took so far, in priority order (suspects.c).
+CREATE TABLE scratch.ctaken(s REAL, e REAL);
+-- Launches made under a copy/cast op (suspects.c: copies_casts): correlation, the outermost such op.
+CREATE TABLE scratch.ccorr(corr INT PRIMARY KEY, op INT) WITHOUT ROWID;
 
 -- @devices  (analyze_run: only when GPU events name more than one device)
 CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;

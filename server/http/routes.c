@@ -246,6 +246,24 @@ static int h_report(app *a, http_req *rq, http_reply *out) {
     return http_json(out, 200, body);
 }
 
+static int h_suspects(app *a, http_req *rq, http_reply *out) {
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_suspects(db_, rq->id, &body));
+    if (rc_) return db_fail(out, rc_, rq->id);
+    const char *f = http_query(rq, "format");
+    if (f && !strcmp(f, "csv")) {
+        static const char *const cols[] = {"category", "culprit", "at_stake_us", "at_stake_fraction", "at_stake_per_step_us", "smell",
+                                           "next_experiment", NULL};
+        return text_or_csv(rq, out, body, "suspects", cols);
+    }
+    if (!http_wants_text(rq)) return http_json(out, 200, body);
+    size_t len;
+    char *t = text_suspects(body, &len);
+    json_decref(body);
+    return t ? http_text(out, 200, "text/plain; charset=utf-8", t, len) : http_error(out, ERR_NOMEM, "out of memory");
+}
+
 /* PUT {"lines":{"next_experiment":"..."}}: any subset; null or "" restores the draft. */
 static int h_report_put(app *a, http_req *rq, http_reply *out) {
     json_error_t je;
@@ -506,6 +524,7 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/gpu", h_gpu, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/report", h_report, CACHE_SESSION},
     {"PUT", "/api/v1/sessions/{id}/report", h_report_put, CACHE_NO},
+    {"GET", "/api/v1/sessions/{id}/suspects", h_suspects, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
     {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},

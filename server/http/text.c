@@ -9,12 +9,8 @@
 
 #include "lib/buf.h"
 #include "analysis/report.h"
+#include "lib/timefmt.h"
 
-static void fmt_time(double us, char *out, size_t n) {
-    if (us >= 1e6) snprintf(out, n, "%.3fs", us / 1e6);
-    else if (us >= 1e3) snprintf(out, n, "%.3fms", us / 1e3);
-    else snprintf(out, n, "%.3fus", us);
-}
 /* torch's _format_memory: "8.00 Kb", "-292 b". */
 static void fmt_mem(long long b, char *out, size_t n) {
     double kb = 1024, mb = kb * 1024, gb = mb * 1024;
@@ -56,14 +52,14 @@ char *text_operators(const json_t *reply, size_t *len) {
         double scpu = num(r, "self_cpu_time_total_us"), cpu = num(r, "cpu_time_total_us"), scuda = num(r, "self_cuda_time_total_us"),
                cuda = num(r, "cuda_time_total_us");
         snprintf(v[0], 32, "%.2f%%", tcpu > 0 ? scpu / tcpu * 100 : 0);
-        fmt_time(scpu, v[1], 32);
+        timefmt_us(scpu, v[1], 32);
         snprintf(v[2], 32, "%.2f%%", tcpu > 0 ? cpu / tcpu * 100 : 0);
-        fmt_time(cpu, v[3], 32);
-        fmt_time(num(r, "cpu_time_avg_us"), v[4], 32);
-        fmt_time(scuda, v[5], 32);
+        timefmt_us(cpu, v[3], 32);
+        timefmt_us(num(r, "cpu_time_avg_us"), v[4], 32);
+        timefmt_us(scuda, v[5], 32);
         snprintf(v[6], 32, "%.2f%%", tcuda > 0 ? scuda / tcuda * 100 : 0);
-        fmt_time(cuda, v[7], 32);
-        fmt_time(num(r, "cuda_time_avg_us"), v[8], 32);
+        timefmt_us(cuda, v[7], 32);
+        timefmt_us(num(r, "cuda_time_avg_us"), v[8], 32);
         fmt_mem((long long)num(r, "cpu_memory_usage_bytes"), v[9], 32);
         fmt_mem((long long)num(r, "self_cpu_memory_usage_bytes"), v[10], 32);
         fmt_mem((long long)num(r, "cuda_memory_usage_bytes"), v[11], 32);
@@ -78,8 +74,8 @@ char *text_operators(const json_t *reply, size_t *len) {
         buf_puts(&b, "\n");
     }
     char t1[32], t2[32];
-    fmt_time(tcpu, t1, sizeof t1);
-    fmt_time(tcuda, t2, sizeof t2);
+    timefmt_us(tcpu, t1, sizeof t1);
+    timefmt_us(tcuda, t2, sizeof t2);
     buf_printf(&b, "%s\nSelf CPU time total: %s\nSelf CUDA time total: %s\n", line, t1, t2);
     *len = b.len;
     return b.p;
@@ -170,13 +166,16 @@ char *text_regressions(const json_t *r, size_t *len) {
     char head[1024];
     int n = snprintf(head, sizeof head,
                      "regressed: %s (%lld regressed, %lld improved); session %lld against baseline '%s' (session %lld)\n"
-                     "thresholds: rel %g, abs_us %g, abs_calls %g, abs_share %g (both relative and absolute must be exceeded)\n",
+                     "thresholds: rel %g, abs_us %g, abs_calls %g, abs_share %g (both relative and absolute must be exceeded); compared %s\n",
                      json_is_true(json_object_get(r, "regressed")) ? "yes" : "no",
                      (long long)json_integer_value(json_object_get(c, "regressed")), (long long)json_integer_value(json_object_get(c, "improved")),
                      (long long)json_integer_value(json_object_get(r, "head_session_id")), json_string_value(json_object_get(r, "baseline")),
                      (long long)json_integer_value(json_object_get(r, "base_session_id")), json_number_value(json_object_get(t, "rel")),
                      json_number_value(json_object_get(t, "abs_us")), json_number_value(json_object_get(t, "abs_calls")),
-                     json_number_value(json_object_get(t, "abs_share")));
+                     json_number_value(json_object_get(t, "abs_share")),
+                     strcmp(json_string_value(json_object_get(r, "basis")) ? json_string_value(json_object_get(r, "basis")) : "", "per_step")
+                         ? "per call (not both sessions have ProfilerStep#N steps)"
+                         : "per step");
     size_t tl = 0;
     char *table = text_rows(json_object_get(r, "items"), cols, &tl);
     char *all = table ? malloc((size_t)n + tl + 1) : NULL;
@@ -187,4 +186,41 @@ char *text_regressions(const json_t *r, size_t *len) {
     }
     free(table);
     return all;
+}
+
+char *text_suspects(const json_t *r, size_t *len) {
+    buf b = {0};
+    char t1[32], t2[32], t3[32];
+    if (!json_is_true(json_object_get(r, "computed"))) {
+        buf_printf(&b, "no suspect list: this session was stored before firstpass computed one; upload it again\n");
+    } else {
+        const json_t *gpu = json_object_get(r, "gpu"), *steps = json_object_get(r, "steps");
+        buf_printf(&b, "healthy: %s; wall %s", json_is_true(json_object_get(r, "healthy")) ? "yes" : "no",
+                   timefmt_us(num(r, "wall_us"), t1, sizeof t1));
+        if (json_is_object(gpu))
+            buf_printf(&b, "; GPU busy %.1f%% of the wall, %.1f%% of its window (lead-in %s, tail %s)", num(gpu, "utilization_of_wall") * 100,
+                       num(gpu, "busy_fraction") * 100, timefmt_us(num(gpu, "lead_in_us"), t2, sizeof t2),
+                       timefmt_us(num(gpu, "tail_us"), t3, sizeof t3));
+        else
+            buf_printf(&b, "; no GPU activity (CPU-only trace)");
+        if (json_is_object(steps))
+            buf_printf(&b, "; %lld step%s, mean %s (p50 %s, p90 ", (long long)json_integer_value(json_object_get(steps, "count")),
+                       json_integer_value(json_object_get(steps, "count")) == 1 ? "" : "s",
+                       timefmt_us(num(steps, "mean_us"), t1, sizeof t1), timefmt_us(num(steps, "p50_us"), t2, sizeof t2)),
+                buf_printf(&b, "%s)", timefmt_us(num(steps, "p90_us"), t3, sizeof t3));
+        buf_printf(&b, "\n");
+        const json_t *s;
+        size_t i;
+        json_array_foreach(json_object_get(r, "suspects"), i, s) {
+            buf_printf(&b, "#%zu %s: %s\n   at stake %s (%.1f%% of the wall", i + 1, json_string_value(json_object_get(s, "category")),
+                       json_string_value(json_object_get(s, "culprit")), timefmt_us(num(s, "at_stake_us"), t1, sizeof t1),
+                       num(s, "at_stake_fraction") * 100);
+            if (json_is_number(json_object_get(s, "at_stake_per_step_us")))
+                buf_printf(&b, ", %s per step", timefmt_us(num(s, "at_stake_per_step_us"), t2, sizeof t2));
+            buf_printf(&b, ")\n   next: %s\n", json_string_value(json_object_get(s, "next_experiment")));
+        }
+        if (!i) buf_printf(&b, "no suspect holds %s of the wall\n", "5%");
+    }
+    *len = b.len;
+    return b.p;
 }

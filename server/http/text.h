@@ -12,5 +12,8 @@ char *text_report(const json_t *report, size_t *len);     /* exactly five lines 
 char *text_rows(const json_t *rows, const char *const *cols, size_t *len); /* aligned columns */
 /* GET /sessions/{id}/regressions as text: two header lines (verdict, thresholds), then the items. */
 char *text_regressions(const json_t *reply, size_t *len);
+/* GET /sessions/{id}/suspects as text: the verdict line (healthy, wall, GPU, steps), then one
+ * block per suspect (rank, category, culprit, time at stake, next experiment). */
+char *text_suspects(const json_t *reply, size_t *len);
 
 #endif

@@ -31,9 +31,11 @@ int cuda_copy_pageable(const char *name) {
 }
 
 int cuda_is_sync_call(const char *name) {
-    static const char *const sync[] = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
-                                       "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-                                       "cudaEventSynchronize", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpy", NULL};
+    static const char *const sync[] = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyToSymbol",
+                                       "cudaMemcpyFromSymbol", "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                       "cudaEventSynchronize", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpy", "cuStreamSynchronize",
+                                       "cuCtxSynchronize", "cuEventSynchronize", "hipMemcpy", "hipStreamSynchronize",
+                                       "hipDeviceSynchronize", "hipEventSynchronize", NULL};
     for (int i = 0; sync[i]; i++) {
         size_t l = strlen(sync[i]);
         if (!strncmp(name, sync[i], l) && (name[l] == '\0' || name[l] == '_')) return 1;

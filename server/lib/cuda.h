@@ -24,8 +24,9 @@ void cuda_copy_direction(const char *name, const char *kind, char *out, size_t n
  * in its name (what CUDA must stage through a pinned bounce buffer, synchronously). */
 int cuda_copy_pageable(const char *name);
 /* 1 when name is a runtime or driver call that blocks the host until the GPU catches up:
- * cudaMemcpy (not ...Async), cudaMemset, cuda{Stream,Device,Event}Synchronize, cuMemcpy*
- * (with any _v2/_ptds suffix after a '_'). */
+ * cudaMemcpy, cudaMemcpy2D/3D/Peer/ToSymbol/FromSymbol (not ...Async), cudaMemset,
+ * cuda{Stream,Device,Event}Synchronize, cuMemcpy, cuMemcpyHtoD/DtoH, cu{Stream,Ctx,Event}Synchronize,
+ * hipMemcpy, hip{Stream,Device,Event}Synchronize, with any _v2/_ptds suffix after a '_'. */
 int cuda_is_sync_call(const char *name);
 
 #endif

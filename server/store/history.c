@@ -294,6 +294,22 @@ static int moved(const hist_thresholds *t, int unit, double b, double h) {
 
 static json_t *value_of(int unit, double v) { return unit == U_CALLS ? json_integer((json_int_t)llround(v)) : json_real(v); }
 
+/* What the compared values are: per step (both sessions have ProfilerStep#N ranges), else
+ * per call. Why not totals: a profile window of 45 steps against one of 37 of the same loop
+ * moves every total by 20% without anything getting slower. The totals stay in each item. */
+typedef struct basis {
+    int per_step;         /* 1: values / steps; 0: times / calls (calls themselves not compared) */
+    double base_steps, head_steps;
+} basis;
+
+static const char *per_name(const basis *bs, const char *metric, int unit, char *out, size_t n) {
+    if (unit == U_SHARE) return metric;
+    if (!strcmp(metric, "calls")) snprintf(out, n, "calls_per_step");
+    else snprintf(out, n, "%s_per_%s", !strncmp(metric, "wall_time", 9) || !strncmp(metric, "gpu_busy", 8) ? metric
+                                        : !strncmp(metric, "cuda_time", 9) ? "cuda_time" : "cpu_time", bs->per_step ? "step" : "call");
+    return out;
+}
+
 static json_t *item(const char *kind, const char *category, const char *name, const char *metric, int unit, const char *status,
                     double b, double h) {
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "kind", kind, "category", category, "name", name, "metric", metric,
@@ -306,25 +322,55 @@ static json_t *item(const char *kind, const char *category, const char *name, co
     return o;
 }
 
-static void diff_kind(const kind_def *k, json_t *base, json_t *head, const hist_thresholds *t, json_t *items) {
+/* The value a metric is compared by (basis), from its total and the row's calls. */
+static int per_value(const basis *bs, int unit, double total, double calls, double steps, double *v) {
+    if (bs->per_step) { *v = total / steps; return 1; }
+    if (unit == U_CALLS) return 0; /* without steps, more calls may be a longer window */
+    *v = calls > 0 ? total / calls : 0;
+    return 1;
+}
+
+static void diff_kind(const kind_def *k, json_t *base, json_t *head, const hist_thresholds *t, const basis *bs, json_t *items) {
     json_t *keys = json_object();
     const char *key;
     json_t *v;
+    int calls_col = -1; /* the metric that holds calls */
+    for (int i = 0; i < k->nmetrics; i++)
+        if (k->m[i].unit == U_CALLS) calls_col = i;
     json_object_foreach(base, key, v) json_object_set_new(keys, key, json_true());
     json_object_foreach(head, key, v) json_object_set_new(keys, key, json_true());
     json_object_foreach(keys, key, v) {
         json_t *b = json_object_get(base, key), *h = json_object_get(head, key);
         const char *sep = strchr(key, '\x1f');
-        char category[256];
+        char category[256], metric[64];
         snprintf(category, sizeof category, "%.*s", (int)(sep - key), key);
         const char *status = !b ? "appeared" : !h ? "disappeared" : "changed";
+        double bc = b && calls_col >= 0 ? json_real_value(json_array_get(b, (size_t)calls_col)) : 0;
+        double hc = h && calls_col >= 0 ? json_real_value(json_array_get(h, (size_t)calls_col)) : 0;
         for (int i = 0; i < k->nmetrics; i++) {
-            double bv = b ? json_real_value(json_array_get(b, (size_t)i)) : 0, hv = h ? json_real_value(json_array_get(h, (size_t)i)) : 0;
-            if (moved(t, k->m[i].unit, bv, hv))
-                json_array_append_new(items, item(k->kind, category, sep + 1, k->m[i].name, k->m[i].unit, status, bv, hv));
+            double bt = b ? json_real_value(json_array_get(b, (size_t)i)) : 0, ht = h ? json_real_value(json_array_get(h, (size_t)i)) : 0;
+            double bv, hv;
+            if (!per_value(bs, k->m[i].unit, bt, bc, bs->base_steps, &bv) || !per_value(bs, k->m[i].unit, ht, hc, bs->head_steps, &hv)) continue;
+            if (!moved(t, k->m[i].unit, bv, hv)) continue;
+            json_t *it = item(k->kind, category, sep + 1, per_name(bs, k->m[i].name, k->m[i].unit, metric, sizeof metric), k->m[i].unit,
+                              status, bv, hv);
+            json_object_set_new(it, "base_total", value_of(k->m[i].unit, bt));
+            json_object_set_new(it, "head_total", value_of(k->m[i].unit, ht));
+            json_array_append_new(items, it);
         }
     }
     json_decref(keys);
+}
+
+/* Steps of a session: the count of its folded ProfilerStep* phase (0 without). */
+static double steps_of(sqlite3 *db, long long id) {
+    sqlite3_stmt *s = prep(db, "SELECT count FROM phases WHERE session_id = ? AND name = 'ProfilerStep*' AND kind = 'cpu'");
+    double n = 0;
+    if (!s) return 0;
+    sqlite3_bind_int64(s, 1, id);
+    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_double(s, 0);
+    sqlite3_finalize(s);
+    return n;
 }
 
 /* gpu_idle_fraction of a session from its precomputed summary into *v (NAN when unknown).
@@ -354,8 +400,11 @@ static int rank_of(const json_t *o) {
     const char *k = item_str(o, "kind"), *m = item_str(o, "metric");
     for (int i = 0; i < NKINDS; i++)
         if (!strcmp(kinds[i].kind, k))
-            for (int j = 0; j < kinds[i].nmetrics; j++)
-                if (!strcmp(kinds[i].m[j].name, m)) return 1 + i * 4 + j;
+            for (int j = 0; j < kinds[i].nmetrics; j++) {
+                /* the item's metric is this one per step or per call: the same family */
+                size_t fam = strcspn(kinds[i].m[j].name, "_");
+                if (!strncmp(kinds[i].m[j].name, m, fam)) return 1 + i * 4 + j;
+            }
     return 0; /* session */
 }
 
@@ -386,22 +435,49 @@ static json_t *sorted(json_t *items, int *nreg) {
     return out;
 }
 
-/* Every item of head against base (unsorted), new reference; NULL when SQLite failed. */
-static json_t *all_items(sqlite3 *db, long long base, long long head, const hist_thresholds *t) {
+/* Every item of head against base (unsorted), new reference; NULL when SQLite failed.
+ * *bs says what the values are (per step or per call). */
+static json_t *all_items(sqlite3 *db, long long base, long long head, const hist_thresholds *t, basis *bs) {
     char hname[512] = "";
     double bi, hi;
     if (idle_of(db, base, &bi, NULL, 0) || idle_of(db, head, &hi, hname, sizeof hname)) return NULL;
+    bs->base_steps = steps_of(db, base);
+    bs->head_steps = steps_of(db, head);
+    bs->per_step = bs->base_steps > 0 && bs->head_steps > 0;
     json_t *items = json_array();
     if (!isnan(bi) && !isnan(hi) && moved(t, U_SHARE, bi, hi))
         json_array_append_new(items, item("session", "session", hname, "gpu_idle_fraction", U_SHARE, "changed", bi, hi));
     for (int k = 0; k < NKINDS && items; k++) {
         json_t *b = load_rows(db, &kinds[k], base), *h = load_rows(db, &kinds[k], head);
-        if (b && h) diff_kind(&kinds[k], b, h, t, items);
+        if (b && h) diff_kind(&kinds[k], b, h, t, bs, items);
         else { json_decref(items); items = NULL; }
         json_decref(b);
         json_decref(h);
     }
     return items;
+}
+
+static json_t *basis_json(const basis *bs) {
+    return json_pack("{s:s,s:f,s:f}", "basis", bs->per_step ? "per_step" : "per_call", "base_steps", bs->base_steps, "head_steps",
+                     bs->head_steps);
+}
+
+int history_diff(sqlite3 *db, long long base, long long head, const hist_thresholds *t, json_t **out) {
+    basis bs;
+    int nreg = 0;
+    json_t *raw = all_items(db, base, head, t, &bs);
+    if (!raw) return ERR_DB;
+    json_t *items = sorted(raw, &nreg), *regs = json_array(), *it;
+    size_t i;
+    json_decref(raw);
+    json_array_foreach(items, i, it)
+        if (!strcmp(item_str(it, "direction"), "regressed")) json_array_append(regs, it);
+    *out = basis_json(&bs);
+    json_object_set_new(*out, "thresholds", json_pack("{s:f,s:f,s:f,s:f}", "rel", t->rel, "abs_us", t->abs_us, "abs_calls", t->abs_calls,
+                                                      "abs_share", t->abs_share));
+    json_object_set_new(*out, "regressions", regs);
+    json_object_set_new(*out, "items", items);
+    return 0;
 }
 
 int history_regressions(sqlite3 *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen) {
@@ -429,7 +505,8 @@ int history_regressions(sqlite3 *db, long long id, const char *name, const hist_
     }
     long long base = json_integer_value(json_object_get(bl, "session_id"));
     int nreg = 0;
-    json_t *raw = all_items(db, base, id, t);
+    basis bs;
+    json_t *raw = all_items(db, base, id, t, &bs);
     if (!raw) {
         json_decref(bl);
         return ERR_DB;
@@ -441,6 +518,9 @@ int history_regressions(sqlite3 *db, long long id, const char *name, const hist_
                      (json_int_t)id, "auto_picked", name == picked, "thresholds", "rel", t->rel, "abs_us", t->abs_us, "abs_calls",
                      t->abs_calls, "abs_share", t->abs_share, "counts", "regressed", nreg, "improved",
                      (int)json_array_size(items) - nreg, "items", items);
+    json_t *bj = basis_json(&bs);
+    json_object_update(*out, bj);
+    json_decref(bj);
     json_decref(bl);
     return 0;
 }
@@ -482,11 +562,12 @@ static sqlite3_stmt *trend_stmt(sqlite3 *db, const hist_trend_query *q, const ch
     char sql[4096];
     /* col comes from trend_metrics[], never from the request. Without an operator the
      * subquery is a constant NULL. Several kinds of one name: the one with most CUDA time. */
+#define TREND_OP " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1" \
+                 " AND (?2 IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
     int o = snprintf(sql, sizeof sql,
-                     "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s FROM sessions s WHERE 1", col ? "(SELECT o." : "NULL",
-                     col ? col : "",
-                     col ? " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1"
-                           " AND (?2 IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)" : "");
+                     "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s, (SELECT p.count FROM phases p WHERE p.session_id = s.id"
+                     " AND p.name = 'ProfilerStep*' AND p.kind = 'cpu'), %s FROM sessions s WHERE 1",
+                     col ? "(SELECT o." : "NULL", col ? col : "", col ? TREND_OP : "", col ? "(SELECT o.calls" TREND_OP : "NULL");
     o = label_clauses(sql, sizeof sql, o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ?%d AND l.value = ?%d)",
                       &q->labels, 4);
     snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY s.id DESC LIMIT ?3");
@@ -509,10 +590,17 @@ int history_trends(sqlite3 *db, const hist_trend_query *q, json_t **out) {
     if (!s) return ERR_DB;
     json_t *newest_first = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(newest_first, json_pack("{s:I,s:o,s:o,s:o}", "session_id", (json_int_t)sqlite3_column_int64(s, 0),
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+        json_t *v = trend_value(s, q->metric, needs_op);
+        /* beside the total: per step (the session has ProfilerStep#N ranges) and per call */
+        double steps = sqlite3_column_double(s, 5), calls = sqlite3_column_double(s, 6), x = json_number_value(v);
+        int total = needs_op && json_is_number(v);
+        json_array_append_new(newest_first, json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "session_id", (json_int_t)sqlite3_column_int64(s, 0),
                                                       "created_at", iso_time(sqlite3_column_int64(s, 1)), "name", col_text(s, 2),
-                                                      "value", trend_value(s, q->metric, needs_op)));
+                                                      "value", v, "steps", steps > 0 ? json_integer((json_int_t)steps) : json_null(),
+                                                      "per_step", total && steps > 0 ? json_real(x / steps) : json_null(), "per_call",
+                                                      total && calls > 0 && strcmp(q->metric, "calls") ? json_real(x / calls) : json_null()));
+    }
     sqlite3_finalize(s);
     if (step_rc(st)) {
         json_decref(newest_first);

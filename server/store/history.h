@@ -80,4 +80,9 @@ int history_trends(sqlite3 *db, const hist_trend_query *q, json_t **out);
 int history_trend_metric(const char *metric, int *needs_op);
 const char *history_trend_metrics(void); /* comma-separated, for error messages */
 
+/* head against base, as GET /api/v1/compare's per_step: {"basis":"per_step"|"per_call",
+ * "base_steps","head_steps","thresholds","regressions":[items regressed],"items":[all]}
+ * (items as in the regressions reply). 0 or ERR_DB. */
+int history_diff(sqlite3 *db, long long base, long long head, const hist_thresholds *t, json_t **out);
+
 #endif

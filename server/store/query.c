@@ -17,6 +17,7 @@
 #include "lib/tlblob.h"
 #include "lib/vec.h"
 #include "lib/timefmt.h"
+#include "store/history.h"
 
 static const struct { const char *field, *col; } sorts[] = {
     {"cuda_time_total", "cuda_total"}, {"self_cuda_time_total", "self_cuda"},
@@ -491,6 +492,23 @@ int query_report(sqlite3 *db, long long id, json_t **out) {
     return 0;
 }
 
+int query_suspects(sqlite3 *db, long long id, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 1, &doc);
+    if (rc) return rc;
+    json_t *sus = json_object_get(doc, "suspects");
+    if (json_is_object(sus)) {
+        *out = json_deep_copy(sus);
+        json_object_set_new(*out, "session_id", json_integer(id));
+        json_object_set_new(*out, "computed", json_true());
+    } else { /* stored before the suspect list existed: nothing to show but that */
+        *out = json_pack("{s:I,s:b,s:n,s:b,s:n,s:n,s:[]}", "session_id", (json_int_t)id, "computed", 0, "wall_us", "healthy", 0, "gpu",
+                         "steps", "suspects");
+    }
+    json_decref(doc);
+    return *out ? 0 : ERR_NOMEM;
+}
+
 /* ---- compare ---- */
 
 static json_t *load_side(sqlite3 *db, long long id, int phases) {
@@ -570,9 +588,14 @@ int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
     rc = query_session(db, head, &hs);
     if (rc) { json_decref(bs); return rc; }
     json_t *bo = load_side(db, base, 0), *ho = load_side(db, head, 0), *bp = load_side(db, base, 1), *hp = load_side(db, head, 1);
-    *out = json_pack("{s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1));
+    /* per step (or per call): what moved beyond the noise floor, the totals beside */
+    hist_thresholds t = {COMPARE_REL, COMPARE_ABS_US, COMPARE_ABS_CALLS, HIST_ABS_SHARE_DEFAULT};
+    json_t *ps = NULL;
+    rc = history_diff(db, base, head, &t, &ps);
+    *out = json_pack("{s:o,s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1), "per_step",
+                     rc ? json_null() : ps);
     json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
-    return 0;
+    return rc;
 }
 
 /* ---- timeline ---- */

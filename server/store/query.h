@@ -6,6 +6,13 @@
 #define FP_QUERY_H
 
 #include <jansson.h>
+
+/* GET /compare's per_step thresholds: what moved more than this, per step (or per call),
+ * is named in per_step.regressions. Lower than the regressions defaults (history.h): a
+ * comparison shows what changed; a CI gate decides with its own thresholds. */
+#define COMPARE_REL 0.10
+#define COMPARE_ABS_US 1.0
+#define COMPARE_ABS_CALLS 1.0
 #include <sqlite3.h>
 
 typedef struct list_filter {
@@ -26,6 +33,9 @@ int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t
 int query_phases(sqlite3 *db, long long id, json_t **out);
 int query_gpu(sqlite3 *db, long long id, json_t **out);
 int query_report(sqlite3 *db, long long id, json_t **out);
+/* The suspect list computed at ingest (analysis/suspects.c); a session stored before it
+ * existed answers {"computed": false, "suspects": []}. */
+int query_suspects(sqlite3 *db, long long id, json_t **out);
 int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
 int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
 

@@ -155,6 +155,8 @@ def classify(e):
     cat = e.get("cat")
     if not cat:
         return "host", "cpu_op" if "::" in e.get("name", "") else "user_annotation"
+    if cat == "Operator" and "#" in e.get("name", ""):
+        return "host", "user_annotation"  # 2021 schema: record_function ranges (ProfilerStep#5, ## forward ##)
     if cat in HOST_OP:
         return "host", HOST_OP[cat]
     if cat in HOST_RT:
@@ -164,9 +166,19 @@ def classify(e):
     return None, None
 
 
+def _table_name(name):
+    """torch's _rewrite_name(with_wildcard=True): every ProfilerStep#N is ProfilerStep*."""
+    if name.startswith("ProfilerStep#") and name[13:].isdigit():
+        return "ProfilerStep*"
+    return name
+
+
 def key_averages(doc):
     """Reference operator table by torch's rule (trace-semantics.md), written apart
-    from the server: {(name, kind): {calls, cpu_total, self_cpu, self_cuda, cuda_total}}."""
+    from the server: {(name, kind): {calls, cpu_total, self_cpu, self_cuda, cuda_total}}.
+    A tree per thread (torch's nesting), then torch's EventList._remove_dup_nodes (an op
+    whose same-named parent has it as its only child is dropped; its children and its
+    self CUDA go to the parent; repeated until stable), then the table."""
     evs = events_of(doc)
     gpu_by_corr = {}
     rows = {}
@@ -187,25 +199,18 @@ def key_averages(doc):
                 gpu_by_corr[args["correlation"]] = gpu_by_corr.get(args["correlation"], 0) + e["dur"]
         elif c in ("host", "rt"):
             threads.setdefault((str(e.get("pid")), str(e.get("tid"))), []).append((e, c, kind))
+    nodes = []
     for evl in threads.values():
         evl.sort(key=lambda x: (x[0]["ts"], -(x[0]["ts"] + x[0]["dur"])))
         stack = []
-
-        def pop():
-            f = stack.pop()
-            r = row(f["name"], f["kind"])
-            r["calls"] += 1
-            r["cpu_total"] += f["dur"]
-            r["self_cpu"] += f["dur"] - f["child"]
-            r["self_cuda"] += f["self_cuda"]
-            r["cuda_total"] += f["cuda_total"]
-            if stack:
-                stack[-1]["child"] += f["dur"]
         for e, c, kind in evl:
             s, en = e["ts"], e["ts"] + e["dur"]
             while stack and (s >= stack[-1]["end"] or en > stack[-1]["end"]):
-                pop()
-            f = dict(name=e["name"], kind=kind, dur=e["dur"], end=en, child=0.0, self_cuda=0.0, cuda_total=0.0, cls=c)
+                stack.pop()
+            f = dict(name=_table_name(e["name"]), kind=kind, dur=e["dur"], end=en, self_cuda=0.0, cuda_total=0.0, cls=c,
+                     parent=stack[-1] if stack else None, children=[], gone=False)
+            if f["parent"] is not None:
+                f["parent"]["children"].append(f)
             if c == "rt":
                 d = gpu_by_corr.get((e.get("args") or {}).get("correlation"))
                 if d is not None and (e.get("args") or {}).get("correlation") is not None:
@@ -217,9 +222,29 @@ def key_averages(doc):
                     else:
                         f["self_cuda"] += d
                         f["cuda_total"] += d
+            nodes.append(f)
             stack.append(f)
-        while stack:
-            pop()
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            p = n["parent"]
+            if n["gone"] or p is None or p["name"] != n["name"] or len(p["children"]) != 1:
+                continue
+            p["children"] = n["children"]
+            for ch in n["children"]:
+                ch["parent"] = p
+            p["self_cuda"] += n["self_cuda"]
+            n["gone"] = changed = True
+    for f in nodes:
+        if f["gone"]:
+            continue
+        r = row(f["name"], f["kind"])
+        r["calls"] += 1
+        r["cpu_total"] += f["dur"]
+        r["self_cpu"] += f["dur"] - sum(ch["dur"] for ch in f["children"])
+        r["self_cuda"] += f["self_cuda"]
+        r["cuda_total"] += f["cuda_total"]
     return rows
 
 

@@ -45,6 +45,21 @@ def kineto(mm_kernel_us=1000.0, add_calls=5, linear_us=5000.0, with_mm=True, dev
     return json.dumps(doc).encode()
 
 
+def stepped(steps, mm_kernel_us=1000.0, adds=5):
+    """steps x ProfilerStep#N of 10 ms, each with 2 aten::mm (a gemm kernel each) and adds x aten::add."""
+    evs = []
+    for n in range(steps):
+        t0 = n * 10000
+        evs.append(ev("ProfilerStep#%d" % n, "user_annotation", t0, 10000))
+        for i in range(2):
+            ts, c = t0 + 100 + i * 3000, 1000 + n * 10 + i
+            evs += [ev("aten::mm", "cpu_op", ts, 500), ev("cudaLaunchKernel", "cuda_runtime", ts + 1, 2, correlation=c),
+                    ev("gemm", "kernel", ts + 3, mm_kernel_us, pid=0, tid=7, correlation=c, device=0, stream=7)]
+        for i in range(adds):
+            evs.append(ev("aten::add", "cpu_op", t0 + 7000 + i * 10, 5))
+    return json.dumps({"schemaVersion": 1, "traceEvents": evs, "deviceProperties": [A100]}).encode()
+
+
 BASE = kineto()
 CLEAN = kineto(mm_kernel_us=1040.0)               # +4% everywhere: under rel 0.10
 HEAD = kineto(mm_kernel_us=2000.0, add_calls=20, linear_us=5200.0)
@@ -149,28 +164,33 @@ class History(unittest.TestCase):
         self.assertEqual((r["regressed"], r["items"], r["baseline"]), (False, [], "reg-main"))
         self.assertEqual((r["base_session_id"], r["head_session_id"]), (self.base, self.clean))
         self.assertEqual(r["thresholds"], {"rel": 0.1, "abs_us": 100.0, "abs_calls": 10.0, "abs_share": 0.05})
-        # The same 4% moves are reported once the relative threshold is under them.
-        r = self.regressions(self.clean, "?baseline=reg-main&rel=0.01")
-        got = {(i["kind"], i["name"], i["metric"]): (i["base"], i["head"], i["delta"]) for i in r["items"]}
-        self.assertEqual(got, {("operator", "aten::mm", "cuda_time_total"): (4000.0, 4160.0, 160.0),
-                               ("kernel", "gemm", "cuda_time_total"): (4000.0, 4160.0, 160.0),
-                               ("phase", "decode", "gpu_busy_time"): (4000.0, 4160.0, 160.0)})
+        # The same 4% moves are reported once both thresholds are under them. No ProfilerStep#N
+        # in these traces: values are per call (a longer window is not a regression).
+        self.assertEqual(r["basis"], "per_call")
+        r = self.regressions(self.clean, "?baseline=reg-main&rel=0.01&abs_us=10")
+        got = {(i["kind"], i["name"], i["metric"]): (i["base"], i["head"], i["delta"], i["base_total"], i["head_total"]) for i in r["items"]}
+        self.assertEqual(got, {("operator", "aten::mm", "cuda_time_per_call"): (1000.0, 1040.0, 40.0, 4000.0, 4160.0),
+                               ("kernel", "gemm", "cuda_time_per_call"): (1000.0, 1040.0, 40.0, 4000.0, 4160.0),
+                               ("phase", "decode", "gpu_busy_time_per_call"): (4000.0, 4160.0, 160.0, 4000.0, 4160.0)})
         self.assertTrue(r["regressed"])
 
     def expected_items(self):
-        def it(kind, cat, name, metric, unit, base, head, rel, direction="regressed"):
-            return {"kind": kind, "category": cat, "name": name, "metric": metric, "unit": unit, "status": "changed",
-                    "base": base, "head": head, "delta": head - base, "relative": rel, "direction": direction}
-        return [it("operator", "cpu_op", "aten::mm", "cuda_time_total", "us", 4000.0, 8000.0, 1.0),
-                it("operator", "cpu_op", "aten::add", "calls", "calls", 5, 20, 3.0),
-                it("kernel", "kernel", "gemm", "cuda_time_total", "us", 4000.0, 8000.0, 1.0),
-                it("phase", "cpu", "decode", "gpu_busy_time", "us", 4000.0, 8000.0, 1.0),
+        def it(kind, cat, name, metric, unit, base, head, rel, direction="regressed", totals=None):
+            o = {"kind": kind, "category": cat, "name": name, "metric": metric, "unit": unit, "status": "changed",
+                 "base": base, "head": head, "delta": head - base, "relative": rel, "direction": direction}
+            if totals:
+                o["base_total"], o["head_total"] = totals
+            return o
+        # per call (no steps): aten::add's 5 -> 20 calls is not judged without steps
+        return [it("operator", "cpu_op", "aten::mm", "cuda_time_per_call", "us", 1000.0, 2000.0, 1.0, totals=(4000.0, 8000.0)),
+                it("kernel", "kernel", "gemm", "cuda_time_per_call", "us", 1000.0, 2000.0, 1.0, totals=(4000.0, 8000.0)),
+                it("phase", "cpu", "decode", "gpu_busy_time_per_call", "us", 4000.0, 8000.0, 1.0, totals=(4000.0, 8000.0)),
                 it("session", "session", "head", "gpu_idle_fraction", "fraction", 0.6, 0.2, -2 / 3, "improved")]
 
     def assertItems(self, got, want):
         self.assertEqual(len(got), len(want), json.dumps(got, indent=1))
         for g, w in zip(got, want):
-            for k in ("base", "head", "delta", "relative"):
+            for k in ("base", "head", "delta", "relative") + (("base_total", "head_total") if "base_total" in w else ()):
                 self.assertAlmostEqual(g.pop(k), w.pop(k), places=9, msg=(g, k))
             self.assertEqual(g, w)
 
@@ -178,19 +198,18 @@ class History(unittest.TestCase):
         self.put("reg-exact", {"session_id": self.base})
         r = self.regressions(self.head, "?baseline=reg-exact")
         self.assertTrue(r["regressed"])
-        self.assertEqual(r["counts"], {"regressed": 4, "improved": 1})
+        self.assertEqual(r["counts"], {"regressed": 3, "improved": 1})
         # aten::linear moved 200 us (over abs_us) but 4% (under rel): not an item.
-        self.assertIsInstance(r["items"][1]["base"], int)  # calls are integers
         self.assertItems(r["items"], self.expected_items())
 
     def test_thresholds_params(self):
         self.put("reg-thr", {"session_id": self.base})
         r = self.regressions(self.head, "?baseline=reg-thr&rel=0.01")
-        self.assertIn(("aten::linear", "cpu_time_total", 5000.0, 5200.0),
+        self.assertIn(("aten::linear", "cpu_time_per_call", 5000.0, 5200.0),
                       [(i["name"], i["metric"], i["base"], i["head"]) for i in r["items"]])
         r = self.regressions(self.head, "?baseline=reg-thr&abs_us=5000")
-        self.assertEqual([(i["name"], i["metric"]) for i in r["items"]], [("aten::add", "calls"), ("head", "gpu_idle_fraction")])
-        self.assertTrue(r["regressed"])
+        self.assertEqual([(i["name"], i["metric"]) for i in r["items"]], [("head", "gpu_idle_fraction")])
+        self.assertFalse(r["regressed"])  # the idle fraction improved
         r = self.regressions(self.head, "?baseline=reg-thr&abs_us=5000&abs_calls=15&abs_share=0.5")
         # 15 more calls is not MORE than abs_calls=15.
         self.assertEqual((r["regressed"], r["items"]), (False, []))
@@ -207,21 +226,47 @@ class History(unittest.TestCase):
             self.assertEqual(st, 200)
             self.assertTrue(h["Content-Type"].startswith("text/plain"))
             lines = t.decode().splitlines()
-            self.assertEqual(lines[0], "regressed: yes (4 regressed, 1 improved); session %d against baseline 'reg-text' (session %d)"
+            self.assertEqual(lines[0], "regressed: yes (3 regressed, 1 improved); session %d against baseline 'reg-text' (session %d)"
                              % (self.head, self.base))
             self.assertTrue(lines[1].startswith("thresholds: rel 0.1, abs_us 100, abs_calls 10, abs_share 0.05"))
             self.assertEqual(lines[2].split(), ["direction", "kind", "category", "name", "metric", "base", "head", "delta", "relative"])
-            self.assertEqual(lines[3].split(), ["regressed", "operator", "cpu_op", "aten::mm", "cuda_time_total", "4000.000", "8000.000",
-                                                "4000.000", "1.000"])
-            self.assertEqual(lines[4].split(), ["regressed", "operator", "cpu_op", "aten::add", "calls", "5", "20", "15", "3.000"])
-            self.assertEqual(len(lines), 8)
+            self.assertIn("compared per call", lines[1])
+            self.assertEqual(lines[3].split(), ["regressed", "operator", "cpu_op", "aten::mm", "cuda_time_per_call", "1000.000", "2000.000",
+                                                "1000.000", "1.000"])
+            self.assertEqual(lines[4].split(), ["regressed", "kernel", "kernel", "gemm", "cuda_time_per_call", "1000.000", "2000.000",
+                                                "1000.000", "1.000"])
+            self.assertEqual(len(lines), 7)
         st, h, t = self.srv.get(path + "&format=csv")
         self.assertEqual(st, 200)
         self.assertTrue(h["Content-Type"].startswith("text/csv"))
         rows = t.decode().splitlines()
         self.assertEqual(rows[0], "direction,kind,category,name,metric,unit,status,base,head,delta,relative")
-        self.assertEqual(rows[2], "regressed,operator,cpu_op,aten::add,calls,calls,changed,5,20,15,3.000")
-        self.assertEqual(len(rows), 6)
+        self.assertEqual(rows[2], "regressed,kernel,kernel,gemm,cuda_time_per_call,us,changed,1000.000,2000.000,1000.000,1.000")
+        self.assertEqual(len(rows), 5)
+
+    def test_per_step_window_is_not_a_regression(self):
+        """Issue 19: 45 steps of a loop against 37 of the same loop moves every total by 22%;
+        per step nothing moved. A kernel 25% slower per call, or twice the calls per step, is
+        a regression; /compare's per_step names the same."""
+        base = self.srv.upload_ok(stepped(37), "?name=steps-37")
+        same = self.srv.upload_ok(stepped(45), "?name=steps-45")
+        slow = self.srv.upload_ok(stepped(45, mm_kernel_us=1250.0), "?name=steps-45-slow")
+        more = self.srv.upload_ok(stepped(45, adds=10), "?name=steps-45-more")
+        self.put("steps-base", {"session_id": base})
+        r = self.regressions(same, "?baseline=steps-base")
+        self.assertEqual((r["basis"], r["base_steps"], r["head_steps"]), ("per_step", 37.0, 45.0))
+        self.assertEqual((r["regressed"], [i for i in r["items"] if i["direction"] == "regressed"]), (False, []))
+        r = self.regressions(slow, "?baseline=steps-base")
+        got = {(i["kind"], i["name"], i["metric"]): (i["base"], i["head"]) for i in r["items"] if i["direction"] == "regressed"}
+        self.assertEqual(got[("kernel", "gemm", "cuda_time_per_step")], (2000.0, 2500.0))
+        self.assertEqual(got[("operator", "aten::mm", "cuda_time_per_step")], (2000.0, 2500.0))
+        r = self.regressions(more, "?baseline=steps-base&abs_calls=1")
+        got = {(i["name"], i["metric"]): (i["base"], i["head"]) for i in r["items"] if i["direction"] == "regressed"}
+        self.assertEqual(got, {("aten::add", "calls_per_step"): (5, 10)})
+        c = self.srv.json("/api/v1/compare?base=%d&head=%d" % (base, same))
+        self.assertEqual((c["per_step"]["basis"], c["per_step"]["regressions"]), ("per_step", []))
+        c = self.srv.json("/api/v1/compare?base=%d&head=%d" % (base, slow))
+        self.assertIn("gemm", {i["name"] for i in c["per_step"]["regressions"]})
 
     def test_regressions_not_found(self):
         st, _, b = self.req("GET", "/api/v1/sessions/987654/regressions?baseline=x")
@@ -349,8 +394,8 @@ class History(unittest.TestCase):
         self.assertIn("regressed: no (0 regressed, 0 improved)", out)
         rc, out, err = self.cli("--check-against", "ci-main", *srv, files["head"])
         self.assertEqual(rc, 1, out + err)
-        self.assertIn("regressed: yes (4 regressed, 1 improved)", out)
-        self.assertRegex(out, r"(?m)^regressed +kernel +kernel +gemm +cuda_time_total +4000\.000 +8000\.000")
+        self.assertIn("regressed: yes (3 regressed, 1 improved)", out)
+        self.assertRegex(out, r"(?m)^regressed +kernel +kernel +gemm +cuda_time_per_call +1000\.000 +2000\.000")
         rc, out, err = self.cli("--check-against", "ci-main", *srv, "--abs-us", "5000", "--abs-calls", "100", "--rel", "0.1",
                                 "--label", "x:y", files["head"])
         self.assertEqual(rc, 0, out + err)  # only the idle fraction moved, and it improved

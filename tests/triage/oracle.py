@@ -142,10 +142,11 @@ GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_m
             "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 RT_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
 HOST_CATS = {"cpu_op", "user_annotation", "python_function", "Operator"}
-SYNC_CALLS = {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cudaMemcpy2D",
-              "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyFromSymbol", "cuStreamSynchronize", "cuCtxSynchronize",
-              "cuEventSynchronize", "cuMemcpyDtoH_v2", "hipStreamSynchronize", "hipDeviceSynchronize",
-              "hipEventSynchronize", "hipMemcpy"}
+# The server's list (server/lib/cuda.c cuda_is_sync_call): a name, or a name then "_" and a suffix (_v2, _ptds).
+SYNC_CALLS = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+              "cudaMemset", "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cuMemcpyHtoD",
+              "cuMemcpyDtoH", "cuMemcpy", "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize", "hipMemcpy",
+              "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize"}
 COPY_OPS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone", "aten::type_as",
             "aten::_copy_from", "aten::_copy_from_and_resize"}
 COMM_PREFIX = ("nccl:", "gloo:", "mpi:", "c10d::")
@@ -640,7 +641,7 @@ def find_sync(t, key, g0):
 
 
 def blocking(r):
-    if r.name in SYNC_CALLS:
+    if r.name in SYNC_CALLS or any(r.name.startswith(c + "_") for c in SYNC_CALLS):
         return True
     n = r.name
     if (n.startswith("cudaMemcpy") or n.startswith("hipMemcpy")) and n.endswith("Async"):

@@ -1,0 +1,331 @@
+/* idle.c: GPU idle time attributed: every idle interval of every device gets a class and a
+ * culprit, the heart of the suspect list (issue 19; definitions: tests/triage/oracle.py).
+ *
+ * Owns scratch.igap (the gaps), scratch.ccorr (launches under a copy/cast op) and the label
+ * sums (A.idle). Two halves:
+ *  - an_idle_gaps, before the host walk: per device, the gaps of the busy union inside its
+ *    window [first activity, last end]; the activity N that ends a gap and N's launch R (by
+ *    correlation) class it: R not found "other"; R started before the gap "kernel wait" (the
+ *    launch was issued, the kernel starts late); else "host wait" (the host had not issued
+ *    it yet), to be labelled on R's thread.
+ *  - the walk hooks (an_idle_*), called by host.c's walk for the threads that own gaps: each
+ *    instant of a host-wait gap is labelled by the innermost host range of the thread at that
+ *    instant (cpu_op, user_annotation, python_function; runtime calls are their op's time),
+ *    a DataLoader range anywhere on the stack taking it; a gap that starts as a blocking sync
+ *    call returns is the sync's (less its DataLoader instants). A kernel-wait gap is labelled
+ *    with the innermost cpu_op around its launch.
+ * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
+ * instead (one thread at a time; suspects.c takes each category's largest thread).
+ *
+ * Memory: the gaps live in scratch (a cursor per thread), the walk holds the thread's open
+ * ranges and its open gaps; the sums are one row per distinct (label, name). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an.h"
+#include "analysis/names.h"
+#include "lib/err.h"
+#include "lib/vec.h"
+
+#define SYNC_SLACK_US 2.0 /* a gap starting this soon after a sync call returned is the sync's */
+
+/* One row of the sums: a label and its idle (or, CPU-only, labelled) time. */
+static int add_label(A *a, int type, long name, long track, double us) {
+    if (us <= 0) return 0;
+    idle_state *s = a->idle;
+    long key[3] = {type, name, s->cpu_only ? track : -1};
+    int fresh;
+    long i = INTERN_SLOT(s->keys, key, sizeof key, s->sums, s->nsums, s->capsums, 64, &fresh);
+    if (i < 0) return ERR_NOMEM;
+    if (fresh) s->sums[i] = (idle_sum){type, name, key[2], 0};
+    s->sums[i].us += us;
+    return 0;
+}
+
+/* ---- gaps ---- */
+
+#define GAP_INS "INSERT INTO scratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
+#define LAUNCH_SQL "SELECT ts, track FROM scratch.ev WHERE corr = ?1 AND cls = 1 LIMIT 1"
+
+/* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
+static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, double g0, double g1, int has_corr, long long corr) {
+    int found = 0;
+    double lts = 0;
+    long long track = -1;
+    if (has_corr) {
+        sqlite3_bind_int64(launch, 1, corr);
+        if (sqlite3_step(launch) == SQLITE_ROW) {
+            found = 1;
+            lts = sqlite3_column_double(launch, 0);
+            track = sqlite3_column_int64(launch, 1);
+        }
+        sqlite3_reset(launch);
+    }
+    int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
+    a->idle->by_class[cls] += g1 - g0;
+    if (cls == GAP_OTHER) return add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0);
+    sqlite3_bind_int64(ins, 1, dev);
+    sqlite3_bind_int64(ins, 2, track);
+    sqlite3_bind_int(ins, 3, cls);
+    sqlite3_bind_double(ins, 4, g0);
+    sqlite3_bind_double(ins, 5, g1);
+    sqlite3_bind_double(ins, 6, lts);
+    sqlite3_bind_int64(ins, 7, corr);
+    int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(ins);
+    return rc;
+}
+
+/* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
+ * the activity a gap ends in); the union's end so far marks a gap when the next starts after. */
+static int device_gaps(A *a, sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, json_t *devices) {
+    sqlite3_bind_int64(q, 1, dev);
+    double w0 = NAN, ue = -INFINITY, busy = 0, idle = 0, by0[GAP_NCLASSES];
+    memcpy(by0, a->idle->by_class, sizeof by0);
+    int rc = 0, src;
+    while (!rc && (src = sqlite3_step(q)) == SQLITE_ROW) {
+        double ts = sqlite3_column_double(q, 0), te = sqlite3_column_double(q, 1);
+        int has_corr = sqlite3_column_type(q, 2) != SQLITE_NULL;
+        if (isnan(w0)) {
+            w0 = ts;
+        } else if (ts > ue) {
+            idle += ts - ue;
+            rc = one_gap(a, ins, launch, dev, ue, ts, has_corr, sqlite3_column_int64(q, 2));
+        }
+        if (ts > ue) busy += te - ts;
+        else if (te > ue) busy += te - ue;
+        if (te > ue) ue = te;
+    }
+    sqlite3_reset(q);
+    if (rc || isnan(w0)) return rc;
+    idle_state *s = a->idle;
+    if (!s->ndevices_seen++ || w0 < s->w0) s->w0 = w0;
+    if (s->ndevices_seen == 1 || ue > s->w1) s->w1 = ue;
+    char key[32];
+    snprintf(key, sizeof key, "%lld", dev);
+    json_t *cls = json_object();
+    for (int c = 0; c < GAP_NCLASSES; c++)
+        json_object_set_new(cls, gap_class_names[c], json_real(a->idle->by_class[c] - by0[c]));
+    json_object_set_new(devices, key,
+                        json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "busy_us", busy, "window_us", ue - w0, "idle_us", idle,
+                                  "busy_fraction", ue > w0 ? busy / (ue - w0) : 1.0, "lead_in_us", w0 - a->t->start_us,
+                                  "tail_us", a->t->end_us - ue, "idle_by_class_us", cls));
+    return 0;
+}
+
+const char *const gap_class_names[GAP_NCLASSES] = {"other", "host_wait", "kernel_wait"};
+
+int an_idle_gaps(A *a) {
+    idle_state *s = a->idle;
+    s->devices = json_object();
+    sqlite3_stmt *devs = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
+    sqlite3_stmt *q = devs ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
+    sqlite3_stmt *ins = q ? an_prep(a, GAP_INS) : NULL;
+    sqlite3_stmt *launch = ins ? an_prep(a, LAUNCH_SQL) : NULL;
+    int rc = !s->devices ? ERR_NOMEM : !launch ? ERR_DB : 0;
+    while (!rc && sqlite3_step(devs) == SQLITE_ROW) {
+        s->ndevices++;
+        rc = device_gaps(a, q, ins, launch, sqlite3_column_int64(devs, 0), s->devices);
+    }
+    sqlite3_finalize(devs);
+    sqlite3_finalize(q);
+    sqlite3_finalize(ins);
+    sqlite3_finalize(launch);
+    s->cpu_only = !s->ndevices;
+    if (!rc) rc = an_run(a, "CREATE INDEX scratch.igap_hw ON igap(track, cls, g0); CREATE INDEX scratch.igap_kw ON igap(track, cls, lts, corr);");
+    return rc;
+}
+
+/* ---- the walk: labels ---- */
+
+/* Whether the walk labels this thread: it launched gaps, or the trace has no GPU at all. */
+int an_idle_thread(A *a, idle_walk *w, long track) {
+    w->track = track;
+    w->nframes = 0;
+    w->nopen = 0;
+    w->cur = -INFINITY;
+    w->sync_ok = 0;
+    w->on = 0;
+    w->hw_row = w->kw_row = 0;
+    if (a->idle->cpu_only) {
+        w->on = 1;
+        return 0;
+    }
+    if (!w->hw) {
+        w->hw = an_prep(a, "SELECT g0, g1 FROM scratch.igap WHERE track = ?1 AND cls = 1 ORDER BY g0");
+        w->kw = w->hw ? an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr") : NULL;
+        if (!w->kw) return ERR_DB;
+    }
+    sqlite3_reset(w->hw);
+    sqlite3_reset(w->kw);
+    sqlite3_bind_int64(w->hw, 1, track);
+    sqlite3_bind_int64(w->kw, 1, track);
+    w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
+    w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+    w->on = w->hw_row || w->kw_row;
+    return 0;
+}
+
+/* The label of instant t: the innermost open range (frames[] holds ranges that may have
+ * ended: they end where te <= t), a DataLoader range anywhere below it taking precedence. */
+static void label_at(const idle_walk *w, double t, int *type, long *name, double *until) {
+    int k = w->nframes;
+    while (k > 0 && w->frames[k - 1].te <= t) k--;
+    *until = k > 0 ? w->frames[k - 1].te : INFINITY;
+    for (int i = 0; i < k; i++)
+        if (w->frames[i].type == LB_DATALOADER) {
+            *type = LB_DATALOADER;
+            *name = w->frames[i].name;
+            return;
+        }
+    *type = k > 0 ? w->frames[k - 1].type : LB_UNTRACED;
+    *name = k > 0 ? w->frames[k - 1].name : -1;
+}
+
+/* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
+ * (scratch.cseg), for suspects.c to give wall time out in priority order across threads. */
+static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
+    idle_state *s = a->idle;
+    unsigned f = an_flags(a, name);
+    int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : type == LB_OP ? CSEG_CPU : CSEG_PY;
+    if (!s->cseg_ins && !(s->cseg_ins = an_prep(a, "INSERT INTO scratch.cseg(cat, name, s, e) VALUES (?, ?, ?, ?)"))) return ERR_DB;
+    sqlite3_bind_int(s->cseg_ins, 1, cat);
+    sqlite3_bind_int64(s->cseg_ins, 2, name);
+    sqlite3_bind_double(s->cseg_ins, 3, x);
+    sqlite3_bind_double(s->cseg_ins, 4, y);
+    int rc = sqlite3_step(s->cseg_ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(s->cseg_ins);
+    return rc ? rc : add_label(a, type, name, w->track, y - x);
+}
+
+/* Counts [x, y) of every open gap under label (type, name). */
+static int count_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
+    int rc = 0;
+    if (a->idle->cpu_only) return type == LB_UNTRACED ? 0 : cpu_piece(a, w, x, y, type, name);
+    for (int i = 0; i < w->nopen && !rc; i++) {
+        const open_gap *g = &w->open[i];
+        double lo = x > g->g0 ? x : g->g0, hi = y < g->g1 ? y : g->g1;
+        if (hi <= lo) continue;
+        if (type == LB_DATALOADER || g->sync_name < 0) rc = add_label(a, type, name, -1, hi - lo);
+        else rc = add_label(a, LB_SYNC, g->sync_name, -1, hi - lo);
+    }
+    return rc;
+}
+
+/* A host-wait gap opens at its start: is it a sync's (sync call S on the thread with
+ * S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
+static int open_next_gap(idle_walk *w) {
+    if (VEC_RESERVE(w->open, w->capopen, (size_t)w->nopen + 1, 4)) return ERR_NOMEM;
+    double g0 = sqlite3_column_double(w->hw, 0), g1 = sqlite3_column_double(w->hw, 1);
+    int sync = w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
+    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1};
+    w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
+    return 0;
+}
+
+int an_idle_advance(A *a, idle_walk *w, double t) {
+    if (!w->on) return 0;
+    if (a->idle->cpu_only && !isfinite(w->cur)) w->cur = t;
+    int rc = 0;
+    while (!rc && w->cur < t) {
+        while (!rc && w->hw_row && sqlite3_column_double(w->hw, 0) <= w->cur) rc = open_next_gap(w);
+        if (rc) break;
+        if (!w->nopen && !a->idle->cpu_only && (!w->hw_row || sqlite3_column_double(w->hw, 0) >= t)) break; /* nothing to label before t */
+        double next = t, until;
+        if (w->hw_row && sqlite3_column_double(w->hw, 0) < next) next = sqlite3_column_double(w->hw, 0);
+        for (int i = 0; i < w->nopen; i++)
+            if (w->open[i].g1 < next) next = w->open[i].g1;
+        int type;
+        long name;
+        label_at(w, w->cur, &type, &name, &until);
+        if (until < next) next = until;
+        if (!isfinite(next)) break; /* nothing open, nothing ahead: the thread is labelled */
+        if (w->nopen || a->idle->cpu_only) rc = count_piece(a, w, w->cur, next, type, name);
+        w->cur = next;
+        int k = 0; /* the gaps that ended */
+        for (int i = 0; i < w->nopen; i++)
+            if (w->open[i].g1 > w->cur) w->open[k++] = w->open[i];
+        w->nopen = k;
+        if (!w->nopen && !w->hw_row && !a->idle->cpu_only) break; /* no gap left on this thread */
+    }
+    if (w->cur < t) w->cur = t;
+    return rc;
+}
+
+/* The label type of a host range. */
+static int range_type(const A *a, const hrow *r) {
+    unsigned f = an_flags(a, r->name);
+    if (r->cls == HREC_PY) return LB_PY;
+    if (f & NF_DATALOADER) return LB_DATALOADER;
+    if (f & NF_STEP) return LB_STEP;
+    return r->kind == a->ua_kind ? LB_UA : LB_OP;
+}
+
+/* A launch R whose gap waited for the kernel (kernel wait): its culprit is the innermost
+ * cpu_op around R, else the innermost range, else R itself. */
+static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
+    int rc = 0;
+    while (!rc && w->kw_row && sqlite3_column_double(w->kw, 0) <= r->ts) {
+        double lts = sqlite3_column_double(w->kw, 0), us = sqlite3_column_double(w->kw, 2);
+        long long corr = sqlite3_column_int64(w->kw, 1);
+        if (lts == r->ts && corr == r->corr) {
+            long name = r->name;
+            int type = LB_KWAIT_RT;
+            for (int i = depth - 1; i >= 0; i--)
+                if (stack[i].cls == EV_HOST_OP) {
+                    if (type == LB_KWAIT_RT) { name = an_fold(a, stack[i].name); type = LB_KWAIT_RANGE; }
+                    if (stack[i].kind != a->ua_kind) { name = stack[i].name; type = LB_KWAIT_OP; break; }
+                }
+            rc = add_label(a, type, name, -1, us);
+        } else if (lts == r->ts) {
+            break; /* another launch at the same instant: its row may come next */
+        } else {
+            rc = add_label(a, LB_KWAIT_RT, -1, -1, us); /* its launch was not walked (a late row) */
+        }
+        if (!rc) w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+    }
+    return rc;
+}
+
+int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
+    if (!w->on) return 0;
+    if (r->cls == EV_HOST_RT) {
+        if (an_flags(a, r->name) & NF_SYNC || r->gsync) { /* the latest blocking sync call, and the op that made it */
+            w->sync_ok = 1;
+            w->sync_ts = r->ts;
+            w->sync_te = r->te;
+            w->sync_name = r->name;
+            for (int i = 0; i < depth; i++)
+                if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) { w->sync_name = stack[i].name; break; }
+        }
+        return w->kw_row ? kernel_waits(a, w, r, stack, depth) : 0;
+    }
+    if (r->cls != EV_HOST_OP && r->cls != HREC_PY) return 0;
+    /* the labelling stack: host ranges and python_function ranges nested by torch's rule */
+    while (w->nframes > 0 && (r->ts >= w->frames[w->nframes - 1].te || r->te > w->frames[w->nframes - 1].te)) w->nframes--;
+    if (VEC_RESERVE(w->frames, w->capframes, (size_t)w->nframes + 1, 64)) return ERR_NOMEM;
+    int type = range_type(a, r);
+    w->frames[w->nframes++] = (label_frame){r->te, type == LB_STEP ? a->step_name : r->name, type};
+    return 0;
+}
+
+int an_idle_thread_end(A *a, idle_walk *w) {
+    if (!w->on) return 0;
+    int rc = an_idle_advance(a, w, INFINITY);
+    while (!rc && w->kw_row) { /* launches not met in the walk */
+        rc = add_label(a, LB_KWAIT_RT, -1, -1, sqlite3_column_double(w->kw, 2));
+        w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+    }
+    w->on = 0;
+    return rc;
+}
+
+void an_idle_walk_free(idle_walk *w) {
+    sqlite3_finalize(w->hw);
+    sqlite3_finalize(w->kw);
+    free(w->frames);
+    free(w->open);
+    memset(w, 0, sizeof *w);
+}

@@ -1,0 +1,42 @@
+/* names.h: what a trace's names say, decided once per name (analysis-internal).
+ *
+ * The suspect list reads meaning from names: a DataLoader range, a collective, a copy or
+ * cast op, a GEMM, a blocking sync call, a pageable copy. names.c owns those rules (the
+ * lists are tests/triage/oracle.py's, which the labelled corpus was checked with) and
+ * computes every string's flags in one pass over the upload's string table, so the walk
+ * and the SQL (fp_flags(name)) test a bit, not a string. */
+#ifndef FP_NAMES_H
+#define FP_NAMES_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "lib/intern.h"
+
+enum {
+    NF_STEP = 1 << 0,        /* ProfilerStep#<digits> */
+    NF_DATALOADER = 1 << 1,  /* enumerate(DataLoader)#... */
+    NF_COMM_RANGE = 1 << 2,  /* nccl:..., gloo:..., mpi:..., c10d::..., record_param_comms */
+    NF_COMM_KERNEL = 1 << 3, /* a kernel name with nccl or rccl (any case) */
+    NF_COPY_OP = 1 << 4,     /* aten::to, _to_copy, copy_, contiguous, clone, type_as, _copy_from(_and_resize) */
+    NF_GEMM_OP = 1 << 5,     /* an op name with mm, matmul, linear, conv, einsum, attention or flash */
+    NF_GEMM_KERNEL = 1 << 6, /* a kernel name with gemm, xmma, cutlass, cublas, s16816, h16816, conv or flash */
+    NF_SYNC = 1 << 7,        /* a runtime/driver call that blocks the host until the GPU is done */
+    NF_PAGEABLE = 1 << 8,    /* a copy to or from pageable host memory ("Pageable" in its name) */
+    NF_HOST_COPY = 1 << 9,   /* a copy between host and device (HtoD or DtoH in its name) */
+    NF_DTOD = 1 << 10,       /* a device-to-device copy (DtoD in its name) */
+    NF_ATTENTION = 1 << 11,  /* attention or flash in the name */
+    NF_DTOH = 1 << 12,       /* a device-to-host copy (DtoH in its name) */
+};
+
+/* Flags of one name (pure: the rules above). */
+unsigned name_flags_of(const char *name);
+
+/* Flags of every string of strs, indexed by string id (calloc'd, n entries): NULL when out
+ * of memory. */
+unsigned short *name_flags_all(const intern *strs, size_t *n);
+
+/* Registers fp_flags(id) on db: the flags of string id (0 past the table). */
+int name_flags_sql(sqlite3 *db, const unsigned short *flags, size_t n);
+
+#endif
