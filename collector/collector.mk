@@ -35,11 +35,19 @@ COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload
 COL_TESTS_CUPTI := $(COL_DIR)/tests/test_record $(COL_DIR)/tests/test_buffer $(COL_DIR)/tests/test_dlopen
 COL_E2E_DRIVER  := $(COL_DIR)/tests/e2e_driver
 
-.PHONY: collector test-collector collector-tests
+# The CI simulation (tests/collector/sim/README.md): a fake libcupti.so.13 and libcuda.so.1
+# that drive the real libfirstpass-cupti.so from a simulated application, no GPU needed.
+SIM_SRC   := tests/collector/sim
+SIM_DIR   := $(COL_DIR)/sim
+SIM_BINS  := $(SIM_DIR)/libcupti.so.13 $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/sim_app
+SIM_CFLAGS := $(COL_CFLAGS) -I$(SIM_SRC)
+
+.PHONY: collector test-collector collector-tests collector-sim
 
 ifeq ($(HAVE_CUPTI),1)
 collector: $(COL_LIB) $(COL_UPLOAD)
-collector-tests: $(COL_TESTS_BASE) $(COL_TESTS_CUPTI) $(COL_E2E_DRIVER)
+collector-tests: $(COL_TESTS_BASE) $(COL_TESTS_CUPTI) $(COL_E2E_DRIVER) collector-sim
+collector-sim: $(SIM_BINS)
 else
 collector: $(COL_UPLOAD)
 	@echo "collector: CUPTI not found under CUDA_HOME=$(CUDA_HOME); skipping libfirstpass-cupti.so (firstpass-upload built)"
@@ -84,6 +92,22 @@ $(COL_E2E_DRIVER): tests/collector/e2e_driver.c $(COL_DIR)/record.o $(COL_BASE_O
 	@mkdir -p $(dir $@)
 	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS)
 
+# The fake libcupti defines the real library's version node (fake_cupti.map), so the
+# collector's versioned imports bind to it when LD_LIBRARY_PATH puts it first.
+$(SIM_DIR)/libcupti.so.13: $(SIM_SRC)/fake_cupti.c $(SIM_SRC)/fake_cupti.map $(SIM_SRC)/sim.h
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -shared $(COL_NOUNDEF) -Wl,-soname,libcupti.so.13 \
+	  -Wl,--version-script=$(SIM_SRC)/fake_cupti.map -o $@ $< $(LDFLAGS_ALL) -lpthread -ldl
+
+$(SIM_DIR)/libcuda.so.1: $(SIM_SRC)/fake_cuda.c $(SIM_SRC)/sim.h
+	@mkdir -p $(dir $@)
+	$(CC) $(SIM_CFLAGS) -shared $(COL_NOUNDEF) -Wl,-soname,libcuda.so.1 -o $@ $< $(LDFLAGS_ALL) -lpthread -ldl
+
+# libstdc++ is linked as in any CUDA C++ program (it brings __cxa_demangle).
+$(SIM_DIR)/sim_app: $(SIM_SRC)/sim_app.c $(SIM_SRC)/sim.h $(SIM_DIR)/libcuda.so.1
+	$(CC) $(SIM_CFLAGS) -o $@ $< $(LDFLAGS_ALL) -L$(SIM_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' \
+	  -Wl,--no-as-needed -lstdc++ -Wl,--as-needed -ldl -lpthread
+
 # Every suite runs even if an earlier one failed; the target fails if any did.
 test-collector: collector collector-tests
 	@fail=0; \
@@ -92,6 +116,8 @@ test-collector: collector collector-tests
 	  for t in $(filter-out %/test_dlopen,$(COL_TESTS_CUPTI)); do echo "== $$t"; $$t || fail=1; done; \
 	  echo "== $(COL_DIR)/tests/test_dlopen $(COL_LIB)"; \
 	  $(COL_DIR)/tests/test_dlopen $(COL_LIB) || fail=1; \
+	  echo "== tests/collector/sim/run.sh"; \
+	  BUILD=$(BUILD) tests/collector/sim/run.sh || fail=1; \
 	  echo "== tests/collector/e2e.sh"; \
 	  BUILD=$(BUILD) tests/collector/e2e.sh || fail=1; \
 	else \

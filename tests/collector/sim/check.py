@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""check.py -- exact checks on the sessions one simulation scenario left in its spool.
+
+    check.py SCENARIO SPOOL STDOUT STDERR
+
+Prints PASS/FAIL lines; exits 1 if any check failed. Each scenario's expectations are the
+numbers sim_app.c produced (see the functions below); nothing is "at least" unless the
+simulation itself cannot fix the number.
+"""
+import glob
+import gzip
+import json
+import os
+import re
+import sys
+import time
+
+PREFILL = "matmul_prefill(float const*, float const*, float*, int)"
+DECODE_MANGLED = "_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i"
+DECODE = "void vllm::decode_kernel<float, 128>(float*, float const*, int)"
+
+bad = 0
+
+
+def check(ok, msg):
+    global bad
+    print(("PASS: " if ok else "FAIL: ") + msg)
+    if not ok:
+        bad += 1
+    return ok
+
+
+def sessions(spool):
+    out = []
+    for p in sorted(glob.glob(os.path.join(spool, "*.json.gz"))):
+        with gzip.open(p, "rt") as f:
+            d = json.load(f)
+        d["_file"] = os.path.basename(p)
+        out.append(d)
+    return out
+
+
+def rows(s, group):
+    return {r["name"]: r for r in s["firstpass"]["aggregates"][group]}
+
+
+def calls(s, group):
+    return {n: r["calls"] for n, r in rows(s, group).items()}
+
+
+def counters(s):
+    return s["firstpass"]["collector"]
+
+
+def warnings(s):
+    return s["firstpass"].get("warnings", [])
+
+
+def kernels_total(s):
+    return sum(r["calls"] for r in s["firstpass"]["aggregates"]["kernels"])
+
+
+def clean(s, label):
+    """The counters that must be zero in a session that lost nothing."""
+    c = counters(s)
+    check(s.get("dropped_records", s["firstpass"].get("dropped_records")) == 0,
+          "%s: dropped_records 0 (%s)" % (label, s["firstpass"].get("dropped_records")))
+    for k in ("buffer_errors", "unknown_kinds", "untimed_records", "ranges_unmatched_start",
+              "ranges_unmatched_end", "out_of_memory"):
+        check(c.get(k) == 0, "%s: collector.%s 0 (%s)" % (label, k, c.get(k)))
+
+
+def one(ss, label):
+    check(len(ss) == 1, "%s: exactly one session spooled (%d: %s)" % (label, len(ss), [s["_file"] for s in ss]))
+    return ss[0] if ss else None
+
+
+def scen_basic(ss, out, err):
+    s = one(ss, "basic")
+    if s is None:
+        return
+    fp = s["firstpass"]
+    clean(s, "basic")
+    k = calls(s, "kernels")
+    byname = {r.get("mangled", r["name"]): r for r in fp["aggregates"]["kernels"]}
+    check(k.get(PREFILL) == 1, "basic: kernel %r x1 (%s)" % (PREFILL, k))
+    check(byname.get(DECODE_MANGLED, {}).get("calls") == 50, "basic: decode kernel x50")
+    check(len(k) == 2, "basic: two kernel rows (%s)" % sorted(k))
+    a = calls(s, "apis")
+    want = {"cudaLaunchKernel": 51, "cudaMemset": 2, "cudaMemcpy": 2, "cudaStreamSynchronize": 50,
+            "cudaDeviceSynchronize": 1, "cudaEventQuery": 31}
+    check(a == want, "basic: API rows exactly %s (%s)" % (want, a))
+    m = rows(s, "memcpy")
+    check({n: (r["calls"], r["bytes"]) for n, r in m.items()} ==
+          {"Memcpy HtoD (Pageable -> Device)": (1, 4 << 20),
+           "Memcpy DtoH (Device -> Pageable)": (1, 16384),
+           "Memset (Device)": (2, 2 << 20)},
+          "basic: memcpy/memset rows and bytes (%s)" % {n: (r["calls"], r["bytes"]) for n, r in m.items()})
+    y = calls(s, "syncs")
+    check(y.get("Stream Sync") == 50 and y.get("Context Sync") == 1,
+          "basic: Stream Sync x50, Context Sync x1 (%s)" % y)
+    r = calls(s, "ranges")
+    check(r == {"prefill": 1, "decode_step": 50}, "basic: NVTX ranges prefill x1, decode_step x50 (%s)" % r)
+    ev = s["traceEvents"]
+    dec = [e for e in ev if e["cat"] == "kernel" and e["args"].get("mangled", e["name"]) == DECODE_MANGLED]
+    rng = [e for e in ev if e["cat"] == "user_annotation" and e["name"] == "decode_step"]
+    inside = sum(1 for k_ in dec if any(r_["ts"] <= k_["ts"] and k_["ts"] + k_["dur"] <= r_["ts"] + r_["dur"] for r_ in rng))
+    check(len(dec) == 50 and inside == 50, "basic: %d of %d decode kernels inside a decode_step range" % (inside, len(dec)))
+    d = s.get("deviceProperties", [])
+    check(len(d) == 1 and d[0]["name"] == "NVIDIA H200 (simulated)" and d[0]["computeMajor"] == 9
+          and d[0]["computeMinor"] == 0 and d[0]["numSms"] == 132,
+          "basic: deviceProperties H200 / 9.0 / 132 SMs (%s)" % d)
+    check(abs(fp["start_ns"] / 1e9 - time.time()) < 60, "basic: start_ns is this machine's clock")
+    pid = re.search(r"sim: basic pid (\d+)", out)
+    check(pid is not None and fp["pid"] == int(pid.group(1)), "basic: session pid is the app's")
+
+
+def scen_threads(ss, out, err):
+    m = re.search(r"sim: threads (\d+) x (\d+) launches", out)
+    s = one(ss, "threads")
+    if not check(m is not None, "threads: the app finished") or s is None:
+        return
+    n = int(m.group(1)) * int(m.group(2))
+    clean(s, "threads")
+    check(kernels_total(s) == n, "threads: %d kernels recorded, want %d" % (kernels_total(s), n))
+    check(calls(s, "apis").get("cudaLaunchKernel") == n, "threads: cudaLaunchKernel x%d (%s)" % (n, calls(s, "apis")))
+
+
+def scen_fork(ss, out, err):
+    m = re.search(r"sim: parent (\d+) ran 10, child (\d+)", out)
+    if not check(m is not None, "fork: the app finished (%s)" % out.strip().replace("\n", " | ")):
+        return
+    parent, child = int(m.group(1)), int(m.group(2))
+    check(re.search(r"late child cuInit 3 launch 3", out) is not None,
+          "fork: a child forked after cuInit cannot use CUDA (%s)" % out.strip().replace("\n", " | "))
+    by = {s["firstpass"]["pid"]: s for s in ss}
+    check(sorted(by) == sorted([parent, child]), "fork: one session each from parent %d and child %d (%s)" % (parent, child, sorted(by)))
+    if child in by:
+        check(calls(by[child], "kernels") == {"child_kernel()": 20}, "fork: child session has child_kernel x20 (%s)" % calls(by[child], "kernels"))
+        clean(by[child], "fork child")
+    if parent in by:
+        check(calls(by[parent], "kernels") == {"parent_kernel()": 10}, "fork: parent session has parent_kernel x10 (%s)" % calls(by[parent], "kernels"))
+        clean(by[parent], "fork parent")
+
+
+def scen_refused(ss, out, err):
+    check(len(ss) == 0, "refused: no session (%d)" % len(ss))
+    check("sim: small ran 10 (0)" in out, "refused: the program ran untouched")
+    lines = [l for l in err.splitlines() if l.startswith("firstpass:")]
+    check(len(lines) == 1 and "CONCURRENT_KERNEL" in lines[0] and "disabled" in lines[0],
+          "refused: one log line saying the collector is disabled (%s)" % lines)
+
+
+SCENARIOS = {
+    "basic": scen_basic,
+    "threads": scen_threads,
+    "fork": scen_fork,
+    "refused": scen_refused,
+}
+
+
+def main():
+    if len(sys.argv) != 5 or sys.argv[1] not in SCENARIOS:
+        print("usage: check.py %s SPOOL STDOUT STDERR" % "|".join(SCENARIOS))
+        return 2
+    name, spool, out, err = sys.argv[1:]
+    SCENARIOS[name](sessions(spool), open(out).read(), open(err).read())
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
