@@ -563,6 +563,20 @@ static void enable_optional(void)
     (void)cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0);
 }
 
+/* Sets CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER; logs a failure (then every thread that
+ * records holds one of our buffers until the next flush). */
+static CUptiResult set_per_thread_buffers(uint8_t on)
+{
+    size_t size = sizeof on;
+    CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
+                                              &size, &on);
+    if (r != CUPTI_SUCCESS)
+        fp_log("cannot turn per-thread activity buffers off (%s): each thread that uses CUDA "
+               "holds one of FIRSTPASS_MAX_BUFFERS=%zu buffers until a flush",
+               cupti_err(r), g.max_buffers);
+    return r;
+}
+
 static void init_collector(void)
 {
     const char *en = getenv("FIRSTPASS_ENABLE");
@@ -582,6 +596,13 @@ static void init_collector(void)
         goto disable;
     }
     g.agg->api_name = api_namer;
+
+    /* CUPTI 13 defaults to one buffer per thread that makes a traced call, held until a
+     * FlushAll: with more such threads than FIRSTPASS_MAX_BUFFERS, every record of the extra
+     * threads was dropped for the whole run (sim scenario "threads", 40 x 100). One shared
+     * buffer stream instead; the header says to set it before registering the callbacks. */
+    if (set_per_thread_buffers(0) != CUPTI_SUCCESS)
+        add_warning("cupti_per_thread_buffers");
 
     r = cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
     if (r != CUPTI_SUCCESS) {

@@ -81,6 +81,7 @@ def scen_basic(ss, out, err):
         return
     fp = s["firstpass"]
     clean(s, "basic")
+    check(warnings(s) == [], "basic: no warnings (%s)" % warnings(s))
     k = calls(s, "kernels")
     byname = {r.get("mangled", r["name"]): r for r in fp["aggregates"]["kernels"]}
     check(k.get(PREFILL) == 1, "basic: kernel %r x1 (%s)" % (PREFILL, k))

@@ -52,6 +52,7 @@ SELECTED="$*"
 
 want basic && run basic basic NVTX_INJECTION64_PATH="$SIM/libcupti.so.13" -- basic
 want threads && run threads8 threads -- threads 8 50
+want threads && run threads threads -- threads 40 100
 want fork && run fork fork -- fork
 want refused && run refused refused FAKE_CUPTI_REFUSE=CONCURRENT_KERNEL -- small
 
