@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,9 @@
  *  - lock: agg, part, part_start_ns, warnings; taken by bufferCompleted (CUPTI's thread or
  *    the thread calling cuptiActivityFlushAll). Never held while calling FlushAll, because
  *    FlushAll runs bufferCompleted synchronously (Kineto, CuptiActivityApi.cpp).
- *  - pool_lock: the buffer pool (free, nfree, nalloc, pool_empty).
+ *  - pool_lock: the buffer pool (free, nfree, nalloc, pool_refused).
+ *  - in_callback: atomic; buf_completed calls in progress, so that the exit path can wait
+ *    for a delivery CUPTI's worker started before the final flush.
  *  - flush_lock + flush_cond: flush_stop.
  * Fields set once in init before any callback is registered are read without locks. */
 static struct {
@@ -54,7 +57,8 @@ static struct {
     pthread_mutex_t pool_lock;
     void **free;              /* free buffers, up to max_buffers */
     size_t nfree, nalloc, max_buffers;
-    unsigned long long pool_empty; /* buffer requests refused (CUPTI drops those records) */
+    unsigned long long pool_refused; /* buffer requests refused (CUPTI counts the records) */
+    atomic_int in_callback;
 
     pthread_t flush_thread;
     int flush_running;
@@ -124,7 +128,7 @@ static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_r
             g.nalloc++;
     }
     if (b == NULL)
-        g.pool_empty++;
+        g.pool_refused++;
     pthread_mutex_unlock(&g.pool_lock);
     *buffer = b;
     *size = b ? FP_BUF_SIZE : 0;
@@ -144,23 +148,43 @@ static void pool_put(uint8_t *buffer)
     free(buffer); /* only if the pool is somehow full */
 }
 
-/* Runs on CUPTI's worker thread, or synchronously inside cuptiActivityFlushAll. */
+/* Runs on CUPTI's worker thread, or synchronously inside cuptiActivityFlushAll (possibly
+ * with CUPTI's internal lock held). So it calls nothing in CUPTI except the record walk:
+ * cuptiActivityGetNumDroppedRecords here, under g.lock, could take CUPTI's lock while a
+ * FlushAll on another thread holds it and waits for g.lock (the ABBA deadlock Kineto fixed
+ * in CuptiActivityApi.cpp; sim scenario "abba"). Drops are read by read_dropped(). */
 static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
                                    size_t valid)
 {
-    size_t dropped = 0;
     (void)ctx;
     (void)stream;
     (void)size;
+    atomic_fetch_add(&g.in_callback, 1);
     pthread_mutex_lock(&g.lock);
-    if (g.agg != NULL) {
-        if (valid > 0)
-            (void)fp_process_buffer(g.agg, buffer, valid);
-        if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS)
-            g.agg->dropped_records += dropped;
-    }
+    if (g.agg != NULL && valid > 0)
+        (void)fp_process_buffer(g.agg, buffer, valid);
     pthread_mutex_unlock(&g.lock);
     pool_put(buffer);
+    atomic_fetch_sub(&g.in_callback, 1);
+}
+
+/* CUPTI's count of records dropped since the last call (it resets on read). Called only on
+ * our own threads, after a FlushAll returned, with no lock of ours held. */
+static unsigned long long read_dropped(void)
+{
+    size_t n = 0;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &n) != CUPTI_SUCCESS)
+        return 0;
+    return n;
+}
+
+/* After a FlushAll: waits (up to 2 s) for buf_completed calls in progress, e.g. a full buffer
+ * CUPTI's worker began delivering before the flush, so that their records are in the part. */
+static void wait_callbacks(void)
+{
+    int i;
+    for (i = 0; i < 2000 && atomic_load(&g.in_callback) > 0; i++)
+        usleep(1000);
 }
 
 /* ---- metadata --------------------------------------------------------------------------- */
@@ -299,9 +323,11 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     for (i = 0; i < nwarn; i++)
         warnings[i] = g.warnings[i];
     pthread_mutex_unlock(&g.lock);
+    /* A refused request makes CUPTI drop records, and CUPTI counts those in dropped_records:
+     * the refusals are reported on their own, never added (they are the same drops). */
     pthread_mutex_lock(&g.pool_lock);
-    agg->dropped_records += g.pool_empty; /* counted by CUPTI too; keep the larger view */
-    g.pool_empty = 0;
+    agg->requests_refused += g.pool_refused;
+    g.pool_refused = 0;
     pthread_mutex_unlock(&g.pool_lock);
 
     if (fp_gz_init(&gz) != 0) {
@@ -340,6 +366,7 @@ static void flush_part(void)
     long long start, end;
     unsigned part;
     size_t i;
+    unsigned long long dropped;
     CUptiResult r;
 
     if (fresh == NULL) {
@@ -350,6 +377,8 @@ static void flush_part(void)
     r = cuptiActivityFlushAll(0); /* completed buffers only; runs buf_completed here */
     if (r != CUPTI_SUCCESS)
         fp_log("cuptiActivityFlushAll: %s", cupti_err(r));
+    wait_callbacks();
+    dropped = read_dropped();
     end = now_ns();
     pthread_mutex_lock(&g.lock);
     old = g.agg;
@@ -358,6 +387,7 @@ static void flush_part(void)
         fp_agg_free(fresh);
         return;
     }
+    old->dropped_records += dropped;
     (void)fp_agg_move_pending(old, fresh);
     memcpy(fresh->devices, old->devices, sizeof fresh->devices);
     for (i = 0; i < old->ctx_dev.cap; i++)
@@ -402,6 +432,7 @@ static void at_exit(void)
     fp_agg *agg;
     long long start, end;
     unsigned part;
+    unsigned long long dropped;
     CUptiResult r;
 
     if (getpid() != g.pid)
@@ -417,9 +448,13 @@ static void at_exit(void)
     r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
         fp_log("cuptiActivityFlushAll(FORCED): %s; sending what arrived", cupti_err(r));
+    wait_callbacks();
+    dropped = read_dropped();
     end = now_ns();
     pthread_mutex_lock(&g.lock);
     agg = g.agg;
+    if (agg != NULL)
+        agg->dropped_records += dropped;
     g.agg = NULL; /* late buffers are returned to the pool unread */
     g.enabled = 0;
     part = g.part;
@@ -563,25 +598,18 @@ static void enable_optional(void)
     (void)cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0);
 }
 
-/* Sets CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER; logs a failure (then every thread that
- * records holds one of our buffers until the next flush). */
+/* Sets CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER. */
 static CUptiResult set_per_thread_buffers(uint8_t on)
 {
     size_t size = sizeof on;
-    CUptiResult r = cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER,
-                                              &size, &on);
-    if (r != CUPTI_SUCCESS)
-        fp_log("cannot turn per-thread activity buffers off (%s): each thread that uses CUDA "
-               "holds one of FIRSTPASS_MAX_BUFFERS=%zu buffers until a flush",
-               cupti_err(r), g.max_buffers);
-    return r;
+    return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &on);
 }
 
 static void init_collector(void)
 {
     const char *en = getenv("FIRSTPASS_ENABLE");
     char spool[4096];
-    CUptiResult r;
+    CUptiResult r, per_thread;
 
     if (en && strcmp(en, "0") == 0) {
         fp_log("disabled by FIRSTPASS_ENABLE=0");
@@ -600,9 +628,9 @@ static void init_collector(void)
     /* CUPTI 13 defaults to one buffer per thread that makes a traced call, held until a
      * FlushAll: with more such threads than FIRSTPASS_MAX_BUFFERS, every record of the extra
      * threads was dropped for the whole run (sim scenario "threads", 40 x 100). One shared
-     * buffer stream instead; the header says to set it before registering the callbacks. */
-    if (set_per_thread_buffers(0) != CUPTI_SUCCESS)
-        add_warning("cupti_per_thread_buffers");
+     * buffer stream instead; the header says to set it before registering the callbacks.
+     * A failure is reported once collection is known to run (no driver fails here too). */
+    per_thread = set_per_thread_buffers(0);
 
     r = cuptiActivityRegisterCallbacks(buf_requested, buf_completed);
     if (r != CUPTI_SUCCESS) {
@@ -615,6 +643,12 @@ static void init_collector(void)
                "profiler owns CUPTI); collector disabled, program runs untouched",
                cupti_err(r));
         goto disable;
+    }
+    if (per_thread != CUPTI_SUCCESS) {
+        fp_log("cannot turn per-thread activity buffers off (%s): each thread that uses CUDA "
+               "holds one of FIRSTPASS_MAX_BUFFERS=%zu buffers until a flush",
+               cupti_err(per_thread), g.max_buffers);
+        add_warning("cupti_per_thread_buffers");
     }
     enable_optional();
     if (g.nvtx)
