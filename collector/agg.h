@@ -170,6 +170,8 @@ typedef struct fp_agg {
     uint64_t buffer_errors;      /* cuptiActivityGetNextRecord errors other than end-of-buffer */
     uint64_t oom;                /* allocations that failed; the record was counted, not stored */
     unsigned long long dropped_records; /* CUPTI's own drop count, summed */
+    unsigned long long requests_refused; /* buffer requests the collector's pool refused; CUPTI
+                                          * counts the records it then drops in dropped_records */
 } fp_agg;
 
 /* New aggregator; cfg NULL means events on, cap 1,000,000. NULL on OOM. */

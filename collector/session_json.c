@@ -275,6 +275,7 @@ static json_t *firstpass_obj(const fp_agg *a, const fp_session_meta *meta,
     C("instant_markers", a->instant_markers);
     C("external_ids_dropped", a->ext_dropped);
     C("buffer_errors", a->buffer_errors);
+    C("buffer_requests_refused", a->requests_refused);
     C("out_of_memory", a->oom);
 #undef C
     rc |= json_object_set_new(col, "events_enabled", json_boolean(a->cfg.events));

@@ -152,7 +152,38 @@ def scen_refused(ss, out, err):
           "refused: one log line saying the collector is disabled (%s)" % lines)
 
 
+def scen_threads_locked(ss, out, err):
+    """CUPTI keeps per-thread buffers: 32 of 40 threads get one; the other 8 lose all 202
+    records each (100 launches x RUNTIME + KERNEL, one sync x RUNTIME + SYNC)."""
+    s = one(ss, "threads-locked")
+    if s is None:
+        return
+    fp = s["firstpass"]
+    check(kernels_total(s) == 3200, "threads-locked: 3200 kernels (%d)" % kernels_total(s))
+    check(fp["dropped_records"] == 8 * 202,
+          "threads-locked: dropped_records %s == 1616, counted once" % fp["dropped_records"])
+    check(counters(s).get("buffer_requests_refused") == 8 * 202,
+          "threads-locked: collector.buffer_requests_refused %s == 1616"
+          % counters(s).get("buffer_requests_refused"))
+    check("cupti_per_thread_buffers" in warnings(s),
+          "threads-locked: warning cupti_per_thread_buffers (%s)" % warnings(s))
+
+
+def scen_abba(ss, out, err):
+    m = re.search(r"sim: many (\d+) launches", out)
+    check("DEADLOCK" not in err, "abba: no lock-order deadlock between the collector and CUPTI")
+    s = one(ss, "abba")
+    if not check(m is not None, "abba: the app finished") or s is None:
+        return
+    n = int(m.group(1))
+    clean(s, "abba")
+    check(kernels_total(s) == n, "abba: %d kernels recorded, want %d (a full buffer went "
+          "through CUPTI's worker)" % (kernels_total(s), n))
+
+
 SCENARIOS = {
+    "threads-locked": scen_threads_locked,
+    "abba": scen_abba,
     "basic": scen_basic,
     "threads": scen_threads,
     "fork": scen_fork,

@@ -333,6 +333,7 @@ int main(int argc, char **argv)
     else if (strcmp(s, "many") == 0 && argc == 3) {
         init_or_die();
         rc = launches("_Z11many_kernelv", atoi(argv[2]));
+        printf("sim: many %d launches\n", atoi(argv[2]));
     } else if (strcmp(s, "fork") == 0)
         rc = fork_scenario();
     else if (strcmp(s, "kineto") == 0)
