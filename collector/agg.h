@@ -125,6 +125,10 @@ typedef struct fp_agg_config {
 
 typedef struct fp_agg {
     fp_agg_config cfg;
+    /* Time window of believable records, ns on the session's clock; 0 = no bound. A timed
+     * record outside it is on another clock (a second CUPTI client replaced CUPTI's
+     * timestamp callback): counted in clock_outliers and kept out of times and events. */
+    int64_t win_lo, win_hi;
     /* interning: names[id] is a NUL-terminated copy owned by the arena */
     char **names;        /* id -> string */
     uint32_t *name_hash; /* id -> hash */
@@ -161,6 +165,7 @@ typedef struct fp_agg {
     uint64_t records;            /* records given to fp_process_record */
     uint64_t unknown_kinds;      /* records of kinds we do not handle */
     uint64_t untimed;            /* records with start/end 0 or end < start */
+    uint64_t clock_outliers;     /* timed records outside [win_lo, win_hi] */
     uint64_t ranges;             /* completed NVTX ranges */
     uint64_t ranges_unmatched_end;   /* END seen, START never (counted at fp_agg_finish) */
     uint64_t ranges_unmatched_start; /* START seen, END never */
@@ -188,11 +193,13 @@ uint32_t fp_agg_intern_n(fp_agg *a, const char *s, size_t n);
 const char *fp_agg_name(const fp_agg *a, uint32_t id);
 
 /* Adds one call to group g, row name. start/end in ns; if either is 0 or end < start the call
- * is counted but untimed (and a->untimed is bumped). Returns 0, or -1 on OOM (counted). */
+ * is counted but untimed (and a->untimed is bumped); if it lies outside the window it is
+ * counted but untimed too (a->clock_outliers). Returns 0, or -1 on OOM (counted). */
 int fp_agg_stat(fp_agg *a, int g, uint32_t name, uint64_t start_ns, uint64_t end_ns,
                 uint64_t bytes);
 
-/* Stores a copy of *e if events are on, the cap is not reached and e is timed. At the cap it
+/* Stores a copy of *e if events are on, the cap is not reached and e is timed and inside the
+ * window (fp_agg_stat counts the ones outside). At the cap it
  * sets events_truncated and drops the event. Returns 0 when stored, 1 when not, -1 on OOM. */
 int fp_agg_event(fp_agg *a, const fp_event *e);
 /* Event i (0 <= i < nevents), borrowed. */

@@ -27,11 +27,11 @@ CUPTI_LIBS   := -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 COL_NOUNDEF  := $(if $(strip $(SAN)),,-Wl,--no-undefined)
 
 # Modules without CUPTI (build and test everywhere) and with CUPTI headers/library.
-COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o api_session.o)
+COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o pool.o api_session.o)
 COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o)
 COL_INJECT_OBJ := $(COL_DIR)/inject.o
 
-COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload
+COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload $(COL_DIR)/tests/test_pool
 COL_TESTS_CUPTI := $(COL_DIR)/tests/test_record $(COL_DIR)/tests/test_buffer $(COL_DIR)/tests/test_dlopen
 COL_E2E_DRIVER  := $(COL_DIR)/tests/e2e_driver
 
@@ -71,6 +71,10 @@ $(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o 
 $(COL_DIR)/tests/test_agg: tests/collector/test_agg.c $(COL_BASE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_pool: tests/collector/test_pool.c $(COL_DIR)/pool.o
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) -lpthread -lcmocka
 
 $(COL_DIR)/tests/test_upload: tests/collector/test_upload.c $(COL_BASE_OBJS)
 	@mkdir -p $(dir $@)

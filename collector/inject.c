@@ -1,9 +1,11 @@
 /* inject.c -- the CUPTI injection entry point: InitializeInjection, buffer callbacks, enables,
- * the optional periodic flush thread, and the atexit upload.
+ * the collector's thread (drains CUPTI every FIRSTPASS_DRAIN_S, sends a part every
+ * FIRSTPASS_FLUSH_S), the atexit upload, and the checks that another CUPTI client took over.
  *
  * Owns the process-global collector state `g` (CUPTI's buffer callbacks get no user pointer,
- * so the aggregator must be reachable from a global), the 8 MiB buffer pool, and every call
- * that needs the CUDA driver (cuptiActivity*, cuptiSubscribe, dlsym'd libcuda queries). Must
+ * so the aggregator must be reachable from a global) and every call that needs the CUDA
+ * driver (cuptiActivity*, cuptiSubscribe_v2, dlsym'd libcuda queries); the buffers themselves
+ * are pool.c's. Must
  * never exit, abort or crash the profiled program: each failure is one fp_log line and, where
  * it matters, the collector disables itself. Record decoding lives in record.c, JSON in
  * session_json.c, HTTP and spool in upload.c; libcuda is never linked, only dlopen'ed with
@@ -11,9 +13,12 @@
 #include <cupti.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,61 +29,65 @@
 #include "agg.h"
 #include "buffer.h"
 #include "log.h"
+#include "pool.h"
 #include "session.h"
 #include "session_json.h"
 #include "upload.h"
 
 #define FP_BUF_SIZE  (8u * 1024u * 1024u) /* CUPTI's samples use 8 MiB; 1-10 MiB recommended */
 #define FP_BUF_ALIGN 8                    /* ACTIVITY_RECORD_ALIGNMENT */
-#define FP_MAX_WARNINGS 8
+#define FP_MAX_WARNINGS 16
+#define FP_WARNING_LEN 64
+/* A timed record this far outside [session start, now] is on another clock. */
+#define FP_CLOCK_SLACK_NS (60LL * 1000000000LL)
+/* CUPTI's clock this far from where it was against CLOCK_REALTIME at init was replaced. */
+#define FP_CLOCK_DRIFT_NS 1000000000LL
 
 /* Global collector state. Why global: see the file comment. Guards:
  *  - init_lock: InitializeInjection's once-only section (initialized).
  *  - lock: agg, part, part_start_ns, warnings; taken by bufferCompleted (CUPTI's thread or
- *    the thread calling cuptiActivityFlushAll). Never held while calling FlushAll, because
- *    FlushAll runs bufferCompleted synchronously (Kineto, CuptiActivityApi.cpp).
- *  - pool_lock: the buffer pool (free, nfree, nalloc, pool_refused).
- *  - in_callback: atomic; buf_completed calls in progress, so that the exit path can wait
- *    for a delivery CUPTI's worker started before the final flush.
- *  - flush_lock + flush_cond: flush_stop.
+ *    the thread calling cuptiActivityFlushAll). Never held while calling into CUPTI: FlushAll
+ *    runs bufferCompleted synchronously (Kineto, CuptiActivityApi.cpp).
+ *  - send_lock: one part is cut at a time (the thread's part flush against the exit); held
+ *    across FlushAll, never taken inside a CUPTI callback.
+ *  - pool: its own lock (pool.c).
+ *  - in_callback, clock_warned: atomics.
  * Fields set once in init before any callback is registered are read without locks. */
 static struct {
     pthread_mutex_t init_lock;
     int initialized;          /* InitializeInjection ran (successfully or not) */
-    int enabled;              /* collecting; set once in init, cleared at exit (under lock) */
 
     pthread_mutex_t lock;
-    fp_agg *agg;              /* current session's aggregator; NULL after exit */
-    unsigned part;            /* periodic flush number, 0 = no flush yet */
+    fp_agg *agg;              /* current part's aggregator; NULL once the session ended */
+    unsigned part;            /* parts sent so far */
     long long part_start_ns;  /* start of the current part (session start for part 0) */
-    const char *warnings[FP_MAX_WARNINGS];
+    char warnings[FP_MAX_WARNINGS][FP_WARNING_LEN];
     size_t nwarnings;
 
-    pthread_mutex_t pool_lock;
-    void **free;              /* free buffers, up to max_buffers */
-    size_t nfree, nalloc, max_buffers;
-    unsigned long long pool_refused; /* buffer requests refused (CUPTI counts the records) */
-    atomic_int in_callback;
+    pthread_mutex_t send_lock;
+    fp_pool pool;             /* the buffers lent to CUPTI */
+    atomic_int in_callback;   /* buf_completed calls in progress */
+    atomic_int clock_warned;  /* cupti_clock_replaced said once */
 
-    pthread_t flush_thread;
-    int flush_running;
-    int flush_stop;
-    pthread_mutex_t flush_lock;
-    pthread_cond_t flush_cond;
+    pthread_t thread;         /* the collector's thread: drains, parts */
+    int thread_running;
+    int wake[2];              /* pipe: a byte on wake[1] wakes the thread ('S' = stop) */
 
     /* configuration, read once */
     pid_t pid;
     fp_agg_config cfg;
-    long flush_s;
-    int nvtx, driver_api;
+    long flush_s, drain_s;
+    int nvtx, driver_api, subscribe;
+    size_t max_buffers;
+    long long clock_offset;   /* cuptiGetTimestamp() - CLOCK_REALTIME at init, ns */
+    long long session_start_ns;
     fp_upload_opts up;
     fp_session_meta base;     /* name, labels, host, pid, command, cupti_version */
 } g = {
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
-    .pool_lock = PTHREAD_MUTEX_INITIALIZER,
-    .flush_lock = PTHREAD_MUTEX_INITIALIZER,
-    .flush_cond = PTHREAD_COND_INITIALIZER,
+    .send_lock = PTHREAD_MUTEX_INITIALIZER,
+    .wake = {-1, -1},
 };
 
 static const char *cupti_err(CUptiResult r)
@@ -106,46 +115,64 @@ static long env_long(const char *name, long def, long min, long max)
     return v;
 }
 
-static void add_warning(const char *w)
+/* Adds a session warning (printf format), once: a warning already present is not repeated. */
+static void add_warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void add_warning(const char *fmt, ...)
 {
+    char w[FP_WARNING_LEN];
+    va_list ap;
+    size_t i;
+    va_start(ap, fmt);
+    vsnprintf(w, sizeof w, fmt, ap);
+    va_end(ap);
     pthread_mutex_lock(&g.lock);
-    if (g.nwarnings < FP_MAX_WARNINGS)
-        g.warnings[g.nwarnings++] = w;
+    for (i = 0; i < g.nwarnings; i++)
+        if (strcmp(g.warnings[i], w) == 0)
+            break;
+    if (i == g.nwarnings && g.nwarnings < FP_MAX_WARNINGS)
+        memcpy(g.warnings[g.nwarnings++], w, sizeof w);
     pthread_mutex_unlock(&g.lock);
+}
+
+/* The session clock: CUPTI's clock as it related to CLOCK_REALTIME at init (on Linux the two
+ * are equal; under WSL CUPTI uses CLOCK_MONOTONIC_RAW). Read without CUPTI, so that a
+ * replaced CUPTI timestamp callback cannot move the session's start and end. */
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec + g.clock_offset;
+}
+
+/* Torch.profiler (Kineto) registers cuptiActivityRegisterTimestampCallback with raw TSC
+ * cycles on x86 (ApproximateClock.h): from then on CUPTI's clock is not the session's. Says
+ * so once (log line + warning); records on the new clock fall outside the aggregator's window.
+ * Called from our own thread, never under a lock of ours. */
+static void clock_check(void)
+{
+    uint64_t c = 0;
+    long long d;
+    if (cuptiGetTimestamp(&c) != CUPTI_SUCCESS)
+        return;
+    d = (long long)c - now_ns();
+    if ((d > FP_CLOCK_DRIFT_NS || d < -FP_CLOCK_DRIFT_NS) &&
+        atomic_exchange(&g.clock_warned, 1) == 0) {
+        fp_log("CUPTI's clock is now %.1f s away from the session's: another CUPTI client "
+               "(torch.profiler?) replaced its timestamp source; records on that clock are "
+               "counted in clock_outliers, not timed",
+               (double)d / 1e9);
+        add_warning("cupti_clock_replaced");
+    }
 }
 
 /* ---- buffers ---------------------------------------------------------------------------- */
 
 static void CUPTIAPI buf_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-    void *b = NULL;
-    pthread_mutex_lock(&g.pool_lock);
-    if (g.nfree > 0) {
-        b = g.free[--g.nfree];
-    } else if (g.nalloc < g.max_buffers) {
-        b = aligned_alloc(FP_BUF_ALIGN, FP_BUF_SIZE);
-        if (b != NULL)
-            g.nalloc++;
-    }
-    if (b == NULL)
-        g.pool_refused++;
-    pthread_mutex_unlock(&g.pool_lock);
+    void *b = fp_pool_get(&g.pool); /* NULL: refused, counted; CUPTI drops and counts records */
     *buffer = b;
     *size = b ? FP_BUF_SIZE : 0;
     *max_records = 0; /* fill the buffer */
-}
-
-static void pool_put(uint8_t *buffer)
-{
-    if (buffer == NULL)
-        return;
-    pthread_mutex_lock(&g.pool_lock);
-    if (g.nfree < g.max_buffers) {
-        g.free[g.nfree++] = buffer;
-        buffer = NULL;
-    }
-    pthread_mutex_unlock(&g.pool_lock);
-    free(buffer); /* only if the pool is somehow full */
 }
 
 /* Runs on CUPTI's worker thread, or synchronously inside cuptiActivityFlushAll (possibly
@@ -161,10 +188,14 @@ static void CUPTIAPI buf_completed(CUcontext ctx, uint32_t stream, uint8_t *buff
     (void)size;
     atomic_fetch_add(&g.in_callback, 1);
     pthread_mutex_lock(&g.lock);
-    if (g.agg != NULL && valid > 0)
+    if (g.agg != NULL && valid > 0) {
+        g.agg->win_hi = now_ns() + FP_CLOCK_SLACK_NS;
         (void)fp_process_buffer(g.agg, buffer, valid);
+    }
     pthread_mutex_unlock(&g.lock);
-    pool_put(buffer);
+    /* A buffer we did not lend (another client's, after a re-registration) is not ours to
+     * keep or free: its records were read above, the buffer is left alone. */
+    (void)fp_pool_put(&g.pool, buffer);
     atomic_fetch_sub(&g.in_callback, 1);
 }
 
@@ -297,6 +328,7 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     fp_session_meta m = g.base;
     fp_label *labels = NULL;
     const char *warnings[FP_MAX_WARNINGS];
+    char wcopy[FP_MAX_WARNINGS][FP_WARNING_LEN];
     size_t nwarn, i;
     char partbuf[32], file[256];
     fp_gz gz;
@@ -318,17 +350,21 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
             m.nlabels = g.base.nlabels + 1;
         }
     }
+    if (agg->clock_outliers > 0 && atomic_exchange(&g.clock_warned, 1) == 0) {
+        fp_log("%llu records lie outside the session's time window: another CUPTI client "
+               "(torch.profiler?) replaced CUPTI's timestamp source",
+               (unsigned long long)agg->clock_outliers);
+        add_warning("cupti_clock_replaced");
+    }
     pthread_mutex_lock(&g.lock);
     nwarn = g.nwarnings;
-    for (i = 0; i < nwarn; i++)
-        warnings[i] = g.warnings[i];
+    memcpy(wcopy, g.warnings, sizeof wcopy);
     pthread_mutex_unlock(&g.lock);
+    for (i = 0; i < nwarn; i++)
+        warnings[i] = wcopy[i];
     /* A refused request makes CUPTI drop records, and CUPTI counts those in dropped_records:
      * the refusals are reported on their own, never added (they are the same drops). */
-    pthread_mutex_lock(&g.pool_lock);
-    agg->requests_refused += g.pool_refused;
-    g.pool_refused = 0;
-    pthread_mutex_unlock(&g.pool_lock);
+    agg->requests_refused += fp_pool_take_refused(&g.pool);
 
     if (fp_gz_init(&gz) != 0) {
         fp_log("session LOST: zlib init failed");
@@ -345,84 +381,138 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     fp_agg_free(agg);
 }
 
-static long long now_ns(void)
-{
-    uint64_t t = 0;
-    if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    }
-    return (long long)t;
-}
-
 /* ---- periodic flush --------------------------------------------------------------------- */
 
-/* Swaps in a fresh aggregator (open ranges, devices and contexts carried over) and sends the
- * old one as its own session. */
-static void flush_part(void)
+/* A fresh aggregator for the next part: open NVTX ranges, devices, contexts and the time
+ * window carried over from old. NULL on OOM. Under g.lock. */
+static fp_agg *next_agg(fp_agg *old)
 {
-    fp_agg *fresh = fp_agg_new(&g.cfg), *old;
-    long long start, end;
-    unsigned part;
+    fp_agg *fresh = fp_agg_new(&g.cfg);
     size_t i;
-    unsigned long long dropped;
-    CUptiResult r;
-
-    if (fresh == NULL) {
-        fp_log("periodic flush skipped: out of memory");
-        return;
-    }
+    if (fresh == NULL)
+        return NULL;
     fresh->api_name = api_namer;
-    r = cuptiActivityFlushAll(0); /* completed buffers only; runs buf_completed here */
-    if (r != CUPTI_SUCCESS)
-        fp_log("cuptiActivityFlushAll: %s", cupti_err(r));
-    wait_callbacks();
-    dropped = read_dropped();
-    end = now_ns();
-    pthread_mutex_lock(&g.lock);
-    old = g.agg;
-    if (old == NULL) {
-        pthread_mutex_unlock(&g.lock);
-        fp_agg_free(fresh);
-        return;
-    }
-    old->dropped_records += dropped;
+    fresh->win_lo = old->win_lo;
     (void)fp_agg_move_pending(old, fresh);
     memcpy(fresh->devices, old->devices, sizeof fresh->devices);
     for (i = 0; i < old->ctx_dev.cap; i++)
         if (old->ctx_dev.used[i])
             fp_agg_context(fresh, (uint32_t)old->ctx_dev.keys[i], (uint32_t)old->ctx_dev.vals[i]);
+    return fresh;
+}
+
+/* FIRSTPASS_FLUSH_S: takes what CUPTI has completed, swaps in a fresh aggregator and sends
+ * the old one as its own session (a part). */
+static void flush_part(void)
+{
+    fp_agg *fresh, *old;
+    long long start, end;
+    unsigned part;
+    unsigned long long dropped;
+    CUptiResult r;
+
+    pthread_mutex_lock(&g.send_lock);
+    r = cuptiActivityFlushAll(0); /* completed buffers only; runs buf_completed here */
+    if (r != CUPTI_SUCCESS)
+        fp_log("cuptiActivityFlushAll: %s", cupti_err(r));
+    wait_callbacks();
+    dropped = read_dropped();
+    clock_check();
+    end = now_ns();
+    pthread_mutex_lock(&g.lock);
+    old = g.agg;
+    fresh = old ? next_agg(old) : NULL;
+    if (fresh == NULL) {
+        pthread_mutex_unlock(&g.lock);
+        pthread_mutex_unlock(&g.send_lock);
+        if (old)
+            fp_log("periodic flush skipped: out of memory");
+        return;
+    }
+    old->dropped_records += dropped;
     g.agg = fresh;
     part = g.part++;
     start = g.part_start_ns;
     g.part_start_ns = end;
     pthread_mutex_unlock(&g.lock);
+    pthread_mutex_unlock(&g.send_lock);
     send_session(old, start, end, part, 0);
 }
 
-static void *flush_main(void *arg)
+/* FIRSTPASS_DRAIN_S: hands CUPTI's completed buffers to buf_completed now, so that little
+ * sits in CUPTI when another client re-registers the buffer callbacks and takes whatever
+ * CUPTI still holds (torch.profiler does; sim scenario "kineto"). */
+static void drain(void)
+{
+    static int failed;
+    CUptiResult r = cuptiActivityFlushAll(0);
+    if (r != CUPTI_SUCCESS && !failed) {
+        failed = 1;
+        fp_log("cuptiActivityFlushAll: %s (periodic drain)", cupti_err(r));
+    }
+    clock_check();
+}
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The collector's thread: waits on the wake pipe until the next drain or part is due. */
+static void *thread_main(void *arg)
 {
     sigset_t all;
+    long long next_drain, next_part, now;
     (void)arg;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the app's signals go to the app's threads */
-    pthread_mutex_lock(&g.flush_lock);
-    while (!g.flush_stop) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += g.flush_s;
-        while (!g.flush_stop &&
-               pthread_cond_timedwait(&g.flush_cond, &g.flush_lock, &dl) != ETIMEDOUT)
-            ;
-        if (g.flush_stop)
-            break;
-        pthread_mutex_unlock(&g.flush_lock);
-        flush_part();
-        pthread_mutex_lock(&g.flush_lock);
+    now = mono_ns();
+    next_drain = g.drain_s > 0 ? now + g.drain_s * 1000000000LL : 0;
+    next_part = g.flush_s > 0 ? now + g.flush_s * 1000000000LL : 0;
+    for (;;) {
+        struct pollfd pfd;
+        long long due = next_drain && (!next_part || next_drain < next_part) ? next_drain
+                                                                             : next_part;
+        int timeout = -1, r;
+        char c;
+        now = mono_ns();
+        if (due)
+            timeout = due > now ? (int)((due - now + 999999) / 1000000) : 0;
+        pfd.fd = g.wake[0];
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        r = poll(&pfd, 1, timeout);
+        if (r > 0) {
+            if (read(g.wake[0], &c, 1) == 1 && c == 'S')
+                break;
+            continue;
+        }
+        if (r < 0)
+            continue; /* EINTR cannot happen (signals blocked); anything else: try again */
+        now = mono_ns();
+        if (next_part && now >= next_part) {
+            flush_part();
+            next_part = mono_ns() + g.flush_s * 1000000000LL;
+            if (next_drain)
+                next_drain = mono_ns() + g.drain_s * 1000000000LL;
+        } else if (next_drain && now >= next_drain) {
+            drain();
+            next_drain = mono_ns() + g.drain_s * 1000000000LL;
+        }
     }
-    pthread_mutex_unlock(&g.flush_lock);
     return NULL;
+}
+
+static void stop_thread(void)
+{
+    char c = 'S';
+    if (!g.thread_running)
+        return;
+    if (write(g.wake[1], &c, 1) == 1)
+        pthread_join(g.thread, NULL); /* bounded: an upload in flight has timeouts */
+    g.thread_running = 0;
 }
 
 /* ---- exit ------------------------------------------------------------------------------- */
@@ -433,22 +523,31 @@ static void at_exit(void)
     long long start, end;
     unsigned part;
     unsigned long long dropped;
+    uint64_t mark;
+    size_t lost = 0;
     CUptiResult r;
 
     if (getpid() != g.pid)
         return; /* a forked child inherited our atexit: its parent owns this session */
-    if (g.flush_running) {
-        pthread_mutex_lock(&g.flush_lock);
-        g.flush_stop = 1;
-        pthread_cond_signal(&g.flush_cond);
-        pthread_mutex_unlock(&g.flush_lock);
-        pthread_join(g.flush_thread, NULL); /* bounded: an upload in flight has timeouts */
-        g.flush_running = 0;
-    }
+    stop_thread();
+    pthread_mutex_lock(&g.send_lock);
+    mark = fp_pool_seq(&g.pool);
     r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
         fp_log("cuptiActivityFlushAll(FORCED): %s; sending what arrived", cupti_err(r));
     wait_callbacks();
+    /* A forced flush returns every buffer CUPTI holds. One lent before it and still out went
+     * to a client that re-registered the buffer callbacks after us (torch.profiler does). */
+    if (r == CUPTI_SUCCESS)
+        lost = fp_pool_out_before(&g.pool, mark);
+    if (lost > 0) {
+        fp_log("%zu buffer(s) lent to CUPTI were not returned by the exit flush: another CUPTI "
+               "client (torch.profiler?) re-registered the buffer callbacks and received them; "
+               "this session misses their records and everything recorded after that",
+               lost);
+        add_warning("cupti_buffers_lost:%zu", lost);
+    }
+    clock_check();
     dropped = read_dropped();
     end = now_ns();
     pthread_mutex_lock(&g.lock);
@@ -456,10 +555,10 @@ static void at_exit(void)
     if (agg != NULL)
         agg->dropped_records += dropped;
     g.agg = NULL; /* late buffers are returned to the pool unread */
-    g.enabled = 0;
     part = g.part;
     start = g.part_start_ns;
     pthread_mutex_unlock(&g.lock);
+    pthread_mutex_unlock(&g.send_lock);
     if (agg != NULL)
         send_session(agg, start, end, part, 1);
 }
@@ -471,7 +570,8 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
 {
     (void)ud;
     if (dom == CUPTI_CB_DOMAIN_STATE && cbid == CUPTI_CBID_STATE_FATAL_ERROR) {
-        fp_log("CUPTI reported a fatal error; collection stops, what was recorded is sent");
+        fp_log("CUPTI reported a fatal error; CUPTI may record nothing more, what was recorded "
+               "is sent");
         add_warning("cupti_fatal_error");
         return;
     }
@@ -486,18 +586,31 @@ static void CUPTIAPI on_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Callb
         (void)cuptiActivityFlushAll(0);
 }
 
+/* FIRSTPASS_SUBSCRIBE=1 only. A process has one CUPTI subscriber slot; taking it for three
+ * callbacks would make torch.profiler's own cuptiSubscribe fail (Kineto then runs without
+ * its callback features), so by default the collector uses the activity API alone. */
 static void subscribe(void)
 {
     CUpti_SubscriberHandle sub;
-    CUptiResult r = cuptiSubscribe(&sub, on_callback, NULL);
+    CUpti_SubscriberParams p;
+    char old[128] = "";
+    CUptiResult r;
+    memset(&p, 0, sizeof p);
+    p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    p.subscriberName = "firstpass";
+    p.oldSubscriberName = old;
+    p.oldSubscriberSize = sizeof old;
+    r = cuptiSubscribe_v2(&sub, on_callback, NULL, &p);
     if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        fp_log("another CUPTI tool is subscribed (torch.profiler, nsys, ncu?): flush callbacks "
-               "off, activity tracing kept; the session is flagged");
+        fp_log("another CUPTI tool is subscribed (%s): flush callbacks off, activity tracing "
+               "kept; the session is flagged",
+               old[0] ? old : "torch.profiler, nsys, ncu?");
         add_warning("cupti_multiple_subscribers");
         return;
     }
     if (r != CUPTI_SUCCESS) {
-        fp_log("cuptiSubscribe: %s (flush callbacks off; activity tracing kept)", cupti_err(r));
+        fp_log("cuptiSubscribe_v2: %s (flush callbacks off; activity tracing kept)",
+               cupti_err(r));
         return;
     }
     (void)cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_STATE, CUPTI_CBID_STATE_FATAL_ERROR);
@@ -519,6 +632,8 @@ static void read_config(void)
     g.cfg.events = (int)env_long("FIRSTPASS_EVENTS", 1, 0, 1);
     g.cfg.max_events = (size_t)env_long("FIRSTPASS_MAX_EVENTS", 1000000, 0, 100000000);
     g.flush_s = env_long("FIRSTPASS_FLUSH_S", 0, 0, 86400);
+    g.drain_s = env_long("FIRSTPASS_DRAIN_S", 2, 0, 3600);
+    g.subscribe = (int)env_long("FIRSTPASS_SUBSCRIBE", 0, 0, 1);
     g.nvtx = (int)env_long("FIRSTPASS_NVTX", 1, 0, 1);
     g.driver_api = (int)env_long("FIRSTPASS_DRIVER_API", 0, 0, 1);
     g.max_buffers = (size_t)env_long("FIRSTPASS_MAX_BUFFERS", 32, 1, 4096);
@@ -605,10 +720,27 @@ static CUptiResult set_per_thread_buffers(uint8_t on)
     return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &on);
 }
 
+/* Starts the collector's thread when something needs it (a drain or part interval). */
+static void start_thread(void)
+{
+    if (g.drain_s == 0 && g.flush_s == 0)
+        return;
+    if (pipe2(g.wake, O_CLOEXEC) != 0) {
+        fp_log("cannot create a pipe (%s): no periodic drain or flush", strerror(errno));
+        return;
+    }
+    if (pthread_create(&g.thread, NULL, thread_main, NULL) == 0)
+        g.thread_running = 1;
+    else
+        fp_log("cannot start the collector's thread: no periodic drain or flush; sending once "
+               "at exit");
+}
+
 static void init_collector(void)
 {
     const char *en = getenv("FIRSTPASS_ENABLE");
     char spool[4096];
+    uint64_t cupti_now = 0;
     CUptiResult r, per_thread;
 
     if (en && strcmp(en, "0") == 0) {
@@ -616,14 +748,16 @@ static void init_collector(void)
         return;
     }
     read_config();
-    g.part_start_ns = now_ns();
-    g.free = calloc(g.max_buffers, sizeof *g.free);
+    if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS)
+        g.clock_offset = (long long)cupti_now - now_ns(); /* now_ns() has offset 0 here */
+    g.session_start_ns = g.part_start_ns = now_ns();
     g.agg = fp_agg_new(&g.cfg);
-    if (g.free == NULL || g.agg == NULL) {
+    if (g.agg == NULL || fp_pool_init(&g.pool, FP_BUF_SIZE, FP_BUF_ALIGN, g.max_buffers) != 0) {
         fp_log("out of memory at start; collector disabled");
         goto disable;
     }
     g.agg->api_name = api_namer;
+    g.agg->win_lo = g.session_start_ns - FP_CLOCK_SLACK_NS;
 
     /* CUPTI 13 defaults to one buffer per thread that makes a traced call, held until a
      * FlushAll: with more such threads than FIRSTPASS_MAX_BUFFERS, every record of the extra
@@ -653,16 +787,11 @@ static void init_collector(void)
     enable_optional();
     if (g.nvtx)
         setup_nvtx();
-    subscribe();
-    g.enabled = 1;
+    if (g.subscribe)
+        subscribe();
     if (atexit(at_exit) != 0)
         fp_log("atexit failed: the session will not be sent at exit");
-    if (g.flush_s > 0) {
-        if (pthread_create(&g.flush_thread, NULL, flush_main, NULL) == 0)
-            g.flush_running = 1;
-        else
-            fp_log("cannot start the flush thread; sending once at exit");
-    }
+    start_thread();
     if (g.up.server && g.up.server[0])
         fp_log("collecting (CUPTI %lld, events %s, cap %zu); upload to %s at exit",
                g.base.cupti_version, g.cfg.events ? "on" : "off", g.cfg.max_events,
@@ -672,6 +801,7 @@ static void init_collector(void)
                g.base.cupti_version, spool);
     return;
 disable:
+    /* The pool stays: CUPTI has our callbacks if the registration succeeded. */
     pthread_mutex_lock(&g.lock);
     fp_agg_free(g.agg);
     g.agg = NULL;

@@ -63,6 +63,36 @@ static void test_agg_stat_min_max_total(void **state)
     fp_agg_free(a);
 }
 
+/* Records stamped on another clock (torch.profiler's TSC timestamp callback) are counted, not
+ * timed: without the window a kernel "lasting" 1e18 ns would dominate every table. */
+static void test_agg_records_outside_the_window_are_clock_outliers(void **state)
+{
+    fp_agg *a = fp_agg_new(NULL);
+    uint32_t k = fp_agg_intern(a, "k");
+    fp_event e;
+    (void)state;
+    a->win_lo = 1000;
+    a->win_hi = 5000;
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 1000, 1300, 0), 0);
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 10, 20, 0), 0);       /* before */
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 4000, 9000, 0), 0);   /* ends after */
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].calls, 3);
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].timed, 1);
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].total_ns, 300);
+    assert_int_equal(a->clock_outliers, 2);
+    assert_int_equal(a->untimed, 0);
+    memset(&e, 0, sizeof e);
+    e.name = k;
+    e.start_ns = 10;
+    e.end_ns = 20;
+    assert_int_equal(fp_agg_event(a, &e), 1);
+    e.start_ns = 2000;
+    e.end_ns = 2500;
+    assert_int_equal(fp_agg_event(a, &e), 0);
+    assert_int_equal(a->nevents, 1);
+    fp_agg_free(a);
+}
+
 static void test_agg_u64map_delete_keeps_probe_runs(void **state)
 {
     fp_u64map m = {0};
@@ -448,6 +478,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agg_intern_is_stable),
         cmocka_unit_test(test_agg_stat_min_max_total),
+        cmocka_unit_test(test_agg_records_outside_the_window_are_clock_outliers),
         cmocka_unit_test(test_agg_u64map_delete_keeps_probe_runs),
         cmocka_unit_test(test_agg_range_pairs_in_either_order),
         cmocka_unit_test(test_agg_range_with_unknown_timestamp_is_untimed),

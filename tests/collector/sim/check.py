@@ -181,7 +181,33 @@ def scen_abba(ss, out, err):
           "through CUPTI's worker)" % (kernels_total(s), n))
 
 
+def scen_kineto(ss, out, err):
+    """51 kernels drained before torch.profiler starts; 5 still in the collector's buffer at
+    the takeover go to Kineto, with Kineto's own 20; after it stops, its disables leave the
+    kinds off, so the last 10 launches are recorded by nobody."""
+    m = re.search(r"sim: kineto subscribe (-?\d+).* kernels (\d+) buffers (\d+) unknown_buffers (\d+)", out)
+    if not check(m is not None, "kineto: the app finished (%s)" % out.strip()):
+        return
+    check(m.group(1) == "0", "kineto: torch.profiler's cuptiSubscribe succeeds (the collector "
+          "leaves the subscriber slot free) (%s)" % m.group(1))
+    check(int(m.group(2)) == 25 and int(m.group(4)) == 1,
+          "kineto: Kineto received 25 kernels, 5 of them in 1 buffer of the collector's (%s)" % m.group(0))
+    s = one(ss, "kineto")
+    if s is None:
+        return
+    k = calls(s, "kernels")
+    byname = {r.get("mangled", r["name"]): r["calls"] for r in s["firstpass"]["aggregates"]["kernels"]}
+    check(kernels_total(s) == 51 and byname.get(DECODE_MANGLED) == 50 and k.get(PREFILL) == 1,
+          "kineto: the 51 kernels drained before the takeover are in the session (%s)" % k)
+    w = warnings(s)
+    check("cupti_buffers_lost:1" in w, "kineto: warning cupti_buffers_lost:1 (%s)" % w)
+    check("cupti_clock_replaced" in w, "kineto: warning cupti_clock_replaced (%s)" % w)
+    check(any("torch.profiler" in l for l in err.splitlines() if l.startswith("firstpass:")),
+          "kineto: a log line names the takeover")
+
+
 SCENARIOS = {
+    "kineto": scen_kineto,
     "threads-locked": scen_threads_locked,
     "abba": scen_abba,
     "basic": scen_basic,

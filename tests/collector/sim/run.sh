@@ -53,9 +53,10 @@ SELECTED="$*"
 want basic && run basic basic NVTX_INJECTION64_PATH="$SIM/libcupti.so.13" -- basic
 want threads && run threads8 threads -- threads 8 50
 want threads && run threads threads -- threads 40 100
-want threads && run threads-locked threads-locked FAKE_CUPTI_PER_THREAD_LOCKED=1 -- threads 40 100
+want threads && run threads-locked threads-locked FAKE_CUPTI_PER_THREAD_LOCKED=1 FIRSTPASS_DRAIN_S=0 -- threads 40 100
 # 40,000 launches fill one 8 MiB buffer, which CUPTI's worker delivers while the exit flush runs
 want abba && run abba abba FAKE_CUPTI_ABBA=1 -- many 40000
+want kineto && run kineto kineto FIRSTPASS_DRAIN_S=1 NVTX_INJECTION64_PATH="$SIM/libcupti.so.13" -- kineto
 want fork && run fork fork -- fork
 want refused && run refused refused FAKE_CUPTI_REFUSE=CONCURRENT_KERNEL -- small
 
