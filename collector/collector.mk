@@ -17,6 +17,7 @@ NVCC         ?= $(CUDA_HOME)/bin/nvcc
 COL_DIR      := $(BUILD)/collector
 COL_LIB      := $(BUILD)/libfirstpass-cupti.so
 COL_UPLOAD   := $(BUILD)/firstpass-upload
+COL_RUN      := $(BUILD)/firstpass-run
 COL_HDRS     := $(wildcard collector/*.h) api/session.h
 COL_CFLAGS   := $(CFLAGS_ALL) -Icollector -fPIC -fvisibility=hidden \
                 $(shell pkg-config --cflags libcurl jansson zlib 2>/dev/null) \
@@ -45,7 +46,7 @@ SIM_CFLAGS := $(COL_CFLAGS) -I$(SIM_SRC)
 .PHONY: collector test-collector collector-tests collector-sim
 
 ifeq ($(HAVE_CUPTI),1)
-collector: $(COL_LIB) $(COL_UPLOAD)
+collector: $(COL_LIB) $(COL_UPLOAD) $(COL_RUN)
 collector-tests: $(COL_TESTS_BASE) $(COL_TESTS_CUPTI) $(COL_E2E_DRIVER) collector-sim
 collector-sim: $(SIM_BINS)
 else
@@ -67,6 +68,10 @@ $(COL_LIB): $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
 
 $(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COL_LIBS)
+
+# The launcher: sets CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH, then execs the program.
+$(COL_RUN): $(COL_DIR)/run_main.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -ldl
 
 $(COL_DIR)/tests/test_agg: tests/collector/test_agg.c $(COL_BASE_OBJS)
 	@mkdir -p $(dir $@)

@@ -657,19 +657,30 @@ static void read_config(void)
         g.base.cupti_version = v;
 }
 
-/* Sets NVTX_INJECTION64_PATH to the libcupti we are linked to, unless the user set it. Only
- * effective if the program made no NVTX call before cuInit (NVTX reads it once). */
-static void setup_nvtx(void)
+/* NVTX3 sends ranges to the library NVTX_INJECTION64_PATH names, read once at the program's
+ * first NVTX call; it must be the libcupti we record through. The launcher sets it
+ * (firstpass-run). Never setenv here: the driver loads us inside cuInit, when other threads
+ * (OpenMP, NCCL, tokenizers) may be in getenv, and glibc's setenv may free the environ array
+ * they read (sim scenario "nvtx-unset" checks the environment is left alone). This says when
+ * capture is off or goes to another library, once, in the log and in the session. */
+static void check_nvtx(void)
 {
+    const char *p = getenv("NVTX_INJECTION64_PATH");
+    char want[PATH_MAX], have[PATH_MAX];
     Dl_info info;
-    if (getenv("NVTX_INJECTION64_PATH") != NULL)
-        return;
-    if (dladdr((void *)cuptiActivityEnable, &info) == 0 || info.dli_fname == NULL) {
-        fp_log("NVTX_INJECTION64_PATH not set and libcupti path unknown: NVTX ranges off");
-        return;
+    int known = dladdr((void *)cuptiActivityEnable, &info) != 0 && info.dli_fname != NULL &&
+                realpath(info.dli_fname, want) != NULL;
+    if (p == NULL || p[0] == '\0') {
+        fp_log("NVTX ranges are not recorded: NVTX_INJECTION64_PATH is not set (start the "
+               "program with firstpass-run, or set it to %s)",
+               known ? want : "the libcupti this collector loads");
+        add_warning("nvtx_injection_unset");
+    } else if (known && (realpath(p, have) == NULL || strcmp(have, want) != 0)) {
+        fp_log("NVTX ranges are not recorded: NVTX_INJECTION64_PATH=%s is not the libcupti "
+               "this collector uses (%s)",
+               p, want);
+        add_warning("nvtx_injection_other_library");
     }
-    if (setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0) != 0)
-        fp_log("setenv(NVTX_INJECTION64_PATH) failed: NVTX ranges off");
 }
 
 /* Kinds beyond CONCURRENT_KERNEL: a failure is logged (one line, all names) and tolerated. */
@@ -786,7 +797,7 @@ static void init_collector(void)
     }
     enable_optional();
     if (g.nvtx)
-        setup_nvtx();
+        check_nvtx();
     if (g.subscribe)
         subscribe();
     if (atexit(at_exit) != 0)

@@ -82,6 +82,7 @@ def scen_basic(ss, out, err):
     fp = s["firstpass"]
     clean(s, "basic")
     check(warnings(s) == [], "basic: no warnings (%s)" % warnings(s))
+    check("nvtx_env set" in out, "basic: started by firstpass-run, NVTX_INJECTION64_PATH set")
     k = calls(s, "kernels")
     byname = {r.get("mangled", r["name"]): r for r in fp["aggregates"]["kernels"]}
     check(k.get(PREFILL) == 1, "basic: kernel %r x1 (%s)" % (PREFILL, k))
@@ -114,6 +115,21 @@ def scen_basic(ss, out, err):
     check(abs(fp["start_ns"] / 1e9 - time.time()) < 60, "basic: start_ns is this machine's clock")
     pid = re.search(r"sim: basic pid (\d+)", out)
     check(pid is not None and fp["pid"] == int(pid.group(1)), "basic: session pid is the app's")
+
+
+def scen_nvtx_unset(ss, out, err):
+    """basic without firstpass-run: kernels as usual, no ranges, and the collector says why
+    instead of changing the environment under the program's threads."""
+    check("nvtx_env unset" in out, "nvtx-unset: the environment was not changed (%s)" % out.strip())
+    s = one(ss, "nvtx-unset")
+    if s is None:
+        return
+    check(kernels_total(s) == 51, "nvtx-unset: 51 kernels (%d)" % kernels_total(s))
+    check(calls(s, "ranges") == {}, "nvtx-unset: no ranges (%s)" % calls(s, "ranges"))
+    check(warnings(s) == ["nvtx_injection_unset"], "nvtx-unset: warning nvtx_injection_unset (%s)" % warnings(s))
+    check(any("NVTX_INJECTION64_PATH is not set" in l and "firstpass-run" in l
+              for l in err.splitlines() if l.startswith("firstpass:")),
+          "nvtx-unset: a log line says NVTX capture is off and how to turn it on")
 
 
 def scen_threads(ss, out, err):
@@ -207,6 +223,7 @@ def scen_kineto(ss, out, err):
 
 
 SCENARIOS = {
+    "nvtx-unset": scen_nvtx_unset,
     "kineto": scen_kineto,
     "threads-locked": scen_threads_locked,
     "abba": scen_abba,
