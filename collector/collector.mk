@@ -28,7 +28,7 @@ CUPTI_LIBS   := -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 COL_NOUNDEF  := $(if $(strip $(SAN)),,-Wl,--no-undefined)
 
 # Modules without CUPTI (build and test everywhere) and with CUPTI headers/library.
-COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o pool.o api_session.o)
+COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o pool.o wake.o api_session.o)
 COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o)
 COL_INJECT_OBJ := $(COL_DIR)/inject.o
 

@@ -33,6 +33,7 @@
 #include "session.h"
 #include "session_json.h"
 #include "upload.h"
+#include "wake.h"
 
 #define FP_BUF_SIZE  (8u * 1024u * 1024u) /* CUPTI's samples use 8 MiB; 1-10 MiB recommended */
 #define FP_BUF_ALIGN 8                    /* ACTIVITY_RECORD_ALIGNMENT */
@@ -69,15 +70,16 @@ static struct {
     atomic_int in_callback;   /* buf_completed calls in progress */
     atomic_int clock_warned;  /* cupti_clock_replaced said once */
 
-    pthread_t thread;         /* the collector's thread: drains, parts */
+    pthread_t thread;         /* the collector's thread: drains, parts, SIGTERM */
     int thread_running;
-    int wake[2];              /* pipe: a byte on wake[1] wakes the thread ('S' = stop) */
+    volatile sig_atomic_t abort_uploads; /* set at exit and on SIGTERM: a part upload in
+                                          * flight gives up (the part is already spooled) */
 
     /* configuration, read once */
     pid_t pid;
     fp_agg_config cfg;
-    long flush_s, drain_s;
-    int nvtx, driver_api, subscribe;
+    long flush_s, drain_s, exit_budget_s;
+    int nvtx, driver_api, subscribe, sigterm;
     size_t max_buffers;
     long long clock_offset;   /* cuptiGetTimestamp() - CLOCK_REALTIME at init, ns */
     long long session_start_ns;
@@ -87,7 +89,6 @@ static struct {
     .init_lock = PTHREAD_MUTEX_INITIALIZER,
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .send_lock = PTHREAD_MUTEX_INITIALIZER,
-    .wake = {-1, -1},
 };
 
 static const char *cupti_err(CUptiResult r)
@@ -319,15 +320,31 @@ static int runtime_version(void)
     return CUDA_VERSION; /* the toolkit this collector was built against */
 }
 
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* How a part ends: its label, the extra warning it carries, and how long its upload may take. */
+typedef struct send_how {
+    int last;              /* the exit's part: label "<n>-last" */
+    const char *warning;   /* one more warning for this part only, or NULL */
+    long long deadline;    /* mono_ns by which the upload must end; 0 = the usual timeouts */
+    int abortable;         /* a part of the thread's: g.abort_uploads stops its upload */
+} send_how;
+
 /* Finishes agg (counts still-open ranges as unmatched), writes it as a session covering
- * [start_ns, end_ns], gzips it and uploads or spools it. Frees agg. Runs on the exit path or
- * the flush thread, never under g.lock. */
+ * [start_ns, end_ns], gzips it, spools it and uploads it (upload.c, fp_deliver). Frees agg.
+ * Runs on the exit path or the collector's thread, never under g.lock. */
 static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsigned part,
-                         int last)
+                         const send_how *how)
 {
     fp_session_meta m = g.base;
+    fp_upload_opts up = g.up;
     fp_label *labels = NULL;
-    const char *warnings[FP_MAX_WARNINGS];
+    const char *warnings[FP_MAX_WARNINGS + 1];
     char wcopy[FP_MAX_WARNINGS][FP_WARNING_LEN];
     size_t nwarn, i;
     char partbuf[32], file[256];
@@ -338,12 +355,12 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     m.driver_version = query_driver(agg);
     m.runtime_version = runtime_version();
     fp_agg_finish(agg);
-    if (g.flush_s > 0) {
-        /* every part is its own session; a label ties them together */
+    if (g.flush_s > 0 || part > 0 || !how->last) {
+        /* a split session: every part is its own session, a label ties them together */
         labels = calloc(g.base.nlabels + 1, sizeof *labels);
         if (labels != NULL) {
             memcpy(labels, g.base.labels, g.base.nlabels * sizeof *labels);
-            snprintf(partbuf, sizeof partbuf, "%u%s", part, last ? "-last" : "");
+            snprintf(partbuf, sizeof partbuf, "%u%s", part, how->last ? "-last" : "");
             labels[g.base.nlabels].key = (char *)"firstpass_part";
             labels[g.base.nlabels].value = partbuf;
             m.labels = labels;
@@ -362,9 +379,18 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     pthread_mutex_unlock(&g.lock);
     for (i = 0; i < nwarn; i++)
         warnings[i] = wcopy[i];
+    if (how->warning)
+        warnings[nwarn++] = how->warning;
     /* A refused request makes CUPTI drop records, and CUPTI counts those in dropped_records:
      * the refusals are reported on their own, never added (they are the same drops). */
     agg->requests_refused += fp_pool_take_refused(&g.pool);
+    if (how->deadline) {
+        long long left_s = (how->deadline - mono_ns()) / 1000000000LL;
+        up.timeout_s = left_s > 1 ? left_s : 1;
+        if (up.connect_timeout_s <= 0 || up.connect_timeout_s > up.timeout_s)
+            up.connect_timeout_s = up.timeout_s;
+    }
+    up.abort_flag = how->abortable ? &g.abort_uploads : NULL;
 
     if (fp_gz_init(&gz) != 0) {
         fp_log("session LOST: zlib init failed");
@@ -374,7 +400,7 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     } else {
         snprintf(file, sizeof file, "session-%s-%lld-%lld-%u.json.gz",
                  g.base.host ? g.base.host : "host", g.base.pid, start_ns, part);
-        (void)fp_deliver(&g.up, gz.out.p, gz.out.len, file);
+        (void)fp_deliver(&up, gz.out.p, gz.out.len, file);
     }
     fp_gz_free(&gz);
     free(labels);
@@ -436,7 +462,10 @@ static void flush_part(void)
     g.part_start_ns = end;
     pthread_mutex_unlock(&g.lock);
     pthread_mutex_unlock(&g.send_lock);
-    send_session(old, start, end, part, 0);
+    {
+        send_how how = {0, NULL, 0, 1};
+        send_session(old, start, end, part, &how);
+    }
 }
 
 /* FIRSTPASS_DRAIN_S: hands CUPTI's completed buffers to buf_completed now, so that little
@@ -453,12 +482,7 @@ static void drain(void)
     clock_check();
 }
 
-static long long mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static void finish(long long deadline, int signal_part);
 
 /* The collector's thread: waits on the wake pipe until the next drain or part is due. */
 static void *thread_main(void *arg)
@@ -476,17 +500,24 @@ static void *thread_main(void *arg)
         long long due = next_drain && (!next_part || next_drain < next_part) ? next_drain
                                                                              : next_part;
         int timeout = -1, r;
-        char c;
         now = mono_ns();
         if (due)
             timeout = due > now ? (int)((due - now + 999999) / 1000000) : 0;
-        pfd.fd = g.wake[0];
+        pfd.fd = fp_wake_fd();
         pfd.events = POLLIN;
         pfd.revents = 0;
         r = poll(&pfd, 1, timeout);
         if (r > 0) {
-            if (read(g.wake[0], &c, 1) == 1 && c == 'S')
+            int c = fp_wake_read();
+            if (c == FP_WAKE_STOP)
                 break;
+            if (c == FP_WAKE_TERM) {
+                /* The handler waits (up to the exit budget) for the ack, then lets SIGTERM
+                 * do what it would have done: usually end the process. */
+                finish(mono_ns() + g.exit_budget_s * 1000000000LL, 1);
+                g.abort_uploads = 0;
+                fp_wake_ack();
+            }
             continue;
         }
         if (r < 0)
@@ -505,32 +536,66 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
-static void stop_thread(void)
+/* Stops the collector's thread by the deadline: an upload of a part in flight is aborted
+ * (the part is spooled already). 0 stopped, -1 still running at the deadline. */
+static int stop_thread(long long deadline)
 {
-    char c = 'S';
+    struct timespec ts;
+    long long left;
     if (!g.thread_running)
-        return;
-    if (write(g.wake[1], &c, 1) == 1)
-        pthread_join(g.thread, NULL); /* bounded: an upload in flight has timeouts */
+        return 0;
+    g.abort_uploads = 1;
+    if (fp_wake_stop() != 0)
+        return -1;
+    /* pthread_timedjoin_np takes a CLOCK_REALTIME instant */
+    left = deadline - mono_ns();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    left += ts.tv_nsec;
+    ts.tv_sec += (time_t)(left / 1000000000LL);
+    ts.tv_nsec = (long)(left % 1000000000LL);
+    if (ts.tv_nsec < 0) {
+        ts.tv_sec--;
+        ts.tv_nsec += 1000000000L;
+    }
+    if (pthread_timedjoin_np(g.thread, NULL, &ts) != 0)
+        return -1;
     g.thread_running = 0;
+    return 0;
 }
 
-/* ---- exit ------------------------------------------------------------------------------- */
+/* ---- the end of a session ------------------------------------------------------------- */
 
-static void at_exit(void)
+/* Locks m until the mono_ns deadline. 0, or -1 when it passed. */
+static int lock_by(pthread_mutex_t *m, long long deadline)
 {
-    fp_agg *agg;
+    while (pthread_mutex_trylock(m) != 0) {
+        if (mono_ns() >= deadline)
+            return -1;
+        usleep(1000);
+    }
+    return 0;
+}
+
+/* Ends the current part: forced flush, the takeover check, then either the session ends
+ * (at exit: g.agg becomes NULL, late buffers are returned unread) or, on SIGTERM, a fresh
+ * aggregator goes on in case the program survives the signal. The part is spooled, then
+ * uploaded by the deadline. Runs on the exit path or the collector's thread. */
+static void finish(long long deadline, int signal_part)
+{
+    fp_agg *agg, *fresh = NULL;
     long long start, end;
     unsigned part;
     unsigned long long dropped;
     uint64_t mark;
     size_t lost = 0;
+    send_how how = {!signal_part, signal_part ? "terminated_by_signal:SIGTERM" : NULL, deadline, 0};
     CUptiResult r;
 
-    if (getpid() != g.pid)
-        return; /* a forked child inherited our atexit: its parent owns this session */
-    stop_thread();
-    pthread_mutex_lock(&g.send_lock);
+    if (lock_by(&g.send_lock, deadline) != 0) {
+        fp_log("session LOST: a flush still running at the end of the exit budget (%ld s)",
+               g.exit_budget_s);
+        return;
+    }
     mark = fp_pool_seq(&g.pool);
     r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (r != CUPTI_SUCCESS)
@@ -541,7 +606,7 @@ static void at_exit(void)
     if (r == CUPTI_SUCCESS)
         lost = fp_pool_out_before(&g.pool, mark);
     if (lost > 0) {
-        fp_log("%zu buffer(s) lent to CUPTI were not returned by the exit flush: another CUPTI "
+        fp_log("%zu buffer(s) lent to CUPTI were not returned by the final flush: another CUPTI "
                "client (torch.profiler?) re-registered the buffer callbacks and received them; "
                "this session misses their records and everything recorded after that",
                lost);
@@ -550,17 +615,42 @@ static void at_exit(void)
     clock_check();
     dropped = read_dropped();
     end = now_ns();
-    pthread_mutex_lock(&g.lock);
+    if (lock_by(&g.lock, deadline) != 0) {
+        pthread_mutex_unlock(&g.send_lock);
+        fp_log("session LOST: the collector's lock is held at the end of the exit budget");
+        return;
+    }
     agg = g.agg;
+    if (agg != NULL && signal_part)
+        fresh = next_agg(agg); /* NULL on OOM: the session ends here */
     if (agg != NULL)
         agg->dropped_records += dropped;
-    g.agg = NULL; /* late buffers are returned to the pool unread */
-    part = g.part;
+    /* At exit, with parts already sent, an empty remainder is not worth a session. */
+    if (agg != NULL && !signal_part && g.part > 0 && agg->records == 0 && dropped == 0) {
+        fp_agg_free(agg);
+        agg = NULL;
+    }
+    g.agg = fresh;
+    part = g.part++;
     start = g.part_start_ns;
+    g.part_start_ns = end;
     pthread_mutex_unlock(&g.lock);
     pthread_mutex_unlock(&g.send_lock);
     if (agg != NULL)
-        send_session(agg, start, end, part, 1);
+        send_session(agg, start, end, part, &how);
+}
+
+/* atexit: the part since the last flush goes out within FIRSTPASS_EXIT_BUDGET_S, spooled
+ * first. The program's exit is never held longer than that (plus the last second). */
+static void at_exit(void)
+{
+    long long deadline = mono_ns() + g.exit_budget_s * 1000000000LL;
+    if (getpid() != g.pid)
+        return; /* a forked child inherited our atexit: its parent owns this session */
+    if (stop_thread(deadline) != 0)
+        fp_log("the collector's thread did not stop within the exit budget (%ld s)",
+               g.exit_budget_s);
+    finish(deadline, 0);
 }
 
 /* ---- callbacks (optional) --------------------------------------------------------------- */
@@ -634,6 +724,8 @@ static void read_config(void)
     g.flush_s = env_long("FIRSTPASS_FLUSH_S", 0, 0, 86400);
     g.drain_s = env_long("FIRSTPASS_DRAIN_S", 2, 0, 3600);
     g.subscribe = (int)env_long("FIRSTPASS_SUBSCRIBE", 0, 0, 1);
+    g.sigterm = (int)env_long("FIRSTPASS_SIGTERM", 1, 0, 1);
+    g.exit_budget_s = env_long("FIRSTPASS_EXIT_BUDGET_S", 10, 1, 600);
     g.nvtx = (int)env_long("FIRSTPASS_NVTX", 1, 0, 1);
     g.driver_api = (int)env_long("FIRSTPASS_DRIVER_API", 0, 0, 1);
     g.max_buffers = (size_t)env_long("FIRSTPASS_MAX_BUFFERS", 32, 1, 4096);
@@ -731,20 +823,27 @@ static CUptiResult set_per_thread_buffers(uint8_t on)
     return cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, &size, &on);
 }
 
-/* Starts the collector's thread when something needs it (a drain or part interval). */
+/* Starts the collector's thread when something needs it (a drain or part interval, the
+ * SIGTERM handler), and installs that handler. */
 static void start_thread(void)
 {
-    if (g.drain_s == 0 && g.flush_s == 0)
+    if (g.drain_s == 0 && g.flush_s == 0 && !g.sigterm)
         return;
-    if (pipe2(g.wake, O_CLOEXEC) != 0) {
-        fp_log("cannot create a pipe (%s): no periodic drain or flush", strerror(errno));
+    if (fp_wake_init() != 0) {
+        fp_log("cannot create a pipe (%s): no periodic drain or flush, no SIGTERM handler",
+               strerror(errno));
         return;
     }
-    if (pthread_create(&g.thread, NULL, thread_main, NULL) == 0)
-        g.thread_running = 1;
-    else
-        fp_log("cannot start the collector's thread: no periodic drain or flush; sending once "
-               "at exit");
+    if (pthread_create(&g.thread, NULL, thread_main, NULL) != 0) {
+        fp_log("cannot start the collector's thread: no periodic drain or flush, no SIGTERM "
+               "handler; sending once at exit");
+        return;
+    }
+    g.thread_running = 1;
+    /* The handler waits for the thread a second longer than the thread's own budget. */
+    if (g.sigterm &&
+        fp_wake_sigterm(g.pid, (int)(g.exit_budget_s + 1) * 1000, &g.abort_uploads) < 0)
+        fp_log("cannot install the SIGTERM handler: a SIGTERM loses the session");
 }
 
 static void init_collector(void)

@@ -222,7 +222,77 @@ def scen_kineto(ss, out, err):
           "kineto: a log line names the takeover")
 
 
+def harness(out):
+    m = re.search(r"harness: exit (-?\d+) ms (\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def labels(s):
+    return s["firstpass"].get("labels", {})
+
+
+def scen_upload(ss, out, err):
+    check(len(ss) == 0, "upload: nothing left in the spool after the 201 (%d)" % len(ss))
+    check(any(l.startswith("firstpass: uploaded session 1 ") for l in err.splitlines()),
+          "upload: the log says it was uploaded")
+    scen_basic(sessions(os.environ["STUB_DIR"]), out, err)
+
+
+def scen_budget(ss, out, err):
+    rc, ms = harness(out)
+    check(rc == 0 and ms < 5000, "budget: exit 0 within the 2 s budget + 3 s, not 60 s (exit %s, %s ms)" % (rc, ms))
+    s = one(ss, "budget")
+    if s is not None:
+        check(kernels_total(s) == 51, "budget: the spooled session has its 51 kernels")
+    check(any("too slow" in l and "spooled" in l for l in err.splitlines()),
+          "budget: the log says the upload gave up and where the session is")
+
+
+def scen_killed(ss, out, err):
+    rc, ms = harness(out)
+    check(rc == 137, "killed: SIGKILL during the exit upload (exit %s)" % rc)
+    s = one(ss, "killed")
+    if s is not None:
+        check(kernels_total(s) == 51, "killed: the session was spooled before the upload began")
+
+
+def scen_sigterm(ss, out, err, name="sigterm", want_rc=143):
+    rc, ms = harness(out)
+    check(rc == want_rc and ms < 5000, "%s: ended by SIGTERM's own disposition (exit %s, want %d) within 5 s (%s ms)" % (name, rc, want_rc, ms))
+    s = one(ss, name)
+    if s is None:
+        return
+    check(calls(s, "kernels") == {"before_term()": 10}, "%s: before_term x10 (%s)" % (name, calls(s, "kernels")))
+    check("terminated_by_signal:SIGTERM" in warnings(s), "%s: warning terminated_by_signal:SIGTERM (%s)" % (name, warnings(s)))
+    check(labels(s).get("firstpass_part") == "0", "%s: labelled part 0 (%s)" % (name, labels(s)))
+
+
+def scen_sigterm_chain(ss, out, err):
+    check("the application's own SIGTERM handler ran" in out, "sigterm-chain: the application's handler ran after ours")
+    scen_sigterm(ss, out, err, "sigterm-chain", 7)
+
+
+def scen_forkexit(ss, out, err):
+    m = re.search(r"sim: worker (\d+) part seen 1, _exit", out)
+    if not check(m is not None, "forkexit: the worker saw its part spooled, then _exit (%s)" % out.strip().replace("\n", " | ")):
+        return
+    mine = [s for s in ss if s["firstpass"]["pid"] == int(m.group(1))]
+    check(len(mine) >= 1 and len(mine) == len(ss), "forkexit: only the worker's parts (%d of %d)" % (len(mine), len(ss)))
+    total = {}
+    for s in mine:
+        for n, c in calls(s, "kernels").items():
+            total[n] = total.get(n, 0) + c
+        check(labels(s).get("firstpass_part", "").isdigit(), "forkexit: part label %s" % labels(s))
+    check(total == {"worker_kernel()": 10}, "forkexit: the parts hold the 10 kernels before the flush, the 5 after it died with _exit (%s)" % total)
+
+
 SCENARIOS = {
+    "upload": scen_upload,
+    "budget": scen_budget,
+    "killed": scen_killed,
+    "sigterm": scen_sigterm,
+    "sigterm-chain": scen_sigterm_chain,
+    "forkexit": scen_forkexit,
     "nvtx-unset": scen_nvtx_unset,
     "kineto": scen_kineto,
     "threads-locked": scen_threads_locked,
