@@ -166,6 +166,7 @@ typedef struct fp_agg {
     uint64_t unknown_kinds;      /* records of kinds we do not handle */
     uint64_t untimed;            /* records with start/end 0 or end < start */
     uint64_t clock_outliers;     /* timed records outside [win_lo, win_hi] */
+    uint64_t sync_not_ready;     /* sync records of polls that returned not-ready: not syncs */
     uint64_t ranges;             /* completed NVTX ranges */
     uint64_t ranges_unmatched_end;   /* END seen, START never (counted at fp_agg_finish) */
     uint64_t ranges_unmatched_start; /* START seen, END never */

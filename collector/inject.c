@@ -812,6 +812,9 @@ static void enable_optional(void)
     }
     if (used > 0)
         fp_log("some record kinds are unavailable, collecting without them:%s", failed);
+    /* NCCL's watchdog and PyTorch's caching allocator poll events all the time; only queries
+     * that found the work done are synchronisations (record.c, on_sync). */
+    (void)cuptiActivityEnableAllSyncRecords(0);
     /* cudaGetDevice is called around nearly every framework op; Kineto drops it as noise. */
     (void)cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, 0);
 }

@@ -246,7 +246,16 @@ static int on_api(fp_agg *agg, const CUpti_ActivityAPI *a, int driver)
 static int on_sync(fp_agg *agg, const CUpti_ActivitySynchronization2 *s)
 {
     fp_event e;
-    uint32_t name = fp_agg_intern(agg, fp_sync_type_str(s->type));
+    uint32_t name;
+    /* By default CUPTI records every cudaEventQuery/cudaStreamQuery, finished or not (the
+     * header, cuptiActivityEnableAllSyncRecords); a poll that returned not-ready did not wait
+     * for anything. inject.c turns those records off; any that come anyway are counted here
+     * (test_record_sync_not_ready_polls_are_not_syncs). */
+    if (s->returnValue != 0) {
+        agg->sync_not_ready++;
+        return 0;
+    }
+    name = fp_agg_intern(agg, fp_sync_type_str(s->type));
     if (name == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_SYNC, name, s->start, s->end, 0) != 0)

@@ -266,6 +266,7 @@ static json_t *firstpass_obj(const fp_agg *a, const fp_session_meta *meta,
     C("unknown_kinds", a->unknown_kinds);
     C("untimed_records", a->untimed);
     C("clock_outliers", a->clock_outliers);
+    C("sync_not_ready", a->sync_not_ready);
     C("events_seen", a->events_seen);
     C("events_written", a->nevents);
     C("max_events", a->cfg.max_events);

@@ -265,6 +265,34 @@ static void test_record_sync_uses_context_device(void **state)
     fp_agg_free(a);
 }
 
+/* cudaEventQuery/cudaStreamQuery polls that found the work unfinished come as sync records
+ * with returnValue CUDA_ERROR_NOT_READY (600): they are not synchronisations. */
+static void test_record_sync_not_ready_polls_are_not_syncs(void **state)
+{
+    fp_agg *a = new_agg();
+    CUpti_ActivitySynchronization2 s;
+    int i;
+    (void)state;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    s.contextId = 1;
+    s.streamId = 7;
+    s.returnValue = 600;
+    for (i = 0; i < 30; i++) {
+        s.start = T0 + 100 * (uint64_t)i;
+        s.end = s.start + 10;
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&s), 0);
+    }
+    s.returnValue = 0;
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&s), 0);
+    assert_int_equal(stat_of(a, FP_G_SYNC, "Event Sync")->calls, 1);
+    assert_int_equal(a->nevents, 1);
+    assert_int_equal(a->sync_not_ready, 30);
+    assert_int_equal(a->records, 31);
+    fp_agg_free(a);
+}
+
 static void test_record_marker_end_before_start_pairs(void **state)
 {
     fp_agg *a = new_agg();
@@ -429,6 +457,7 @@ int main(void)
         cmocka_unit_test(test_record_strip_version_only_trailing),
         cmocka_unit_test(test_record_memcpy_memset_names_and_bytes),
         cmocka_unit_test(test_record_sync_uses_context_device),
+        cmocka_unit_test(test_record_sync_not_ready_polls_are_not_syncs),
         cmocka_unit_test(test_record_marker_end_before_start_pairs),
         cmocka_unit_test(test_record_external_correlation_and_unknown_kinds),
         cmocka_unit_test(test_record_untimed_kernel_counted_not_stored),

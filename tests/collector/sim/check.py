@@ -99,8 +99,8 @@ def scen_basic(ss, out, err):
            "Memset (Device)": (2, 2 << 20)},
           "basic: memcpy/memset rows and bytes (%s)" % {n: (r["calls"], r["bytes"]) for n, r in m.items()})
     y = calls(s, "syncs")
-    check(y.get("Stream Sync") == 50 and y.get("Context Sync") == 1,
-          "basic: Stream Sync x50, Context Sync x1 (%s)" % y)
+    check(y == {"Stream Sync": 50, "Context Sync": 1, "Event Sync": 1},
+          "basic: Stream Sync x50, Context Sync x1, Event Sync x1: 30 not-ready polls are not syncs (%s)" % y)
     r = calls(s, "ranges")
     check(r == {"prefill": 1, "decode_step": 50}, "basic: NVTX ranges prefill x1, decode_step x50 (%s)" % r)
     ev = s["traceEvents"]
