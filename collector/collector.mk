@@ -73,9 +73,10 @@ $(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o 
 $(COL_RUN): $(COL_DIR)/run_main.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ -ldl
 
+# libstdc++ as in a CUDA C++ program: test_agg checks fp_demangle_full finds __cxa_demangle.
 $(COL_DIR)/tests/test_agg: tests/collector/test_agg.c $(COL_BASE_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka -Wl,--no-as-needed -lstdc++ -Wl,--as-needed
 
 $(COL_DIR)/tests/test_pool: tests/collector/test_pool.c $(COL_DIR)/pool.o
 	@mkdir -p $(dir $@)

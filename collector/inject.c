@@ -30,6 +30,7 @@
 #include "buffer.h"
 #include "log.h"
 #include "pool.h"
+#include "record.h"
 #include "session.h"
 #include "session_json.h"
 #include "upload.h"
@@ -355,6 +356,7 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
     m.driver_version = query_driver(agg);
     m.runtime_version = runtime_version();
     fp_agg_finish(agg);
+    fp_record_name_kernels(agg);
     if (g.flush_s > 0 || part > 0 || !how->last) {
         /* a split session: every part is its own session, a label ties them together */
         labels = calloc(g.base.nlabels + 1, sizeof *labels);

@@ -77,11 +77,11 @@ uint32_t fp_record_api_name(fp_agg *agg, int driver, uint32_t cbid)
 /* Display id for a mangled kernel id, demangled once and cached in agg->display. */
 static uint32_t kernel_display(fp_agg *agg, uint32_t mangled)
 {
-    char buf[1024];
+    char buf[8192];
     uint32_t id;
     if (mangled < agg->display_cap && agg->display[mangled] != 0)
         return agg->display[mangled] - 1;
-    if (fp_demangle(fp_agg_name(agg, mangled), buf, sizeof buf) == 0)
+    if (fp_demangle_full(fp_agg_name(agg, mangled), buf, sizeof buf) == 0)
         id = fp_agg_intern(agg, buf);
     else
         id = mangled;
@@ -105,19 +105,37 @@ static uint32_t kernel_display(fp_agg *agg, uint32_t mangled)
     return id;
 }
 
+void fp_record_name_kernels(fp_agg *agg)
+{
+    const fp_stat_table *t = &agg->stats[FP_G_KERNEL];
+    size_t id, i, n = t->cap;
+    for (id = 0; id < n; id++)
+        if (agg->stats[FP_G_KERNEL].v[id].calls != 0)
+            (void)kernel_display(agg, (uint32_t)id);
+    for (i = 0; i < agg->nevents; i++) {
+        fp_event *e = (fp_event *)fp_agg_event_at(agg, i);
+        uint32_t d;
+        if (e->cat != FP_CAT_KERNEL || e->u.k.mangled != FP_NAME_NONE)
+            continue;
+        d = kernel_display(agg, e->name);
+        if (d != e->name) {
+            e->u.k.mangled = e->name;
+            e->name = d;
+        }
+    }
+}
+
 static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
 {
     fp_event e;
     uint32_t mangled = fp_agg_intern(agg, k->name ? k->name : "<unknown kernel>");
-    uint32_t display;
     if (mangled == FP_NAME_NONE)
         return -1;
-    display = kernel_display(agg, mangled);
     if (fp_agg_stat(agg, FP_G_KERNEL, mangled, k->start, k->end, 0) != 0)
         return -1;
     memset(&e, 0, sizeof e);
     e.cat = FP_CAT_KERNEL;
-    e.name = display;
+    e.name = mangled; /* the display name comes at send time (fp_record_name_kernels) */
     e.start_ns = (int64_t)k->start;
     e.end_ns = (int64_t)k->end;
     e.correlation = k->correlationId;
@@ -133,7 +151,7 @@ static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
     e.u.k.dynamic_smem = k->dynamicSharedMemory;
     e.u.k.registers = k->registersPerThread;
     e.u.k.context = k->contextId;
-    e.u.k.mangled = display == mangled ? FP_NAME_NONE : mangled;
+    e.u.k.mangled = FP_NAME_NONE;
     return fp_agg_event(agg, &e) < 0 ? -1 : 0;
 }
 

@@ -294,6 +294,32 @@ static void test_demangle_matches_cxxfilt(void **state)
     assert_int_equal(fp_demangle(NULL, buf, sizeof buf), -1);
 }
 
+/* test_agg links libstdc++ (as every CUDA C++ program does): fp_demangle_full must find
+ * __cxa_demangle and name the templates that make up nearly all PyTorch and CUTLASS kernels.
+ * (test_record has no C++ runtime and checks the fallback.) */
+static void test_demangle_full_names_templates_with_the_cxx_runtime(void **state)
+{
+    static const char *cases[][2] = {
+        {"_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i",
+         "void vllm::decode_kernel<float, 128>(float*, float const*, int)"},
+        {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"},
+        {"_Z14matmul_prefillPKfS0_Pfi", "matmul_prefill(float const*, float const*, float*, int)"},
+    };
+    char out[1024];
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(fp_demangle_full(cases[i][0], out, sizeof out), 0);
+        assert_string_equal(out, cases[i][1]);
+    }
+    assert_int_equal(fp_demangle_full("plain_c_kernel", out, sizeof out), -1); /* extern "C" */
+    assert_string_equal(out, "");
+    assert_int_equal(fp_demangle_full("_Z1fILi", out, sizeof out), -1);        /* broken */
+    assert_int_equal(fp_demangle_full(cases[0][0], out, 10), -1);              /* too long */
+}
+
 static void test_session_json_format_us(void **state)
 {
     char b[32];
@@ -487,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_agg_events_off_stores_nothing),
         cmocka_unit_test(test_agg_events_span_chunks),
         cmocka_unit_test(test_demangle_matches_cxxfilt),
+        cmocka_unit_test(test_demangle_full_names_templates_with_the_cxx_runtime),
         cmocka_unit_test(test_session_json_format_us),
         cmocka_unit_test(test_session_json_events_exact_and_sorted),
         cmocka_unit_test(test_session_json_aggregates_sorted_exact),

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,9 @@ static void test_record_kernel_demangled_with_mangled_kept(void **state)
     assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k1), 0);
     assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k2), 0);
     memset(mangled, 'x', sizeof mangled - 1);
+    e = fp_agg_event_at(a, 0);
+    assert_string_equal(fp_agg_name(a, e->name), "_Z6decodePfS_i"); /* not demangled on CUPTI's thread */
+    fp_record_name_kernels(a);
     s = stat_of(a, FP_G_KERNEL, "_Z6decodePfS_i");
     assert_non_null(s);
     assert_int_equal(s->calls, 2);
@@ -129,6 +133,23 @@ static void test_record_kernel_demangled_with_mangled_kept(void **state)
     assert_int_equal(e->u.k.block[0], 256);
     assert_int_equal(e->u.k.registers, 40);
     assert_int_equal(e->u.k.static_smem, 4096);
+    fp_agg_free(a);
+}
+
+/* No C++ runtime in this test (as in a Python process before torch): the small demangler names
+ * plain kernels, a template keeps its mangled name, and libstdc++ is not loaded for it. */
+static void test_record_templates_stay_mangled_without_a_cxx_runtime(void **state)
+{
+    fp_agg *a = new_agg();
+    CUpti_ActivityKernel10 k = kernel("_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i", T0 + 1, T0 + 2, 1);
+    const fp_event *e;
+    (void)state;
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+    fp_record_name_kernels(a);
+    e = fp_agg_event_at(a, 0);
+    assert_string_equal(fp_agg_name(a, e->name), "_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i");
+    assert_int_equal(e->u.k.mangled, FP_NAME_NONE);
+    assert_null(dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD));
     fp_agg_free(a);
 }
 
@@ -402,6 +423,7 @@ static void test_record_session_json_exact(void **state)
     fp_process_record(a, (CUpti_Activity *)&launch);
     fp_process_record(a, (CUpti_Activity *)&me);
     fp_agg_finish(a);
+    fp_record_name_kernels(a);
     memset(&m, 0, sizeof m);
     m.name = "infer";
     m.pid = 4242;
@@ -453,6 +475,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_kernel_demangled_with_mangled_kept),
+        cmocka_unit_test(test_record_templates_stay_mangled_without_a_cxx_runtime),
         cmocka_unit_test(test_record_api_names_stripped_and_cached),
         cmocka_unit_test(test_record_strip_version_only_trailing),
         cmocka_unit_test(test_record_memcpy_memset_names_and_bytes),
