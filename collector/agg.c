@@ -190,6 +190,8 @@ void fp_agg_free(fp_agg *a)
     fp_u64map_free(&a->ext_kind);
     fp_u64map_free(&a->ctx_dev);
     fp_u64map_free(&a->pending_ix);
+    fp_u64map_free(&a->kname);
+    fp_u64map_free(&a->small_ids);
     free(a->pending);
     free(a);
 }
@@ -242,6 +244,7 @@ uint32_t fp_agg_intern_n(fp_agg *a, const char *s, size_t n)
     char *copy;
     if (s == NULL)
         return FP_NAME_NONE;
+    a->name_lookups++;
     h = hash_bytes(s, n);
     if (a->htab_cap) {
         mask = a->htab_cap - 1;

@@ -143,6 +143,10 @@ typedef struct fp_agg {
     uint32_t *api_cache[2]; /* [0] runtime, [1] driver: cbid -> interned id + 1 */
     size_t api_cache_cap[2];
     const char *(*api_name)(int driver, uint32_t cbid); /* injected namer, may be NULL */
+    fp_u64map kname;     /* CUPTI's kernel name pointer -> interned id (record.c) */
+    fp_u64map small_ids; /* (record kind, enum values) -> interned id: memcpy/memset/sync names */
+    uint64_t name_lookups; /* fp_agg_intern_n calls (hash + compare of the whole string): for
+                            * tests and benchmarks of the per-record cost */
 
     fp_stat_table stats[FP_G__N];
 

@@ -125,10 +125,60 @@ void fp_record_name_kernels(fp_agg *agg)
     }
 }
 
+/* The interned id of a kernel's name. CUPTI shares one name string across all records of a
+ * kernel (cupti_activity.h, CUpti_ActivityKernel10.name), so the pointer is the key: no hash
+ * of a 0.2-2 KB PyTorch or CUTLASS name per record on CUPTI's thread. The strcmp guards against
+ * the pointer being reused for another name after a module unload; it is a vector compare,
+ * not a byte loop (test_record_names_cached_by_pointer). */
+static uint32_t kernel_id(fp_agg *agg, const char *name)
+{
+    uint64_t v;
+    uint32_t id;
+    if (name == NULL)
+        return fp_agg_intern(agg, "<unknown kernel>");
+    if (fp_u64map_get(&agg->kname, (uint64_t)(uintptr_t)name, &v) == 0 &&
+        strcmp(fp_agg_name(agg, (uint32_t)v), name) == 0)
+        return (uint32_t)v;
+    id = fp_agg_intern(agg, name);
+    if (id != FP_NAME_NONE && fp_u64map_put(&agg->kname, (uint64_t)(uintptr_t)name, id) != 0)
+        agg->oom++;
+    return id;
+}
+
+/* Keys of agg->small_ids: the record kind in the top byte, its enum values below. */
+#define SMALL_MEMCPY(copy, src, dst) \
+    ((1ULL << 56) | ((uint64_t)(copy) << 16) | ((uint64_t)(src) << 8) | (uint64_t)(dst))
+#define SMALL_MEMSET(kind) ((2ULL << 56) | (uint64_t)(kind))
+#define SMALL_SYNC(type)   ((3ULL << 56) | (uint64_t)(type))
+
+/* Cached id for a name made from enum values: formatted and interned once per key. */
+static uint32_t small_id(fp_agg *agg, uint64_t key, const char *name)
+{
+    uint64_t v;
+    uint32_t id;
+    if (fp_u64map_get(&agg->small_ids, key, &v) == 0)
+        return (uint32_t)v;
+    id = fp_agg_intern(agg, name);
+    if (id != FP_NAME_NONE && fp_u64map_put(&agg->small_ids, key, id) != 0)
+        agg->oom++;
+    return id;
+}
+
+static uint32_t memcpy_id(fp_agg *agg, unsigned copy, unsigned src, unsigned dst)
+{
+    uint64_t key = SMALL_MEMCPY(copy & 0xff, src & 0xff, dst & 0xff), v;
+    char name[96];
+    if (fp_u64map_get(&agg->small_ids, key, &v) == 0)
+        return (uint32_t)v;
+    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(copy),
+             fp_memory_kind_str(src), fp_memory_kind_str(dst));
+    return small_id(agg, key, name);
+}
+
 static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
 {
     fp_event e;
-    uint32_t mangled = fp_agg_intern(agg, k->name ? k->name : "<unknown kernel>");
+    uint32_t mangled = kernel_id(agg, k->name);
     if (mangled == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_KERNEL, mangled, k->start, k->end, 0) != 0)
@@ -155,9 +205,9 @@ static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
     return fp_agg_event(agg, &e) < 0 ? -1 : 0;
 }
 
-static int copy_common(fp_agg *agg, fp_event *e, const char *name, uint64_t bytes)
+static int copy_common(fp_agg *agg, fp_event *e, uint32_t name, uint64_t bytes)
 {
-    e->name = fp_agg_intern(agg, name);
+    e->name = name;
     if (e->name == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_MEMCPY, e->name, (uint64_t)e->start_ns, (uint64_t)e->end_ns,
@@ -168,11 +218,8 @@ static int copy_common(fp_agg *agg, fp_event *e, const char *name, uint64_t byte
 
 static int on_memcpy(fp_agg *agg, const CUpti_ActivityMemcpy6 *m)
 {
-    char name[96];
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(m->copyKind),
-             fp_memory_kind_str(m->srcKind), fp_memory_kind_str(m->dstKind));
     e.cat = FP_CAT_MEMCPY;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -190,16 +237,13 @@ static int on_memcpy(fp_agg *agg, const CUpti_ActivityMemcpy6 *m)
     e.u.m.src_kind = m->srcKind;
     e.u.m.dst_kind = m->dstKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, memcpy_id(agg, m->copyKind, m->srcKind, m->dstKind), m->bytes);
 }
 
 static int on_memcpy_p2p(fp_agg *agg, const CUpti_ActivityMemcpyPtoP4 *m)
 {
-    char name[96];
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(m->copyKind),
-             fp_memory_kind_str(m->srcKind), fp_memory_kind_str(m->dstKind));
     e.cat = FP_CAT_MEMCPY;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -215,15 +259,22 @@ static int on_memcpy_p2p(fp_agg *agg, const CUpti_ActivityMemcpyPtoP4 *m)
     e.u.m.src_kind = m->srcKind;
     e.u.m.dst_kind = m->dstKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, memcpy_id(agg, m->copyKind, m->srcKind, m->dstKind), m->bytes);
 }
 
 static int on_memset(fp_agg *agg, const CUpti_ActivityMemset4 *m)
 {
     char name[64];
+    uint64_t v;
+    uint32_t id;
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memset (%s)", fp_memory_kind_str(m->memoryKind));
+    if (fp_u64map_get(&agg->small_ids, SMALL_MEMSET(m->memoryKind), &v) == 0) {
+        id = (uint32_t)v;
+    } else {
+        snprintf(name, sizeof name, "Memset (%s)", fp_memory_kind_str(m->memoryKind));
+        id = small_id(agg, SMALL_MEMSET(m->memoryKind), name);
+    }
     e.cat = FP_CAT_MEMSET;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -237,7 +288,7 @@ static int on_memset(fp_agg *agg, const CUpti_ActivityMemset4 *m)
     e.u.m.dst_kind = (uint8_t)m->memoryKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
     e.u.m.value = m->value;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, id, m->bytes);
 }
 
 static int on_api(fp_agg *agg, const CUpti_ActivityAPI *a, int driver)
@@ -273,7 +324,7 @@ static int on_sync(fp_agg *agg, const CUpti_ActivitySynchronization2 *s)
         agg->sync_not_ready++;
         return 0;
     }
-    name = fp_agg_intern(agg, fp_sync_type_str(s->type));
+    name = small_id(agg, SMALL_SYNC(s->type), fp_sync_type_str(s->type));
     if (name == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_SYNC, name, s->start, s->end, 0) != 0)

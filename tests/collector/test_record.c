@@ -153,6 +153,52 @@ static void test_record_templates_stay_mangled_without_a_cxx_runtime(void **stat
     fp_agg_free(a);
 }
 
+/* Per-record work on CUPTI's thread is bounded: a kernel name is hashed once per CUPTI name
+ * pointer, a memcpy/memset/sync name once per enum combination, not once per record. */
+static void test_record_names_cached_by_pointer(void **state)
+{
+    fp_agg *a = new_agg();
+    char name[1500], other[] = "_Z5otherv";
+    CUpti_ActivityKernel10 k;
+    CUpti_ActivityMemcpy6 m;
+    CUpti_ActivitySynchronization2 y;
+    uint64_t before;
+    int i;
+    (void)state;
+    memset(name, 'a', sizeof name - 1); /* a CUTLASS-sized name */
+    memcpy(name, "_Z4gemm", 7);
+    name[sizeof name - 1] = '\0';
+    k = kernel(name, T0 + 1, T0 + 2, 1);
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = 64;
+    m.start = T0 + 1;
+    m.end = T0 + 2;
+    memset(&y, 0, sizeof y);
+    y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    y.start = T0 + 1;
+    y.end = T0 + 2;
+    before = a->name_lookups;
+    for (i = 0; i < 1000; i++) {
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&m), 0);
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&y), 0);
+    }
+    assert_int_equal(a->name_lookups - before, 3);
+    assert_int_equal(stat_of(a, FP_G_KERNEL, name)->calls, 1000);
+    assert_int_equal(stat_of(a, FP_G_MEMCPY, "Memcpy HtoD (Pinned -> Device)")->calls, 1000);
+    assert_int_equal(stat_of(a, FP_G_SYNC, "Stream Sync")->calls, 1000);
+    /* the same pointer now holding another name (module unloaded, memory reused) */
+    memcpy(name, other, sizeof other);
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+    assert_int_equal(stat_of(a, FP_G_KERNEL, "_Z5otherv")->calls, 1);
+    fp_agg_free(a);
+}
+
 static void test_record_api_names_stripped_and_cached(void **state)
 {
     fp_agg *a = new_agg();
@@ -476,6 +522,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_kernel_demangled_with_mangled_kept),
         cmocka_unit_test(test_record_templates_stay_mangled_without_a_cxx_runtime),
+        cmocka_unit_test(test_record_names_cached_by_pointer),
         cmocka_unit_test(test_record_api_names_stripped_and_cached),
         cmocka_unit_test(test_record_strip_version_only_trailing),
         cmocka_unit_test(test_record_memcpy_memset_names_and_bytes),
