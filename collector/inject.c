@@ -361,7 +361,8 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
         /* a split session: every part is its own session, a label ties them together */
         labels = calloc(g.base.nlabels + 1, sizeof *labels);
         if (labels != NULL) {
-            memcpy(labels, g.base.labels, g.base.nlabels * sizeof *labels);
+            if (g.base.nlabels > 0)
+                memcpy(labels, g.base.labels, g.base.nlabels * sizeof *labels);
             snprintf(partbuf, sizeof partbuf, "%u%s", part, how->last ? "-last" : "");
             labels[g.base.nlabels].key = (char *)"firstpass_part";
             labels[g.base.nlabels].value = partbuf;

@@ -52,6 +52,11 @@ def counters(s):
     return s["firstpass"]["collector"]
 
 
+def brief(out):
+    """The program's own lines, for messages."""
+    return " | ".join(l for l in out.strip().splitlines() if not l.startswith("harness:"))
+
+
 def warnings(s):
     return s["firstpass"].get("warnings", [])
 
@@ -121,7 +126,7 @@ def scen_basic(ss, out, err):
 def scen_nvtx_unset(ss, out, err):
     """basic without firstpass-run: kernels as usual, no ranges, and the collector says why
     instead of changing the environment under the program's threads."""
-    check("nvtx_env unset" in out, "nvtx-unset: the environment was not changed (%s)" % out.strip())
+    check("nvtx_env unset" in out, "nvtx-unset: the environment was not changed (%s)" % brief(out))
     s = one(ss, "nvtx-unset")
     if s is None:
         return
@@ -146,11 +151,11 @@ def scen_threads(ss, out, err):
 
 def scen_fork(ss, out, err):
     m = re.search(r"sim: parent (\d+) ran 10, child (\d+)", out)
-    if not check(m is not None, "fork: the app finished (%s)" % out.strip().replace("\n", " | ")):
+    if not check(m is not None, "fork: the app finished (%s)" % brief(out)):
         return
     parent, child = int(m.group(1)), int(m.group(2))
     check(re.search(r"late child cuInit 3 launch 3", out) is not None,
-          "fork: a child forked after cuInit cannot use CUDA (%s)" % out.strip().replace("\n", " | "))
+          "fork: a child forked after cuInit cannot use CUDA (%s)" % brief(out))
     by = {s["firstpass"]["pid"]: s for s in ss}
     check(sorted(by) == sorted([parent, child]), "fork: one session each from parent %d and child %d (%s)" % (parent, child, sorted(by)))
     if child in by:
@@ -203,7 +208,7 @@ def scen_kineto(ss, out, err):
     the takeover go to Kineto, with Kineto's own 20; after it stops, its disables leave the
     kinds off, so the last 10 launches are recorded by nobody."""
     m = re.search(r"sim: kineto subscribe (-?\d+).* kernels (\d+) buffers (\d+) unknown_buffers (\d+)", out)
-    if not check(m is not None, "kineto: the app finished (%s)" % out.strip()):
+    if not check(m is not None, "kineto: the app finished (%s)" % brief(out)):
         return
     check(m.group(1) == "0", "kineto: torch.profiler's cuptiSubscribe succeeds (the collector "
           "leaves the subscriber slot free) (%s)" % m.group(1))
@@ -275,7 +280,7 @@ def scen_sigterm_chain(ss, out, err):
 
 def scen_forkexit(ss, out, err):
     m = re.search(r"sim: worker (\d+) part seen 1, _exit", out)
-    if not check(m is not None, "forkexit: the worker saw its part spooled, then _exit (%s)" % out.strip().replace("\n", " | ")):
+    if not check(m is not None, "forkexit: the worker saw its part spooled, then _exit (%s)" % brief(out)):
         return
     mine = [s for s in ss if s["firstpass"]["pid"] == int(m.group(1))]
     check(len(mine) >= 1 and len(mine) == len(ss), "forkexit: only the worker's parts (%d of %d)" % (len(mine), len(ss)))
@@ -305,12 +310,21 @@ SCENARIOS = {
 }
 
 
+# Scenarios whose program must end with exit 0 (the others check their own exit).
+EXIT_0 = {"basic", "nvtx-unset", "threads", "threads-locked", "abba", "kineto", "fork", "refused",
+          "upload", "budget", "forkexit"}
+
+
 def main():
     if len(sys.argv) != 5 or sys.argv[1] not in SCENARIOS:
         print("usage: check.py %s SPOOL STDOUT STDERR" % "|".join(SCENARIOS))
         return 2
     name, spool, out, err = sys.argv[1:]
-    SCENARIOS[name](sessions(spool), open(out).read(), open(err).read())
+    out, err = open(out).read(), open(err).read()
+    if name in EXIT_0:
+        check(harness(out)[0] == 0, "%s: the program exited 0 (%s)" % (name, harness(out)[0]))
+    check(not re.search(r"Sanitizer|runtime error:", err), "%s: no sanitizer report" % name)
+    SCENARIOS[name](sessions(spool), out, err)
     return 1 if bad else 0
 
 

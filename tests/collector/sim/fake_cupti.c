@@ -82,7 +82,14 @@ static unsigned char sub_reset_on;
 static pthread_mutex_t abba_m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t abba_c = PTHREAD_COND_INITIALIZER;
 static int flush_holding;
-static __thread int in_worker_delivery;
+/* The worker is inside a completion callback. (Not __thread: clang 14's LeakSanitizer crashes
+ * on the dynamic TLS of a dlopen'ed library with glibc 2.36.) */
+static volatile int worker_delivering;
+
+static int in_worker_delivery(void)
+{
+    return worker_started && pthread_equal(pthread_self(), worker) && worker_delivering;
+}
 
 static void read_knobs(void)
 {
@@ -159,9 +166,9 @@ static void *worker_main(void *arg)
         fn = done_fn; /* whoever is registered now gets it, as in CUPTI */
         /* The worker delivers without the internal lock (FlushAll delivers with it). */
         pthread_mutex_unlock(&L);
-        in_worker_delivery = 1;
+        worker_delivering = 1;
         deliver(fn, b);
-        in_worker_delivery = 0;
+        worker_delivering = 0;
         pthread_mutex_lock(&L);
     }
     return NULL;
@@ -396,7 +403,7 @@ API CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream
     read_knobs();
     if (n == NULL)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    if (abba && in_worker_delivery) {
+    if (abba && in_worker_delivery()) {
         struct timespec dl;
         int got = 0;
         /* Wait (up to 5 s) until another thread is inside FlushAll holding L, then take L the

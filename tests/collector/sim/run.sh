@@ -28,6 +28,7 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+[ -n "${SIM_KEEP:-}" ] && trap - EXIT
 FAILED=0
 
 # stub MODE DIR: starts httpstub.py, sets STUB_URL.
@@ -89,7 +90,7 @@ run_signal() {
     t0=$(date +%s%N)
     # timeout(1) runs the program as its child: signal the program itself
     kill -s "$sig" "$(pgrep -P "$pid" | head -1)" 2>/dev/null
-    wait "$pid"
+    { wait "$pid"; } 2>/dev/null
     rc=$?
     ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     echo "harness: exit $rc ms $ms" >>"$d/out"
