@@ -1,7 +1,9 @@
 # collector/collector.mk -- build and tests for the CUPTI collector (included by ../Makefile).
 #
 #   make collector        build/libfirstpass-cupti.so (when CUPTI is found) + build/firstpass-upload
-#   make test-collector   unit tests (cmocka), dlopen test, tests/collector/e2e.sh, smoke.sh checks
+#   make test-collector   unit tests (cmocka), dlopen test, the CPU simulation of the injection
+#                         path (tests/collector/sim), e2e.sh, the GPU bundle and its self-test
+#   make gpu-bundle       build/gpu-bundle/: what tests/gpu/smoke.sh --prebuilt runs on a GPU
 #
 # CUPTI is looked up under CUDA_HOME (default $CUDA_PATH, else /usr/local/cuda): the header in
 # include/ or extras/CUPTI/include, the library in lib64/, extras/CUPTI/lib64 or lib/. Without it
@@ -43,7 +45,7 @@ SIM_DIR   := $(COL_DIR)/sim
 SIM_BINS  := $(SIM_DIR)/libcupti.so.13 $(SIM_DIR)/libcuda.so.1 $(SIM_DIR)/sim_app
 SIM_CFLAGS := $(COL_CFLAGS) -I$(SIM_SRC)
 
-.PHONY: collector test-collector collector-tests collector-sim
+.PHONY: collector test-collector collector-tests collector-sim gpu-bundle
 
 ifeq ($(HAVE_CUPTI),1)
 collector: $(COL_LIB) $(COL_UPLOAD) $(COL_RUN)
@@ -118,6 +120,23 @@ $(SIM_DIR)/sim_app: $(SIM_SRC)/sim_app.c $(SIM_SRC)/sim.h $(SIM_DIR)/libcuda.so.
 	$(CC) $(SIM_CFLAGS) -o $@ $< $(LDFLAGS_ALL) -L$(SIM_DIR) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' \
 	  -Wl,--no-as-needed -lstdc++ -Wl,--as-needed -ldl -lpthread
 
+# Everything the GPU check needs, built here (tests/gpu/smoke.sh --prebuilt runs it there).
+# The collector is relinked with DT_RPATH $ORIGIN:$ORIGIN/../cupti (not RUNPATH): the RPATH of
+# the loading object also applies to its dependencies' dependencies, so libcurl's whole closure
+# loads from the bundle with no LD_LIBRARY_PATH to leak into the programs under test.
+GPU_BUNDLE := $(BUILD)/gpu-bundle
+ifeq ($(HAVE_CUPTI),1)
+gpu-bundle: $(COL_LIB) $(COL_RUN)
+	@rm -rf $(GPU_BUNDLE) && mkdir -p $(GPU_BUNDLE)/lib
+	$(CC) $(LDFLAGS_ALL) -shared -fPIC $(COL_NOUNDEF) -o $(GPU_BUNDLE)/lib/libfirstpass-cupti.so \
+	  $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS) -L$(CUPTI_LIBDIR) -lcupti \
+	  -Wl,--disable-new-dtags -Wl,-rpath,'$$ORIGIN:$$ORIGIN/../cupti' $(COL_LIBS)
+	@BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) NVCC=$(NVCC) tests/gpu/smoke.sh --bundle $(GPU_BUNDLE)
+else
+gpu-bundle:
+	@echo "gpu-bundle: CUPTI not found under CUDA_HOME=$(CUDA_HOME)"; exit 1
+endif
+
 # Every suite runs even if an earlier one failed; the target fails if any did.
 test-collector: collector collector-tests
 	@fail=0; \
@@ -133,10 +152,14 @@ test-collector: collector collector-tests
 	else \
 	  echo "skipping collector (no CUPTI): record, buffer, dlopen and e2e tests"; \
 	fi; \
-	echo "== tests/gpu/smoke.sh (bash -n; nvcc compile check)"; \
+	echo "== tests/gpu/smoke.sh (bash -n; the bundle for a GPU machine)"; \
 	bash -n tests/gpu/smoke.sh || fail=1; \
-	if [ -x "$(NVCC)" ]; then \
-	  tests/gpu/smoke.sh --compile-only $(BUILD)/gpu-smoke || fail=1; \
-	else echo "skip: no nvcc at $(NVCC)"; fi; \
+	if [ "$(HAVE_CUPTI)" = 1 ] && [ -x "$(NVCC)" ]; then \
+	  $(MAKE) --no-print-directory gpu-bundle || fail=1; \
+	else echo "skip: no CUPTI or no nvcc at $(NVCC): no GPU bundle"; fi; \
+	if [ "$(HAVE_CUPTI)" = 1 ]; then \
+	  echo "== tests/gpu/selftest.sh"; \
+	  BUILD=$(BUILD) tests/gpu/selftest.sh || fail=1; \
+	fi; \
 	if [ $$fail = 0 ]; then echo "test-collector: all suites passed"; \
 	else echo "test-collector: FAILED"; exit 1; fi

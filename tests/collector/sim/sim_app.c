@@ -317,6 +317,81 @@ static _Noreturn void sigterm_wait(int own_handler)
         pause();
 }
 
+/* ---- the shape of tests/gpu/smoke.cu, for tests/gpu/selftest.sh ---- */
+
+static int smoke_workload(void)
+{
+    int i, polls = 0;
+    init_or_die();
+    simMemset(4 << 20);
+    simMemset(4 << 20);
+    simMemcpy(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, 16384);
+    simNvtxPush("prefill");
+    simLaunch("_Z14matmul_prefillPKfS0_Pfi", 7, 200000);
+    simDeviceSynchronize();
+    simNvtxPop();
+    simLaunch("_Z12scale_kernelIfEvPT_S0_i", 7, 1000);
+    for (i = 0; i < 50; i++) {
+        simNvtxPush("decode_step");
+        simLaunch("_Z18decode_step_kernelPfi", 7, 5000);
+        simStreamSynchronize(7);
+        simNvtxPop();
+    }
+    simLaunch("_Z11spin_kernelx", 7, 100000);
+    while (polls++ < 5)
+        simEventQuery(0);
+    simEventQuery(1);
+    simMemcpy(CUPTI_ACTIVITY_MEMCPY_KIND_DTOH, 16384);
+    printf("smoke: kernels 53 event_polls %d (x[0]=1)\n", polls);
+    return 0;
+}
+
+static int smoke_shape(int argc, char **argv)
+{
+    if (argc == 2)
+        return smoke_workload();
+    if (argc == 4 && strcmp(argv[2], "--sleep") == 0) {
+        int rc = smoke_workload();
+        usleep((useconds_t)(atof(argv[3]) * 1e6));
+        return rc;
+    }
+    if (argc == 3 && strcmp(argv[2], "--fork-exit") == 0) {
+        pid_t c = fork();
+        int st = 0;
+        if (c == 0) {
+            int rc = smoke_workload();
+            printf("smoke: worker %d sleeps, then _exit\n", (int)getpid());
+            fflush(stdout);
+            usleep(2500000);
+            _exit(rc);
+        }
+        waitpid(c, &st, 0);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    }
+    if (argc == 6 && strcmp(argv[2], "--bench") == 0) {
+        long n = atol(argv[3]), g = atol(argv[4]), r = atol(argv[5]), i;
+        struct timespec t0, t1;
+        init_or_die();
+        for (i = 0; i < 1000; i++)
+            simLaunch("_Z12empty_kernelv", 8, 0);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (i = 0; i < n + (3 + r) * g; i++) /* a "graph" replays as plain launches here */
+            simLaunch("_Z12empty_kernelv", 8, 0);
+        simStreamSynchronize(8);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        {
+            double ns = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) /
+                        (double)(n + (3 + r) * g);
+            printf("smoke: bench launches %ld ns_per_launch %.1f graph_nodes %ld replays %ld "
+                   "ns_per_node %.1f\n", n, ns, g, r, ns);
+        }
+        printf("smoke: kernels %ld\n", 1000 + n + (3 + r) * g);
+        return 0;
+    }
+    fprintf(stderr, "usage: sim_app smoke-shape [--sleep S | --fork-exit | --bench N G R]\n");
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
@@ -338,6 +413,8 @@ int main(int argc, char **argv)
         rc = fork_scenario();
     else if (strcmp(s, "kineto") == 0)
         rc = kineto();
+    else if (strcmp(s, "smoke-shape") == 0)
+        rc = smoke_shape(argc, argv);
     else if (strcmp(s, "forkexit") == 0)
         rc = fork_exit();
     else if (strcmp(s, "sigterm") == 0)
