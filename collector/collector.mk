@@ -31,7 +31,7 @@ COL_NOUNDEF  := $(if $(strip $(SAN)),,-Wl,--no-undefined)
 
 # Modules without CUPTI (build and test everywhere) and with CUPTI headers/library.
 COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf.o log.o upload.o pool.o wake.o api_session.o)
-COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o)
+COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o meta.o)
 COL_INJECT_OBJ := $(COL_DIR)/inject.o
 
 COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload $(COL_DIR)/tests/test_pool

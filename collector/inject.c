@@ -4,12 +4,11 @@
  *
  * Owns the process-global collector state `g` (CUPTI's buffer callbacks get no user pointer,
  * so the aggregator must be reachable from a global) and every call that needs the CUDA
- * driver (cuptiActivity*, cuptiSubscribe_v2, dlsym'd libcuda queries); the buffers themselves
- * are pool.c's. Must
- * never exit, abort or crash the profiled program: each failure is one fp_log line and, where
- * it matters, the collector disables itself. Record decoding lives in record.c, JSON in
- * session_json.c, HTTP and spool in upload.c; libcuda is never linked, only dlopen'ed with
- * RTLD_NOLOAD (it is already in the process when the driver loads us). */
+ * driver (cuptiActivity*, cuptiSubscribe_v2); the buffers themselves are pool.c's, the
+ * SIGTERM handler wake.c's, the libcuda queries meta.c's. Must never exit, abort or crash the
+ * profiled program: each failure is one fp_log line and, where it matters, the collector
+ * disables itself. Record decoding lives in record.c, JSON in session_json.c, HTTP and spool
+ * in upload.c. */
 #include <cupti.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -29,6 +28,7 @@
 #include "agg.h"
 #include "buffer.h"
 #include "log.h"
+#include "meta.h"
 #include "pool.h"
 #include "record.h"
 #include "session.h"
@@ -231,96 +231,6 @@ static const char *api_namer(int driver, uint32_t cbid)
     return name;
 }
 
-static char *read_cmdline(void)
-{
-    FILE *f = fopen("/proc/self/cmdline", "rb");
-    char *buf;
-    size_t n, i;
-    if (f == NULL)
-        return NULL;
-    buf = malloc(65536);
-    if (buf == NULL) {
-        fclose(f);
-        return NULL;
-    }
-    n = fread(buf, 1, 65535, f);
-    fclose(f);
-    while (n > 0 && buf[n - 1] == '\0')
-        n--;
-    for (i = 0; i < n; i++)
-        if (buf[i] == '\0')
-            buf[i] = ' ';
-    buf[n] = '\0';
-    return buf;
-}
-
-typedef int (*cu_int_fn)(int *);
-typedef int (*cu_dev_get_fn)(int *, int);
-typedef int (*cu_dev_name_fn)(char *, int, int);
-typedef int (*cu_dev_attr_fn)(int *, int, int);
-typedef int (*cu_dev_mem_fn)(size_t *, int);
-
-/* Driver version and device properties from the libcuda already in the process (never
- * linked, never loaded by us). Fills devices the DEVICE records did not. Call without g.lock
- * held except for the brief copy into agg. Returns the driver version or 0. */
-static int query_driver(fp_agg *agg)
-{
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    cu_int_fn drv_ver, dev_count;
-    cu_dev_get_fn dev_get;
-    cu_dev_name_fn dev_name;
-    cu_dev_attr_fn dev_attr;
-    cu_dev_mem_fn dev_mem;
-    int ver = 0, n = 0, i;
-
-    if (h == NULL)
-        return 0;
-    *(void **)&drv_ver = dlsym(h, "cuDriverGetVersion");
-    *(void **)&dev_count = dlsym(h, "cuDeviceGetCount");
-    *(void **)&dev_get = dlsym(h, "cuDeviceGet");
-    *(void **)&dev_name = dlsym(h, "cuDeviceGetName");
-    *(void **)&dev_attr = dlsym(h, "cuDeviceGetAttribute");
-    *(void **)&dev_mem = dlsym(h, "cuDeviceTotalMem_v2");
-    if (drv_ver == NULL || drv_ver(&ver) != 0)
-        ver = 0;
-    if (dev_count && dev_get && dev_name && dev_attr && dev_count(&n) == 0) {
-        for (i = 0; i < n && i < FP_MAX_DEVICES; i++) {
-            fp_device *d = fp_agg_device(agg, (uint32_t)i);
-            int dev, v;
-            size_t mem = 0;
-            if (d == NULL || d->present || dev_get(&dev, i) != 0)
-                continue;
-            if (dev_name(d->name, (int)sizeof d->name, dev) != 0)
-                d->name[0] = '\0';
-            if (dev_mem && dev_mem(&mem, dev) == 0)
-                d->total_mem = (long long)mem;
-#define ATTR(field, a) d->field = dev_attr(&v, a, dev) == 0 ? v : 0
-            ATTR(cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-            ATTR(cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-            ATTR(num_sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-            ATTR(max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-            ATTR(max_threads_per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
-            ATTR(regs_per_block, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
-            ATTR(smem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
-            ATTR(warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
-#undef ATTR
-            d->present = 1;
-        }
-    }
-    dlclose(h); /* drops only the reference NOLOAD took */
-    return ver;
-}
-
-static int runtime_version(void)
-{
-    int (*fn)(int *);
-    int v = 0;
-    *(void **)&fn = dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion");
-    if (fn && fn(&v) == 0 && v > 0)
-        return v;
-    return CUDA_VERSION; /* the toolkit this collector was built against */
-}
-
 static long long mono_ns(void)
 {
     struct timespec ts;
@@ -353,8 +263,8 @@ static void send_session(fp_agg *agg, long long start_ns, long long end_ns, unsi
 
     m.start_ns = start_ns;
     m.end_ns = end_ns;
-    m.driver_version = query_driver(agg);
-    m.runtime_version = runtime_version();
+    m.driver_version = fp_meta_driver(agg);
+    m.runtime_version = fp_meta_runtime_version();
     fp_agg_finish(agg);
     fp_record_name_kernels(agg);
     if (g.flush_s > 0 || part > 0 || !how->last) {
@@ -747,7 +657,7 @@ static void read_config(void)
         g.base.host = strdup(host);
     }
     g.base.pid = g.pid;
-    g.base.command = read_cmdline();
+    g.base.command = fp_meta_cmdline();
     if (cuptiGetVersion(&v) == CUPTI_SUCCESS)
         g.base.cupti_version = v;
 }
