@@ -17,7 +17,7 @@ for f in "$B0/libfirstpass-cupti.so" "$B0/firstpass-run" "$SIM/sim_app" "$SIM/li
     [ -e "$f" ] || { echo "FAIL: $f missing (make collector collector-tests)"; exit 1; }
 done
 TMP=$(mktemp -d /tmp/fp-gpu-self-XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "${SELFTEST_KEEP:-}" ] || rm -rf "$TMP"' EXIT
 FAILS=0
 
 # The stand-in bundle: the same layout smoke.sh --bundle makes.

@@ -122,9 +122,11 @@ print(p[0] if p else "-")' 2>/dev/null | tail -1)
         part torch 150 -- "${R[@]}" python3 "$B/torch_smoke.py" "$OUT/torch"
     fi
     echo "total $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"
-    # One file back: everything but the archive itself.
-    tar -C "$OUT" -czf "$OUT/gpu-smoke.tar.gz.tmp" --exclude gpu-smoke.tar.gz.tmp . &&
-        mv "$OUT/gpu-smoke.tar.gz.tmp" "$OUT/gpu-smoke.tar.gz"
+    # One file back, written outside OUT (tar reading a folder it writes into fails).
+    local tgz
+    tgz=$(mktemp /tmp/fp-gpu-smoke-XXXXXX.tar.gz)
+    if tar -C "$OUT" -czf "$tgz" . && mv "$tgz" "$OUT/gpu-smoke.tar.gz"; then :
+    else echo "FAIL: could not pack $OUT" | tee -a "$OUT/summary.txt"; rm -f "$tgz"; fi
     ls -la "$OUT" | tee -a "$OUT/summary.txt"
 }
 
