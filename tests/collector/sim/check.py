@@ -203,15 +203,19 @@ def scen_abba(ss, out, err):
           "through CUPTI's worker)" % (kernels_total(s), n))
 
 
-def scen_kineto(ss, out, err):
+def scen_kineto(ss, out, err, subscribed=False):
     """51 kernels drained before torch.profiler starts; 5 still in the collector's buffer at
     the takeover go to Kineto, with Kineto's own 20; after it stops, its disables leave the
     kinds off, so the last 10 launches are recorded by nobody."""
     m = re.search(r"sim: kineto subscribe (-?\d+).* kernels (\d+) buffers (\d+) unknown_buffers (\d+)", out)
     if not check(m is not None, "kineto: the app finished (%s)" % brief(out)):
         return
-    check(m.group(1) == "0", "kineto: torch.profiler's cuptiSubscribe succeeds (the collector "
-          "leaves the subscriber slot free) (%s)" % m.group(1))
+    if subscribed:  # FIRSTPASS_SUBSCRIBE=1: the slot is ours, and CUPTI names us to Kineto
+        check(m.group(1) == "39" and "old CUPTI for firstpass" in m.group(0),
+              "kineto: with FIRSTPASS_SUBSCRIBE=1 Kineto's subscribe fails, naming firstpass (%s)" % m.group(0))
+    else:
+        check(m.group(1) == "0", "kineto: torch.profiler's cuptiSubscribe succeeds (the collector "
+              "leaves the subscriber slot free) (%s)" % m.group(1))
     check(int(m.group(2)) == 25 and int(m.group(4)) == 1,
           "kineto: Kineto received 25 kernels, 5 of them in 1 buffer of the collector's (%s)" % m.group(0))
     s = one(ss, "kineto")
@@ -301,6 +305,7 @@ SCENARIOS = {
     "forkexit": scen_forkexit,
     "nvtx-unset": scen_nvtx_unset,
     "kineto": scen_kineto,
+    "kineto-subscribed": lambda ss, out, err: scen_kineto(ss, out, err, True),
     "threads-locked": scen_threads_locked,
     "abba": scen_abba,
     "basic": scen_basic,
@@ -311,7 +316,8 @@ SCENARIOS = {
 
 
 # Scenarios whose program must end with exit 0 (the others check their own exit).
-EXIT_0 = {"basic", "nvtx-unset", "threads", "threads-locked", "abba", "kineto", "fork", "refused",
+EXIT_0 = {"basic", "nvtx-unset", "threads", "threads-locked", "abba", "kineto", "kineto-subscribed",
+          "fork", "refused",
           "upload", "budget", "forkexit"}
 
 

@@ -110,6 +110,8 @@ want threads && run threads-locked threads-locked FAKE_CUPTI_PER_THREAD_LOCKED=1
 # 40,000 launches fill one 8 MiB buffer, which CUPTI's worker delivers while the exit flush runs
 want abba && run abba abba FAKE_CUPTI_ABBA=1 -- "$APP" many 40000
 want kineto && run kineto kineto FIRSTPASS_DRAIN_S=1 NVTX_INJECTION64_PATH="$SIM/libcupti.so.13" -- "$APP" kineto
+want kineto && run kineto-subscribed kineto-subscribed FIRSTPASS_DRAIN_S=1 FIRSTPASS_SUBSCRIBE=1 \
+    NVTX_INJECTION64_PATH="$SIM/libcupti.so.13" -- "$APP" kineto
 want fork && run fork fork -- "$APP" fork
 want refused && run refused refused FAKE_CUPTI_REFUSE=CONCURRENT_KERNEL -- "$APP" small
 
