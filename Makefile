@@ -160,6 +160,7 @@ install: all
 	install -m 755 $(SERVER) $(DESTDIR)$(PREFIX)/bin/
 	cp -r static/. $(DESTDIR)$(PREFIX)/share/firstpass/static/
 	@if [ -f $(COL_UPLOAD) ]; then set -x; install -m 755 $(COL_UPLOAD) $(DESTDIR)$(PREFIX)/bin/; fi
+	@if [ -f $(COL_RUN) ]; then set -x; install -m 755 $(COL_RUN) $(DESTDIR)$(PREFIX)/bin/; fi
 	@if [ -f $(COL_LIB) ]; then set -x; install -D -m 755 $(COL_LIB) $(DESTDIR)$(PREFIX)/lib/libfirstpass-cupti.so; \
 	else echo "install: $(COL_LIB) was not built (no CUPTI): not installed"; fi
 

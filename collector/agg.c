@@ -190,6 +190,8 @@ void fp_agg_free(fp_agg *a)
     fp_u64map_free(&a->ext_kind);
     fp_u64map_free(&a->ctx_dev);
     fp_u64map_free(&a->pending_ix);
+    fp_u64map_free(&a->kname);
+    fp_u64map_free(&a->small_ids);
     free(a->pending);
     free(a);
 }
@@ -242,6 +244,7 @@ uint32_t fp_agg_intern_n(fp_agg *a, const char *s, size_t n)
     char *copy;
     if (s == NULL)
         return FP_NAME_NONE;
+    a->name_lookups++;
     h = hash_bytes(s, n);
     if (a->htab_cap) {
         mask = a->htab_cap - 1;
@@ -301,6 +304,12 @@ static int timed(uint64_t start, uint64_t end)
     return start != 0 && end != 0 && end >= start;
 }
 
+static int in_window(const fp_agg *a, uint64_t start, uint64_t end)
+{
+    return (a->win_lo == 0 || (int64_t)start >= a->win_lo) &&
+           (a->win_hi == 0 || (int64_t)end <= a->win_hi);
+}
+
 int fp_agg_stat(fp_agg *a, int g, uint32_t name, uint64_t start_ns, uint64_t end_ns,
                 uint64_t bytes)
 {
@@ -322,6 +331,10 @@ int fp_agg_stat(fp_agg *a, int g, uint32_t name, uint64_t start_ns, uint64_t end
         a->untimed++;
         return 0;
     }
+    if (!in_window(a, start_ns, end_ns)) {
+        a->clock_outliers++;
+        return 0;
+    }
     {
         uint64_t d = end_ns - start_ns;
         if (s->timed == 0 || d < s->min_ns)
@@ -339,7 +352,8 @@ int fp_agg_event(fp_agg *a, const fp_event *e)
     size_t ci, off;
     if (!a->cfg.events)
         return 1;
-    if (!timed((uint64_t)e->start_ns, (uint64_t)e->end_ns) || e->name == FP_NAME_NONE)
+    if (!timed((uint64_t)e->start_ns, (uint64_t)e->end_ns) || e->name == FP_NAME_NONE ||
+        !in_window(a, (uint64_t)e->start_ns, (uint64_t)e->end_ns))
         return 1;
     a->events_seen++;
     if (a->nevents >= a->cfg.max_events) {

@@ -125,6 +125,10 @@ typedef struct fp_agg_config {
 
 typedef struct fp_agg {
     fp_agg_config cfg;
+    /* Time window of believable records, ns on the session's clock; 0 = no bound. A timed
+     * record outside it is on another clock (a second CUPTI client replaced CUPTI's
+     * timestamp callback): counted in clock_outliers and kept out of times and events. */
+    int64_t win_lo, win_hi;
     /* interning: names[id] is a NUL-terminated copy owned by the arena */
     char **names;        /* id -> string */
     uint32_t *name_hash; /* id -> hash */
@@ -139,6 +143,10 @@ typedef struct fp_agg {
     uint32_t *api_cache[2]; /* [0] runtime, [1] driver: cbid -> interned id + 1 */
     size_t api_cache_cap[2];
     const char *(*api_name)(int driver, uint32_t cbid); /* injected namer, may be NULL */
+    fp_u64map kname;     /* CUPTI's kernel name pointer -> interned id (record.c) */
+    fp_u64map small_ids; /* (record kind, enum values) -> interned id: memcpy/memset/sync names */
+    uint64_t name_lookups; /* fp_agg_intern_n calls (hash + compare of the whole string): for
+                            * tests and benchmarks of the per-record cost */
 
     fp_stat_table stats[FP_G__N];
 
@@ -161,6 +169,8 @@ typedef struct fp_agg {
     uint64_t records;            /* records given to fp_process_record */
     uint64_t unknown_kinds;      /* records of kinds we do not handle */
     uint64_t untimed;            /* records with start/end 0 or end < start */
+    uint64_t clock_outliers;     /* timed records outside [win_lo, win_hi] */
+    uint64_t sync_not_ready;     /* sync records of polls that returned not-ready: not syncs */
     uint64_t ranges;             /* completed NVTX ranges */
     uint64_t ranges_unmatched_end;   /* END seen, START never (counted at fp_agg_finish) */
     uint64_t ranges_unmatched_start; /* START seen, END never */
@@ -170,6 +180,8 @@ typedef struct fp_agg {
     uint64_t buffer_errors;      /* cuptiActivityGetNextRecord errors other than end-of-buffer */
     uint64_t oom;                /* allocations that failed; the record was counted, not stored */
     unsigned long long dropped_records; /* CUPTI's own drop count, summed */
+    unsigned long long requests_refused; /* buffer requests the collector's pool refused; CUPTI
+                                          * counts the records it then drops in dropped_records */
 } fp_agg;
 
 /* New aggregator; cfg NULL means events on, cap 1,000,000. NULL on OOM. */
@@ -186,11 +198,13 @@ uint32_t fp_agg_intern_n(fp_agg *a, const char *s, size_t n);
 const char *fp_agg_name(const fp_agg *a, uint32_t id);
 
 /* Adds one call to group g, row name. start/end in ns; if either is 0 or end < start the call
- * is counted but untimed (and a->untimed is bumped). Returns 0, or -1 on OOM (counted). */
+ * is counted but untimed (and a->untimed is bumped); if it lies outside the window it is
+ * counted but untimed too (a->clock_outliers). Returns 0, or -1 on OOM (counted). */
 int fp_agg_stat(fp_agg *a, int g, uint32_t name, uint64_t start_ns, uint64_t end_ns,
                 uint64_t bytes);
 
-/* Stores a copy of *e if events are on, the cap is not reached and e is timed. At the cap it
+/* Stores a copy of *e if events are on, the cap is not reached and e is timed and inside the
+ * window (fp_agg_stat counts the ones outside). At the cap it
  * sets events_truncated and drops the event. Returns 0 when stored, 1 when not, -1 on OOM. */
 int fp_agg_event(fp_agg *a, const fp_event *e);
 /* Event i (0 <= i < nevents), borrowed. */

@@ -1,11 +1,15 @@
-/* demangle.c -- small Itanium demangler for simple kernel names (see demangle.h).
+/* demangle.c -- kernel names for people: the C++ runtime's demangler when the process has one,
+ * and a small Itanium demangler for simple names when it does not (see demangle.h).
  *
- * Owns nothing beyond the caller's stack buffer; allocation-free so it can run on the record
- * path. Must not grow into a full demangler: anything outside the subset returns -1 and the
- * mangled name is kept (the server may demangle later). Tested against c++filt output in
- * tests/collector/test_agg.c. */
+ * Owns nothing beyond the caller's buffer and the looked-up __cxa_demangle pointer. The small
+ * demangler is allocation-free; it must not grow into a full demangler: anything outside the
+ * subset returns -1 and the mangled name is kept. Must not load libstdc++ (only look it up).
+ * Tested against c++filt output in tests/collector/test_agg.c. */
 #include "demangle.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define MAX_SUBS 64
@@ -265,4 +269,51 @@ int fp_demangle(const char *mangled, char *out, size_t outlen)
 fail:
     out[0] = '\0';
     return -1;
+}
+
+/* ---- the C++ runtime's demangler ---------------------------------------------------------- */
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn cxa;
+static pthread_once_t cxa_once = PTHREAD_ONCE_INIT;
+
+/* The global scope has it in a C++ program; PyTorch loads libstdc++ RTLD_LOCAL through its
+ * extensions, where RTLD_NOLOAD still finds the copy in the process. */
+static void cxa_lookup(void)
+{
+    void *h;
+    *(void **)&cxa = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    if (cxa != NULL)
+        return;
+    h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD);
+    if (h != NULL)
+        *(void **)&cxa = dlsym(h, "__cxa_demangle"); /* h stays open: it was loaded anyway */
+}
+
+int fp_demangle_full(const char *mangled, char *out, size_t outlen)
+{
+    char *r;
+    int status = -1;
+    size_t n;
+    if (outlen == 0)
+        return -1;
+    out[0] = '\0';
+    if (mangled == NULL || strncmp(mangled, "_Z", 2) != 0)
+        return -1;
+    pthread_once(&cxa_once, cxa_lookup);
+    if (cxa == NULL)
+        return fp_demangle(mangled, out, outlen);
+    r = cxa(mangled, NULL, NULL, &status);
+    if (r == NULL || status != 0) {
+        free(r);
+        return -1;
+    }
+    n = strlen(r);
+    if (n >= outlen) {
+        free(r);
+        return -1;
+    }
+    memcpy(out, r, n + 1);
+    free(r);
+    return 0;
 }

@@ -13,4 +13,12 @@
  * caller keeps the mangled name. Never allocates. */
 int fp_demangle(const char *mangled, char *out, size_t outlen);
 
+/* Demangles any Itanium name, templates included, with the C++ runtime's __cxa_demangle when
+ * the process has one (every CUDA C++ program and PyTorch load libstdc++; it is looked up, never
+ * loaded), else with fp_demangle. Same contract as fp_demangle: 0 and out set (c++filt's
+ * spelling), or -1 (out[0] = '\0') when the name is not mangled, does not demangle, or does not
+ * fit in outlen. Allocates (inside __cxa_demangle): for the send path, not the record path.
+ * Thread-safe. */
+int fp_demangle_full(const char *mangled, char *out, size_t outlen);
+
 #endif

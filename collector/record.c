@@ -77,11 +77,11 @@ uint32_t fp_record_api_name(fp_agg *agg, int driver, uint32_t cbid)
 /* Display id for a mangled kernel id, demangled once and cached in agg->display. */
 static uint32_t kernel_display(fp_agg *agg, uint32_t mangled)
 {
-    char buf[1024];
+    char buf[8192];
     uint32_t id;
     if (mangled < agg->display_cap && agg->display[mangled] != 0)
         return agg->display[mangled] - 1;
-    if (fp_demangle(fp_agg_name(agg, mangled), buf, sizeof buf) == 0)
+    if (fp_demangle_full(fp_agg_name(agg, mangled), buf, sizeof buf) == 0)
         id = fp_agg_intern(agg, buf);
     else
         id = mangled;
@@ -105,19 +105,87 @@ static uint32_t kernel_display(fp_agg *agg, uint32_t mangled)
     return id;
 }
 
+void fp_record_name_kernels(fp_agg *agg)
+{
+    const fp_stat_table *t = &agg->stats[FP_G_KERNEL];
+    size_t id, i, n = t->cap;
+    for (id = 0; id < n; id++)
+        if (agg->stats[FP_G_KERNEL].v[id].calls != 0)
+            (void)kernel_display(agg, (uint32_t)id);
+    for (i = 0; i < agg->nevents; i++) {
+        fp_event *e = (fp_event *)fp_agg_event_at(agg, i);
+        uint32_t d;
+        if (e->cat != FP_CAT_KERNEL || e->u.k.mangled != FP_NAME_NONE)
+            continue;
+        d = kernel_display(agg, e->name);
+        if (d != e->name) {
+            e->u.k.mangled = e->name;
+            e->name = d;
+        }
+    }
+}
+
+/* The interned id of a kernel's name. CUPTI shares one name string across all records of a
+ * kernel (cupti_activity.h, CUpti_ActivityKernel10.name), so the pointer is the key: no hash
+ * of a 0.2-2 KB PyTorch or CUTLASS name per record on CUPTI's thread. The strcmp guards against
+ * the pointer being reused for another name after a module unload; it is a vector compare,
+ * not a byte loop (test_record_names_cached_by_pointer). */
+static uint32_t kernel_id(fp_agg *agg, const char *name)
+{
+    uint64_t v;
+    uint32_t id;
+    if (name == NULL)
+        return fp_agg_intern(agg, "<unknown kernel>");
+    if (fp_u64map_get(&agg->kname, (uint64_t)(uintptr_t)name, &v) == 0 &&
+        strcmp(fp_agg_name(agg, (uint32_t)v), name) == 0)
+        return (uint32_t)v;
+    id = fp_agg_intern(agg, name);
+    if (id != FP_NAME_NONE && fp_u64map_put(&agg->kname, (uint64_t)(uintptr_t)name, id) != 0)
+        agg->oom++;
+    return id;
+}
+
+/* Keys of agg->small_ids: the record kind in the top byte, its enum values below. */
+#define SMALL_MEMCPY(copy, src, dst) \
+    ((1ULL << 56) | ((uint64_t)(copy) << 16) | ((uint64_t)(src) << 8) | (uint64_t)(dst))
+#define SMALL_MEMSET(kind) ((2ULL << 56) | (uint64_t)(kind))
+#define SMALL_SYNC(type)   ((3ULL << 56) | (uint64_t)(type))
+
+/* Cached id for a name made from enum values: formatted and interned once per key. */
+static uint32_t small_id(fp_agg *agg, uint64_t key, const char *name)
+{
+    uint64_t v;
+    uint32_t id;
+    if (fp_u64map_get(&agg->small_ids, key, &v) == 0)
+        return (uint32_t)v;
+    id = fp_agg_intern(agg, name);
+    if (id != FP_NAME_NONE && fp_u64map_put(&agg->small_ids, key, id) != 0)
+        agg->oom++;
+    return id;
+}
+
+static uint32_t memcpy_id(fp_agg *agg, unsigned copy, unsigned src, unsigned dst)
+{
+    uint64_t key = SMALL_MEMCPY(copy & 0xff, src & 0xff, dst & 0xff), v;
+    char name[96];
+    if (fp_u64map_get(&agg->small_ids, key, &v) == 0)
+        return (uint32_t)v;
+    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(copy),
+             fp_memory_kind_str(src), fp_memory_kind_str(dst));
+    return small_id(agg, key, name);
+}
+
 static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
 {
     fp_event e;
-    uint32_t mangled = fp_agg_intern(agg, k->name ? k->name : "<unknown kernel>");
-    uint32_t display;
+    uint32_t mangled = kernel_id(agg, k->name);
     if (mangled == FP_NAME_NONE)
         return -1;
-    display = kernel_display(agg, mangled);
     if (fp_agg_stat(agg, FP_G_KERNEL, mangled, k->start, k->end, 0) != 0)
         return -1;
     memset(&e, 0, sizeof e);
     e.cat = FP_CAT_KERNEL;
-    e.name = display;
+    e.name = mangled; /* the display name comes at send time (fp_record_name_kernels) */
     e.start_ns = (int64_t)k->start;
     e.end_ns = (int64_t)k->end;
     e.correlation = k->correlationId;
@@ -133,13 +201,13 @@ static int on_kernel(fp_agg *agg, const CUpti_ActivityKernel10 *k)
     e.u.k.dynamic_smem = k->dynamicSharedMemory;
     e.u.k.registers = k->registersPerThread;
     e.u.k.context = k->contextId;
-    e.u.k.mangled = display == mangled ? FP_NAME_NONE : mangled;
+    e.u.k.mangled = FP_NAME_NONE;
     return fp_agg_event(agg, &e) < 0 ? -1 : 0;
 }
 
-static int copy_common(fp_agg *agg, fp_event *e, const char *name, uint64_t bytes)
+static int copy_common(fp_agg *agg, fp_event *e, uint32_t name, uint64_t bytes)
 {
-    e->name = fp_agg_intern(agg, name);
+    e->name = name;
     if (e->name == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_MEMCPY, e->name, (uint64_t)e->start_ns, (uint64_t)e->end_ns,
@@ -150,11 +218,8 @@ static int copy_common(fp_agg *agg, fp_event *e, const char *name, uint64_t byte
 
 static int on_memcpy(fp_agg *agg, const CUpti_ActivityMemcpy6 *m)
 {
-    char name[96];
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(m->copyKind),
-             fp_memory_kind_str(m->srcKind), fp_memory_kind_str(m->dstKind));
     e.cat = FP_CAT_MEMCPY;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -172,16 +237,13 @@ static int on_memcpy(fp_agg *agg, const CUpti_ActivityMemcpy6 *m)
     e.u.m.src_kind = m->srcKind;
     e.u.m.dst_kind = m->dstKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, memcpy_id(agg, m->copyKind, m->srcKind, m->dstKind), m->bytes);
 }
 
 static int on_memcpy_p2p(fp_agg *agg, const CUpti_ActivityMemcpyPtoP4 *m)
 {
-    char name[96];
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memcpy %s (%s -> %s)", fp_memcpy_kind_str(m->copyKind),
-             fp_memory_kind_str(m->srcKind), fp_memory_kind_str(m->dstKind));
     e.cat = FP_CAT_MEMCPY;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -197,15 +259,22 @@ static int on_memcpy_p2p(fp_agg *agg, const CUpti_ActivityMemcpyPtoP4 *m)
     e.u.m.src_kind = m->srcKind;
     e.u.m.dst_kind = m->dstKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC) != 0;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, memcpy_id(agg, m->copyKind, m->srcKind, m->dstKind), m->bytes);
 }
 
 static int on_memset(fp_agg *agg, const CUpti_ActivityMemset4 *m)
 {
     char name[64];
+    uint64_t v;
+    uint32_t id;
     fp_event e;
     memset(&e, 0, sizeof e);
-    snprintf(name, sizeof name, "Memset (%s)", fp_memory_kind_str(m->memoryKind));
+    if (fp_u64map_get(&agg->small_ids, SMALL_MEMSET(m->memoryKind), &v) == 0) {
+        id = (uint32_t)v;
+    } else {
+        snprintf(name, sizeof name, "Memset (%s)", fp_memory_kind_str(m->memoryKind));
+        id = small_id(agg, SMALL_MEMSET(m->memoryKind), name);
+    }
     e.cat = FP_CAT_MEMSET;
     e.start_ns = (int64_t)m->start;
     e.end_ns = (int64_t)m->end;
@@ -219,7 +288,7 @@ static int on_memset(fp_agg *agg, const CUpti_ActivityMemset4 *m)
     e.u.m.dst_kind = (uint8_t)m->memoryKind;
     e.u.m.async = (m->flags & CUPTI_ACTIVITY_FLAG_MEMSET_ASYNC) != 0;
     e.u.m.value = m->value;
-    return copy_common(agg, &e, name, m->bytes);
+    return copy_common(agg, &e, id, m->bytes);
 }
 
 static int on_api(fp_agg *agg, const CUpti_ActivityAPI *a, int driver)
@@ -246,7 +315,16 @@ static int on_api(fp_agg *agg, const CUpti_ActivityAPI *a, int driver)
 static int on_sync(fp_agg *agg, const CUpti_ActivitySynchronization2 *s)
 {
     fp_event e;
-    uint32_t name = fp_agg_intern(agg, fp_sync_type_str(s->type));
+    uint32_t name;
+    /* By default CUPTI records every cudaEventQuery/cudaStreamQuery, finished or not (the
+     * header, cuptiActivityEnableAllSyncRecords); a poll that returned not-ready did not wait
+     * for anything. inject.c turns those records off; any that come anyway are counted here
+     * (test_record_sync_not_ready_polls_are_not_syncs). */
+    if (s->returnValue != 0) {
+        agg->sync_not_ready++;
+        return 0;
+    }
+    name = small_id(agg, SMALL_SYNC(s->type), fp_sync_type_str(s->type));
     if (name == FP_NAME_NONE)
         return -1;
     if (fp_agg_stat(agg, FP_G_SYNC, name, s->start, s->end, 0) != 0)

@@ -19,4 +19,11 @@ uint32_t fp_record_api_name(fp_agg *agg, int driver, uint32_t cbid);
  * INTERNAL_LAUNCH_API, NAME, unknown kinds: agg->unknown_kinds), -1 on OOM (agg->oom). */
 int fp_process_record(fp_agg *agg, const CUpti_Activity *rec);
 
+/* Display names for kernels, at send time: demangles every kernel row's name once
+ * (fp_demangle_full; templates too where the process has a C++ runtime) into agg->display,
+ * and gives each kernel event its display name, with the mangled one in u.k.mangled when they
+ * differ. Kernel records keep their mangled name until then: demangling allocates and costs
+ * microseconds, too much for CUPTI's thread. Call once, after the last record. */
+void fp_record_name_kernels(fp_agg *agg);
+
 #endif

@@ -265,6 +265,8 @@ static json_t *firstpass_obj(const fp_agg *a, const fp_session_meta *meta,
     C("records", a->records);
     C("unknown_kinds", a->unknown_kinds);
     C("untimed_records", a->untimed);
+    C("clock_outliers", a->clock_outliers);
+    C("sync_not_ready", a->sync_not_ready);
     C("events_seen", a->events_seen);
     C("events_written", a->nevents);
     C("max_events", a->cfg.max_events);
@@ -275,6 +277,7 @@ static json_t *firstpass_obj(const fp_agg *a, const fp_session_meta *meta,
     C("instant_markers", a->instant_markers);
     C("external_ids_dropped", a->ext_dropped);
     C("buffer_errors", a->buffer_errors);
+    C("buffer_requests_refused", a->requests_refused);
     C("out_of_memory", a->oom);
 #undef C
     rc |= json_object_set_new(col, "events_enabled", json_boolean(a->cfg.events));

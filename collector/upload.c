@@ -96,6 +96,17 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
+/* libcurl's progress callback: non-zero aborts the transfer (the collector's exit or SIGTERM). */
+static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+    const volatile sig_atomic_t *abort_flag = ud;
+    (void)dlt;
+    (void)dln;
+    (void)ult;
+    (void)uln;
+    return *abort_flag ? 1 : 0;
+}
+
 void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **headers, char *cerr)
 {
     CURL *c = curl;
@@ -108,6 +119,11 @@ void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **hea
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+    if (o->abort_flag) {
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)o->abort_flag);
+    }
 }
 
 int fp_upload_global_init(void)
@@ -332,31 +348,42 @@ err:
 
 int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *name)
 {
-    char resp[512], dir[4096], path[4096];
-    long status = 0;
+    char resp[512], dir[4096] = "", path[4096] = "", whybuf[160];
     const char *why = "FIRSTPASS_SERVER not set";
-    char whybuf[128];
+    long status = 0;
+    int spooled, spool_errno = 0;
 
+    /* Spool first: an upload can be killed (SIGKILL after a grace period, the exit budget),
+     * a file on disk cannot. firstpass-upload --spool sends it later. */
+    spooled = fp_spool_dir(dir, sizeof dir, 1) == 0 &&
+              fp_spool_write(dir, name, gz, n, path, sizeof path) == 0;
+    if (!spooled)
+        spool_errno = errno;
     if (o->server && o->server[0]) {
         if (fp_upload_mem(o, gz, n, 1, &status, resp, sizeof resp) == 0) {
             json_error_t je;
             json_t *j = json_loads(resp, 0, &je);
             const char *url = j ? json_string_value(json_object_get(j, "url")) : NULL;
             json_int_t id = j ? json_integer_value(json_object_get(j, "id")) : 0;
+            if (spooled)
+                (void)unlink(path);
             fp_log("uploaded session %lld to %s%s (%zu bytes gzip)", (long long)id, o->server,
                    url ? url : "", n);
             json_decref(j);
             return 0;
         }
-        if (status)
+        if (o->abort_flag && *o->abort_flag)
+            snprintf(whybuf, sizeof whybuf, "upload to %s stopped (the program is ending)",
+                     o->server);
+        else if (status)
             snprintf(whybuf, sizeof whybuf, "server answered HTTP %ld", status);
         else
-            snprintf(whybuf, sizeof whybuf, "server %s unreachable", o->server);
+            snprintf(whybuf, sizeof whybuf, "server %s unreachable or too slow", o->server);
         why = whybuf;
     }
-    if (fp_spool_dir(dir, sizeof dir, 1) != 0 ||
-        fp_spool_write(dir, name, gz, n, path, sizeof path) != 0) {
-        fp_log("session LOST: %s, and spooling to %s failed: %s", why, dir, strerror(errno));
+    if (!spooled) {
+        fp_log("session LOST: %s, and spooling to %s failed: %s", why, dir[0] ? dir : "(none)",
+               strerror(spool_errno));
         return -1;
     }
     fp_log("%s; session spooled to %s (send later: firstpass-upload --server URL --spool %s)",

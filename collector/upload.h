@@ -2,6 +2,7 @@
 #ifndef FP_COLLECTOR_UPLOAD_H
 #define FP_COLLECTOR_UPLOAD_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <zlib.h>
 
@@ -13,6 +14,7 @@ typedef struct fp_upload_opts {
     long connect_timeout_s;  /* CURLOPT_CONNECTTIMEOUT; <= 0 means 5 */
     long timeout_s;          /* CURLOPT_TIMEOUT (whole transfer); <= 0 means 60 */
     const char *query;       /* already-encoded query string without '?', or NULL */
+    const volatile sig_atomic_t *abort_flag; /* non-zero aborts a transfer in flight; NULL */
 } fp_upload_opts;
 
 /* Streaming gzip sink usable as an fp_write_fn: deflate into a growable buffer. */
@@ -50,9 +52,11 @@ int fp_spool_dir(char *buf, size_t len, int create);
 int fp_spool_write(const char *dir, const char *name, const void *data, size_t n, char *path,
                    size_t pathlen);
 
-/* Upload-or-spool for one gzipped session: uploads when o->server is set; on any failure (or
- * without a server) spools it as name into the spool directory. Logs one line either way.
- * Returns 0 uploaded, 1 spooled, -1 lost (upload and spool both failed: logged). */
+/* Delivers one gzipped session: writes it to the spool directory as name first (so that a
+ * kill during the upload loses nothing), then, when o->server is set, uploads it within o's
+ * timeouts and removes the spooled file on HTTP 201. Logs one line. Returns 0 uploaded
+ * (nothing left in the spool), 1 spooled (upload failed, aborted or not configured), -1 lost
+ * (spooling and the upload both failed: logged). */
 int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *name);
 
 /* curl_global_init once, thread-safe. 0 or -1. */

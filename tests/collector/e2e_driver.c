@@ -159,6 +159,7 @@ int main(void)
     m.start_ns = T0;
     m.end_ns = T0 + 40000 * US;
 
+    fp_record_name_kernels(a);
     if (fp_gz_init(&gz) != 0 || fp_session_write(a, &m, NULL, 0, fp_gz_write, &gz) != 0 ||
         fp_gz_finish(&gz) != 0) {
         fp_log("e2e_driver: encoding failed");

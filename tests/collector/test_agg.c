@@ -63,6 +63,36 @@ static void test_agg_stat_min_max_total(void **state)
     fp_agg_free(a);
 }
 
+/* Records stamped on another clock (torch.profiler's TSC timestamp callback) are counted, not
+ * timed: without the window a kernel "lasting" 1e18 ns would dominate every table. */
+static void test_agg_records_outside_the_window_are_clock_outliers(void **state)
+{
+    fp_agg *a = fp_agg_new(NULL);
+    uint32_t k = fp_agg_intern(a, "k");
+    fp_event e;
+    (void)state;
+    a->win_lo = 1000;
+    a->win_hi = 5000;
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 1000, 1300, 0), 0);
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 10, 20, 0), 0);       /* before */
+    assert_int_equal(fp_agg_stat(a, FP_G_KERNEL, k, 4000, 9000, 0), 0);   /* ends after */
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].calls, 3);
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].timed, 1);
+    assert_int_equal(a->stats[FP_G_KERNEL].v[k].total_ns, 300);
+    assert_int_equal(a->clock_outliers, 2);
+    assert_int_equal(a->untimed, 0);
+    memset(&e, 0, sizeof e);
+    e.name = k;
+    e.start_ns = 10;
+    e.end_ns = 20;
+    assert_int_equal(fp_agg_event(a, &e), 1);
+    e.start_ns = 2000;
+    e.end_ns = 2500;
+    assert_int_equal(fp_agg_event(a, &e), 0);
+    assert_int_equal(a->nevents, 1);
+    fp_agg_free(a);
+}
+
 static void test_agg_u64map_delete_keeps_probe_runs(void **state)
 {
     fp_u64map m = {0};
@@ -264,6 +294,32 @@ static void test_demangle_matches_cxxfilt(void **state)
     assert_int_equal(fp_demangle(NULL, buf, sizeof buf), -1);
 }
 
+/* test_agg links libstdc++ (as every CUDA C++ program does): fp_demangle_full must find
+ * __cxa_demangle and name the templates that make up nearly all PyTorch and CUTLASS kernels.
+ * (test_record has no C++ runtime and checks the fallback.) */
+static void test_demangle_full_names_templates_with_the_cxx_runtime(void **state)
+{
+    static const char *cases[][2] = {
+        {"_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i",
+         "void vllm::decode_kernel<float, 128>(float*, float const*, int)"},
+        {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+         "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+         "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"},
+        {"_Z14matmul_prefillPKfS0_Pfi", "matmul_prefill(float const*, float const*, float*, int)"},
+    };
+    char out[1024];
+    size_t i;
+    (void)state;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(fp_demangle_full(cases[i][0], out, sizeof out), 0);
+        assert_string_equal(out, cases[i][1]);
+    }
+    assert_int_equal(fp_demangle_full("plain_c_kernel", out, sizeof out), -1); /* extern "C" */
+    assert_string_equal(out, "");
+    assert_int_equal(fp_demangle_full("_Z1fILi", out, sizeof out), -1);        /* broken */
+    assert_int_equal(fp_demangle_full(cases[0][0], out, 10), -1);              /* too long */
+}
+
 static void test_session_json_format_us(void **state)
 {
     char b[32];
@@ -448,6 +504,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agg_intern_is_stable),
         cmocka_unit_test(test_agg_stat_min_max_total),
+        cmocka_unit_test(test_agg_records_outside_the_window_are_clock_outliers),
         cmocka_unit_test(test_agg_u64map_delete_keeps_probe_runs),
         cmocka_unit_test(test_agg_range_pairs_in_either_order),
         cmocka_unit_test(test_agg_range_with_unknown_timestamp_is_untimed),
@@ -456,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_agg_events_off_stores_nothing),
         cmocka_unit_test(test_agg_events_span_chunks),
         cmocka_unit_test(test_demangle_matches_cxxfilt),
+        cmocka_unit_test(test_demangle_full_names_templates_with_the_cxx_runtime),
         cmocka_unit_test(test_session_json_format_us),
         cmocka_unit_test(test_session_json_events_exact_and_sorted),
         cmocka_unit_test(test_session_json_aggregates_sorted_exact),

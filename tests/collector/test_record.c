@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,9 @@ static void test_record_kernel_demangled_with_mangled_kept(void **state)
     assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k1), 0);
     assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k2), 0);
     memset(mangled, 'x', sizeof mangled - 1);
+    e = fp_agg_event_at(a, 0);
+    assert_string_equal(fp_agg_name(a, e->name), "_Z6decodePfS_i"); /* not demangled on CUPTI's thread */
+    fp_record_name_kernels(a);
     s = stat_of(a, FP_G_KERNEL, "_Z6decodePfS_i");
     assert_non_null(s);
     assert_int_equal(s->calls, 2);
@@ -129,6 +133,69 @@ static void test_record_kernel_demangled_with_mangled_kept(void **state)
     assert_int_equal(e->u.k.block[0], 256);
     assert_int_equal(e->u.k.registers, 40);
     assert_int_equal(e->u.k.static_smem, 4096);
+    fp_agg_free(a);
+}
+
+/* No C++ runtime in this test (as in a Python process before torch): the small demangler names
+ * plain kernels, a template keeps its mangled name, and libstdc++ is not loaded for it. */
+static void test_record_templates_stay_mangled_without_a_cxx_runtime(void **state)
+{
+    fp_agg *a = new_agg();
+    CUpti_ActivityKernel10 k = kernel("_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i", T0 + 1, T0 + 2, 1);
+    const fp_event *e;
+    (void)state;
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+    fp_record_name_kernels(a);
+    e = fp_agg_event_at(a, 0);
+    assert_string_equal(fp_agg_name(a, e->name), "_ZN4vllm13decode_kernelIfLi128EEEvPT_PKS1_i");
+    assert_int_equal(e->u.k.mangled, FP_NAME_NONE);
+    assert_null(dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_NOLOAD));
+    fp_agg_free(a);
+}
+
+/* Per-record work on CUPTI's thread is bounded: a kernel name is hashed once per CUPTI name
+ * pointer, a memcpy/memset/sync name once per enum combination, not once per record. */
+static void test_record_names_cached_by_pointer(void **state)
+{
+    fp_agg *a = new_agg();
+    char name[1500], other[] = "_Z5otherv";
+    CUpti_ActivityKernel10 k;
+    CUpti_ActivityMemcpy6 m;
+    CUpti_ActivitySynchronization2 y;
+    uint64_t before;
+    int i;
+    (void)state;
+    memset(name, 'a', sizeof name - 1); /* a CUTLASS-sized name */
+    memcpy(name, "_Z4gemm", 7);
+    name[sizeof name - 1] = '\0';
+    k = kernel(name, T0 + 1, T0 + 2, 1);
+    memset(&m, 0, sizeof m);
+    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m.copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+    m.srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    m.dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+    m.bytes = 64;
+    m.start = T0 + 1;
+    m.end = T0 + 2;
+    memset(&y, 0, sizeof y);
+    y.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    y.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+    y.start = T0 + 1;
+    y.end = T0 + 2;
+    before = a->name_lookups;
+    for (i = 0; i < 1000; i++) {
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&m), 0);
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&y), 0);
+    }
+    assert_int_equal(a->name_lookups - before, 3);
+    assert_int_equal(stat_of(a, FP_G_KERNEL, name)->calls, 1000);
+    assert_int_equal(stat_of(a, FP_G_MEMCPY, "Memcpy HtoD (Pinned -> Device)")->calls, 1000);
+    assert_int_equal(stat_of(a, FP_G_SYNC, "Stream Sync")->calls, 1000);
+    /* the same pointer now holding another name (module unloaded, memory reused) */
+    memcpy(name, other, sizeof other);
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&k), 0);
+    assert_int_equal(stat_of(a, FP_G_KERNEL, "_Z5otherv")->calls, 1);
     fp_agg_free(a);
 }
 
@@ -265,6 +332,34 @@ static void test_record_sync_uses_context_device(void **state)
     fp_agg_free(a);
 }
 
+/* cudaEventQuery/cudaStreamQuery polls that found the work unfinished come as sync records
+ * with returnValue CUDA_ERROR_NOT_READY (600): they are not synchronisations. */
+static void test_record_sync_not_ready_polls_are_not_syncs(void **state)
+{
+    fp_agg *a = new_agg();
+    CUpti_ActivitySynchronization2 s;
+    int i;
+    (void)state;
+    memset(&s, 0, sizeof s);
+    s.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+    s.contextId = 1;
+    s.streamId = 7;
+    s.returnValue = 600;
+    for (i = 0; i < 30; i++) {
+        s.start = T0 + 100 * (uint64_t)i;
+        s.end = s.start + 10;
+        assert_int_equal(fp_process_record(a, (CUpti_Activity *)&s), 0);
+    }
+    s.returnValue = 0;
+    assert_int_equal(fp_process_record(a, (CUpti_Activity *)&s), 0);
+    assert_int_equal(stat_of(a, FP_G_SYNC, "Event Sync")->calls, 1);
+    assert_int_equal(a->nevents, 1);
+    assert_int_equal(a->sync_not_ready, 30);
+    assert_int_equal(a->records, 31);
+    fp_agg_free(a);
+}
+
 static void test_record_marker_end_before_start_pairs(void **state)
 {
     fp_agg *a = new_agg();
@@ -374,6 +469,7 @@ static void test_record_session_json_exact(void **state)
     fp_process_record(a, (CUpti_Activity *)&launch);
     fp_process_record(a, (CUpti_Activity *)&me);
     fp_agg_finish(a);
+    fp_record_name_kernels(a);
     memset(&m, 0, sizeof m);
     m.name = "infer";
     m.pid = 4242;
@@ -425,10 +521,13 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_kernel_demangled_with_mangled_kept),
+        cmocka_unit_test(test_record_templates_stay_mangled_without_a_cxx_runtime),
+        cmocka_unit_test(test_record_names_cached_by_pointer),
         cmocka_unit_test(test_record_api_names_stripped_and_cached),
         cmocka_unit_test(test_record_strip_version_only_trailing),
         cmocka_unit_test(test_record_memcpy_memset_names_and_bytes),
         cmocka_unit_test(test_record_sync_uses_context_device),
+        cmocka_unit_test(test_record_sync_not_ready_polls_are_not_syncs),
         cmocka_unit_test(test_record_marker_end_before_start_pairs),
         cmocka_unit_test(test_record_external_correlation_and_unknown_kinds),
         cmocka_unit_test(test_record_untimed_kernel_counted_not_stored),

@@ -21,12 +21,16 @@
 
 #include "upload.h"
 
+static int count_files(const char *dir, int dotfiles);
+
 /* ---- a one-request HTTP server ---------------------------------------------------------- */
 
 typedef struct srv {
     int fd;
     int port;
-    int status;           /* status to answer */
+    int status;           /* status to answer; 0 = never answer (read until the client goes) */
+    const char *watch;    /* a directory whose files are counted when the request is complete */
+    int watched;          /* that count */
     char req[1 << 16];    /* request head + body as received */
     size_t req_len;
     size_t body_off;
@@ -59,6 +63,15 @@ static void *srv_main(void *arg)
         if (s->req_len >= s->body_off + clen)
             break;
     }
+    if (s->watch)
+        s->watched = count_files(s->watch, 0);
+    if (s->status == 0) {
+        char sink[4096];
+        while (read(c, sink, sizeof sink) > 0)
+            ;
+        close(c);
+        return NULL;
+    }
     n = snprintf(reply, sizeof reply,
                  "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
                  "Connection: close\r\n\r\n%s",
@@ -88,9 +101,12 @@ static srv *srv_start(int status)
     return s;
 }
 
+static int s_watched_last; /* srv->watched of the last server stopped */
+
 static void srv_stop(srv *s)
 {
     pthread_join(s->th, NULL);
+    s_watched_last = s->watched;
     close(s->fd);
     free(s);
 }
@@ -359,11 +375,75 @@ static void test_upload_deliver_uploads_when_reachable(void **state)
     snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
     memset(&o, 0, sizeof o);
     o.server = url;
+    s->watch = dir;
     assert_int_equal(fp_deliver(&o, "gz", 2, "s.json.gz"), 0);
     srv_stop(s);
-    assert_int_equal(count_files(dir, 0), -1); /* spool never created */
+    assert_int_equal(s_watched_last, 1);       /* spooled before the upload began */
+    assert_int_equal(count_files(dir, 0), 0);  /* and removed after the 201 */
+    assert_int_equal(count_files(dir, 1), 0);  /* no temporary file either */
     unsetenv("FIRSTPASS_SPOOL");
     unsetenv("FIRSTPASS_QUIET");
+}
+
+/* A server that takes the request and never answers: the upload ends at the timeout, and the
+ * session is in the spool (it was there before the upload began). */
+static void test_upload_deliver_keeps_the_spooled_copy_when_the_server_hangs(void **state)
+{
+    srv *s = srv_start(0);
+    char url[64], dir[512];
+    fp_upload_opts o;
+    time_t t = time(NULL);
+    (void)state;
+    snprintf(dir, sizeof dir, "%s/spool3", tmpdir);
+    setenv("FIRSTPASS_SPOOL", dir, 1);
+    setenv("FIRSTPASS_QUIET", "1", 1);
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.timeout_s = 1;
+    s->watch = dir;
+    assert_int_equal(fp_deliver(&o, "gz", 2, "hang.json.gz"), 1);
+    assert_true(time(NULL) - t <= 3);
+    srv_stop(s);
+    assert_int_equal(s_watched_last, 1);
+    assert_int_equal(count_files(dir, 0), 1);
+    unsetenv("FIRSTPASS_SPOOL");
+    unsetenv("FIRSTPASS_QUIET");
+}
+
+static volatile sig_atomic_t abort_now;
+
+static void *set_abort(void *arg)
+{
+    (void)arg;
+    usleep(200000);
+    abort_now = 1;
+    return NULL;
+}
+
+/* The collector's exit and SIGTERM stop a part's upload in flight through abort_flag. */
+static void test_upload_abort_flag_stops_an_upload_in_flight(void **state)
+{
+    srv *s = srv_start(0);
+    char url[64];
+    fp_upload_opts o;
+    pthread_t th;
+    long status = 0;
+    struct timespec t0, t1;
+    (void)state;
+    snprintf(url, sizeof url, "http://127.0.0.1:%d", s->port);
+    memset(&o, 0, sizeof o);
+    o.server = url;
+    o.timeout_s = 30;
+    o.abort_flag = &abort_now;
+    abort_now = 0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pthread_create(&th, NULL, set_abort, NULL);
+    assert_int_equal(fp_upload_mem(&o, "{}", 2, 0, &status, NULL, 0), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    pthread_join(th, NULL);
+    srv_stop(s);
+    assert_true(t1.tv_sec - t0.tv_sec <= 3); /* not the 30 s timeout */
 }
 
 static void test_upload_file_detects_gzip(void **state)
@@ -403,6 +483,8 @@ int main(void)
         cmocka_unit_test(test_upload_closed_port_fails_fast),
         cmocka_unit_test(test_upload_deliver_spools_when_unreachable),
         cmocka_unit_test(test_upload_deliver_uploads_when_reachable),
+        cmocka_unit_test(test_upload_deliver_keeps_the_spooled_copy_when_the_server_hangs),
+        cmocka_unit_test(test_upload_abort_flag_stops_an_upload_in_flight),
         cmocka_unit_test(test_upload_file_detects_gzip),
     };
     return cmocka_run_group_tests_name("collector_upload", tests, setup_dir, teardown_dir);

@@ -1,86 +1,153 @@
 #!/usr/bin/env bash
-# smoke.sh -- collector smoke test on a machine with a GPU and a driver (< 5 minutes).
+# smoke.sh -- the collector on a real GPU, in one call (docs/collector.md, "The GPU check").
 #
-#   tests/gpu/smoke.sh                    build collector + server + smoke.cu, run it injected,
-#                                         check the session; PASS/FAIL lines, exit 1 on FAIL
-#   tests/gpu/smoke.sh --compile-only DIR only compile smoke.cu with nvcc into DIR (no GPU
-#                                         needed; used by make test-collector)
-# Env: CUDA_HOME (default /usr/local/cuda), BUILD (default build), NVCC_ARCH (default: nvcc's).
+#   make gpu-bundle                        here: build/gpu-bundle/ (runs --bundle)
+#   tests/gpu/smoke.sh --prebuilt BUNDLE OUT
+#                                          on the GPU machine: nothing built or installed
+#                                          there, no server; every part under a timeout,
+#                                          about 3 minutes; sessions spool into OUT, with logs,
+#                                          packed as OUT/gpu-smoke.tar.gz + OUT/summary.txt
+#   tests/gpu/smoke.sh --check OUT [--server URL]
+#                                          here: decode and check what came back (PASS/FAIL
+#                                          lines, exit 1 on FAIL); with --server, also send the
+#                                          sessions to that server and read /operators, /phases
+#   tests/gpu/smoke.sh --compile-only DIR  nvcc only (make test-collector; no GPU needed)
+#   tests/gpu/smoke.sh                     all three on a GPU machine that can build
+#
+# Env: CUDA_HOME (default /usr/local/cuda), BUILD (default build), NVCC.
 set -u
 CUDA_HOME=${CUDA_HOME:-${CUDA_PATH:-/usr/local/cuda}}
 BUILD=${BUILD:-build}
 NVCC=${NVCC:-$CUDA_HOME/bin/nvcc}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ARCH=${NVCC_ARCH:+-arch=$NVCC_ARCH}
 
+# sm_90 (H100/H200) code plus PTX; static cudart (nvcc's default), so the GPU machine needs
+# only the driver. NVTX3 is header-only since CUDA 13: -ldl is all it needs.
 compile() { # OUT
     mkdir -p "$(dirname "$1")"
-    # NVTX3 is header-only since CUDA 13 (no libnvToolsExt): -ldl is all it needs.
-    timeout 180 "$NVCC" -O2 $ARCH -I"$CUDA_HOME/include" -o "$1" "$HERE/smoke.cu" -ldl
+    timeout 300 "$NVCC" -O2 -gencode 'arch=compute_90,code=[sm_90,compute_90]' \
+        -I"$CUDA_HOME/include" -o "$1" "$HERE/smoke.cu" -ldl
 }
 
-if [ "${1:-}" = "--compile-only" ]; then
-    OUT=${2:-$BUILD/gpu-smoke}/smoke
-    if compile "$OUT"; then echo "PASS: nvcc compiled tests/gpu/smoke.cu -> $OUT"; exit 0; fi
-    echo "FAIL: nvcc could not compile tests/gpu/smoke.cu"; exit 1
-fi
+# ---- here: the bundle -------------------------------------------------------------------
+# DIR/lib/libfirstpass-cupti.so is made by `make gpu-bundle` (the collector relinked with
+# RPATH $ORIGIN:$ORIGIN/../cupti, so its whole dependency closure loads from the bundle
+# without LD_LIBRARY_PATH); this copies the rest beside it.
+bundle() {
+    local d=$1 lib=$1/lib/libfirstpass-cupti.so cupti f
+    [ -f "$lib" ] || { echo "FAIL: $lib missing (run make gpu-bundle)"; return 1; }
+    [ -x "$BUILD/firstpass-run" ] || { echo "FAIL: $BUILD/firstpass-run missing"; return 1; }
+    mkdir -p "$d/bin" "$d/cupti"
+    cp "$BUILD/firstpass-run" "$d/bin/"
+    cupti=$(ldd "$BUILD/libfirstpass-cupti.so" | awk '$1 ~ /^libcupti/ && $3 ~ /^\// {print $3}')
+    [ -n "$cupti" ] || { echo "FAIL: cannot resolve libcupti of $BUILD/libfirstpass-cupti.so"; return 1; }
+    cp -L "$cupti" "$d/cupti/"
+    # The collector's runtime libraries (libcurl, jansson, zlib and their closure), not glibc.
+    for f in $(ldd "$BUILD/libfirstpass-cupti.so" | awk '$3 ~ /^\// {print $3}'); do
+        case $(basename "$f") in
+        libc.so.*|libm.so.*|libpthread.so.*|libdl.so.*|librt.so.*|libutil.so.*|libresolv.so.*|\
+        ld-linux*|libgcc_s.so.*|libcupti.so.*) ;;
+        *) cp -L "$f" "$d/lib/" ;;
+        esac
+    done
+    compile "$d/bin/smoke" || { echo "FAIL: nvcc"; return 1; }
+    cp "$HERE/smoke.sh" "$HERE/check.py" "$HERE/torch_smoke.py" "$d/"
+    # Everything resolves inside the bundle or to glibc, with no LD_LIBRARY_PATH.
+    if env -u LD_LIBRARY_PATH ldd "$d/lib/libfirstpass-cupti.so" | grep -q 'not found'; then
+        echo "FAIL: unresolved libraries in the bundle:"
+        env -u LD_LIBRARY_PATH ldd "$d/lib/libfirstpass-cupti.so" | grep 'not found'
+        return 1
+    fi
+    {
+        echo "built $(date -u +%FT%TZ) from $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '?')"
+        echo "needs glibc >= $(objdump -T "$d"/lib/*.so* "$d"/bin/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+        (cd "$d" && find . -type f ! -name MANIFEST | sort | xargs sha256sum)
+    } >"$d/MANIFEST"
+    echo "PASS: bundle $d ($(du -sh "$d" | cut -f1), $(head -2 "$d/MANIFEST" | tail -1))"
+}
 
-FAILS=0
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+# ---- the GPU machine ---------------------------------------------------------------------
+# part NAME TIMEOUT [ENV=VAL...] -- COMMAND...: runs COMMAND with its own spool and logs.
+part() {
+    local name=$1 t=$2 d rc t0
+    shift 2
+    d=$OUT/$name
+    mkdir -p "$d/spool"
+    local envs=()
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+    shift
+    t0=$(date +%s%N)
+    env -u FIRSTPASS_SERVER -u FIRSTPASS_QUIET FIRSTPASS_SPOOL="$d/spool" \
+        FIRSTPASS_NAME="gpu-$name" FIRSTPASS_LABELS="suite:gpu-smoke,part:$name" "${envs[@]}" \
+        timeout "$t" "$@" >"$d/out" 2>"$d/err"
+    rc=$?
+    echo "$rc $t0 $(date +%s%N)" >"$d/rc"
+    echo "part $name: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a "$OUT/summary.txt"
+    sed 's/^/  | /' "$d/err" | grep -v '^  | *$' | head -12 | tee -a "$OUT/summary.txt"
+}
 
-command -v nvidia-smi >/dev/null && nvidia-smi -L || echo "note: nvidia-smi not found; trying anyway"
-timeout 240 make --no-print-directory server collector >/dev/null || { echo "FAIL: make server collector"; exit 1; }
-LIB=$(cd "$BUILD" && pwd)/libfirstpass-cupti.so
-[ -f "$LIB" ] || { echo "FAIL: $LIB not built (CUPTI not found under $CUDA_HOME?)"; exit 1; }
-CUPTI=$(ldd "$LIB" | awk '/libcupti/ {print $3}')
-[ -n "$CUPTI" ] || { echo "FAIL: cannot resolve libcupti for $LIB"; exit 1; }
-TMP=$(mktemp -d /tmp/fp-smoke-XXXXXX)
-SPID=
-trap '[ -n "$SPID" ] && kill $SPID 2>/dev/null; rm -rf "$TMP"' EXIT
-compile "$TMP/smoke" && pass "nvcc smoke.cu" || { echo "FAIL: nvcc"; exit 1; }
+prebuilt() {
+    local B t0
+    local -a R
+    B=$(cd "$1" && pwd) || { echo "FAIL: no bundle at $1"; exit 1; }
+    OUT=$2
+    mkdir -p "$OUT"
+    OUT=$(cd "$OUT" && pwd)
+    R=("$B/bin/firstpass-run" --lib "$B/lib/libfirstpass-cupti.so" --)
+    t0=$(date +%s)
+    {
+        echo "gpu-smoke on $(hostname) at $(date -u +%FT%TZ)"
+        head -2 "$B/MANIFEST"
+        nvidia-smi -L 2>&1 | head -4
+        nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader 2>&1 | head -2
+    } | tee "$OUT/summary.txt"
+    date +%s%N >"$OUT/clock"
+    part smoke 60 -- "${R[@]}" "$B/bin/smoke"
+    part flush 60 FIRSTPASS_FLUSH_S=1 -- "${R[@]}" "$B/bin/smoke" --sleep 3
+    part forkexit 60 FIRSTPASS_FLUSH_S=1 -- "${R[@]}" "$B/bin/smoke" --fork-exit
+    part driver 60 FIRSTPASS_DRIVER_API=1 -- "${R[@]}" "$B/bin/smoke"
+    part bench-off 90 -- "$B/bin/smoke" --bench 200000 1000 200
+    part bench-on 90 FIRSTPASS_EVENTS=0 -- "${R[@]}" "$B/bin/smoke" --bench 200000 1000 200
+    # PyTorch loads its own libcupti at import (libkineto): NVTX must name that one, and the
+    # collector binds to it too (same SONAME, already loaded).
+    local tc
+    tc=$(timeout 90 python3 -c 'import torch
+p = [l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l]
+print(p[0] if p else "-")' 2>/dev/null | tail -1)
+    echo "torch's libcupti: ${tc:-none (no torch?)}" | tee -a "$OUT/summary.txt"
+    if [ -n "$tc" ] && [ "$tc" != "-" ]; then
+        part torch 150 CUDA_INJECTION64_PATH="$B/lib/libfirstpass-cupti.so" \
+            NVTX_INJECTION64_PATH="$tc" -- python3 "$B/torch_smoke.py" "$OUT/torch"
+    else
+        part torch 150 -- "${R[@]}" python3 "$B/torch_smoke.py" "$OUT/torch"
+    fi
+    echo "total $(( $(date +%s) - t0 )) s" | tee -a "$OUT/summary.txt"
+    # One file back, written outside OUT (tar reading a folder it writes into fails).
+    local tgz
+    tgz=$(mktemp /tmp/fp-gpu-smoke-XXXXXX.tar.gz)
+    if tar -C "$OUT" -czf "$tgz" . && mv "$tgz" "$OUT/gpu-smoke.tar.gz"; then :
+    else echo "FAIL: could not pack $OUT" | tee -a "$OUT/summary.txt"; rm -f "$tgz"; fi
+    ls -la "$OUT" | tee -a "$OUT/summary.txt"
+}
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-URL=http://127.0.0.1:$PORT
-"$BUILD/firstpass-server" --port "$PORT" --db "$TMP/db.sqlite" --static static >"$TMP/server.log" 2>&1 &
-SPID=$!
-for _ in $(seq 1 100); do curl -fsS "$URL/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS "$URL/healthz" >/dev/null || { echo "FAIL: server not up"; cat "$TMP/server.log"; exit 1; }
-
-# NVTX_INJECTION64_PATH must name the same libcupti the collector uses (design note 3).
-CUDA_INJECTION64_PATH=$LIB NVTX_INJECTION64_PATH=$CUPTI FIRSTPASS_SERVER=$URL \
-    FIRSTPASS_NAME=gpu-smoke FIRSTPASS_LABELS=suite:smoke FIRSTPASS_SPOOL=$TMP/spool \
-    timeout 120 "$TMP/smoke" >"$TMP/run.out" 2>"$TMP/run.err"
-rc=$?
-sed 's/^/  | /' "$TMP/run.err"
-[ $rc -eq 0 ] && pass "smoke program ran under the collector" || fail "smoke program exit $rc"
-ID=$(sed -n 's/.*uploaded session \([0-9][0-9]*\) .*/\1/p' "$TMP/run.err")
-[ -n "$ID" ] && pass "collector uploaded session $ID" || { fail "no 'uploaded session' line"; exit 1; }
-
-curl -sS "$URL/api/v1/sessions/$ID/operators?limit=1000" >"$TMP/ops.json"
-curl -sS "$URL/api/v1/sessions/$ID/phases" >"$TMP/phases.json"
-curl -sS "$URL/api/v1/sessions/$ID" >"$TMP/summary.json"
-python3 - "$TMP/ops.json" "$TMP/phases.json" "$TMP/summary.json" <<'PY' || FAILS=$((FAILS + 1))
-import json, sys
-bad = 0
-def check(ok, msg):
-    global bad
-    print(("PASS: " if ok else "FAIL: ") + msg); bad += 0 if ok else 1
-ops = json.load(open(sys.argv[1])).get("operators", [])
-kern = {o["name"]: o for o in ops if o.get("kind") == "kernel"}
-pre = [o for n, o in kern.items() if "matmul_prefill" in n]
-dec = [o for n, o in kern.items() if "decode_step_kernel" in n]
-check(len(pre) == 1 and pre[0]["calls"] == 1, "kernel matmul_prefill x1 (%s)" % [o.get("name") for o in pre])
-check(len(dec) == 1 and dec[0]["calls"] == 50, "kernel decode_step_kernel x50 (%s)" % [(o.get("name"), o.get("calls")) for o in dec])
-check(all(o.get("cuda_time_total_us", 0) > 0 for o in pre + dec), "kernel times > 0")
-check(any(o.get("name") == "cudaLaunchKernel" and o.get("calls", 0) >= 51 for o in ops), "cudaLaunchKernel >= 51 calls")
-check(any(o.get("kind") == "gpu_memcpy" for o in ops), "a gpu_memcpy row exists")
-ph = {p["name"]: p for p in json.load(open(sys.argv[2])).get("phases", [])}
-check(ph.get("prefill", {}).get("count") == 1, "phase prefill x1 (%s)" % ph.get("prefill"))
-check(ph.get("decode_step", {}).get("count") == 50, "phase decode_step x50 (%s)" % ph.get("decode_step"))
-s = json.load(open(sys.argv[3]))
-print("  summary: hardware=%r duration_us=%r events=%r" % (s.get("hardware"), s.get("duration_us"), s.get("event_count")))
-sys.exit(1 if bad else 0)
-PY
-[ $FAILS -eq 0 ] && { echo "smoke: all checks passed"; exit 0; }
-echo "smoke: $FAILS check(s) FAILED"; exit 1
+case "${1:-}" in
+--compile-only)
+    OUTF=${2:-$BUILD/gpu-smoke}/smoke
+    if compile "$OUTF"; then echo "PASS: nvcc compiled tests/gpu/smoke.cu -> $OUTF"; exit 0; fi
+    echo "FAIL: nvcc could not compile tests/gpu/smoke.cu"; exit 1 ;;
+--bundle)
+    bundle "${2:?--bundle DIR}"; exit $? ;;
+--prebuilt)
+    prebuilt "${2:?--prebuilt BUNDLE OUT}" "${3:?--prebuilt BUNDLE OUT}"; exit 0 ;;
+--check)
+    shift
+    exec python3 "$HERE/check.py" "$@" ;;
+"")
+    command -v nvidia-smi >/dev/null || echo "note: nvidia-smi not found; trying anyway"
+    make --no-print-directory gpu-bundle >/dev/null || { echo "FAIL: make gpu-bundle"; exit 1; }
+    OUTD=$(mktemp -d /tmp/fp-gpu-XXXXXX)
+    prebuilt "$BUILD/gpu-bundle" "$OUTD"
+    exec python3 "$HERE/check.py" "$OUTD" ;;
+*)
+    sed -n '2,17p' "$0"; exit 2 ;;
+esac
