@@ -151,8 +151,14 @@ typedef struct suspect_state {
     sqlite3_stmt *ccorr_ins;
 } suspect_state;
 
-/* One ProfilerStep#N range on the host. */
-typedef struct step { double ts, te, dur; } step;
+/* One ProfilerStep#N range on the host (name: its own, ProfilerStep#5). */
+typedef struct step { double ts, te, dur; long name; } step;
+
+/* steps.c's walk state. */
+typedef struct steps_state {
+    int on;              /* the trace has steps or record_function ranges: hspan is filled */
+    sqlite3_stmt *ins;   /* INSERT INTO scratch.hspan */
+} steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;
 
@@ -187,6 +193,8 @@ typedef struct A {
     size_t nnflags;                /* how many ids nflags covers */
     idle_state *idle;              /* idle.c */
     suspect_state *sus;            /* suspects.c */
+    steps_state *steps_st;         /* steps.c */
+    sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO scratch.mem */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
     size_t nsteps, capsteps;
 } A;
@@ -264,6 +272,18 @@ int an_op_host(A *a, const frame *f);
 int an_op_launch(A *a, const hrow *r, const frame *stack, int depth);
 int an_suspects(A *a, double gpu_busy, json_t **out);
 void an_suspects_free(A *a);
+
+/* steps.c: role 0 a DataLoader range, 1 an outermost other host range */
+int an_step_span(A *a, int role, double ts, double te);
+int an_steps_doc(A *a, json_t **out);
+void an_steps_free(A *a);
+
+/* memory.c */
+int an_mem_row(A *a, const hrow *r);
+int an_memory_doc(A *a, json_t **out);
+
+/* questions.c */
+json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu);
 
 /* timeline.c */
 int an_tl_open(A *a);

@@ -134,9 +134,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.keys = intern_new();
     a.pkeys = intern_new();
     const char *ua = "user_annotation";
+    int has_ranges = intern_lookup(t->strs, ua, strlen(ua)) >= 0;
     a.ua_kind = intern_id(t->strs, ua, strlen(ua));
     idle_state idle;
     suspect_state sus;
+    steps_state stp;
+    memset(&stp, 0, sizeof stp);
+    a.steps_st = &stp;
     memset(&idle, 0, sizeof idle);
     memset(&sus, 0, sizeof sus);
     a.idle = &idle;
@@ -171,10 +175,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     gpu_job job;
     memset(&job, 0, sizeof job);
     if (!rc) rc = an_gpu_job_start(&a, &job, gpu_busy);
+    stp.on = a.step_name >= 0 || has_ranges; /* steps, or record_function ranges to split */
     if (!rc) rc = an_tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
-    json_t *suspects = NULL;
+    json_t *suspects = NULL, *breakdown = NULL, *memory = NULL;
     if (!rc) { STEP_BEGIN(); rc = an_suspects(&a, gpu_busy, &suspects); STEP_END("suspects"); }
+    if (!rc) { STEP_BEGIN(); rc = an_memory_doc(&a, &memory); STEP_END("memory"); }
+    if (!rc && stp.on) { STEP_BEGIN(); rc = an_steps_doc(&a, &breakdown); STEP_END("steps"); }
     if (!rc) { STEP_BEGIN(); rc = an_gpu_rows(&a); STEP_END("gpu_rows"); }
     if (!rc) { STEP_BEGIN(); rc = an_gpu_phases(&a); STEP_END("gpu_phases"); }
     if (!rc) { STEP_BEGIN(); rc = an_write_ops(&a); STEP_END("write_ops"); }
@@ -192,10 +199,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) {
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
+        json_object_set_new(suspects, "questions", an_questions(&a, suspects, out->gpu));
         report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};
         rc = report_draft(&in, &out->report);
         if (rc == ERR_DB) an_dberr(&a);
         if (!rc) json_object_set(out->report, "suspects", suspects);
+        if (!rc && breakdown) json_object_set(out->report, "breakdown", breakdown);
+        if (!rc) json_object_set(out->report, "memory", memory);
         if (!rc) out->summary = summary_doc(&a, out->gpu, out->report);
         if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
     }
@@ -219,6 +229,10 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(idle.keys);
     free(idle.sums);
     an_suspects_free(&a);
+    an_steps_free(&a);
+    json_decref(breakdown);
+    json_decref(memory);
+    sqlite3_finalize(a.mem_ins);
     return rc;
 }
 

@@ -81,7 +81,7 @@ static opcall call_of(A *a, const frame *f) {
 static int note_step(A *a, const frame *f) {
     if (f->cls != EV_HOST_OP || f->kind != a->ua_kind || an_fold(a, f->name) != a->step_name) return 0;
     if (VEC_RESERVE(a->steps, a->capsteps, a->nsteps + 1, 64)) return ERR_NOMEM;
-    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur};
+    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur, f->name};
     return 0;
 }
 
@@ -219,7 +219,7 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gd = 0;
     r->gk = 0;
     r->gsync = 0;
-    r->corr = h->has_corr ? h->corr : -1;
+    r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
     r->gn = 0;
     return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
 }
@@ -244,20 +244,41 @@ typedef struct walker {
     idle_walk iw;        /* GPU idle labels of the thread (idle.c) */
 } walker;
 
+/* Whether a host range other than a step is open at t (stack: the open events). */
+static int in_range(const A *a, const frame *stack, int depth, double t) {
+    for (int i = 0; i < depth; i++)
+        if (stack[i].cls == EV_HOST_OP && stack[i].te > t && !(an_flags(a, stack[i].name) & NF_STEP)) return 1;
+    return 0;
+}
+
+/* What the step breakdown needs of a host range (steps.c): every DataLoader range, and the
+ * ranges no other range (steps aside) holds. */
+static int step_span(A *a, const hrow *r, const frame *stack, int depth) {
+    unsigned f = an_flags(a, r->name);
+    if (f & NF_DATALOADER) return an_step_span(a, 0, r->ts, r->te);
+    if (f & NF_STEP || in_range(a, stack, depth, r->ts)) return 0;
+    return an_step_span(a, 1, r->ts, r->te);
+}
+
 /* The next row of the thread, in host_walk's order: the event nests in what is open. */
 static int walk_row(A *a, walker *w, const hrow *r) {
     double ts = r->ts, te = r->te;
     frame *stack = w->stack;
     int rc = an_idle_advance(a, &w->iw, ts); /* the thread's idle labels up to this row */
-    if (!rc && r->cls == HREC_PY) return an_idle_row(a, &w->iw, r, stack, w->depth); /* labels only: not in key_averages */
+    if (!rc && r->cls == HREC_PY) { /* labels and the step breakdown only: not in key_averages */
+        if (a->steps_st->on && !in_range(a, stack, w->depth, ts)) rc = an_step_span(a, 1, ts, te);
+        return rc ? rc : an_idle_row(a, &w->iw, r, stack, w->depth);
+    }
     /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
     while (w->depth > 0 && !rc && (ts >= stack[w->depth - 1].te || te > stack[w->depth - 1].te)) rc = pop_frame(a, stack, &w->depth);
     if (!rc) rc = an_idle_row(a, &w->iw, r, stack, w->depth);
+    if (!rc && r->cls == EV_HOST_OP && a->steps_st->on) rc = step_span(a, r, stack, w->depth);
     if (!rc && r->cls == EV_HOST_RT && r->has_g) rc = an_op_launch(a, r, stack, w->depth);
     if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
         rc = an_tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);
     if (rc) return rc;
     if (r->cls == EV_MEMORY) {
+        if ((rc = an_mem_row(a, r))) return rc;
         int cuda = r->devtype == 1, self_done = 0;
         for (int i = w->depth - 1; i >= 0; i--) {
             if (stack[i].cls != EV_HOST_OP) continue;

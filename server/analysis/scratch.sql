@@ -52,6 +52,11 @@ CREATE TABLE scratch.tlb(track INT, data BLOB);
 -- The idle gaps of every device (idle.c): cls 1 host wait, 2 kernel wait (0, other, is
 -- summed at once); track and lts are the launch's thread and start, corr its correlation.
 CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+-- Host ranges the step breakdown reads (steps.c): role 0 DataLoader ranges, 1 the outermost
+-- other ranges of each thread.
+CREATE TABLE scratch.hspan(role INT, ts REAL, te REAL);
+-- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).
+CREATE TABLE scratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
 -- CPU-only traces: every labelled piece of every thread, by category (idle.c CSEG_*).
 CREATE TABLE scratch.cseg(cat INT, name INT, s REAL, e REAL);
 -- The wall time categories took so far, in priority order (suspects.c).

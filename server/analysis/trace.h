@@ -33,7 +33,7 @@ static inline int host_before(double ts, double te, double ts2, double te2) {
 typedef struct hrec {
     double ts, te, dur;   /* te = ts + dur; dur as in the trace */
     long long bytes;      /* EV_MEMORY: args Bytes */
-    long long corr;       /* EV_HOST_RT: its correlation id, when has_corr */
+    long long corr;       /* EV_HOST_RT: its correlation id, when has_corr; EV_MEMORY: its device (args Device Id) */
     long long seq;        /* the event's place among the analysed ones (scratch.ev.seq's numbering): file order across tracks */
     int32_t kind, name, shapes; /* string ids; shapes -1: none */
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */

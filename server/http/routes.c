@@ -264,6 +264,26 @@ static int h_suspects(app *a, http_req *rq, http_reply *out) {
     return t ? http_text(out, 200, "text/plain; charset=utf-8", t, len) : http_error(out, ERR_NOMEM, "out of memory");
 }
 
+static int h_steps(app *a, http_req *rq, http_reply *out) {
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_steps(db_, rq->id, &body));
+    if (rc_) return db_fail(out, rc_, rq->id);
+    static const char *const cols[] = {"name", "start_us", "dur_us", "kernel_us", "memcpy_us", "memset_us", "communication_us",
+                                       "runtime_us", "data_loading_us", "cpu_exec_us", "other_us", NULL};
+    return text_or_csv(rq, out, body, "steps", cols);
+}
+
+static int h_memory(app *a, http_req *rq, http_reply *out) {
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_memory(db_, rq->id, &body));
+    if (rc_) return db_fail(out, rc_, rq->id);
+    static const char *const cols[] = {"name", "kind", "calls", "self_cuda_memory_usage_bytes", "cuda_memory_usage_bytes",
+                                       "self_cpu_memory_usage_bytes", "cpu_memory_usage_bytes", NULL};
+    return text_or_csv(rq, out, body, "top_operators", cols);
+}
+
 /* PUT {"lines":{"next_experiment":"..."}}: any subset; null or "" restores the draft. */
 static int h_report_put(app *a, http_req *rq, http_reply *out) {
     json_error_t je;
@@ -525,6 +545,8 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/report", h_report, CACHE_SESSION},
     {"PUT", "/api/v1/sessions/{id}/report", h_report_put, CACHE_NO},
     {"GET", "/api/v1/sessions/{id}/suspects", h_suspects, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/steps", h_steps, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/memory", h_memory, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
     {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},

@@ -363,7 +363,9 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     if (rc) return w_fail(l, rc, "out of memory");
     if (s && (rc = insert_ev(l, e, cls, kind_id, name_id, tr, ti, ts, dur))) return rc;
     if (!host) return 0;
-    hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, e->has_corr ? e->corr : 0, l->t.analysed,
+    /* corr: a memory event has none; it carries its device there (trace.h) */
+    long long corr = cls == EV_MEMORY ? (e->has_device ? e->device : 0) : e->has_corr ? e->corr : 0;
+    hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, corr, l->t.analysed,
               (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
               (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
     if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");

@@ -420,7 +420,7 @@ static enum field event_key(const unsigned char *k, size_t n) {
 }
 static enum field args_key(const unsigned char *k, size_t n) {
     K("correlation", A_CORR); K("External id", A_EXT); K("external id", A_EXT);
-    K("device", A_DEVICE); K("stream", A_STREAM); K("Bytes", A_BYTES); K("bytes", A_BYTES);
+    K("device", A_DEVICE); K("Device Id", A_DEVICE); K("stream", A_STREAM); K("Bytes", A_BYTES); K("bytes", A_BYTES);
     K("Device Type", A_DEVTYPE); K("registers per thread", A_REGS); K("shared memory", A_SMEM);
     K("Input Dims", A_SHAPES); K("grid", A_GRID); K("block", A_BLOCK);
     return F_NONE;

@@ -52,13 +52,22 @@ static int grow_slots(intern *t) {
     return 0;
 }
 
-long intern_id(intern *t, const char *s, size_t len) {
+/* The slot of s: the one holding it, or the empty one where it would go. */
+static size_t probe(const intern *t, const char *s, size_t len) {
     size_t i = hash(s, len) & (t->nslots - 1);
     while (t->slots[i] != -1) {
         long id = t->slots[i];
-        if (t->keys[id].len == len && !memcmp(t->keys[id].s, s, len)) return id;
+        if (t->keys[id].len == len && !memcmp(t->keys[id].s, s, len)) return i;
         i = (i + 1) & (t->nslots - 1);
     }
+    return i;
+}
+
+long intern_lookup(const intern *t, const char *s, size_t len) { return t->slots[probe(t, s, len)]; }
+
+long intern_id(intern *t, const char *s, size_t len) {
+    size_t i = probe(t, s, len);
+    if (t->slots[i] != -1) return t->slots[i];
     if (VEC_RESERVE(t->keys, t->cap, t->n + 1, 256)) return -1;
     char *copy = malloc(len + 1);
     if (!copy) return -1;

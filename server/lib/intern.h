@@ -11,6 +11,8 @@ typedef struct intern intern;
 intern *intern_new(void);
 /* Id of s (len bytes), adding it if new; -1 on allocation failure. */
 long intern_id(intern *t, const char *s, size_t len);
+/* Id of s when it was interned, -1 otherwise (nothing is added). */
+long intern_lookup(const intern *t, const char *s, size_t len);
 const char *intern_str(const intern *t, long id); /* borrowed; NULL if out of range */
 size_t intern_count(const intern *t);
 void intern_free(intern *t);

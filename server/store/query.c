@@ -509,6 +509,51 @@ int query_suspects(sqlite3 *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
+int query_steps(sqlite3 *db, long long id, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 1, &doc);
+    if (rc) return rc;
+    json_t *b = json_object_get(doc, "breakdown");
+    *out = json_is_object(b) ? json_deep_copy(b)
+                             : json_pack("{s:[ssssssss],s:[],s:n,s:[]}", "roles", "kernel", "memcpy", "memset", "communication", "runtime",
+                                         "data_loading", "cpu_exec", "other", "steps", "mean", "phases");
+    if (*out) json_object_set_new(*out, "session_id", json_integer(id));
+    json_decref(doc);
+    return *out ? 0 : ERR_NOMEM;
+}
+
+int query_memory(sqlite3 *db, long long id, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 1, &doc);
+    if (rc) return rc;
+    json_t *m = json_object_get(doc, "memory");
+    *out = json_is_object(m) ? json_deep_copy(m) : json_pack("{s:[]}", "devices");
+    json_decref(doc);
+    if (!*out) return ERR_NOMEM;
+    /* the operators that allocate: key_averages' memory columns, self first */
+    json_t *ops = json_array();
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators"
+                               " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)"
+                               " ORDER BY self_cuda_mem + self_cpu_mem DESC, name LIMIT 20", -1, &s, NULL) != SQLITE_OK)
+        rc = ERR_DB;
+    if (!rc) {
+        sqlite3_bind_int64(s, 1, id);
+        int st;
+        while ((st = sqlite3_step(s)) == SQLITE_ROW)
+            json_array_append_new(ops, json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls",
+                                                 sqlite3_column_int64(s, 2), "self_cuda_memory_usage_bytes", sqlite3_column_int64(s, 3),
+                                                 "cuda_memory_usage_bytes", sqlite3_column_int64(s, 4), "self_cpu_memory_usage_bytes",
+                                                 sqlite3_column_int64(s, 5), "cpu_memory_usage_bytes", sqlite3_column_int64(s, 6)));
+        if (st != SQLITE_DONE) rc = ERR_DB;
+    }
+    sqlite3_finalize(s);
+    json_object_set_new(*out, "top_operators", ops);
+    json_object_set_new(*out, "session_id", json_integer(id));
+    if (rc) json_decref(*out);
+    return rc;
+}
+
 /* ---- compare ---- */
 
 static json_t *load_side(sqlite3 *db, long long id, int phases) {

@@ -36,6 +36,11 @@ int query_report(sqlite3 *db, long long id, json_t **out);
 /* The suspect list computed at ingest (analysis/suspects.c); a session stored before it
  * existed answers {"computed": false, "suspects": []}. */
 int query_suspects(sqlite3 *db, long long id, json_t **out);
+/* Where each step's (and each CPU phase's) time goes, by role (analysis/steps.c): empty
+ * lists for a session without steps or record_function ranges. */
+int query_steps(sqlite3 *db, long long id, json_t **out);
+/* Allocated memory over time per device (analysis/memory.c) and the operators that allocate. */
+int query_memory(sqlite3 *db, long long id, json_t **out);
 int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
 int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
 

@@ -274,7 +274,23 @@ def oracle_numbers(res):
     return {"wall_us": r["wall_us"], "healthy": r["healthy"], "gpu": r["gpu"], "steps": r["steps"],
             "top": None if top is None else {"category": top["category"], "culprit": top["culprit"][:120],
                                              "at_stake_fraction": top["at_stake_fraction"]},
-            "suspects": [[x["category"], x["culprit"][:80], x["at_stake_fraction"]] for x in res["suspects"]]}
+            "suspects": [[x["category"], x["culprit"][:80], x["at_stake_fraction"]] for x in res["suspects"]],
+            "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None}
+
+
+def check_steps(c, reply):
+    """/steps against the oracle's tb-profiler breakdown (mean per step, per role)."""
+    want = (c.get("numbers") or {}).get("steps_breakdown_mean")
+    if not want:
+        return []
+    got = reply.get("mean") or {}
+    e = []
+    tol = 0.01 * max(1.0, sum(want.values())) + 1.0
+    for role, us in want.items():
+        g = got.get(role + "_us")
+        if g is None or abs(g - us) > tol:
+            e.append("/steps mean %s %r, oracle %.3f" % (role, g, us))
+    return e[:4]
 
 
 def per_call_regressions(a, b, rel=0.1, abs_us=1.0):
@@ -433,6 +449,8 @@ def run_server(doc, gendir, binpath, only):
                 e += check_phases(c, json.loads(body).get("phases", []))
             else:
                 e.append("GET /phases -> %d" % st)
+            st, _, body = srv.get("/api/v1/sessions/%d/steps" % sid)
+            e += check_steps(c, json.loads(body)) if st == 200 else ["GET /steps -> %d" % st]
             need_ops = c.get("expect", {}).get("operators") or "key_averages" in c
             if need_ops:
                 st, _, body = srv.get("/api/v1/sessions/%d/operators?limit=10000&sort=cpu_time_total" % sid)

@@ -1,0 +1,267 @@
+/* steps.c: where each step's time goes, as torch-tb-profiler's overview splits it
+ * (issue 19, item 4; definitions: tests/triage/oracle.py tb_steps).
+ *
+ * Each step (ProfilerStep#N) is a span on the host moved to the device side: it starts where
+ * the previous one ended (or at its host start, the later) and ends at its host end or at the
+ * end of the last GPU work launched by a runtime call wholly inside it, the later. Each span
+ * is split, in priority order, into roles: kernel, memcpy, memset, communication (collective
+ * kernels), runtime (CUDA runtime/driver calls), data_loading (DataLoader ranges), cpu_exec
+ * (any other host range), other (none of them). A role takes the part of the span covered by
+ * any of its intervals (any thread, any device) that the roles before it left. The CPU
+ * phases (record_function names other than steps, the 8 longest) are split the same way over
+ * the union of their instances, host spans as they are.
+ *
+ * Owns scratch.hspan (host ranges the walk records: DataLoader ranges, and the outermost
+ * other ranges of each thread) and the "breakdown" document (GET /sessions/{id}/steps).
+ * Memory: one interval per role at a time (the unions are read merged, in start order). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an.h"
+#include "lib/err.h"
+#include "lib/vec.h"
+
+enum { R_KERNEL, R_MEMCPY, R_MEMSET, R_COMM, R_RUNTIME, R_DATA, R_CPU, R_OTHER, R_N };
+static const char *const role_keys[R_N] = {"kernel_us", "memcpy_us", "memset_us", "communication_us", "runtime_us",
+                                           "data_loading_us", "cpu_exec_us", "other_us"};
+static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "communication", "runtime", "data_loading",
+                                            "cpu_exec", "other"};
+
+/* ---- what the walk records ---- */
+
+int an_step_span(A *a, int role, double ts, double te) {
+    steps_state *s = a->steps_st;
+    if (!s->ins && !(s->ins = an_prep(a, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)"))) return ERR_DB;
+    sqlite3_bind_int(s->ins, 1, role);
+    sqlite3_bind_double(s->ins, 2, ts);
+    sqlite3_bind_double(s->ins, 3, te);
+    int rc = sqlite3_step(s->ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(s->ins);
+    return rc;
+}
+
+/* ---- role streams ---- */
+
+/* One role's intervals read merged: cur = [s, e) the current union interval. */
+typedef struct role_stream {
+    sqlite3_stmt *q;
+    int has_row, on;          /* a pending row; cur is valid */
+    double ps, pe, s, e;
+} role_stream;
+
+static void rs_next(role_stream *r) {
+    r->on = r->has_row;
+    if (!r->on) return;
+    r->s = r->ps;
+    r->e = r->pe;
+    while ((r->has_row = sqlite3_step(r->q) == SQLITE_ROW)) {
+        double ns = sqlite3_column_double(r->q, 0), ne = sqlite3_column_double(r->q, 1);
+        if (ns > r->e) { r->ps = ns; r->pe = ne; return; }
+        if (ne > r->e) r->e = ne;
+    }
+}
+
+static void rs_start(role_stream *r) {
+    sqlite3_reset(r->q);
+    r->has_row = sqlite3_step(r->q) == SQLITE_ROW;
+    if (r->has_row) { r->ps = sqlite3_column_double(r->q, 0); r->pe = sqlite3_column_double(r->q, 1); }
+    rs_next(r);
+}
+
+static int open_streams(A *a, role_stream *rs) {
+    static const char *const sql[R_CPU + 1] = {
+        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) = 0 ORDER BY ts",
+        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
+        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
+        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) != 0 ORDER BY ts",
+        "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts",
+        "SELECT ts, te FROM scratch.hspan WHERE role = 0 ORDER BY ts",
+        "SELECT ts, te FROM scratch.hspan WHERE role = 1 ORDER BY ts",
+    };
+    long kinds[R_CPU + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind, -1, -1, -1};
+    for (int r = 0; r <= R_CPU; r++) {
+        if (!(rs[r].q = an_prep(a, sql[r]))) return ERR_DB;
+        if (kinds[r] >= 0) sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
+        if (r == R_KERNEL || r == R_COMM) sqlite3_bind_int(rs[r].q, 2, NF_COMM_KERNEL);
+    }
+    return 0;
+}
+
+/* Splits the disjoint spans sp[0..n) (start order) into roles: acc[i][role] += us. One sweep
+ * over every role's union: between two boundaries the owner is the first role inside. */
+static void sweep(role_stream *rs, const step *sp, size_t n, double (*acc)[R_N]) {
+    for (int r = 0; r <= R_CPU; r++) rs_start(&rs[r]);
+    size_t i = 0;
+    double t = n ? sp[0].ts : 0;
+    while (i < n) {
+        if (t < sp[i].ts) t = sp[i].ts;
+        if (t >= sp[i].te) { i++; continue; }
+        int owner = R_OTHER;
+        double next = sp[i].te;
+        for (int r = 0; r <= R_CPU; r++) {
+            while (rs[r].on && rs[r].e <= t) rs_next(&rs[r]);
+            if (!rs[r].on) continue;
+            if (rs[r].s <= t) {
+                if (owner == R_OTHER) owner = r;
+                if (rs[r].e < next) next = rs[r].e; /* the role leaves here */
+            } else if (rs[r].s < next) {
+                next = rs[r].s;                       /* the role enters here */
+            }
+        }
+        acc[i][owner] += next - t;
+        t = next;
+    }
+}
+
+static json_t *roles_json(const double *acc) {
+    json_t *o = json_object();
+    for (int r = 0; r < R_N; r++) json_object_set_new(o, role_keys[r], json_real(acc[r]));
+    return o;
+}
+
+/* The steps moved to the device side (file comment); *kept: how many count. Like
+ * tb-profiler, trailing steps that launched no GPU work are dropped, and the last one when
+ * it launched less than 80% of what the one before did (a profile window cut mid-step). */
+static int device_spans(A *a, step *sp, size_t *kept) {
+    sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.te), COUNT(g.corr) FROM scratch.ev r JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
+                                 " WHERE r.cls = 1 AND r.ts >= ?1 AND r.te <= ?2");
+    long long *launched = calloc(a->nsteps + 1, sizeof *launched);
+    if (!q || !launched) {
+        sqlite3_finalize(q);
+        free(launched);
+        return q ? ERR_NOMEM : ERR_DB;
+    }
+    double prev = -INFINITY;
+    for (size_t i = 0; i < a->nsteps; i++) {
+        sqlite3_bind_double(q, 1, sp[i].ts);
+        sqlite3_bind_double(q, 2, sp[i].te);
+        double dev = -INFINITY;
+        if (sqlite3_step(q) == SQLITE_ROW) {
+            if (sqlite3_column_type(q, 0) != SQLITE_NULL) dev = sqlite3_column_double(q, 0);
+            launched[i] = sqlite3_column_int64(q, 1);
+        }
+        sqlite3_reset(q);
+        double s = sp[i].ts > prev ? sp[i].ts : prev, e = sp[i].te > dev ? sp[i].te : dev;
+        sp[i].ts = s;
+        sp[i].te = e > s ? e : s;
+        prev = sp[i].te;
+    }
+    sqlite3_finalize(q);
+    size_t last = a->nsteps;
+    while (last > 0 && launched[last - 1] <= 0) last--;
+    *kept = a->nsteps;
+    if (a->nsteps > 1 && last > 0) *kept = last > 1 && launched[last - 2] * 0.8 > (double)launched[last - 1] ? last - 1 : last;
+    free(launched);
+    return 0;
+}
+
+static int by_ts(const void *x, const void *y) {
+    const step *p = x, *q = y;
+    return p->ts < q->ts ? -1 : p->ts > q->ts;
+}
+
+/* One phase: the union of its instances as disjoint spans, split into roles. */
+static json_t *phase_breakdown(A *a, role_stream *rs, sqlite3_stmt *inst, const phase *p) {
+    step *u = NULL;
+    size_t n = 0, cap = 0;
+    sqlite3_bind_int64(inst, 1, p->name);
+    while (sqlite3_step(inst) == SQLITE_ROW) {
+        double s = sqlite3_column_double(inst, 0), e = sqlite3_column_double(inst, 1);
+        if (n && s <= u[n - 1].te) {
+            if (e > u[n - 1].te) u[n - 1].te = e;
+            continue;
+        }
+        if (VEC_RESERVE(u, cap, n + 1, 16)) break;
+        u[n++] = (step){s, e, e - s, -1};
+    }
+    sqlite3_reset(inst);
+    double acc[1][R_N] = {{0}}, (*per)[R_N] = calloc(n ? n : 1, sizeof *per);
+    json_t *o = NULL;
+    if (per) {
+        sweep(rs, u, n, per);
+        for (size_t i = 0; i < n; i++)
+            for (int r = 0; r < R_N; r++) acc[0][r] += per[i][r];
+        o = roles_json(acc[0]);
+        json_object_set_new(o, "name", json_string(an_str(a, p->name)));
+        json_object_set_new(o, "count", json_integer((json_int_t)p->count));
+        json_object_set_new(o, "dur_us", json_real(p->total));
+    }
+    free(per);
+    free(u);
+    return o;
+}
+
+/* The CPU phases (steps aside), the PHASES_MAX longest by total time. */
+#define PHASES_MAX 8
+static json_t *phases_doc(A *a, role_stream *rs) {
+    json_t *arr = json_array();
+    sqlite3_stmt *inst = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 0 AND kind = ?2 AND name = ?1 ORDER BY ts");
+    if (!inst) return arr;
+    sqlite3_bind_int64(inst, 2, a->ua_kind);
+    int used[PHASES_MAX];
+    for (int k = 0; k < PHASES_MAX; k++) {
+        int best = -1;
+        for (size_t i = 0; i < a->nphases; i++) {
+            const phase *p = &a->phases[i];
+            int dup = 0;
+            for (int j = 0; j < k; j++) dup |= used[j] == (int)i;
+            if (dup || p->gpu || p->name == a->step_name) continue;
+            if (best < 0 || p->total > a->phases[best].total) best = (int)i;
+        }
+        if (best < 0) break;
+        used[k] = best;
+        json_t *o = phase_breakdown(a, rs, inst, &a->phases[best]);
+        if (o) json_array_append_new(arr, o);
+    }
+    sqlite3_finalize(inst);
+    return arr;
+}
+
+int an_steps_doc(A *a, json_t **out) {
+    *out = NULL;
+    role_stream rs[R_CPU + 1];
+    memset(rs, 0, sizeof rs);
+    step *sp = a->nsteps ? malloc(a->nsteps * sizeof *sp) : NULL;
+    double (*acc)[R_N] = a->nsteps ? calloc(a->nsteps, sizeof *acc) : NULL;
+    int rc = a->nsteps && (!sp || !acc) ? ERR_NOMEM : 0;
+    size_t n = 0;
+    if (!rc && a->nsteps) {
+        memcpy(sp, a->steps, a->nsteps * sizeof *sp);
+        qsort(sp, a->nsteps, sizeof *sp, by_ts);
+        rc = device_spans(a, sp, &n);
+    }
+    if (!rc) rc = an_run(a, "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1; CREATE INDEX scratch.hspan_role ON hspan(role, ts);");
+    if (!rc) rc = open_streams(a, rs);
+    json_t *roles = json_array(), *steps = json_array(), *mean = NULL, *phases = NULL;
+    for (int r = 0; r < R_N; r++) json_array_append_new(roles, json_string(role_names[r]));
+    if (!rc) {
+        sweep(rs, sp, n, acc);
+        double sum[R_N] = {0};
+        for (size_t i = 0; i < n; i++) {
+            json_t *o = roles_json(acc[i]);
+            json_object_set_new(o, "name", json_string(an_str(a, sp[i].name)));
+            json_object_set_new(o, "start_us", json_real(sp[i].ts));
+            json_object_set_new(o, "dur_us", json_real(sp[i].te - sp[i].ts));
+            json_array_append_new(steps, o);
+            for (int r = 0; r < R_N; r++) sum[r] += acc[i][r] / (double)n;
+        }
+        mean = n ? roles_json(sum) : json_null();
+        phases = phases_doc(a, rs);
+        *out = json_pack("{s:o,s:o,s:o,s:o,s:I}", "roles", roles, "steps", steps, "mean", mean, "phases", phases, "dropped_steps",
+                         (json_int_t)(a->nsteps - n));
+        if (!*out) rc = ERR_NOMEM;
+    } else {
+        json_decref(roles);
+        json_decref(steps);
+    }
+    for (int r = 0; r <= R_CPU; r++) sqlite3_finalize(rs[r].q);
+    free(sp);
+    free(acc);
+    return rc;
+}
+
+void an_steps_free(A *a) {
+    if (a->steps_st) sqlite3_finalize(a->steps_st->ins);
+}
