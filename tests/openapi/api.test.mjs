@@ -392,6 +392,32 @@ test('GET /api/v1/sessions/{id}/gpu', async () => {
   await call('POST', `/api/v1/sessions/${ids.base}/gpu`, {}, 405);
 });
 
+test('GET /api/v1/sessions/{id}/suspects: JSON, text, csv; 404, 405', async () => {
+  for (const id of Object.values(ids)) {
+    const b = (await call('GET', `/api/v1/sessions/${id}/suspects`, {}, 200)).body;
+    assert.equal(b.computed, true);
+    for (let i = 1; i < b.suspects.length; i++) assert.ok(b.suspects[i - 1].at_stake_us >= b.suspects[i].at_stake_us);
+  }
+  const c = (await call('GET', `/api/v1/sessions/${ids.cpuOnly}/suspects`, {}, 200)).body;
+  assert.equal(c.gpu, null);
+  const P = `/api/v1/sessions/${ids.simpleAdd}/suspects`;
+  assert.match((await call('GET', `${P}?format=text`, {}, 200)).body, /^healthy: (yes|no); wall /);
+  await call('GET', `${P}?format=csv`, {}, 200);
+  await expectError('GET', '/api/v1/sessions/999999/suspects', {}, 404, 'not_found');
+  await call('POST', P, {}, 405);
+});
+
+test('GET /api/v1/sessions/{id}/steps and /memory: JSON, text, csv; 404, 405', async () => {
+  for (const what of ['steps', 'memory']) {
+    for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/${what}`, {}, 200);
+    const P = `/api/v1/sessions/${ids.simpleAdd}/${what}`;
+    await call('GET', `${P}?format=text`, {}, 200);
+    await call('GET', `${P}?format=csv`, {}, 200);
+    await expectError('GET', `/api/v1/sessions/999999/${what}`, {}, 404, 'not_found');
+    await call('DELETE', P, {}, 405);
+  }
+});
+
 // ---------------------------------------------------------------- report
 
 const TITLES = ['Workload', 'Hardware', 'Top CUDA time', 'Top CPU / orchestration cost', 'Next experiment'];
