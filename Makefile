@@ -99,6 +99,7 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-unit
 	@$(MAKE) --no-print-directory test-collector
 	@$(MAKE) --no-print-directory test-integration
+	@$(MAKE) --no-print-directory test-triage
 	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-reliability
 	@$(MAKE) --no-print-directory test-fuzz
@@ -114,6 +115,8 @@ test-openapi: server
 test-browser: server
 	@tests/browser/run.sh $(SERVER)
 
+# The suspect list against labelled traces with known causes (tests/triage/README.md): generated
+# cases, the tb_plugin ResNet50 samples, HTA traces, real torch recordings; oracle.py's numbers.
 test-triage: server
 	@python3 tests/triage/run.py $(SERVER)
 

@@ -473,6 +473,89 @@ static void test_ingest_unknown_categories_kept(void **state) {
     json_decref(sj);
 }
 
+
+/* torch's EventList._remove_dup_nodes (issue 19): an op whose same-named parent has it as its
+ * only child is merged into the parent, repeatedly; a parent with two children keeps both. */
+static void test_analyze_same_name_merge(void **state) {
+    (void)state;
+    long long id;
+    /* S [0,100] > S [10,90] > S [20,80] (a chain: one call), then T [200,300] with two T children. */
+    const char *t = "{\"traceEvents\":[" X("S", "cpu_op", 1, 0, 100, "") "," X("S", "cpu_op", 1, 10, 80, "") ","
+                    X("S", "cpu_op", 1, 20, 60, "") "," X("T", "cpu_op", 1, 200, 100, "") "," X("T", "cpu_op", 1, 210, 10, "") ","
+                    X("T", "cpu_op", 1, 230, 10, "") "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_int_equal((int)f(row(r, "S"), "calls"), 1);
+    assert_true(fabs(f(row(r, "S"), "cpu_time_total_us") - 100) < 1e-9);
+    assert_true(fabs(f(row(r, "S"), "self_cpu_time_total_us") - 100) < 1e-9); /* the chain's self time is the outer's */
+    assert_int_equal((int)f(row(r, "T"), "calls"), 3);
+    assert_true(fabs(f(row(r, "T"), "self_cpu_time_total_us") - 100) < 1e-9);
+    json_decref(r);
+}
+
+/* ProfilerStep#N is one ProfilerStep* row (torch's table), and a 2021-schema Operator event
+ * with '#' in its name is a record_function range: a phase, not a cpu_op (issue 19). */
+static void test_analyze_steps_folded_and_2021_ranges(void **state) {
+    (void)state;
+    long long id;
+    const char *t = "{\"traceEvents\":[" X("ProfilerStep#5", "Operator", 1, 0, 100, "") "," X("aten::mm", "Operator", 1, 10, 20, "") ","
+                    X("ProfilerStep#6", "Operator", 1, 100, 50, "") "," X("## forward ##", "Operator", 1, 110, 20, "") "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_int_equal((int)f(row(r, "ProfilerStep*"), "calls"), 2);
+    assert_string_equal(json_string_value(json_object_get(row(r, "ProfilerStep*"), "kind")), "user_annotation");
+    assert_string_equal(json_string_value(json_object_get(row(r, "## forward ##"), "kind")), "user_annotation");
+    assert_string_equal(json_string_value(json_object_get(row(r, "aten::mm"), "kind")), "cpu_op");
+    json_decref(r);
+    sqlite3 *db = store_get(st);
+    json_t *ph = NULL, *sus = NULL;
+    assert_int_equal(query_phases(db, id, &ph), 0);
+    assert_int_equal(query_suspects(db, id, &sus), 0);
+    store_put(st, db);
+    int steps = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(ph, "phases"), i, p)
+        if (!strcmp(json_string_value(json_object_get(p, "name")), "ProfilerStep*")) steps = (int)json_integer_value(json_object_get(p, "count"));
+    assert_int_equal(steps, 2);
+    json_t *s = json_object_get(sus, "steps");
+    assert_int_equal((int)json_integer_value(json_object_get(s, "count")), 2);
+    assert_true(fabs(json_number_value(json_object_get(s, "mean_us")) - 75) < 1e-9);
+    assert_true(fabs(json_number_value(json_object_get(s, "p90_us")) - 100) < 1e-9); /* nearest rank: sorted[ceil(0.9 * 2) - 1] */
+    json_decref(ph);
+    json_decref(sus);
+}
+
+/* A gap while the launching thread runs Python is python_overhead, culprit the
+ * python_function (issue 19: python_function events were never looked at). */
+static void test_analyze_idle_labelled_by_python(void **state) {
+    (void)state;
+    long long id;
+    /* launches at 0 and 1000; between them the thread is in sample() for 900 us: the GPU
+     * idles from 30 (first kernel's end) to 1002 (second kernel's start) */
+    const char *t = "{\"traceEvents\":[" X("aten::mm", "cpu_op", 1, 0, 10, "") "," X("cudaLaunchKernel", "cuda_runtime", 1, 1, 2, "\"correlation\":1") ","
+                    X("sample", "python_function", 1, 50, 900, "") "," X("aten::mm", "cpu_op", 1, 1000, 10, "") ","
+                    X("cudaLaunchKernel", "cuda_runtime", 1, 1001, 2, "\"correlation\":2") ","
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":25,\"args\":{\"correlation\":1,\"device\":0,\"stream\":7}},"
+                    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1002,\"dur\":25,\"args\":{\"correlation\":2,\"device\":0,\"stream\":7}}]}";
+    assert_int_equal(import(t, &id), 0);
+    sqlite3 *db = store_get(st);
+    json_t *sus = NULL;
+    assert_int_equal(query_suspects(db, id, &sus), 0);
+    store_put(st, db);
+    json_t *top = json_array_get(json_object_get(sus, "suspects"), 0);
+    assert_non_null(top);
+    assert_string_equal(json_string_value(json_object_get(top, "category")), "python_overhead");
+    assert_string_equal(json_string_value(json_object_get(top, "culprit")), "sample");
+    /* [30, 50] and [950, 1000] untraced and [50, 950] in sample() are Python's (970 us); the
+     * 2 us in the second aten::mm are that op's */
+    assert_true(fabs(json_number_value(json_object_get(top, "at_stake_us")) - 970) < 1e-6);
+    json_t *c0 = json_array_get(json_object_get(json_object_get(top, "evidence"), "top_contributors"), 0);
+    assert_string_equal(json_string_value(json_object_get(c0, "name")), "sample");
+    assert_true(fabs(json_number_value(json_object_get(c0, "us")) - 900) < 1e-6);
+    json_decref(sus);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_nesting_self_time),
@@ -490,6 +573,9 @@ int main(void) {
         cmocka_unit_test(test_ingest_gzip_in_pieces_and_truncated),
         cmocka_unit_test(test_ingest_bad_input_codes),
         cmocka_unit_test(test_ingest_unknown_categories_kept),
+        cmocka_unit_test(test_analyze_same_name_merge),
+        cmocka_unit_test(test_analyze_steps_folded_and_2021_ranges),
+        cmocka_unit_test(test_analyze_idle_labelled_by_python),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
