@@ -21,6 +21,7 @@
 #include "store/backup.h"
 #include "store/download.h"
 #include "store/history.h"
+#include "store/jobs.h"
 #include "store/query.h"
 
 typedef int (*handler)(app *a, http_req *rq, http_reply *out);
@@ -282,6 +283,57 @@ static int h_memory(app *a, http_req *rq, http_reply *out) {
     static const char *const cols[] = {"name", "kind", "calls", "self_cuda_memory_usage_bytes", "cuda_memory_usage_bytes",
                                        "self_cpu_memory_usage_bytes", "cpu_memory_usage_bytes", NULL};
     return text_or_csv(rq, out, body, "top_operators", cols);
+}
+
+/* ---- jobs: sessions that share a job label (jobs.h) ---- */
+
+static int h_jobs(app *a, http_req *rq, http_reply *out) {
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, jobs_list(db_, &body));
+    if (rc_) return db_fail(out, rc_, 0);
+    static const char *const cols[] = {"job", "sessions", "ranks", "newest_session_id", NULL};
+    return text_or_csv(rq, out, body, "jobs", cols);
+}
+
+/* The ranks of a job as flat rows, for text and CSV (nested objects do not fit a cell). */
+static json_t *job_rows(const json_t *job) {
+    json_t *rows = json_array(), *r;
+    const json_t *strag = json_object_get(job, "straggler");
+    size_t i;
+    json_array_foreach(json_object_get(job, "ranks"), i, r) {
+        const json_t *st = json_object_get(r, "steps"), *top = json_object_get(r, "top_suspect"), *c = json_object_get(r, "communication");
+        json_t *o = json_pack("{s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:b}", "rank", json_object_get(r, "rank"), "session_id",
+                              json_object_get(r, "session_id"), "name", json_object_get(r, "name"), "step_range", json_object_get(st, "range"),
+                              "steps", json_object_get(st, "count"), "step_mean_us", json_object_get(st, "mean_us"), "gpu_idle_fraction",
+                              json_object_get(r, "gpu_idle_fraction"), "top_suspect", json_object_get(top, "category"), "top_culprit",
+                              json_object_get(top, "culprit"), "comm_at_stake_us", json_object_get(c, "at_stake_us"), "comm_overlap_us",
+                              json_object_get(c, "overlap_us"), "straggler",
+                              json_is_object(strag) && json_equal(json_object_get(strag, "session_id"), json_object_get(r, "session_id")));
+        json_array_append_new(rows, o);
+    }
+    return json_pack("{s:o}", "rows", rows);
+}
+
+static int h_job(app *a, http_req *rq, http_reply *out) {
+    const char *job = rq->path + strlen("/api/v1/jobs/");
+    size_t n = strcspn(job, "/");
+    char name[HTTP_TEXT_MAX + 1];
+    if (!n || n > HTTP_TEXT_MAX || !fp_utf8_valid(job, n))
+        return http_error(out, ERR_PARAM, "a job is 1 to %d bytes of UTF-8 (the value of its sessions' job label)", HTTP_TEXT_MAX);
+    snprintf(name, sizeof name, "%.*s", (int)n, job);
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, jobs_get(db_, name, &body));
+    if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session carries the label job:%s", name);
+    if (rc_) return db_fail(out, rc_, 0);
+    const char *f = http_query(rq, "format");
+    if (!(f && !strcmp(f, "csv")) && !http_wants_text(rq)) return http_json(out, 200, body);
+    static const char *const cols[] = {"rank", "session_id", "name", "step_range", "steps", "step_mean_us", "gpu_idle_fraction",
+                                       "top_suspect", "top_culprit", "comm_at_stake_us", "comm_overlap_us", "straggler", NULL};
+    json_t *flat = job_rows(body);
+    json_decref(body);
+    return text_or_csv(rq, out, flat, "rows", cols);
 }
 
 /* PUT {"lines":{"next_experiment":"..."}}: any subset; null or "" restores the draft. */
@@ -556,6 +608,8 @@ static const route routes[] = {
     {"PUT", "/api/v1/baselines/{name}", h_baseline_put, CACHE_NO},
     {"DELETE", "/api/v1/baselines/{name}", h_baseline_delete, CACHE_NO},
     {"GET", "/api/v1/trends", h_trends, CACHE_NO},
+    {"GET", "/api/v1/jobs", h_jobs, CACHE_LIST},
+    {"GET", "/api/v1/jobs/{name}", h_job, CACHE_LIST},
     {"GET", "/metrics", h_metrics, CACHE_NO},
     {"POST", "/api/v1/admin/backup", h_backup, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},

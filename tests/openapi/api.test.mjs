@@ -88,7 +88,7 @@ async function upload(name, path, opts) {
 }
 
 test('POST /api/v1/sessions: gzip sniffed from the magic bytes, with a name and labels', async () => {
-  const b = await upload('simpleAdd', '/api/v1/sessions?name=simple%20add&label=model:alexnet&label=run:1', { body: trace(FILES.simpleAdd) });
+  const b = await upload('simpleAdd', '/api/v1/sessions?name=simple%20add&label=model:alexnet&label=run:1&label=job:oa-job&label=rank:0', { body: trace(FILES.simpleAdd) });
   assert.ok(b.events > 1000);
 });
 
@@ -416,6 +416,18 @@ test('GET /api/v1/sessions/{id}/steps and /memory: JSON, text, csv; 404, 405', a
     await expectError('GET', `/api/v1/sessions/999999/${what}`, {}, 404, 'not_found');
     await call('DELETE', P, {}, 405);
   }
+});
+
+test('GET /api/v1/jobs and /api/v1/jobs/{name}: JSON, text, csv; 404, 405', async () => {
+  for (const f of ['', '?format=text', '?format=csv']) await call('GET', `/api/v1/jobs${f}`, {}, 200);
+  await call('POST', '/api/v1/jobs', {}, 405);
+  const jobs = (await call('GET', '/api/v1/jobs', {}, 200)).body.jobs;
+  assert.ok(jobs.length >= 1, 'a session uploaded with label job: exists');
+  const P = `/api/v1/jobs/${encodeURIComponent(jobs[0].job)}`;
+  for (const f of ['', '?format=text', '?format=csv']) await call('GET', `${P}${f}`, {}, 200);
+  await expectError('GET', '/api/v1/jobs/no-such-job', {}, 404, 'not_found');
+  await expectError('GET', `/api/v1/jobs/${'j'.repeat(600)}`, {}, 400, 'invalid_parameter');
+  await call('DELETE', P, {}, 405);
 });
 
 // ---------------------------------------------------------------- report

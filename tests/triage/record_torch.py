@@ -105,7 +105,7 @@ def record_python_overhead(outdir):
 
 # ---------------------------------------------------------------- (b) gloo collectives
 
-def gloo_worker(rank, port, outdir, steps):
+def gloo_worker(rank, port, outdir, steps, slow=1):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank, world_size=2)
     torch.manual_seed(rank)
@@ -119,7 +119,7 @@ def gloo_worker(rank, port, outdir, steps):
                     x = torch.randn(64, 128)
                     for _ in range(4):
                         x = torch.tanh(x @ w)
-                    if rank == 1:                   # the straggler: ~25 ms more compute
+                    if rank == slow:                # the straggler: ~25 ms more compute
                         with record_function("slow_rank_extra_work"):
                             y = torch.randn(128, 128)
                             for _ in range(40):
@@ -139,10 +139,10 @@ def free_port():
     return p
 
 
-def record_gloo(outdir, steps=6):
+def record_gloo(outdir, steps=6, slow=1):
     ctx = mp.get_context("spawn")
     port = free_port()
-    ps = [ctx.Process(target=gloo_worker, args=(r, port, outdir, steps)) for r in range(2)]
+    ps = [ctx.Process(target=gloo_worker, args=(r, port, outdir, steps, slow)) for r in range(2)]
     for p in ps:
         p.start()
     for p in ps:

@@ -1,0 +1,224 @@
+/* jobs.c: the ranks of a job side by side (jobs.h). Owns the SQL that reads a job's
+ * sessions; writes nothing. */
+#include "store/jobs.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/err.h"
+
+#define JOB_PHASES_MAX 10 /* phases compared across ranks */
+
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    return sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK ? s : NULL;
+}
+
+int jobs_list(sqlite3 *db, json_t **out) {
+    sqlite3_stmt *s = prep(db,
+        "SELECT l.value, COUNT(*), COUNT(DISTINCT r.value), MAX(l.session_id) FROM labels l"
+        " LEFT JOIN labels r ON r.session_id = l.session_id AND r.key = 'rank'"
+        " WHERE l.key = 'job' GROUP BY l.value ORDER BY MAX(l.session_id) DESC LIMIT ?1");
+    if (!s) return ERR_DB;
+    sqlite3_bind_int(s, 1, JOBS_LIST_MAX);
+    json_t *jobs = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW)
+        json_array_append_new(jobs, json_pack("{s:s,s:I,s:I,s:I}", "job", (const char *)sqlite3_column_text(s, 0), "sessions",
+                                              sqlite3_column_int64(s, 1), "ranks", sqlite3_column_int64(s, 2), "newest_session_id",
+                                              sqlite3_column_int64(s, 3)));
+    sqlite3_finalize(s);
+    if (st != SQLITE_DONE) {
+        json_decref(jobs);
+        return ERR_DB;
+    }
+    *out = json_pack("{s:o}", "jobs", jobs);
+    return 0;
+}
+
+static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
+
+/* A rank's steps when it has no ProfilerStep#N: its most repeated CPU range (>= 2). */
+static json_t *range_steps(sqlite3_stmt *ph, long long id) {
+    sqlite3_bind_int64(ph, 1, id);
+    json_t *o = json_null();
+    if (sqlite3_step(ph) == SQLITE_ROW) {
+        double n = sqlite3_column_double(ph, 1), total = sqlite3_column_double(ph, 2);
+        o = json_pack("{s:s,s:I,s:f,s:n}", "range", (const char *)sqlite3_column_text(ph, 0), "count", (json_int_t)n, "mean_us",
+                      n > 0 ? total / n : 0, "p90_us");
+    }
+    sqlite3_reset(ph);
+    return o;
+}
+
+/* The communication of a rank, from its suspect list: the collective time at stake and
+ * (GPU) the collective kernels' time and their overlap with other work. */
+static json_t *comm_of(const json_t *sus) {
+    const json_t *s;
+    size_t i;
+    json_array_foreach(json_object_get(sus, "suspects"), i, s)
+        if (!strcmp(json_string_value(json_object_get(s, "category")), "communication")) {
+            const json_t *ev = json_object_get(s, "evidence");
+            return json_pack("{s:f,s:o,s:o}", "at_stake_us", num(s, "at_stake_us"), "kernel_us",
+                             json_is_number(json_object_get(ev, "comm_kernel_us")) ? json_real(num(ev, "comm_kernel_us")) : json_null(),
+                             "overlap_us", json_is_number(json_object_get(ev, "overlap_us")) ? json_real(num(ev, "overlap_us")) : json_null());
+        }
+    return json_null();
+}
+
+/* One rank's row from its session row (id, name, rank, world_size, summary, report). */
+static json_t *rank_row(sqlite3_stmt *s, sqlite3_stmt *ph) {
+    long long id = sqlite3_column_int64(s, 0);
+    json_error_t e;
+    const char *sum_t = (const char *)sqlite3_column_text(s, 4), *rep_t = (const char *)sqlite3_column_text(s, 5);
+    json_t *summary = sum_t ? json_loads(sum_t, 0, &e) : NULL, *report = rep_t ? json_loads(rep_t, 0, &e) : NULL;
+    const json_t *sus = json_object_get(report, "suspects"), *steps = json_object_get(sus, "steps");
+    json_t *st = json_is_object(steps) ? json_pack("{s:s,s:O,s:O,s:O}", "range", "ProfilerStep*", "count", json_object_get(steps, "count"),
+                                                   "mean_us", json_object_get(steps, "mean_us"), "p90_us", json_object_get(steps, "p90_us"))
+                                       : range_steps(ph, id);
+    const json_t *top = json_array_get(json_object_get(sus, "suspects"), 0), *idle = json_object_get(summary, "gpu_idle_fraction");
+    const char *rank = (const char *)sqlite3_column_text(s, 2), *ws = (const char *)sqlite3_column_text(s, 3);
+    json_t *row = json_pack("{s:o,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "rank", rank ? json_integer(atoll(rank)) : json_null(), "session_id",
+                            (json_int_t)id, "name", (const char *)sqlite3_column_text(s, 1), "world_size",
+                            ws ? json_integer(atoll(ws)) : json_null(), "steps", st, "gpu_idle_fraction",
+                            json_is_number(idle) ? json_real(json_number_value(idle)) : json_null(), "wall_us",
+                            json_is_number(json_object_get(sus, "wall_us")) ? json_real(num(sus, "wall_us")) : json_null(), "top_suspect",
+                            top ? json_pack("{s:O,s:O,s:O}", "category", json_object_get(top, "category"), "culprit",
+                                            json_object_get(top, "culprit"), "at_stake_fraction", json_object_get(top, "at_stake_fraction"))
+                                : json_null(),
+                            "communication", comm_of(sus));
+    /* what the straggler's "differs" compares: at stake per step, by category (not in the reply) */
+    json_t *per = json_object();
+    const json_t *x;
+    size_t i;
+    double nsteps = num(st, "count");
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) { /* per the rank's steps, whichever range they are */
+        double v = num(x, "at_stake_us") / (nsteps > 0 ? nsteps : 1);
+        json_object_set_new(per, json_string_value(json_object_get(x, "category")), json_real(v));
+    }
+    json_object_set_new(row, "_per_step", per);
+    json_decref(summary);
+    json_decref(report);
+    return row;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A rank's own time per step: its mean step less what it waits in collectives. Why not the
+ * step itself: collectives make every rank's step as long as the slowest one's (the others
+ * wait for it in all_reduce); the rank that makes them wait is the one with the most time
+ * of its own. NAN without steps. */
+static double own_per_step(const json_t *rank) {
+    const json_t *st = json_object_get(rank, "steps"), *c = json_object_get(rank, "communication");
+    if (!json_is_number(json_object_get(st, "mean_us"))) return NAN;
+    double n = num(st, "count"), comm = json_is_object(c) && n > 0 ? num(c, "at_stake_us") / n : 0, own = num(st, "mean_us") - comm;
+    return own > 0 ? own : 0;
+}
+
+/* The rank with the most own time per step, against the median of the others'. */
+static json_t *straggler(json_t *ranks) {
+    size_t n = json_array_size(ranks), k = 0, worst = 0;
+    double *m = calloc(n + 1, sizeof *m), wm = -1;
+    if (!m) return json_null();
+    for (size_t i = 0; i < n; i++) {
+        double v = own_per_step(json_array_get(ranks, i));
+        if (isnan(v)) continue;
+        if (v > wm) { wm = v; worst = i; }
+        m[k++] = v;
+    }
+    if (k < 2) {
+        free(m);
+        return json_null();
+    }
+    /* the median of the others: the sorted values without one instance of the worst (the last) */
+    qsort(m, k, sizeof *m, cmp_double);
+    size_t o = k - 1;
+    double med = o % 2 ? m[o / 2] : (m[o / 2 - 1] + m[o / 2]) / 2;
+    free(m);
+    const json_t *w = json_array_get(ranks, worst), *wp = json_object_get(w, "_per_step");
+    json_t *differs = json_array();
+    const char *cat;
+    json_t *v;
+    json_object_foreach((json_t *)wp, cat, v) {
+        if (!strcmp(cat, "communication")) continue; /* the others' waiting: the effect, not the cause */
+        double others = 0;
+        size_t no = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (i == worst) continue;
+            others += json_number_value(json_object_get(json_object_get(json_array_get(ranks, i), "_per_step"), cat));
+            no++;
+        }
+        others = no ? others / (double)no : 0;
+        if (json_number_value(v) > others)
+            json_array_append_new(differs, json_pack("{s:s,s:f,s:f,s:f}", "category", cat, "at_stake_per_step_us", json_number_value(v),
+                                                     "others_mean_us", others, "delta_us", json_number_value(v) - others));
+    }
+    return json_pack("{s:O,s:O,s:O,s:f,s:f,s:f,s:o}", "rank", json_object_get(w, "rank"), "session_id", json_object_get(w, "session_id"),
+                     "step_mean_us", json_object_get(json_object_get(w, "steps"), "mean_us"), "own_per_step_us", wm,
+                     "others_median_us", med, "slower_by", med > 0 ? wm / med - 1 : 0, "differs", differs);
+}
+
+/* Per phase name (CPU ranges), each rank's count and mean: the JOB_PHASES_MAX longest. */
+static json_t *phase_table(sqlite3 *db, const char *job) {
+    sqlite3_stmt *s = prep(db,
+        "WITH js AS (SELECT l.session_id AS id, r.value AS rank FROM labels l LEFT JOIN labels r ON r.session_id = l.session_id"
+        " AND r.key = 'rank' WHERE l.key = 'job' AND l.value = ?1),"
+        " top AS (SELECT p.name FROM phases p JOIN js ON js.id = p.session_id WHERE p.kind = 'cpu' GROUP BY p.name"
+        " ORDER BY SUM(p.total_us) DESC LIMIT ?2)"
+        " SELECT p.name, js.rank, js.id, p.count, p.total_us FROM phases p JOIN js ON js.id = p.session_id JOIN top ON top.name = p.name"
+        " WHERE p.kind = 'cpu' ORDER BY p.name, CAST(js.rank AS INTEGER), js.id");
+    json_t *out = json_array(), *cur = NULL;
+    if (!s) return out;
+    sqlite3_bind_text(s, 1, job, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, JOB_PHASES_MAX);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(s, 0), *rank = (const char *)sqlite3_column_text(s, 1);
+        if (!cur || strcmp(json_string_value(json_object_get(cur, "name")), name)) {
+            cur = json_pack("{s:s,s:[]}", "name", name, "ranks");
+            json_array_append_new(out, cur);
+        }
+        double n = sqlite3_column_double(s, 3);
+        json_array_append_new(json_object_get(cur, "ranks"),
+                              json_pack("{s:o,s:I,s:I,s:f}", "rank", rank ? json_integer(atoll(rank)) : json_null(), "session_id",
+                                        sqlite3_column_int64(s, 2), "count", (json_int_t)n, "mean_us",
+                                        n > 0 ? sqlite3_column_double(s, 4) / n : 0));
+    }
+    sqlite3_finalize(s);
+    return out;
+}
+
+int jobs_get(sqlite3 *db, const char *job, json_t **out) {
+    sqlite3_stmt *s = prep(db,
+        "SELECT s.id, s.name, r.value, w.value, s.summary, a.report FROM labels l JOIN sessions s ON s.id = l.session_id"
+        " LEFT JOIN labels r ON r.session_id = s.id AND r.key = 'rank' LEFT JOIN labels w ON w.session_id = s.id AND w.key = 'world_size'"
+        " LEFT JOIN analysis a ON a.session_id = s.id WHERE l.key = 'job' AND l.value = ?1"
+        " ORDER BY r.value IS NULL, CAST(r.value AS INTEGER), s.id LIMIT ?2");
+    sqlite3_stmt *ph = prep(db, "SELECT name, count, total_us FROM phases WHERE session_id = ?1 AND kind = 'cpu' AND count >= 2"
+                                " AND name != 'ProfilerStep*' ORDER BY count DESC, total_us DESC LIMIT 1");
+    if (!s || !ph) {
+        sqlite3_finalize(s);
+        sqlite3_finalize(ph);
+        return ERR_DB;
+    }
+    sqlite3_bind_text(s, 1, job, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 2, JOB_RANKS_MAX);
+    json_t *ranks = json_array();
+    int st;
+    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(ranks, rank_row(s, ph));
+    sqlite3_finalize(s);
+    sqlite3_finalize(ph);
+    if (st != SQLITE_DONE || !json_array_size(ranks)) {
+        json_decref(ranks);
+        return st != SQLITE_DONE ? ERR_DB : ERR_NOTFOUND;
+    }
+    json_t *strag = straggler(ranks);
+    size_t i;
+    json_t *r;
+    json_array_foreach(ranks, i, r) json_object_del(r, "_per_step");
+    *out = json_pack("{s:s,s:o,s:o,s:o}", "job", job, "ranks", ranks, "straggler", strag, "phases", phase_table(db, job));
+    return *out ? 0 : ERR_NOMEM;
+}

@@ -1,0 +1,84 @@
+"""Jobs of several ranks (store/jobs.c, issue 25): sessions that share a `job` label, side by
+side, and the straggler.
+
+The job is recorded here, by real torch: two processes of torch.distributed with the gloo
+backend (Debian's python3-torch, CPU), each step some compute then an all_reduce; one rank,
+chosen at random, does ~25 ms more compute per step on purpose
+(tests/triage/record_torch.py gloo_worker). The collective makes both ranks' steps equally
+long, so the server must find the slow rank by its own time per step."""
+import gzip
+import json
+import os
+import random
+import sys
+import tempfile
+import unittest
+
+from fpserver import ROOT, Server
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "triage"))
+
+
+def record_job(slow_rank, steps=4):
+    """Two fresh rank traces (bytes), the slow rank being slow_rank."""
+    import record_torch  # torch, only for this test
+    out = tempfile.mkdtemp(prefix="fp-job-")
+    record_torch.record_gloo(out, steps=steps, slow=slow_rank)
+    return [open(os.path.join(out, "gloo_rank%d.json.gz" % r), "rb").read() for r in range(2)]
+
+
+class Jobs(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.slow = random.Random(os.getpid()).randrange(2)
+        cls.traces = record_job(cls.slow)
+        cls.ids = [cls.srv.upload_ok(t, "?name=gloo-%d&label=job:gloo-test&label=rank:%d&label=world_size:2" % (r, r))
+                   for r, t in enumerate(cls.traces)]
+        cls.srv.upload_ok(cls.traces[0], "?name=other-job&label=job:other&label=rank:0")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_straggler_is_the_slowed_rank(self):
+        j = self.srv.json("/api/v1/jobs/gloo-test")
+        self.assertEqual([r["rank"] for r in j["ranks"]], [0, 1])
+        self.assertEqual([r["session_id"] for r in j["ranks"]], self.ids)
+        for r in j["ranks"]:
+            self.assertEqual(r["world_size"], 2)
+            self.assertEqual(r["steps"]["range"], "train_step")
+            self.assertEqual(r["steps"]["count"], 4)
+            self.assertEqual(r["top_suspect"]["category"], "communication")
+            self.assertIsNone(r["gpu_idle_fraction"])  # CPU only
+        s = j["straggler"]
+        self.assertEqual(s["rank"], self.slow, json.dumps(j, indent=1)[:3000])
+        self.assertGreater(s["slower_by"], 1.0)  # ~25 ms against a few ms of the other's own time
+        self.assertTrue(s["differs"], s)
+        # the steps themselves are alike: the collective waits for the slow rank
+        means = [r["steps"]["mean_us"] for r in j["ranks"]]
+        self.assertLess(abs(means[0] - means[1]) / max(means), 0.2, means)
+        names = {p["name"]: p for p in j["phases"]}
+        fb = {x["rank"]: x["mean_us"] for x in names["forward_backward"]["ranks"]}
+        self.assertGreater(fb[self.slow], 3 * fb[1 - self.slow])
+
+    def test_list_text_csv_and_errors(self):
+        jobs = {x["job"]: x for x in self.srv.json("/api/v1/jobs")["jobs"]}
+        self.assertEqual((jobs["gloo-test"]["sessions"], jobs["gloo-test"]["ranks"]), (2, 2))
+        self.assertEqual(jobs["other"]["sessions"], 1)
+        st, h, t = self.srv.get("/api/v1/jobs/gloo-test?format=csv")
+        self.assertEqual(st, 200)
+        rows = t.decode().splitlines()
+        self.assertEqual(rows[0].split(",")[:3], ["rank", "session_id", "name"])
+        self.assertEqual(len(rows), 3)
+        self.assertEqual([r.split(",")[-1] for r in rows[1:]], ["true" if self.slow == i else "false" for i in range(2)])
+        st, _, t = self.srv.get("/api/v1/jobs/gloo-test", headers={"Accept": "text/plain"})
+        self.assertTrue(t.decode().startswith("rank"))
+        st, _, b = self.srv.get("/api/v1/jobs/no-such-job")
+        self.assertEqual((st, json.loads(b)["error"]["code"]), (404, "not_found"))
+        st, _, b = self.srv.request("POST", "/api/v1/jobs/gloo-test")
+        self.assertEqual(st, 405)
+
+
+if __name__ == "__main__":
+    unittest.main()
