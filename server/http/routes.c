@@ -28,7 +28,7 @@ typedef int (*handler)(app *a, http_req *rq, http_reply *out);
 
 typedef struct route {
     const char *method;
-    const char *pattern; /* "{id}" matches a positive integer, "{name}" one non-empty segment */
+    const char *pattern; /* "{id}" matches a positive integer, "{name}" one non-empty segment, "{tail}" the non-empty rest */
     handler fn;
     int cached;          /* a 200 reply may be kept in the reply cache (rcache.h): CACHE_* */
 } route;
@@ -317,7 +317,7 @@ static json_t *job_rows(const json_t *job) {
 
 static int h_job(app *a, http_req *rq, http_reply *out) {
     const char *job = rq->path + strlen("/api/v1/jobs/");
-    size_t n = strcspn(job, "/");
+    size_t n = strlen(job); /* the route's {tail}: a label value may hold '/' */
     char name[HTTP_TEXT_MAX + 1];
     if (!n || n > HTTP_TEXT_MAX || !fp_utf8_valid(job, n))
         return http_error(out, ERR_PARAM, "a job is 1 to %d bytes of UTF-8 (the value of its sessions' job label)", HTTP_TEXT_MAX);
@@ -609,7 +609,7 @@ static const route routes[] = {
     {"DELETE", "/api/v1/baselines/{name}", h_baseline_delete, CACHE_NO},
     {"GET", "/api/v1/trends", h_trends, CACHE_NO},
     {"GET", "/api/v1/jobs", h_jobs, CACHE_LIST},
-    {"GET", "/api/v1/jobs/{name}", h_job, CACHE_LIST},
+    {"GET", "/api/v1/jobs/{tail}", h_job, CACHE_LIST},
     {"GET", "/metrics", h_metrics, CACHE_NO},
     {"POST", "/api/v1/admin/backup", h_backup, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},
@@ -622,6 +622,7 @@ static const char *const extra_methods[][2] = {{"POST", "/api/v1/sessions"}, {NU
  * characters up to the next '/': its handler validates it, so a bad name is a 400, not a 404. */
 static int match(const char *pattern, const char *path, long long *id) {
     while (*pattern && *path) {
+        if (!strcmp(pattern, "{tail}")) return 1; /* the rest of the path, '/' included (a job label's value) */
         if (!strncmp(pattern, "{name}", 6)) {
             size_t n = strcspn(path, "/");
             if (!n) return 0;
