@@ -6,25 +6,27 @@ backend (Debian's python3-torch, CPU), each step some compute then an all_reduce
 chosen at random, does ~25 ms more compute per step on purpose
 (tests/triage/record_torch.py gloo_worker). The collective makes both ranks' steps equally
 long, so the server must find the slow rank by its own time per step."""
-import gzip
 import json
 import os
 import random
-import sys
+import subprocess
 import tempfile
 import unittest
 
 from fpserver import ROOT, Server
 
-sys.path.insert(0, os.path.join(ROOT, "tests", "triage"))
-
 
 def record_job(slow_rank, steps=4):
-    """Two fresh rank traces (bytes), the slow rank being slow_rank."""
-    import record_torch  # torch, only for this test
+    """Two fresh rank traces (bytes), the slow rank being slow_rank. In a process of its own:
+    torch.multiprocessing's spawn re-imports the main module, which here is the test runner."""
     out = tempfile.mkdtemp(prefix="fp-job-")
-    record_torch.record_gloo(out, steps=steps, slow=slow_rank)
-    return [open(os.path.join(out, "gloo_rank%d.json.gz" % r), "rb").read() for r in range(2)]
+    subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "tests", "triage", "record_torch.py"), "--gloo", out, str(slow_rank),
+                    str(steps)], check=True, timeout=300)
+    traces = []
+    for r in range(2):
+        with open(os.path.join(out, "gloo_rank%d.json.gz" % r), "rb") as f:
+            traces.append(f.read())
+    return traces
 
 
 class Jobs(unittest.TestCase):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""record_torch.py [OUTDIR]: real traces from Debian's python3-torch (1.13, CPU only, the
+"""record_torch.py [OUTDIR] | --gloo OUTDIR SLOW_RANK STEPS: real traces from Debian's python3-torch (1.13, CPU only, the
 legacy autograd profiler: export_chrome_trace writes a bare JSON array), for the categories
 a CPU can produce. Writes, gzip'd (mtime 0), into OUTDIR (default tests/triage/torch/):
 
@@ -152,6 +152,9 @@ def record_gloo(outdir, steps=6, slow=1):
 
 
 def main(argv):
+    if len(argv) >= 2 and argv[1] == "--gloo":  # --gloo OUTDIR SLOW_RANK STEPS: the job only (tests/integration/test_jobs.py)
+        record_gloo(argv[2], steps=int(argv[4]), slow=int(argv[3]))
+        return 0
     outdir = argv[1] if len(argv) > 1 else os.path.join(HERE, "torch")
     os.makedirs(outdir, exist_ok=True)
     print(record_python_overhead(outdir))

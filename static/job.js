@@ -1,0 +1,70 @@
+// job.js: the jobs list (job.html) and one job's ranks side by side (job.html?job=NAME),
+// from GET /api/v1/jobs and /api/v1/jobs/{job}. The straggler's row is marked; every number
+// is the API's, formatted.
+'use strict';
+(() => {
+  const { api, el, fmtTime, fmtPct, fmtInt, renderTable, nextSort } = FP;
+  const job = FP.param('job');
+
+  async function showList() {
+    const j = await api('/api/v1/jobs');
+    const cols = [
+      { key: 'job', label: 'Job', rowHeader: true, value: (r) => r.job,
+        render: (r) => el('a', { href: 'job.html?job=' + encodeURIComponent(r.job) }, r.job) },
+      { key: 'sessions', label: 'Sessions', num: true, value: (r) => r.sessions, render: (r) => fmtInt(r.sessions) },
+      { key: 'ranks', label: 'Ranks', num: true, value: (r) => r.ranks, render: (r) => fmtInt(r.ranks) },
+      { key: 'newest_session_id', label: 'Newest session', num: true, value: (r) => r.newest_session_id,
+        render: (r) => el('a', { href: 'session.html?id=' + r.newest_session_id }, '#' + r.newest_session_id) },
+    ];
+    let state = { key: 'newest_session_id', dir: 'descending', clientSort: true };
+    const draw = () => renderTable(document.getElementById('jobs'), cols, j.jobs, state, (k) => { state = nextSort(state, k, cols); draw(); });
+    draw();
+  }
+
+  async function showJob() {
+    document.getElementById('title').textContent = 'Job ' + job;
+    document.title = `Job ${job} · firstpass`;
+    document.getElementById('list-sec').hidden = true;
+    document.getElementById('job-sec').hidden = false;
+    const j = await api('/api/v1/jobs/' + encodeURIComponent(job));
+    const s = j.straggler;
+    document.getElementById('straggler').replaceChildren(s
+      ? el('p', { class: 'callout', id: 'straggler-text' },
+        `Straggler: rank ${s.rank} (session #${s.session_id}), ${fmtPct(s.slower_by, 0)} more time of its own per step ` +
+        `(${fmtTime(s.own_per_step_us)} against a median of ${fmtTime(s.others_median_us)}; its steps ${fmtTime(s.step_mean_us)})` +
+        (s.differs.length ? `; it has more ${s.differs.map((d) => d.category.replace(/_/g, ' ')).join(', ')}` : ''))
+      : el('p', { class: 'muted' }, 'No straggler: fewer than two ranks have steps.'));
+    const isStrag = (r) => s && r.session_id === s.session_id;
+    const cols = [
+      { key: 'rank', label: 'Rank', num: true, rowHeader: true, value: (r) => r.rank, render: (r) => (r.rank === null ? '—' : String(r.rank)) },
+      { key: 'session', label: 'Session', value: (r) => r.session_id,
+        render: (r) => el('a', { href: 'session.html?id=' + r.session_id }, `#${r.session_id} ${r.name}`) },
+      { key: 'steps', label: 'Steps', num: true, value: (r) => (r.steps ? r.steps.count : null),
+        render: (r) => (r.steps ? `${fmtInt(r.steps.count)} × ${r.steps.range}` : '—') },
+      { key: 'mean', label: 'Step mean', num: true, value: (r) => (r.steps ? r.steps.mean_us : null),
+        render: (r) => (r.steps ? fmtTime(r.steps.mean_us) : '—') },
+      { key: 'idle', label: 'GPU idle', num: true, value: (r) => r.gpu_idle_fraction,
+        render: (r) => (r.gpu_idle_fraction === null ? 'no GPU' : fmtPct(r.gpu_idle_fraction)) },
+      { key: 'top', label: 'Top suspect', value: (r) => (r.top_suspect ? r.top_suspect.category : ''),
+        render: (r) => (r.top_suspect ? `${r.top_suspect.category.replace(/_/g, ' ')}: ${r.top_suspect.culprit}` : 'none') },
+      { key: 'comm', label: 'Communication at stake', num: true, value: (r) => (r.communication ? r.communication.at_stake_us : null),
+        render: (r) => (r.communication ? fmtTime(r.communication.at_stake_us) : '—') },
+      { key: 'strag', label: 'Straggler', value: (r) => (isStrag(r) ? 1 : 0), render: (r) => (isStrag(r) ? 'yes' : ''),
+        cls: (r) => (isStrag(r) ? 'slower' : null) },
+    ];
+    let state = { key: 'rank', dir: 'ascending', clientSort: true };
+    const draw = () => renderTable(document.getElementById('ranks'), cols, j.ranks, state, (k) => { state = nextSort(state, k, cols); draw(); });
+    draw();
+    const ranks = j.ranks.map((r) => r.rank);
+    const pcols = [{ key: 'name', label: 'Phase', rowHeader: true, value: (p) => p.name }].concat(ranks.map((rk, i) => ({
+      key: 'r' + i, label: `Rank ${rk === null ? '?' : rk}`, num: true,
+      value: (p) => { const x = p.ranks.find((y) => y.session_id === j.ranks[i].session_id); return x ? x.mean_us : null; },
+      render: (p) => { const x = p.ranks.find((y) => y.session_id === j.ranks[i].session_id); return x ? `${fmtTime(x.mean_us)} ×${x.count}` : '—'; },
+    })));
+    let pstate = { key: 'name', dir: 'ascending', clientSort: true };
+    const pdraw = () => renderTable(document.getElementById('phases'), pcols, j.phases, pstate, (k) => { pstate = nextSort(pstate, k, pcols); pdraw(); });
+    pdraw();
+  }
+
+  (job ? showJob() : showList()).catch(() => { /* the banner shows it */ });
+})();
