@@ -275,7 +275,35 @@ def oracle_numbers(res):
             "top": None if top is None else {"category": top["category"], "culprit": top["culprit"][:120],
                                              "at_stake_fraction": top["at_stake_fraction"]},
             "suspects": [[x["category"], x["culprit"][:80], x["at_stake_fraction"]] for x in res["suspects"]],
-            "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None}
+            "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None,
+            "phase_idle": phase_idle(res)}
+
+
+def phase_idle(res):
+    """The five record_function names with the most GPU idle inside them, idle per class."""
+    rows = [(n, v["gpu_idle_by_class_us"]) for n, v in res.get("phases", {}).items() if v.get("gpu_idle_by_class_us")]
+    rows = [(n, by) for n, by in rows if sum(by.values()) >= 1.0]
+    rows.sort(key=lambda r: -sum(r[1].values()))
+    return {n: by for n, by in rows[:5]} or None
+
+
+def check_phase_idle(c, sus):
+    """idle.by_phase of /suspects against the oracle's gap time per class inside each phase."""
+    want = (c.get("numbers") or {}).get("phase_idle")
+    if not want:
+        return []
+    got = {("ProfilerStep" if r["phase"].startswith("ProfilerStep") else r["phase"]): r["by_class_us"]
+           for r in ((sus.get("idle") or {}).get("by_phase") or [])}
+    e = []
+    for name, by in want.items():
+        g = got.get("ProfilerStep" if name.startswith("ProfilerStep") else name)
+        if g is None:
+            e.append("idle.by_phase: no row %r" % name[:60])
+            continue
+        for cls, us in by.items():
+            if abs(g.get(cls, 0.0) - us) > max(1.0, 0.01 * us):
+                e.append("idle.by_phase %s %s %.1f us, oracle %.1f" % (name[:40], cls, g.get(cls, 0.0), us))
+    return e
 
 
 def check_report(c, rep):
@@ -459,6 +487,7 @@ def run_server(doc, gendir, binpath, only):
             else:
                 try:
                     e += check_reply(c, doc, json.loads(body), sid=sid)
+                    e += check_phase_idle(c, json.loads(body))
                 except ValueError:
                     e.append("/suspects is not JSON")
             st, _, body = srv.get("/api/v1/sessions/%d/phases" % sid)
