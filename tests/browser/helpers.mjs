@@ -95,14 +95,26 @@ export async function apiGet(path) {
 
 // Inverses of the page's formatters, for checking the order of rendered cells.
 export function parseTime(s) {
-  const m = /^(-?[\d.]+)(s|ms|us)$/.exec(s.trim());
+  const m = /^(-?[\d.]+)(s|ms|us|µs)$/.exec(s.trim());
   if (!m) return NaN;
   return Number(m[1]) * (m[2] === 's' ? 1e6 : m[2] === 'ms' ? 1e3 : 1);
 }
 export function parseMem(s) {
-  const m = /^(-?[\d.]+) (Gb|Mb|Kb|b)$/.exec(s.trim());
+  const m = /^(-?[\d.]+) (GB|MB|KB|B|Gb|Mb|Kb|b)$/.exec(s.trim());
   if (!m) return NaN;
-  return Number(m[1]) * { Gb: 2 ** 30, Mb: 2 ** 20, Kb: 2 ** 10, b: 1 }[m[2]];
+  return Number(m[1]) * { GB: 2 ** 30, MB: 2 ** 20, KB: 2 ** 10, B: 1, Gb: 2 ** 30, Mb: 2 ** 20, Kb: 2 ** 10, b: 1 }[m[2]];
+}
+// The page's time format (three significant digits), to compare an API value with a cell.
+export function fmt3(us) {
+  const a = Math.abs(us);
+  const sig = (v) => v.toFixed(Math.abs(v) >= 100 || v === 0 ? 0 : Math.abs(v) >= 10 ? 1 : 2);
+  if (a >= 1e6) return sig(us / 1e6) + 's';
+  if (a >= 999.5) return sig(us / 1e3) + 'ms';
+  return sig(us) + 'µs';
+}
+// 1 when a displayed time (three significant digits) stands for the value us.
+export function sameTime(text, us) {
+  return Math.abs(parseTime(text) - us) <= 0.006 * Math.abs(us) + 0.006;
 }
 export function parseCount(s) { return Number(s.replace(/,/g, '')); }
 export function parsePct(s) { return Number(s.replace('%', '')); }
