@@ -6,7 +6,7 @@
   const more = document.getElementById('more');
   const fName = document.getElementById('f-name');
   const fLabel = document.getElementById('f-label');
-  const PAGE = 50;
+  const PAGE = Math.min(1000, Math.max(1, Number(FP.param('limit')) || 50)); // ?limit= sizes a page
   let rows = [];
   let next = null;
 

@@ -186,12 +186,15 @@
     ctx.strokeStyle = '#eaeef2';
     ctx.fillStyle = '#57606a';
     ctx.beginPath();
+    const ticks = [];
     for (let t = Math.ceil((view.s - full.s) / step) * step + full.s; t <= view.e; t += step) {
       const x = Math.round(xOf(t)) + 0.5;
       ctx.moveTo(x, AXIS_H - 6); ctx.lineTo(x, H);
-      ctx.fillText(FP.fmtTimeAt(t - full.s, step), x + 3, AXIS_H / 2);
+      ticks.push(FP.fmtTimeAt(t - full.s, step));
+      ctx.fillText(ticks[ticks.length - 1], x + 3, AXIS_H / 2);
     }
     ctx.stroke();
+    canvas.dataset.ticks = ticks.join('|'); // the labels drawn, for tests and screen readers
 
     ctx.save();
     ctx.beginPath();
@@ -271,9 +274,11 @@
       ctx.lineWidth = 1;
     }
     const flows = selected.launched_by ? [[selected.launched_by, e]] : (selected.launches || []).map((k) => [e, k]);
+    let drawn = 0;
     for (const [from, to] of flows) {
       const a = rowOf(from), b = rowOf(to);
       if (!a || !b) continue;
+      drawn++;
       const x0 = xOf(from.ts_us), x1 = xOf(to.ts_us);
       ctx.strokeStyle = '#d62728';
       ctx.fillStyle = '#d62728';
@@ -284,6 +289,7 @@
       ctx.lineTo(x1 - 8 * Math.cos(ang + 0.4), b.y - 8 * Math.sin(ang + 0.4));
       ctx.fill();
     }
+    canvas.dataset.flows = String(drawn);
   }
 
   // "GPU 0 stream 7" already says what it is; "thread 456" gets a CPU in front.

@@ -83,8 +83,9 @@
   }
 
   async function init() {
-    const [s, ops] = await Promise.all([api(`/api/v1/sessions/${encodeURIComponent(id)}`),
-      api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: 'cuda_time_total', limit: 25 })}`)]);
+    // quiet: a missing session is session.js's one message, not a second one in the banner
+    const [s, ops] = await Promise.all([api(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true }),
+      api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: 'cuda_time_total', limit: 25 })}`, { quiet: true })]);
     labels = s.labels || {};
     const names = [];
     for (const r of ops.operators || []) if (!SKIP_KINDS.has(r.kind) && !names.includes(r.name) && names.length < 10) names.push(r.name);

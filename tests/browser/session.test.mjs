@@ -3,7 +3,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   BASE, T, launch, openPage, assertClean, shot, uploadThroughPage, apiGet,
-  parseTime, parseMem, parseCount, fmt3, parsePct, isSorted, columnTexts, headerIndex,
+  parseTime, parseMem, parseCount, fmt3, nameColumn, parsePct, isSorted, columnTexts, headerIndex,
 } from './helpers.mjs';
 
 let browser, id;
@@ -49,7 +49,7 @@ test('operator table: torch columns, default sort by CUDA total, percentages lik
 
   // Self CUDA % of each row = self_cuda_time_total_us / totals.self_cuda_time_total_us, like torch.
   const api = await apiGet(`/api/v1/sessions/${id}/operators?sort=cuda_time_total&limit=25`);
-  const names = await columnTexts(page, '#operators', 0);
+  const names = await nameColumn(page, '#operators');
   assert.deepEqual(names, api.operators.map((o) => o.name), 'rows are the server\'s, in its order');
   const pi = await headerIndex(page, '#operators', 'Self CUDA %');
   const pct = (await columnTexts(page, '#operators', pi)).map(parsePct);
