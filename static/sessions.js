@@ -7,6 +7,8 @@
   const fName = document.getElementById('f-name');
   const fLabel = document.getElementById('f-label');
   const PAGE = Math.min(1000, Math.max(1, Number(FP.param('limit')) || 50)); // ?limit= sizes a page
+  if (FP.param('label')) fLabel.value = FP.param('label'); // ?label=k:v: a filtered list to share
+  if (FP.param('q')) fName.value = FP.param('q');
   let rows = [];
   let next = null;
 
