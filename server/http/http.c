@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "http/auth.h"
+#include "http/deadline.h"
 #include "http/metrics.h"
 #include "http/reply.h"
 #include "http/routes.h"
@@ -277,6 +278,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (!c) return MHD_NO;
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
         *con_cls = c;
+        deadline_head_done(mc);
         return on_first(a, mc, url, method, c);
     }
     if (c->replied) { /* MHD should not call again; if it does, there is nothing to add */
@@ -285,6 +287,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (*upload_size) {
         if (c->upload) {
+            deadline_feeding(mc);
             if (c->im) import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
         } else if (c->body_len + *upload_size > SMALL_BODY_MAX) {
             reject(c, ERR_TOOBIG, "the request body is over 256 KiB");
@@ -296,9 +299,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             c->body_len += *upload_size;
             c->body[c->body_len] = '\0';
         }
+        deadline_body(mc, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
+    deadline_body_done(mc);
     http_reply out;
     memset(&out, 0, sizeof out);
     if (c->rejected) {
@@ -321,7 +326,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls; (void)mc; (void)toe;
+    (void)cls; (void)toe;
+    deadline_next_head(mc);
     struct conn *c = *con_cls;
     if (!c) return;
     pthread_mutex_lock(&g_req_lock);
@@ -392,18 +398,28 @@ int http_serve(app *a) {
     stop_signals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* One client (one address) may hold at most per_ip connections, so that others' reads
+     * find one free while it trickles (issue 22); behind a proxy every client is the proxy. */
+    unsigned per_ip = a->cfg->max_connections_per_ip && a->cfg->max_connections_per_ip < a->cfg->max_connections
+                          ? a->cfg->max_connections_per_ip : a->cfg->max_connections;
+    if (deadline_start(a->cfg->header_timeout_s, a->cfg->min_body_rate)) {
+        log_line("error", "cannot start the connection deadline thread", NULL);
+        return 1;
+    }
     /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal polling thread. */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC,
         (uint16_t)a->cfg->port, NULL, NULL, on_request, a,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+        MHD_OPTION_NOTIFY_CONNECTION, deadline_notify, NULL,
         MHD_OPTION_CONNECTION_LIMIT, a->cfg->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, a->cfg->timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, a->cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_END);
     if (!d) {
+        deadline_stop();
         log_line("error", "cannot listen", "addr=%s:%d error=\"%s\"", a->cfg->bind, a->cfg->port, strerror(errno));
         return 1;
     }
@@ -413,5 +429,6 @@ int http_serve(app *a) {
     }
     log_line("info", "shutting down: finishing requests in flight", "signal=%d", sig);
     drain_and_stop(d);
+    deadline_stop(); /* after MHD: its connections' callbacks use the list */
     return 0;
 }

@@ -27,6 +27,8 @@ typedef struct import_limits {
     unsigned long long max_upload;   /* bytes as received (--max-upload); 0: none */
     unsigned long long max_inflated; /* decompressed bytes (--max-inflated); 0: none */
     unsigned long long max_events;   /* events in one session (--max-events); 0: none */
+    unsigned long long max_tracks;   /* distinct (pid, tid) tracks: threads, processes, GPU
+                                        streams (--max-tracks); 0: none */
 } import_limits;
 
 /* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */

@@ -131,13 +131,17 @@ static int classify(const ingest_event *e, const char **kind) {
 /* ---- tracks and chunks ---- */
 
 /* The track of an event: one per (pid, tid). track_keys hands out dense ids in order of
- * first appearance, so a key's id is its index into t.tracks. */
+ * first appearance, so a key's id is its index into t.tracks. -1: out of memory; -2: one
+ * track more than --max-tracks. Why a cap: each track costs ~3.5 KB until the commit
+ * (its chunk builder, host block, track_info, analysis state), so 1M distinct tids in a
+ * 5 MB gzip were 3.5 GB (issue 22). */
 static long track_of(loader *l, const ingest_event *e) {
     buf *k = &l->keybuf;
     buf_reset(k);
     if (buf_put(k, e->pid, strlen(e->pid)) || buf_put(k, "\x1f", 1) || buf_put(k, e->tid, strlen(e->tid))) return -1;
     long tr = intern_id(l->track_keys, k->p, k->len);
     if (tr < 0 || (size_t)tr < l->t.ntracks) return tr;
+    if (l->opts.max_tracks && l->t.ntracks >= l->opts.max_tracks) return -2; /* the upload fails: the extra key is moot */
     /* Four arrays indexed by the track id, one capacity each (all grow together). */
     size_t need = (size_t)tr + 1;
     if (VEC_RESERVE(l->t.tracks, l->t.captracks, need, 16) || VEC_RESERVE(l->chunks, l->capchunks, need, 16) ||
@@ -411,6 +415,12 @@ static int store_event(void *ctx, const ingest_event *e) {
     const char *kind;
     int cls = classify(e, &kind);
     long tr = track_of(l, e);
+    if (tr == -2) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the trace has more than %llu distinct threads, processes or GPU streams (--max-tracks)",
+                 l->opts.max_tracks);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
     long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
     long kind_id = intern_id(l->t.strs, kind, strlen(kind));
     if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
@@ -433,8 +443,13 @@ static int on_event(void *ctx, const ingest_event *e) {
         return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
     if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
     int rc = evq_push(l->q, e);
+    /* The loader thread's message is readable here: evq_push returned its error, which it
+     * set under evq's lock after writing w_err. */
+    if (rc && l->w_err[0]) return set_err(l, rc, l->w_err);
     return rc ? set_err(l, rc, rc == ERR_NOMEM ? "out of memory" : "the events could not be stored") : 0;
 }
+
+static const char *sink_message(void *ctx) { return ((loader *)ctx)->err; }
 
 static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
     loader *l = ctx;
@@ -517,6 +532,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->sink.ctx = l;
     l->sink.on_event = on_event;
     l->sink.on_meta = on_meta;
+    l->sink.message = sink_message;
     return l;
 oom:
     snprintf(err, errlen, "out of memory");

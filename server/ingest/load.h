@@ -19,6 +19,7 @@ typedef struct load_opts {
     size_t nlabels;
     unsigned long long max_events; /* 0: no limit; over it: ERR_TOOBIG */
     unsigned long long bytes_in; /* bytes received, recorded on the session */
+    unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
 } load_opts;
 
 typedef struct loader loader;

@@ -68,6 +68,14 @@ struct ingest {
 
     /* capture of a top-level non-event value */
     int meta_depth;    /* depth at which the meta value started, 0 = none */
+    int await_value;   /* a top-level key was read, its value not yet begun */
+    unsigned top_keys; /* top-level keys so far */
+    unsigned long meta_nodes;       /* tokens of the top-level values so far */
+    unsigned long long meta_total;  /* bytes of the top-level values handed on so far */
+    /* token guard (parse_plain): YAJL buffers a token cut by a chunk end whole, rescanning
+     * it per chunk, before any callback sees it */
+    unsigned long ntok, ntok_seen;  /* callbacks so far; at the end of the last chunk */
+    unsigned long long pending;     /* at most this many bytes were fed since the last callback */
     buf meta_key;
     yajl_gen meta_gen;
 
@@ -93,6 +101,12 @@ static int fail(ingest *in, int code, const char *fmt, const char *arg) {
         in->errcode = code;
     }
     return in->errcode;
+}
+
+/* The sink's message for the error it returned, or dflt. */
+static const char *sink_message(ingest *in, const char *dflt) {
+    const char *m = in->sink.message ? in->sink.message(in->sink.ctx) : NULL;
+    return m && *m ? m : dflt;
 }
 
 /* ---- shape capture: nested arrays rendered like Python's str(list) ---- */
@@ -178,12 +192,19 @@ static int raw_take(ingest *in, const unsigned char *s, size_t n) {
     return 0;
 }
 
+/* Every token of a top-level value passes here: the values together are capped in bytes
+ * and in tokens (a 16 MiB value of tiny keys is ~1.5M Jansson objects once loaded). */
 static int meta_gen_check(ingest *in, yajl_gen_status st) {
     if (st != yajl_gen_status_ok) return fail(in, ERR_INVALID, "bad top-level value%s", NULL);
     const unsigned char *b;
     size_t len;
     yajl_gen_get_buf(in->meta_gen, &b, &len);
-    if (len > INGEST_MAX_META_BYTES) return fail(in, ERR_TOOBIG, "top-level key '%s' is too large", buf_str(&in->meta_key));
+    if (in->meta_total + len > INGEST_MAX_META_BYTES)
+        return fail(in, ERR_TOOBIG, "the top-level values other than traceEvents are over 16 MiB together (at key '%.64s')",
+                    buf_str(&in->meta_key));
+    if (++in->meta_nodes > INGEST_MAX_META_NODES)
+        return fail(in, ERR_TOOBIG, "the top-level values other than traceEvents hold over 100000 keys and values (at key '%.64s')",
+                    buf_str(&in->meta_key));
     return 0;
 }
 
@@ -194,6 +215,7 @@ static int meta_maybe_done(ingest *in) {
     size_t len;
     yajl_gen_get_buf(in->meta_gen, &b, &len);
     int rc = in->sink.on_meta ? in->sink.on_meta(in->sink.ctx, buf_str(&in->meta_key), (const char *)b, len) : 0;
+    in->meta_total += len;
     yajl_gen_clear(in->meta_gen);
     yajl_gen_reset(in->meta_gen, NULL);
     in->meta_depth = 0;
@@ -205,6 +227,7 @@ static int is_top_scalar(const ingest *in) {
     return in->top == TOP_OBJECT && in->depth == 1 && in->meta_depth == 0;
 }
 static int top_scalar_done(ingest *in, yajl_gen_status st) {
+    in->await_value = 0;
     if (meta_gen_check(in, st)) return 0;
     in->meta_depth = 2; /* so meta_maybe_done fires at depth 1 */
     return !meta_maybe_done(in);
@@ -347,21 +370,25 @@ static int event_scalar(ingest *in, int is_num, int is_str, const char *s, size_
 }
 
 static int cb_null(void *ctx) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_null(IN->meta_gen));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_null(IN->meta_gen));
     return !event_scalar(IN, 0, 0, "None", 4);
 }
 static int cb_bool(void *ctx, int v) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_bool(IN->meta_gen, v));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_bool(IN->meta_gen, v));
     return !event_scalar(IN, 0, 0, v ? "True" : "False", v ? 4 : 5);
 }
 static int cb_number(void *ctx, const char *s, size_t n) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_number(IN->meta_gen, s, n));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_number(IN->meta_gen, s, n));
     return !event_scalar(IN, 1, 0, s, n);
 }
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_string(IN->meta_gen, s, n));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_string(IN->meta_gen, s, n));
     return !event_scalar(IN, 0, 1, (const char *)s, n);
@@ -387,7 +414,9 @@ static int container_misplaced(ingest *in) {
 
 static int cb_start_map(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (++in->depth > INGEST_MAX_DEPTH) return fail(in, ERR_INVALID, "JSON nested too deeply%s", NULL), 0;
+    if (in->depth == 2) in->await_value = 0;
     if (container_misplaced(in)) return 0;
     if (in->top == TOP_UNKNOWN) { in->top = TOP_OBJECT; return 1; }
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_map_open(in->meta_gen));
@@ -429,10 +458,14 @@ static enum field args_key(const unsigned char *k, size_t n) {
 
 static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_string(in->meta_gen, k, n));
     if (in->top == TOP_OBJECT && in->depth == 1) {
+        if (n > INGEST_MAX_KEY_BYTES) return fail(in, ERR_TOOBIG, "a top-level key is over 1 KiB%s", NULL), 0;
+        if (++in->top_keys > INGEST_MAX_TOP_KEYS) return fail(in, ERR_TOOBIG, "the document has over 1024 top-level keys%s", NULL), 0;
         buf_reset(&in->meta_key);
         if (buf_put(&in->meta_key, (const char *)k, n)) return 0;
+        in->await_value = 1;
         return 1;
     }
     if (in->in_event && in->depth == in->in_event) in->field = event_key(k, n);
@@ -442,6 +475,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
 
 static int cb_end_map(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) {
         if (meta_gen_check(in, yajl_gen_map_close(in->meta_gen))) return 0;
         in->depth--;
@@ -463,7 +497,7 @@ static int cb_end_map(void *ctx) {
         in->in_event = 0;
         in->events++;
         int rc = in->sink.on_event ? in->sink.on_event(in->sink.ctx, e) : 0;
-        if (rc) return fail(in, rc, "could not store the events%s", NULL), 0;
+        if (rc) return fail(in, rc, "%s", sink_message(in, "could not store the events")), 0;
     }
     in->depth--;
     if (in->top == TOP_OBJECT && in->depth == 0 && !in->saw_trace_events)
@@ -473,7 +507,9 @@ static int cb_end_map(void *ctx) {
 
 static int cb_start_array(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (++in->depth > INGEST_MAX_DEPTH) return fail(in, ERR_INVALID, "JSON nested too deeply%s", NULL), 0;
+    if (in->depth == 2) in->await_value = 0;
     if (container_misplaced(in)) return 0;
     if (in->top == TOP_UNKNOWN) { in->top = TOP_ARRAY; in->saw_trace_events = 1; return 1; }
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_array_open(in->meta_gen));
@@ -508,6 +544,7 @@ static int cb_start_array(void *ctx) {
 
 static int cb_end_array(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) {
         if (meta_gen_check(in, yajl_gen_array_close(in->meta_gen))) return 0;
         in->depth--;
@@ -547,13 +584,37 @@ ingest *ingest_new(const ingest_sink *sink, int gzip, unsigned long long max_inf
     return in;
 }
 
+/* Called after each chunk YAJL took. A token cut by the chunk's end is copied into YAJL's
+ * lexer buffer and rescanned from its start with every later chunk, and no callback sees
+ * it until it ends: a 100 MiB key cost 573 MB and 37 s of CPU before the cap on values
+ * could look at it (issue 22). So the bytes fed since the last callback are bounded here,
+ * as they arrive: a chunk with a callback leaves at most its own length pending, one
+ * without adds its length. Where a top-level key is due the bound is the key cap plus
+ * one chunk (MHD's are at most 256 KiB); anywhere else, the values' cap plus one chunk
+ * (no event can hold more: INGEST_MAX_EVENT_BYTES). Only whitespace, ',' and ':' lie
+ * between tokens, so a legal document never comes near either bound. */
+#define TOKEN_SLACK (256u << 10)
+static int token_guard(ingest *in, size_t n) {
+    in->pending = in->ntok != in->ntok_seen ? n : in->pending + n;
+    in->ntok_seen = in->ntok;
+    int key_due = in->top == TOP_OBJECT && in->depth == 1 && !in->await_value;
+    if (key_due && in->pending > INGEST_MAX_KEY_BYTES + TOKEN_SLACK)
+        return fail(in, ERR_TOOBIG, "a top-level key is over 1 KiB%s", NULL);
+    if (in->pending > INGEST_MAX_META_BYTES + TOKEN_SLACK)
+        return fail(in, ERR_TOOBIG, "a JSON string (or a run of whitespace) is over 16 MiB%s", NULL);
+    return 0;
+}
+
 static int parse_plain(ingest *in, const unsigned char *p, size_t n) {
     if (in->max_inflated && (in->inflated += n) > in->max_inflated)
         return fail(in, ERR_TOOBIG, "the decompressed trace is larger than the limit%s", NULL);
     in->cur = p;
     in->raw_from = 0; /* an event still open continues at the first byte */
-    if (yajl_parse(in->y, p, n) == yajl_status_ok)
+    if (yajl_parse(in->y, p, n) == yajl_status_ok) {
+        int rc = token_guard(in, n);
+        if (rc) return rc;
         return in->in_event ? raw_take(in, p + in->raw_from, n - in->raw_from) : 0;
+    }
     if (in->errcode) return in->errcode; /* one of our callbacks stopped it */
     unsigned char *msg = yajl_get_error(in->y, 0, p, n);
     fail(in, ERR_PARSE, "invalid JSON: %s", (const char *)msg);
