@@ -368,7 +368,7 @@ static int emit(nx *x, ingest_event *e, long long st, long long en, long long pi
     rc = x->sink->on_event(x->sink->ctx, e);
     if (rc) {
         const char *m = x->sink->message ? x->sink->message(x->sink->ctx) : NULL;
-        return nx_fail(x, rc, m && *m ? m : "could not store the events");
+        return nx_fail(x, rc, "%s", m && *m ? m : "could not store the events");
     }
     x->events++;
     return 0;
