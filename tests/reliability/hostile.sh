@@ -134,6 +134,38 @@ case_perip() {
     [ "$(grep -c '^open' "$TMP/slow.txt" || true)" -le 4 ] && pass "perip: at most 4 of the 12 slow connections were kept (refused: $refused)"         || fail "perip: more than 4 slow connections from one address were kept: $(tr '\n' ' ' < "$TMP/slow.txt")"
 }
 
-CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip"
+# 7. CSV injection: names and operators that a spreadsheet runs as formulas. Before: written
+#    verbatim (=HYPERLINK(...) as a cell of its own).
+case_csv() {
+    fresh || return 0
+    python3 - "$TMP/csv.json" <<'PY'
+import json, sys
+names = ['=HYPERLINK("http://x","y")', '+1+1', '-2+3', '@SUM(A1)', '\tcmd', 'aten::mm']
+ev = [{"ph": "X", "cat": "cpu_op", "name": n, "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i, n in enumerate(names)]
+json.dump({"traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+    local code
+    code=$(post "$TMP/csv.json" '?name=%3D1%2B1&label=model:%40evil')
+    expect "csv: upload" "$code" 201
+    curl -s "$URL/api/v1/sessions?format=csv" > "$TMP/s.csv"
+    curl -s "$URL/api/v1/sessions/1/operators?format=csv" > "$TMP/o.csv"
+    if python3 - "$TMP/s.csv" "$TMP/o.csv" <<'PY'
+import csv, sys
+bad, seen = [], 0
+for f in sys.argv[1:]:
+    for row in csv.reader(open(f, newline="")):
+        for c in row:
+            if c[:1] == "'":
+                seen += 1
+            elif c[:1] in ("=", "+", "@", "\t", "\r") or (c[:1] == "-" and not c.replace(".", "", 1).lstrip("-").isdigit()):
+                bad.append(c)
+print("escaped cells: %d, formula cells: %r" % (seen, bad))
+sys.exit(1 if bad or seen < 6 else 0)
+PY
+    then pass "csv: every cell a spreadsheet would run is escaped with a leading '"
+    else fail "csv: formula cells in ?format=csv ($(head -c 300 "$TMP/o.csv"))"; fi
+}
+
+CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
