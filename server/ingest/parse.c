@@ -76,6 +76,7 @@ struct ingest {
      * it per chunk, before any callback sees it */
     unsigned long ntok, ntok_seen;  /* callbacks so far; at the end of the last chunk */
     unsigned long long pending;     /* at most this many bytes were fed since the last callback */
+    unsigned long long fed_before;  /* bytes given to YAJL before the chunk it reads now */
     buf meta_key;
     yajl_gen meta_gen;
 
@@ -325,6 +326,44 @@ static int set_num(ingest *in, const char *s, size_t n) {
     return 0;
 }
 
+/* 1 when s (n bytes) is UTF-8 as RFC 3629 has it. YAJL checks only the shape of a
+ * multi-byte sequence, so overlong forms (C0 AF), encoded surrogates (ED A0 80) and code
+ * points over U+10FFFF (F4 90 ...) get through it; Jansson refuses them later, and an
+ * operator named so vanished from /operators, a kernel failed the upload with a 500
+ * (issue 22). The usual all-ASCII string is checked eight bytes a step. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) { i += 8; continue; }
+        }
+        unsigned c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (c < 0xC2 || c > 0xF4 || i + len > n) return 0; /* C0, C1: overlong 2-byte forms */
+        unsigned c1 = s[i + 1];
+        if ((c1 & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && c1 < 0xA0) return 0; /* overlong 3-byte */
+        if (c == 0xED && c1 > 0x9F) return 0; /* U+D800..DFFF, surrogates */
+        if (c == 0xF0 && c1 < 0x90) return 0; /* overlong 4-byte */
+        if (c == 0xF4 && c1 > 0x8F) return 0; /* over U+10FFFF */
+        for (size_t k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* ERR_INVALID for a string of the event being parsed that is not UTF-8, with where it is. */
+static int bad_utf8(ingest *in, const char *what) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "event %llu (byte %llu of the trace): its %s is not valid UTF-8", in->events + 1,
+             in->fed_before + (unsigned long long)yajl_get_bytes_consumed(in->y), what);
+    return fail(in, ERR_INVALID, "%s", msg);
+}
+
 static int set_str(ingest *in, const char *s, size_t n) {
     buf *b = NULL;
     switch (in->field) {
@@ -333,6 +372,15 @@ static int set_str(ingest *in, const char *s, size_t n) {
     case F_PH: b = &in->ph; break;
     case F_PID: b = &in->pid; break;
     case F_TID: b = &in->tid; break;
+    default: break;
+    }
+    if (b) {
+        if (!utf8_valid((const unsigned char *)s, n))
+            return bad_utf8(in, in->field == F_NAME ? "name" : in->field == F_CAT ? "cat" : in->field == F_PH ? "ph" : "pid or tid");
+        buf_reset(b);
+        return buf_put(b, s, n);
+    }
+    switch (in->field) {
     case F_TS: case F_DUR:
         return fail(in, ERR_INVALID, "event field '%s' must be a number", in->field == F_TS ? "ts" : "dur");
     case A_CORR: case A_EXT: case A_DEVICE: case A_STREAM: {
@@ -347,8 +395,19 @@ static int set_str(ingest *in, const char *s, size_t n) {
     }
     default: return 0;
     }
-    buf_reset(b);
-    return buf_put(b, s, n);
+}
+
+/* true/false where a typed field stands: "ts": true was taken as no ts, and the event
+ * silently left out of the analysis, while "ts": "1" was refused (issue 22). */
+static int bool_misplaced(ingest *in) {
+    switch (in->field) {
+    case F_TS: return fail(in, ERR_INVALID, "event field 'ts' must be a number%s", NULL);
+    case F_DUR: return fail(in, ERR_INVALID, "event field 'dur' must be a number%s", NULL);
+    case F_NAME: return fail(in, ERR_INVALID, "event field 'name' must be a string%s", NULL);
+    case F_CAT: return fail(in, ERR_INVALID, "event field 'cat' must be a string%s", NULL);
+    case F_PH: return fail(in, ERR_INVALID, "event field 'ph' must be a string%s", NULL);
+    default: return 0;
+    }
 }
 
 /* Scalars inside an event: shape capture, or an event/args field. */
@@ -358,6 +417,7 @@ static int event_scalar(ingest *in, int is_num, int is_str, const char *s, size_
     if (in->shape_depth) {
         buf *b = shape_buf(in);
         if (!is_str) return shape_token(in, s, n);
+        if (!utf8_valid((const unsigned char *)s, n)) return bad_utf8(in, "args.Input Dims");
         /* Python's repr of a string is quoted; Input Dims normally holds only lists. */
         if (in->shape_need_sep && buf_put(b, ", ", 2)) return ERR_NOMEM;
         in->shape_need_sep = 1;
@@ -365,6 +425,7 @@ static int event_scalar(ingest *in, int is_num, int is_str, const char *s, size_
     }
     if (is_num) rc = set_num(in, s, n);
     else if (is_str) rc = set_str(in, s, n);
+    else if (n != 4 || memcmp(s, "None", 4)) rc = bool_misplaced(in); /* null stays "absent" */
     in->field = F_NONE;
     return rc;
 }
@@ -610,7 +671,9 @@ static int parse_plain(ingest *in, const unsigned char *p, size_t n) {
         return fail(in, ERR_TOOBIG, "the decompressed trace is larger than the limit%s", NULL);
     in->cur = p;
     in->raw_from = 0; /* an event still open continues at the first byte */
-    if (yajl_parse(in->y, p, n) == yajl_status_ok) {
+    yajl_status ys = yajl_parse(in->y, p, n);
+    in->fed_before += n;
+    if (ys == yajl_status_ok) {
         int rc = token_guard(in, n);
         if (rc) return rc;
         return in->in_event ? raw_take(in, p + in->raw_from, n - in->raw_from) : 0;

@@ -166,6 +166,38 @@ PY
     else fail "csv: formula cells in ?format=csv ($(head -c 300 "$TMP/o.csv"))"; fi
 }
 
-CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv"
+# 8. invalid UTF-8 that YAJL lets through (overlong, encoded surrogate, over U+10FFFF), in
+#    an operator's and in a kernel's name. Before: the operator 201 and missing from
+#    /operators while the totals count it; the kernel 500 "out of memory during analysis".
+case_utf8() {
+    fresh || return 0
+    local kind bytes code
+    for kind in cpu_op kernel; do
+        for bytes in 'c0af' 'eda080' 'f4908080'; do
+            python3 - "$TMP/u.json" "$kind" "$bytes" <<'PY'
+import sys
+out, cat, bad = sys.argv[1], sys.argv[2], bytes.fromhex(sys.argv[3])
+ok = b'{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5}'
+ev = b'{"ph":"X","cat":"' + cat.encode() + b'","name":"op' + bad + b'","pid":1,"tid":1,"ts":10,"dur":5' + \
+     (b',"args":{"correlation":1,"device":0,"stream":7}' if cat == "kernel" else b'') + b'}'
+open(out, "wb").write(b'{"traceEvents":[' + ok + b',' + ev + b']}')
+PY
+            code=$(post "$TMP/u.json")
+            expect "utf8: $kind name with bytes $bytes" "$code" 400 "event 2 (byte"
+        done
+    done
+}
+# 13. a boolean ts or dur. Before: 201 and the event silently left out of the analysis.
+case_boolts() {
+    fresh || return 0
+    local f code
+    for f in '"ts":true,"dur":5' '"ts":1,"dur":false' '"ts":1,"dur":5,"name":true'; do
+        printf '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,%s}]}' "$f" > "$TMP/b.json"
+        code=$(post "$TMP/b.json")
+        expect "boolts: $f" "$code" 400 "must be a"
+    done
+}
+
+CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
