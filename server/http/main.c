@@ -51,6 +51,9 @@ static const opt opts[] = {
     {"max-tracks", OPT_SIZE, CFG(max_tracks), 0, 0, "N",
      "most distinct threads, processes and GPU streams (pid, tid pairs)\nin one upload [FIRSTPASS_MAX_TRACKS] (default 10000; 0 = no limit);\n"
      "more: 413 (each costs ~3.5 KB of memory until the upload ends)"},
+    {"max-name-bytes-per-event", OPT_SIZE, CFG(max_name_bytes_per_event), 0, 0, "BYTES",
+     "the distinct names, categories and shapes of one upload may take\n16 MiB plus BYTES per event [FIRSTPASS_MAX_NAME_BYTES_PER_EVENT]\n"
+     "(default 4K; 0 = no limit); more: 413. Bounds the stored bytes of\nan upload by the events it holds"},
     {"max-uploads", OPT_UINT, CFG(max_uploads), 1, 0, "N", "uploads processed at once [FIRSTPASS_MAX_UPLOADS] (default 4); more: 503"},
     {"max-connections", OPT_UINT, CFG(max_connections), 1, 0, "N", "open connections at most [FIRSTPASS_MAX_CONNECTIONS] (default 256)"},
     {"timeout", OPT_UINT, CFG(timeout_s), 0, 0, "SECONDS",
@@ -224,7 +227,7 @@ static void resume_uploads(void *ctx) { import_resume(ctx); }
 
 int main(int argc, char **argv) {
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
-                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000,
+                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096,
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     int prc = parse_options(&cfg, argc, argv);
@@ -268,7 +271,7 @@ int main(int argc, char **argv) {
         log_line("error", "out of memory", NULL);
         return 1;
     }
-    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks};
+    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event};
     a.imports = import_pool_new(a.st, cfg.max_uploads, &lim);
     if (!a.imports) {
         log_line("error", "out of memory", NULL);

@@ -62,10 +62,23 @@ struct loader {
     evq *q;             /* events go through it to the loader thread (evq.h) */
     char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
     int attached;
+    unsigned long long seen; /* events store_event took (the loader thread's count) */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
 };
+
+#define LOAD_WAL_TRUNCATE_BYTES (16ll << 20) /* a WAL over this after an upload is truncated */
+
+/* The main database's page size. */
+static long long page_size(sqlite3 *db) {
+    sqlite3_stmt *s = NULL;
+    long long v = 4096;
+    if (sqlite3_prepare_v2(db, "PRAGMA main.page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
 
 static int set_err(loader *l, int code, const char *msg) {
     if (!l->err[0]) snprintf(l->err, sizeof l->err, "%s", msg);
@@ -426,9 +439,17 @@ static int store_event(void *ctx, const ingest_event *e) {
     if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
     track_info *ti = &l->t.tracks[tr];
     ti->events++;
+    l->seen++;
     note_shown(l, ti, e);
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : python_range(l, e, kind, kind_id, name_id, tr);
+    if (!rc && l->opts.max_name_bytes_per_event &&
+        intern_bytes(l->t.strs) > LOAD_NAME_BYTES_FREE + l->seen * l->opts.max_name_bytes_per_event) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the trace's distinct names take over 16 MiB plus %llu bytes per event (--max-name-bytes-per-event)",
+                 l->opts.max_name_bytes_per_event);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
     return rc ? rc : chunk_event(l, e, cls, kind_id, name_id, tr);
 }
 
@@ -665,7 +686,13 @@ void loader_free(loader *l) {
         if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
         /* what SQLite would have done at COMMIT (loader_new), then its default again for
          * whoever takes the connection next: a passive checkpoint waits for no reader */
-        sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int frames = 0, done = 0;
+        sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+        /* After a big write the WAL file keeps its size (journal_size_limit cuts it only
+         * when the next writer restarts it): TRUNCATE waits (busy timeout) for readers on
+         * older snapshots, then empties the file, here, after the reply went out. */
+        if ((long long)frames * page_size(l->t.db) > LOAD_WAL_TRUNCATE_BYTES)
+            sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_wal_autocheckpoint(l->t.db, 1000);
         store_put(l->st, l->t.db);
     }
