@@ -69,6 +69,11 @@ static void stream_free_cb(void *cls) {
     free(r);
 }
 
+static ssize_t head_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)cls; (void)pos; (void)buf; (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static void add_vary(struct MHD_Response *resp, unsigned vary) {
     if (vary == (HTTP_VARY_ACCEPT | HTTP_VARY_ACCEPT_ENCODING)) MHD_add_response_header(resp, "Vary", "Accept, Accept-Encoding");
     else if (vary & HTTP_VARY_ACCEPT) MHD_add_response_header(resp, "Vary", "Accept");
@@ -79,7 +84,18 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
                                   const struct timespec *t0) {
     struct MHD_Response *resp;
     const char *ctype = "application/json";
-    if (r->stream_read) {
+    /* HEAD of a streamed reply (/trace): MHD 0.9.75 sent the chunked body's last chunk
+     * ("0\r\n\r\n") after the headers (issue 22), which a keep-alive client reads as the
+     * start of the next reply. So no stream is opened: a reply of unknown length that is
+     * not chunked (its end is the connection's close) has no body MHD could send, and no
+     * Content-Length that would misstate GET's. */
+    if (r->stream_read && !strcmp(method, "HEAD")) {
+        if (r->stream_free) r->stream_free(r->stream_cls);
+        r->stream_read = NULL;
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, head_cb, NULL, NULL);
+        if (resp) MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+        ctype = r->content_type ? r->content_type : ctype;
+    } else if (r->stream_read) {
         http_reply *copy = malloc(sizeof *copy);
         if (!copy) return MHD_NO;
         *copy = *r;

@@ -213,6 +213,62 @@ case_wal() {
     within "wal: the -wal after it" "$(awk -v b="$wal" 'BEGIN{printf "%.1f", b / 1048576}')" 16 MB
 }
 
-CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal"
+# get PATH: the status of GET PATH; the body in $TMP/get.out
+get() { curl -s -o "$TMP/get.out" -w '%{http_code}' --max-time 30 "$@" || echo 000; }
+# one small valid trace in $TMP/ok.json
+ok_trace() {
+    printf '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5},{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":10,"dur":3}]}' > "$TMP/ok.json"
+}
+
+# 10. /timeline windows far outside the trace. Before: 200 after an out-of-range double to
+#     int conversion (undefined behaviour; the ASan+UBSan build aborted).
+case_timeline_range() {
+    fresh || return 0
+    ok_trace
+    local code q
+    code=$(post "$TMP/ok.json")
+    expect "timeline_range: upload" "$code" 201
+    for q in 'start_us=1e300' 'end_us=-1e300' 'start_us=-1e300&end_us=1e300'; do
+        code=$(get "$URL/api/v1/sessions/1/timeline?$q")
+        if [ "$code" = 400 ]; then pass "timeline_range: $q is 400"; else fail "timeline_range: $q gave $code: $(head -c 200 "$TMP/get.out")"; fi
+    done
+    code=$(get "$URL/api/v1/sessions/1/timeline?start_us=1e15&end_us=2e15")
+    [ "$code" = 200 ] && pass "timeline_range: a window past the trace (1e15..2e15) is 200" || fail "timeline_range: 1e15..2e15 gave $code"
+}
+# 11. durations that sum to infinity. Before: 201, then /operators listed nothing.
+case_infsum() {
+    fresh || return 0
+    printf '{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":1.7e308},{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":2,"ts":1,"dur":1.7e308}]}' > "$TMP/inf.json"
+    local code
+    code=$(post "$TMP/inf.json")
+    expect "infsum: two durs of 1.7e308" "$code" 400 "dur"
+    printf '{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1e308,"args":{"device":0,"stream":7}},{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":2,"dur":1e308,"args":{"device":0,"stream":7}}]}' > "$TMP/inf.json"
+    code=$(post "$TMP/inf.json")
+    expect "infsum: two kernel durs of 1e308" "$code" 400 "dur"
+}
+# 12. HEAD of the streamed download. Before: the headers, then "0\r\n\r\n" (a chunked body).
+case_head_trace() {
+    fresh || return 0
+    ok_trace
+    post "$TMP/ok.json" > /dev/null
+    python3 - "$PORT" > "$TMP/head.txt" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"HEAD /api/v1/sessions/1/trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+s.settimeout(5)
+d = b""
+while True:
+    x = s.recv(65536)
+    if not x:
+        break
+    d += x
+head, _, body = d.partition(b"\r\n\r\n")
+print(len(body), head.split(b"\r\n")[0].decode())
+PY
+    if [ "$(cut -d' ' -f1 "$TMP/head.txt")" = 0 ] && grep -q ' 200 ' "$TMP/head.txt"; then pass "head_trace: HEAD /trace is 200 with no body"
+    else fail "head_trace: HEAD /trace sent a body: $(cat "$TMP/head.txt") (bytes after the headers, status line)"; fi
+}
+
+CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
