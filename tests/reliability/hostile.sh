@@ -269,6 +269,50 @@ PY
     else fail "head_trace: HEAD /trace sent a body: $(cat "$TMP/head.txt") (bytes after the headers, status line)"; fi
 }
 
-CASES="tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
+# raw REQUEST_FILE: sends the bytes to the server, prints the status line it answered within
+# 5 s ("closed" when it closed without a reply, "timeout" when it never answered)
+raw() {
+    python3 - "$PORT" "$1" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(open(sys.argv[2], "rb").read())
+s.settimeout(5)
+d = b""
+try:
+    while True:
+        x = s.recv(65536)
+        if not x:
+            break
+        d += x
+except socket.timeout:
+    print("timeout" if not d else d.split(b"\r\n")[0].decode() + " (kept open)")
+    sys.exit(0)
+print(d.split(b"\r\n")[0].decode() if d else "closed")
+PY
+}
+# 15. ambiguous framing and huge queries. Before: two Content-Lengths or CL + chunked were
+#     201, "Transfer-Encoding: gzip, chunked" hung, 4,000 query parameters closed the
+#     connection with no reply.
+case_framing() {
+    fresh || return 0
+    local body='{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1}]}' got
+    local n=${#body}
+    printf 'POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n%s' "$n" "$body" > "$TMP/r1"
+    printf 'POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n' "$n" "$body" > "$TMP/r2"
+    printf 'POST /api/v1/sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n' "$n" "$body" > "$TMP/r3"
+    python3 -c 'import sys; sys.stdout.write("GET /api/v1/sessions?" + "&".join("a%d=1" % i for i in range(4000)) + " HTTP/1.1\r\nHost: x\r\n\r\n")' > "$TMP/r4"
+    local i what=("two different Content-Lengths" "Content-Length and chunked" "Transfer-Encoding: gzip, chunked" "4000 query parameters")
+    for i in 1 2 3 4; do
+        got=$(raw "$TMP/r$i")
+        case $got in
+        *" 400 "*) pass "framing: ${what[$((i - 1))]}: $got" ;;
+        *) fail "framing: ${what[$((i - 1))]}: $got, want 400" ;;
+        esac
+    done
+    got=$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/v1/sessions?limit=1")
+    [ "$got" = 200 ] && pass "framing: the server still answers" || fail "framing: then GET gave $got"
+}
+
+CASES="framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
