@@ -188,7 +188,11 @@ static int gcur_seek(A *a, gcur *c, long long corr) {
 /* Sets r's GPU time from correlation corr. */
 static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     int rc = 0;
-    if (corr < c->from) rc = gcur_seek(a, c, corr);
+    /* An id further ahead than GCUR_STEPS groups could be: seek at once. Why: threads that
+     * launch in turn (a thread pool) see ids hundreds apart, and stepping GCUR_STEPS groups
+     * before the seek was a quarter of the request thread (bench/README.md, issue 24). Ids
+     * are unique per group, so an id gap of at most GCUR_STEPS never needs more steps. */
+    if (corr < c->from || (c->row && corr - c->corr > 4 * GCUR_STEPS)) rc = gcur_seek(a, c, corr);
     for (int i = 0; !rc && c->row && c->corr < corr; i++) {
         if (i == GCUR_STEPS) { rc = gcur_seek(a, c, corr); break; }
         c->from = c->corr + 1;
