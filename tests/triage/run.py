@@ -278,6 +278,23 @@ def oracle_numbers(res):
             "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None}
 
 
+def check_report(c, rep):
+    """The report agrees with the suspects' numbers: a trace whose GPU was busy names a top GPU
+    operator (a ROCm trace once lost it to the word "GPU"), and a ROCm trace's smells never say
+    CUDA (its kernels are HIP's)."""
+    e = []
+    lines = rep.get("lines") or {}
+    gpu = (c.get("numbers") or {}).get("gpu")
+    top = lines.get("top_cuda_time", "")
+    if gpu and gpu.get("busy_fraction", 0) > 0 and top.startswith("no GPU time"):
+        e.append("report top_cuda_time %r while the GPU is busy %.1f%%" % (top, gpu["busy_fraction"] * 100))
+    if "ROCm" in (lines.get("hardware") or ""):
+        for sm in rep.get("smells", []):
+            if "CUDA" in sm.get("title", "") + sm.get("summary", ""):
+                e.append("ROCm trace's smell says CUDA: %r" % sm.get("title"))
+    return e
+
+
 def check_steps(c, reply):
     """/steps against the oracle's tb-profiler breakdown (mean per step, per role)."""
     want = (c.get("numbers") or {}).get("steps_breakdown_mean")
@@ -449,6 +466,8 @@ def run_server(doc, gendir, binpath, only):
                 e += check_phases(c, json.loads(body).get("phases", []))
             else:
                 e.append("GET /phases -> %d" % st)
+            st, _, body = srv.get("/api/v1/sessions/%d/report" % sid)
+            e += check_report(c, json.loads(body)) if st == 200 else ["GET /report -> %d" % st]
             st, _, body = srv.get("/api/v1/sessions/%d/steps" % sid)
             e += check_steps(c, json.loads(body)) if st == 200 else ["GET /steps -> %d" % st]
             need_ops = c.get("expect", {}).get("operators") or "key_averages" in c
