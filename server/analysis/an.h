@@ -242,6 +242,8 @@ static inline long an_fold(const A *a, long name) { return an_flags(a, name) & N
 int an_dberr(A *a);
 int an_run(A *a, const char *sql);
 sqlite3_stmt *an_prep(A *a, const char *sql);
+/* One (key, ts, te) row through *ins, prepared from sql on first use (the caller finalizes). */
+int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te);
 const char *an_str(A *a, long id);
 
 /* host.c */

@@ -60,6 +60,15 @@ sqlite3_stmt *an_prep(A *a, const char *sql) {
     }
     return s;
 }
+int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te) {
+    if (!*ins && !(*ins = an_prep(a, sql))) return ERR_DB;
+    sqlite3_bind_int64(*ins, 1, key);
+    sqlite3_bind_double(*ins, 2, ts);
+    sqlite3_bind_double(*ins, 3, te);
+    int rc = sqlite3_step(*ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(*ins);
+    return rc;
+}
 const char *an_str(A *a, long id) {
     const char *s = id >= 0 ? intern_str(a->t->strs, id) : NULL;
     return s ? s : "";

@@ -33,13 +33,7 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
-    if (!s->ins && !(s->ins = an_prep(a, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)"))) return ERR_DB;
-    sqlite3_bind_int(s->ins, 1, role);
-    sqlite3_bind_double(s->ins, 2, ts);
-    sqlite3_bind_double(s->ins, 3, te);
-    int rc = sqlite3_step(s->ins) == SQLITE_DONE ? 0 : an_dberr(a);
-    sqlite3_reset(s->ins);
-    return rc;
+    return an_span_insert(a, &s->ins, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)", role, ts, te);
 }
 
 /* ---- role streams ---- */
