@@ -6,6 +6,7 @@
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
 #   make test-valgrind  the unit tests under valgrind (CI runs it after test-asan)
 #   make test-reliability / test-fuzz   short runs (part of make test; knobs below)
+#   make test-hostile  hostile uploads and slow clients under resource bounds (part of make test)
 #   make fuzz-long  exploratory fuzzing, random seed, 300 s a target (tests/fuzz/run.sh)
 #   make bench      benchmarks (bench/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= (server, static/, and the collector's files when built)
@@ -32,7 +33,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench install clean \
-        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
+        test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
 all: server collector
 
 server: $(SERVER)
@@ -102,6 +103,7 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-triage
 	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-reliability
+	@$(MAKE) --no-print-directory test-hostile
 	@$(MAKE) --no-print-directory test-fuzz
 	@$(MAKE) --no-print-directory test-openapi
 	@$(MAKE) --no-print-directory test-browser
@@ -133,6 +135,11 @@ test-triage: server
 # figures are KILL9_ROUNDS=6, LOAD_N=50, SIGTERM_TRIALS=10): crash safety under SIGKILL,
 # uploads under read load, SIGTERM while connections arrive. (regress.sh is not here yet: its
 # empty_label_key case fails until api/session.c refuses an empty key in "firstpass".labels.)
+# Hostile inputs and clients (issue 22): peak RSS, CPU and stored bytes under stated
+# bounds, slow clients cut off (tests/reliability/hostile.sh; ~50 s).
+test-hostile: server
+	@tests/reliability/hostile.sh $(SERVER)
+
 test-reliability: server
 	@KILL9_ROUNDS=$(or $(KILL9_ROUNDS),3) tests/reliability/kill9.sh $(SERVER)
 	@LOAD_N=$(or $(LOAD_N),2) LOAD_UPLOADERS=8 tests/reliability/load.sh $(SERVER)

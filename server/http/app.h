@@ -16,9 +16,14 @@ typedef struct server_cfg {
     unsigned long long max_upload;   /* --max-upload bytes as received, default 1 GiB */
     unsigned long long max_inflated; /* --max-inflated decompressed bytes, default 8 GiB */
     unsigned long long max_events;   /* --max-events per session, default 20,000,000 */
+    unsigned long long max_tracks;   /* --max-tracks distinct (pid, tid) per upload, default 10,000 */
+    unsigned long long max_name_bytes_per_event; /* --max-name-bytes-per-event, default 4096 */
     unsigned max_connections;  /* --max-connections, default 256 */
     unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
     unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */
+    unsigned header_timeout_s; /* --header-timeout: a request head must be complete within it, default 10 */
+    unsigned long long min_body_rate; /* --min-body-rate bytes/s over 10 s windows, default 1024; 0 off */
+    unsigned max_connections_per_ip;  /* --max-connections-per-ip, default 64 (capped at max_connections) */
     int quiet;                 /* --quiet: no access log */
     const char *tokens_file;   /* --tokens-file: bearer tokens (auth.h); NULL: no auth */
     int read_auth;             /* --read-auth: GET/HEAD of /api/ need a token too */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "http/auth.h"
+#include "http/deadline.h"
 #include "http/metrics.h"
 #include "http/reply.h"
 #include "http/routes.h"
@@ -33,6 +34,7 @@
 
 #define SMALL_BODY_MAX (256u << 10) /* PUT bodies */
 #define UPLOAD_LABELS_MAX 64        /* ?label= of one upload */
+#define HTTP_MAX_PARAMS 1000        /* query parameters of one request */
 
 /* Per-connection state, created on the first callback of a request. */
 struct conn {
@@ -48,6 +50,8 @@ struct conn {
     unsigned vary;                /* HTTP_VARY_*: request headers the reply depends on */
     const char *user;             /* the token's NAME (auth.h), NULL when none was needed */
     int replied;                  /* the reply went out on the first callback */
+    int started;                  /* on_request's first callback ran */
+    unsigned long params;         /* on_uri: query parameters when over HTTP_MAX_PARAMS, else 0 */
 };
 
 static app *g_app;                 /* set once in http_serve */
@@ -68,6 +72,11 @@ static void stream_free_cb(void *cls) {
     free(r);
 }
 
+static ssize_t head_cb(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)cls; (void)pos; (void)buf; (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static void add_vary(struct MHD_Response *resp, unsigned vary) {
     if (vary == (HTTP_VARY_ACCEPT | HTTP_VARY_ACCEPT_ENCODING)) MHD_add_response_header(resp, "Vary", "Accept, Accept-Encoding");
     else if (vary & HTTP_VARY_ACCEPT) MHD_add_response_header(resp, "Vary", "Accept");
@@ -78,7 +87,18 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
                                   const struct timespec *t0) {
     struct MHD_Response *resp;
     const char *ctype = "application/json";
-    if (r->stream_read) {
+    /* HEAD of a streamed reply (/trace): MHD 0.9.75 sent the chunked body's last chunk
+     * ("0\r\n\r\n") after the headers (issue 22), which a keep-alive client reads as the
+     * start of the next reply. So no stream is opened: a reply of unknown length that is
+     * not chunked (its end is the connection's close) has no body MHD could send, and no
+     * Content-Length that would misstate GET's. */
+    if (r->stream_read && !strcmp(method, "HEAD")) {
+        if (r->stream_free) r->stream_free(r->stream_cls);
+        r->stream_read = NULL;
+        resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 1024, head_cb, NULL, NULL);
+        if (resp) MHD_set_response_options(resp, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
+        ctype = r->content_type ? r->content_type : ctype;
+    } else if (r->stream_read) {
         http_reply *copy = malloc(sizeof *copy);
         if (!copy) return MHD_NO;
         *copy = *r;
@@ -108,7 +128,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
     add_vary(resp, r->vary);
     if (r->www_authenticate) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
     /* Draining for a stop: a keep-alive client must not start another request here. */
-    if (atomic_load(&g_stopping)) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (atomic_load(&g_stopping) || r->close) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
@@ -247,6 +267,71 @@ static int expects_continue(struct MHD_Connection *mc) {
     return e && !strcasecmp(e, "100-continue");
 }
 
+/* ---- request framing ---- */
+
+typedef struct framing {
+    int cl;              /* Content-Length headers */
+    int cl_conflict;     /* two of them with different values */
+    const char *cl_first;
+    const char *te;      /* the (last) Transfer-Encoding */
+} framing;
+
+static enum MHD_Result framing_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+    (void)kind;
+    framing *f = cls;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+        if (f->cl++ && strcmp(f->cl_first, value ? value : "")) f->cl_conflict = 1;
+        if (f->cl == 1) f->cl_first = value ? value : "";
+    } else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+        f->te = value ? value : "";
+    }
+    return MHD_YES;
+}
+
+/* RFC 9112 6.3: two different Content-Lengths, or a Content-Length with a
+ * Transfer-Encoding, leave the body's end ambiguous (request smuggling through a proxy
+ * that reads it the other way), and a transfer coding other than chunked is one MHD
+ * cannot read (it waited for ever on "gzip, chunked"). 1 with c->early set to the 400. */
+static int framing_refused(struct MHD_Connection *mc, struct conn *c) {
+    framing f = {0, 0, NULL, NULL};
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, framing_cb, &f);
+    const char *why = f.cl_conflict ? "the request has two different Content-Length headers"
+                      : f.te && f.cl ? "the request has both Content-Length and Transfer-Encoding"
+                      : f.te && strcasecmp(f.te, "chunked") ? "Transfer-Encoding must be chunked (use Content-Encoding: gzip for a gzip body)"
+                      : NULL;
+    if (!why) return 0;
+    c->rejected = 1;
+    http_error(&c->early, ERR_REQUEST, "%s", why);
+    return 1;
+}
+
+static int params_refused(struct conn *c) {
+    if (!c->params) return 0;
+    c->rejected = 1;
+    http_error(&c->early, ERR_REQUEST, "the query has %lu parameters; at most %d are read", c->params, HTTP_MAX_PARAMS);
+    return 1;
+}
+
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request line's URI before MHD splits its query.
+ * MHD keeps every parameter in the connection's 256 KiB pool, and ~3,500 of them ran it
+ * out: the connection was closed with no reply (issue 22). Over HTTP_MAX_PARAMS, the
+ * query is cut where MHD will read it (the byte after '?': MHD ends the path at the '?'
+ * itself, then parses from the next byte) and the request is refused in on_first. What
+ * this returns is the request's first *con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *mc) {
+    (void)cls; (void)mc;
+    char *q = strchr(uri, '?');
+    if (!q) return NULL;
+    unsigned long n = 1;
+    for (const char *p = q + 1; *p; p++) n += *p == '&';
+    if (n <= HTTP_MAX_PARAMS) return NULL;
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    q[1] = '\0';
+    c->params = n;
+    return c;
+}
+
 /* ---- MHD callbacks ---- */
 
 /* The first callback of a request: headers only, no body byte read yet. Access and the
@@ -258,6 +343,15 @@ static enum MHD_Result on_first(app *a, struct MHD_Connection *mc, const char *u
     pthread_mutex_lock(&g_req_lock);
     g_requests++;
     pthread_mutex_unlock(&g_req_lock);
+    /* A request whose body's length is ambiguous is answered at once and the connection
+     * closed: draining it by MHD's reading could leave a smuggled request behind. */
+    if (framing_refused(mc, c) || params_refused(c)) {
+        http_reply out = c->early;
+        memset(&c->early, 0, sizeof c->early);
+        out.close = 1;
+        c->replied = 1;
+        return send_reply(mc, &out, method, url, &c->t0);
+    }
     if (!authorize(a, mc, method, url, c) && !strcmp(method, "POST") && !strcmp(url, "/api/v1/sessions")) upload_begin(a, mc, c);
     if (!c->rejected || !expects_continue(mc)) return MHD_YES;
     http_reply out = c->early;
@@ -272,11 +366,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     (void)version;
     app *a = cls;
     struct conn *c = *con_cls;
-    if (!c) {
-        c = calloc(1, sizeof *c);
+    if (!c || !c->started) {
+        if (!c) c = calloc(1, sizeof *c);
         if (!c) return MHD_NO;
+        c->started = 1;
         clock_gettime(CLOCK_MONOTONIC, &c->t0);
         *con_cls = c;
+        deadline_head_done(mc);
         return on_first(a, mc, url, method, c);
     }
     if (c->replied) { /* MHD should not call again; if it does, there is nothing to add */
@@ -285,6 +381,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     }
     if (*upload_size) {
         if (c->upload) {
+            deadline_feeding(mc);
             if (c->im) import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
         } else if (c->body_len + *upload_size > SMALL_BODY_MAX) {
             reject(c, ERR_TOOBIG, "the request body is over 256 KiB");
@@ -296,9 +393,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
             c->body_len += *upload_size;
             c->body[c->body_len] = '\0';
         }
+        deadline_body(mc, *upload_size);
         *upload_size = 0;
         return MHD_YES;
     }
+    deadline_body_done(mc);
     http_reply out;
     memset(&out, 0, sizeof out);
     if (c->rejected) {
@@ -321,12 +420,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 }
 
 static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_RequestTerminationCode toe) {
-    (void)cls; (void)mc; (void)toe;
+    (void)cls; (void)toe;
+    deadline_next_head(mc);
     struct conn *c = *con_cls;
     if (!c) return;
-    pthread_mutex_lock(&g_req_lock);
-    g_requests--;
-    pthread_mutex_unlock(&g_req_lock);
+    if (c->started) { /* on_uri's conn may never have reached on_request */
+        pthread_mutex_lock(&g_req_lock);
+        g_requests--;
+        pthread_mutex_unlock(&g_req_lock);
+    }
     import_free(c->im); /* rolls back anything not committed: a dropped upload leaves nothing */
     fp_labels_free(c->labels, c->nlabels);
     json_decref(c->early.json);
@@ -392,18 +494,29 @@ int http_serve(app *a) {
     stop_signals(&stop);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* One client (one address) may hold at most per_ip connections, so that others' reads
+     * find one free while it trickles (issue 22); behind a proxy every client is the proxy. */
+    unsigned per_ip = a->cfg->max_connections_per_ip && a->cfg->max_connections_per_ip < a->cfg->max_connections
+                          ? a->cfg->max_connections_per_ip : a->cfg->max_connections;
+    if (deadline_start(a->cfg->header_timeout_s, a->cfg->min_body_rate)) {
+        log_line("error", "cannot start the connection deadline thread", NULL);
+        return 1;
+    }
     /* MHD_USE_ITC: MHD_quiesce_daemon needs it with an internal polling thread. */
     struct MHD_Daemon *d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_ITC,
         (uint16_t)a->cfg->port, NULL, NULL, on_request, a,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+        MHD_OPTION_NOTIFY_CONNECTION, deadline_notify, NULL,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL,
         MHD_OPTION_CONNECTION_LIMIT, a->cfg->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, a->cfg->timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, a->cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
         MHD_OPTION_END);
     if (!d) {
+        deadline_stop();
         log_line("error", "cannot listen", "addr=%s:%d error=\"%s\"", a->cfg->bind, a->cfg->port, strerror(errno));
         return 1;
     }
@@ -413,5 +526,6 @@ int http_serve(app *a) {
     }
     log_line("info", "shutting down: finishing requests in flight", "signal=%d", sig);
     drain_and_stop(d);
+    deadline_stop(); /* after MHD: its connections' callbacks use the list */
     return 0;
 }

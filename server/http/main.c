@@ -48,10 +48,25 @@ static const opt opts[] = {
      "largest upload body as sent, compressed or not [FIRSTPASS_MAX_UPLOAD]\n(default 1073741824 = 1 GiB); larger: 413"},
     {"max-inflated", OPT_SIZE, CFG(max_inflated), 0, 0, "BYTES", "largest decompressed trace [FIRSTPASS_MAX_INFLATED] (default 8 GiB)"},
     {"max-events", OPT_SIZE, CFG(max_events), 0, 0, "N", "most events in one session [FIRSTPASS_MAX_EVENTS] (default 20000000)"},
+    {"max-tracks", OPT_SIZE, CFG(max_tracks), 0, 0, "N",
+     "most distinct threads, processes and GPU streams (pid, tid pairs)\nin one upload [FIRSTPASS_MAX_TRACKS] (default 10000; 0 = no limit);\n"
+     "more: 413 (each costs ~3.5 KB of memory until the upload ends)"},
+    {"max-name-bytes-per-event", OPT_SIZE, CFG(max_name_bytes_per_event), 0, 0, "BYTES",
+     "the distinct names, categories and shapes of one upload may take\n16 MiB plus BYTES per event [FIRSTPASS_MAX_NAME_BYTES_PER_EVENT]\n"
+     "(default 4K; 0 = no limit); more: 413. Bounds the stored bytes of\nan upload by the events it holds"},
     {"max-uploads", OPT_UINT, CFG(max_uploads), 1, 0, "N", "uploads processed at once [FIRSTPASS_MAX_UPLOADS] (default 4); more: 503"},
     {"max-connections", OPT_UINT, CFG(max_connections), 1, 0, "N", "open connections at most [FIRSTPASS_MAX_CONNECTIONS] (default 256)"},
     {"timeout", OPT_UINT, CFG(timeout_s), 0, 0, "SECONDS",
      "idle connection timeout, protects against slow clients\n[FIRSTPASS_TIMEOUT] (default 60)"},
+    {"header-timeout", OPT_UINT, CFG(header_timeout_s), 0, 0, "SECONDS",
+     "a request head (request line and headers) must be complete this\nlong after the connection or its previous request began, else\n"
+     "the connection is closed; so an idle keep-alive connection too\n[FIRSTPASS_HEADER_TIMEOUT] (default 10; 0 = none)"},
+    {"min-body-rate", OPT_SIZE, CFG(min_body_rate), 0, 0, "BYTES",
+     "a request body must arrive at BYTES a second or more over each\n10 s window, else the connection is closed (an upload is rolled\n"
+     "back) [FIRSTPASS_MIN_BODY_RATE] (default 1K; 0 = none)"},
+    {"max-connections-per-ip", OPT_UINT, CFG(max_connections_per_ip), 1, 0, "N",
+     "open connections from one client address at most, so one client\ncannot hold them all [FIRSTPASS_MAX_CONNECTIONS_PER_IP] (default 64;\n"
+     "behind a proxy every client is the proxy: raise it to --max-connections)"},
     {"quiet", OPT_BOOL, CFG(quiet), 0, 0, NULL, "no access log on stderr [FIRSTPASS_QUIET=1]"},
     {"tokens-file", OPT_STR, CFG(tokens_file), 0, 0, "FILE",
      "bearer tokens, one 'NAME TOKEN' or 'NAME sha256:HEX' a line\n[FIRSTPASS_TOKENS_FILE]; then writes to /api/ (POST, PUT, DELETE)\n"
@@ -212,8 +227,8 @@ static void resume_uploads(void *ctx) { import_resume(ctx); }
 
 int main(int argc, char **argv) {
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
-                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000,
-                      .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .quiet = 0,
+                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096,
+                      .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
@@ -256,7 +271,7 @@ int main(int argc, char **argv) {
         log_line("error", "out of memory", NULL);
         return 1;
     }
-    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events};
+    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event};
     a.imports = import_pool_new(a.st, cfg.max_uploads, &lim);
     if (!a.imports) {
         log_line("error", "out of memory", NULL);

@@ -41,6 +41,8 @@ static const struct {
     {ERR_OFF, 403, "backups_disabled"},
     {ERR_RUNNING, 409, "backup_running"},
     {ERR_BACKUP, 500, "backup_failed"},
+    {ERR_REQUEST, 400, "bad_request"},
+    {ERR_FULL, 507, "insufficient_storage"},
 };
 
 static int row_of(int err) {

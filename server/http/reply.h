@@ -44,6 +44,7 @@ typedef struct http_reply {
     const char *www_authenticate; /* WWW-Authenticate header (401) when set; static string */
     unsigned vary;             /* HTTP_VARY_*: set by http.c from what the handler consulted */
     const char *user;          /* http.c's: the token NAME for the access log, or NULL */
+    int close;                 /* http.c's: Connection: close (the request's framing is not trusted) */
 } http_reply;
 
 const char *http_query(const http_req *r, const char *key);  /* first value or NULL */

@@ -378,10 +378,16 @@ static int h_report_put(app *a, http_req *rq, http_reply *out) {
     return h_report(a, rq, out);
 }
 
+#define TIMELINE_US_MAX 9e15
+
 static int h_timeline(app *a, http_req *rq, http_reply *out) {
     double s, e;
     long long nb;
     if (num_param(rq, out, "start_us", &s) || num_param(rq, out, "end_us", &e) || int_param(rq, out, "buckets", 1000, 1, 10000, &nb)) return ERR_PARAM;
+    /* Microseconds since 1970 stay under 2^53 for 285 years; beyond, bucket indexes no
+     * longer fit an int (1e300 was undefined behaviour in the resampler, issue 22). */
+    if (fabs(s) > TIMELINE_US_MAX || fabs(e) > TIMELINE_US_MAX)
+        return http_error(out, ERR_PARAM, "start_us and end_us must lie within +-9e15 (microseconds)");
     json_t *body = NULL;
     int rc_;
     WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, &body));

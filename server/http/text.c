@@ -102,14 +102,20 @@ char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
     const json_t *r;
     json_array_foreach(rows, i, r) {
         for (int c = 0; cols[c]; c++) {
-            cell(json_object_get(r, cols[c]), &v);
+            const json_t *jv = json_object_get(r, cols[c]);
+            cell(jv, &v);
             if (c) buf_puts(&b, ",");
+            /* CSV injection (OWASP's rule): a text cell that a spreadsheet would read as a
+             * formula (= + - @, or a tab or CR before one) gets a leading ' and quotes, so
+             * an uploaded name like =HYPERLINK(...) stays text. Numbers are never text here,
+             * so -1.5 is left alone. */
+            int formula = json_is_string(jv) && v.len && memchr("=+-@\t\r", buf_str(&v)[0], 6);
             /* RFC 4180: quote fields with commas, quotes or newlines; double the quotes. */
-            if (!strpbrk(buf_str(&v), ",\"\n\r")) {
+            if (!formula && !strpbrk(buf_str(&v), ",\"\n\r")) {
                 buf_put(&b, buf_str(&v), v.len);
                 continue;
             }
-            buf_puts(&b, "\"");
+            buf_puts(&b, formula ? "\"'" : "\"");
             for (const char *p = buf_str(&v); *p; p++) {
                 buf_put(&b, p, 1);
                 if (*p == '"') buf_put(&b, "\"", 1);

@@ -27,6 +27,11 @@ typedef struct import_limits {
     unsigned long long max_upload;   /* bytes as received (--max-upload); 0: none */
     unsigned long long max_inflated; /* decompressed bytes (--max-inflated); 0: none */
     unsigned long long max_events;   /* events in one session (--max-events); 0: none */
+    unsigned long long max_tracks;   /* distinct (pid, tid) tracks: threads, processes, GPU
+                                        streams (--max-tracks); 0: none */
+    unsigned long long max_name_bytes_per_event; /* distinct names, kinds and shapes may total
+                                        LOAD_NAME_BYTES_FREE plus this per event
+                                        (--max-name-bytes-per-event); 0: none */
 } import_limits;
 
 /* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */

@@ -62,10 +62,24 @@ struct loader {
     evq *q;             /* events go through it to the loader thread (evq.h) */
     char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
     int attached;
+    unsigned long long seen; /* events store_event took (the loader thread's count) */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
 };
+
+#define LOAD_US_MAX 1e18 /* the largest |ts| and dur taken, in microseconds */
+#define LOAD_WAL_TRUNCATE_BYTES (16ll << 20) /* a WAL over this after an upload is truncated */
+
+/* The main database's page size. */
+static long long page_size(sqlite3 *db) {
+    sqlite3_stmt *s = NULL;
+    long long v = 4096;
+    if (sqlite3_prepare_v2(db, "PRAGMA main.page_size", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
 
 static int set_err(loader *l, int code, const char *msg) {
     if (!l->err[0]) snprintf(l->err, sizeof l->err, "%s", msg);
@@ -131,13 +145,17 @@ static int classify(const ingest_event *e, const char **kind) {
 /* ---- tracks and chunks ---- */
 
 /* The track of an event: one per (pid, tid). track_keys hands out dense ids in order of
- * first appearance, so a key's id is its index into t.tracks. */
+ * first appearance, so a key's id is its index into t.tracks. -1: out of memory; -2: one
+ * track more than --max-tracks. Why a cap: each track costs ~3.5 KB until the commit
+ * (its chunk builder, host block, track_info, analysis state), so 1M distinct tids in a
+ * 5 MB gzip were 3.5 GB (issue 22). */
 static long track_of(loader *l, const ingest_event *e) {
     buf *k = &l->keybuf;
     buf_reset(k);
     if (buf_put(k, e->pid, strlen(e->pid)) || buf_put(k, "\x1f", 1) || buf_put(k, e->tid, strlen(e->tid))) return -1;
     long tr = intern_id(l->track_keys, k->p, k->len);
     if (tr < 0 || (size_t)tr < l->t.ntracks) return tr;
+    if (l->opts.max_tracks && l->t.ntracks >= l->opts.max_tracks) return -2; /* the upload fails: the extra key is moot */
     /* Four arrays indexed by the track id, one capacity each (all grow together). */
     size_t need = (size_t)tr + 1;
     if (VEC_RESERVE(l->t.tracks, l->t.captracks, need, 16) || VEC_RESERVE(l->chunks, l->capchunks, need, 16) ||
@@ -411,14 +429,28 @@ static int store_event(void *ctx, const ingest_event *e) {
     const char *kind;
     int cls = classify(e, &kind);
     long tr = track_of(l, e);
+    if (tr == -2) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "the trace has more than %llu distinct threads, processes or GPU streams (--max-tracks)",
+                 l->opts.max_tracks);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
     long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
     long kind_id = intern_id(l->t.strs, kind, strlen(kind));
     if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
     track_info *ti = &l->t.tracks[tr];
     ti->events++;
+    l->seen++;
     note_shown(l, ti, e);
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : python_range(l, e, kind, kind_id, name_id, tr);
+    if (!rc && l->opts.max_name_bytes_per_event &&
+        intern_bytes(l->t.strs) > LOAD_NAME_BYTES_FREE + l->seen * l->opts.max_name_bytes_per_event) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the trace's distinct names take over 16 MiB plus %llu bytes per event (--max-name-bytes-per-event)",
+                 l->opts.max_name_bytes_per_event);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
     return rc ? rc : chunk_event(l, e, cls, kind_id, name_id, tr);
 }
 
@@ -429,12 +461,19 @@ static int on_event(void *ctx, const ingest_event *e) {
     if (l->opts.max_events && (unsigned long long)l->t.events >= l->opts.max_events)
         return set_err(l, ERR_TOOBIG, "the trace has more events than --max-events allows");
     l->t.events++;
-    if (e->has_dur && (e->dur < 0 || !isfinite(e->dur)))
-        return set_err(l, ERR_INVALID, "an event has a negative or non-finite dur");
-    if (e->has_ts && !isfinite(e->ts)) return set_err(l, ERR_INVALID, "an event has a non-finite ts");
+    /* Bounded, not only finite: two durs of 1e308 summed to infinity, and /operators then
+     * listed nothing (issue 22). 1e18 us is 31,000 years; 20M events of it still sum finite. */
+    if (e->has_dur && (e->dur < 0 || !(e->dur <= LOAD_US_MAX)))
+        return set_err(l, ERR_INVALID, "an event has a negative dur, or one over 1e18 us");
+    if (e->has_ts && !(fabs(e->ts) <= LOAD_US_MAX)) return set_err(l, ERR_INVALID, "an event has a ts beyond +-1e18 us");
     int rc = evq_push(l->q, e);
+    /* The loader thread's message is readable here: evq_push returned its error, which it
+     * set under evq's lock after writing w_err. */
+    if (rc && l->w_err[0]) return set_err(l, rc, l->w_err);
     return rc ? set_err(l, rc, rc == ERR_NOMEM ? "out of memory" : "the events could not be stored") : 0;
 }
+
+static const char *sink_message(void *ctx) { return ((loader *)ctx)->err; }
 
 static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
     loader *l = ctx;
@@ -517,6 +556,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->sink.ctx = l;
     l->sink.on_event = on_event;
     l->sink.on_meta = on_meta;
+    l->sink.message = sink_message;
     return l;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -649,7 +689,13 @@ void loader_free(loader *l) {
         if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
         /* what SQLite would have done at COMMIT (loader_new), then its default again for
          * whoever takes the connection next: a passive checkpoint waits for no reader */
-        sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+        int frames = 0, done = 0;
+        sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+        /* After a big write the WAL file keeps its size (journal_size_limit cuts it only
+         * when the next writer restarts it): TRUNCATE waits (busy timeout) for readers on
+         * older snapshots, then empties the file, here, after the reply went out. */
+        if ((long long)frames * page_size(l->t.db) > LOAD_WAL_TRUNCATE_BYTES)
+            sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_wal_autocheckpoint(l->t.db, 1000);
         store_put(l->st, l->t.db);
     }

@@ -19,7 +19,15 @@ typedef struct load_opts {
     size_t nlabels;
     unsigned long long max_events; /* 0: no limit; over it: ERR_TOOBIG */
     unsigned long long bytes_in; /* bytes received, recorded on the session */
+    unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
+    unsigned long long max_name_bytes_per_event; /* 0: no limit; see LOAD_NAME_BYTES_FREE */
 } load_opts;
+
+/* The distinct names, kinds and shapes of one upload may total this much, plus
+ * max_name_bytes_per_event for each event so far; more: ERR_TOOBIG. Each distinct name is
+ * stored several times (strings, operators or kernels, the report), so 100 names of 1 MiB
+ * in a 107 KB gzip stored 318 MB (issue 22). */
+#define LOAD_NAME_BYTES_FREE (16ull << 20)
 
 typedef struct loader loader;
 

@@ -366,7 +366,10 @@ static int emit(nx *x, ingest_event *e, long long st, long long en, long long pi
     e->json = j->p;
     e->json_len = j->len;
     rc = x->sink->on_event(x->sink->ctx, e);
-    if (rc) return nx_fail(x, rc, rc == ERR_TOOBIG ? "the export has more events than --max-events allows" : "could not store the events");
+    if (rc) {
+        const char *m = x->sink->message ? x->sink->message(x->sink->ctx) : NULL;
+        return nx_fail(x, rc, "%s", m && *m ? m : "could not store the events");
+    }
     x->events++;
     return 0;
 }

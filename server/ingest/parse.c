@@ -68,6 +68,15 @@ struct ingest {
 
     /* capture of a top-level non-event value */
     int meta_depth;    /* depth at which the meta value started, 0 = none */
+    int await_value;   /* a top-level key was read, its value not yet begun */
+    unsigned top_keys; /* top-level keys so far */
+    unsigned long meta_nodes;       /* tokens of the top-level values so far */
+    unsigned long long meta_total;  /* bytes of the top-level values handed on so far */
+    /* token guard (parse_plain): YAJL buffers a token cut by a chunk end whole, rescanning
+     * it per chunk, before any callback sees it */
+    unsigned long ntok, ntok_seen;  /* callbacks so far; at the end of the last chunk */
+    unsigned long long pending;     /* at most this many bytes were fed since the last callback */
+    unsigned long long fed_before;  /* bytes given to YAJL before the chunk it reads now */
     buf meta_key;
     yajl_gen meta_gen;
 
@@ -93,6 +102,12 @@ static int fail(ingest *in, int code, const char *fmt, const char *arg) {
         in->errcode = code;
     }
     return in->errcode;
+}
+
+/* The sink's message for the error it returned, or dflt. */
+static const char *sink_message(ingest *in, const char *dflt) {
+    const char *m = in->sink.message ? in->sink.message(in->sink.ctx) : NULL;
+    return m && *m ? m : dflt;
 }
 
 /* ---- shape capture: nested arrays rendered like Python's str(list) ---- */
@@ -178,12 +193,19 @@ static int raw_take(ingest *in, const unsigned char *s, size_t n) {
     return 0;
 }
 
+/* Every token of a top-level value passes here: the values together are capped in bytes
+ * and in tokens (a 16 MiB value of tiny keys is ~1.5M Jansson objects once loaded). */
 static int meta_gen_check(ingest *in, yajl_gen_status st) {
     if (st != yajl_gen_status_ok) return fail(in, ERR_INVALID, "bad top-level value%s", NULL);
     const unsigned char *b;
     size_t len;
     yajl_gen_get_buf(in->meta_gen, &b, &len);
-    if (len > INGEST_MAX_META_BYTES) return fail(in, ERR_TOOBIG, "top-level key '%s' is too large", buf_str(&in->meta_key));
+    if (in->meta_total + len > INGEST_MAX_META_BYTES)
+        return fail(in, ERR_TOOBIG, "the top-level values other than traceEvents are over 16 MiB together (at key '%.64s')",
+                    buf_str(&in->meta_key));
+    if (++in->meta_nodes > INGEST_MAX_META_NODES)
+        return fail(in, ERR_TOOBIG, "the top-level values other than traceEvents hold over 100000 keys and values (at key '%.64s')",
+                    buf_str(&in->meta_key));
     return 0;
 }
 
@@ -194,6 +216,7 @@ static int meta_maybe_done(ingest *in) {
     size_t len;
     yajl_gen_get_buf(in->meta_gen, &b, &len);
     int rc = in->sink.on_meta ? in->sink.on_meta(in->sink.ctx, buf_str(&in->meta_key), (const char *)b, len) : 0;
+    in->meta_total += len;
     yajl_gen_clear(in->meta_gen);
     yajl_gen_reset(in->meta_gen, NULL);
     in->meta_depth = 0;
@@ -205,6 +228,7 @@ static int is_top_scalar(const ingest *in) {
     return in->top == TOP_OBJECT && in->depth == 1 && in->meta_depth == 0;
 }
 static int top_scalar_done(ingest *in, yajl_gen_status st) {
+    in->await_value = 0;
     if (meta_gen_check(in, st)) return 0;
     in->meta_depth = 2; /* so meta_maybe_done fires at depth 1 */
     return !meta_maybe_done(in);
@@ -302,6 +326,44 @@ static int set_num(ingest *in, const char *s, size_t n) {
     return 0;
 }
 
+/* 1 when s (n bytes) is UTF-8 as RFC 3629 has it. YAJL checks only the shape of a
+ * multi-byte sequence, so overlong forms (C0 AF), encoded surrogates (ED A0 80) and code
+ * points over U+10FFFF (F4 90 ...) get through it; Jansson refuses them later, and an
+ * operator named so vanished from /operators, a kernel failed the upload with a 500
+ * (issue 22). The usual all-ASCII string is checked eight bytes a step. */
+static int utf8_valid(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ull)) { i += 8; continue; }
+        }
+        unsigned c = s[i];
+        if (c < 0x80) { i++; continue; }
+        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (c < 0xC2 || c > 0xF4 || i + len > n) return 0; /* C0, C1: overlong 2-byte forms */
+        unsigned c1 = s[i + 1];
+        if ((c1 & 0xC0) != 0x80) return 0;
+        if (c == 0xE0 && c1 < 0xA0) return 0; /* overlong 3-byte */
+        if (c == 0xED && c1 > 0x9F) return 0; /* U+D800..DFFF, surrogates */
+        if (c == 0xF0 && c1 < 0x90) return 0; /* overlong 4-byte */
+        if (c == 0xF4 && c1 > 0x8F) return 0; /* over U+10FFFF */
+        for (size_t k = 2; k < len; k++)
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* ERR_INVALID for a string of the event being parsed that is not UTF-8, with where it is. */
+static int bad_utf8(ingest *in, const char *what) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "event %llu (byte %llu of the trace): its %s is not valid UTF-8", in->events + 1,
+             in->fed_before + (unsigned long long)yajl_get_bytes_consumed(in->y), what);
+    return fail(in, ERR_INVALID, "%s", msg);
+}
+
 static int set_str(ingest *in, const char *s, size_t n) {
     buf *b = NULL;
     switch (in->field) {
@@ -310,6 +372,15 @@ static int set_str(ingest *in, const char *s, size_t n) {
     case F_PH: b = &in->ph; break;
     case F_PID: b = &in->pid; break;
     case F_TID: b = &in->tid; break;
+    default: break;
+    }
+    if (b) {
+        if (!utf8_valid((const unsigned char *)s, n))
+            return bad_utf8(in, in->field == F_NAME ? "name" : in->field == F_CAT ? "cat" : in->field == F_PH ? "ph" : "pid or tid");
+        buf_reset(b);
+        return buf_put(b, s, n);
+    }
+    switch (in->field) {
     case F_TS: case F_DUR:
         return fail(in, ERR_INVALID, "event field '%s' must be a number", in->field == F_TS ? "ts" : "dur");
     case A_CORR: case A_EXT: case A_DEVICE: case A_STREAM: {
@@ -324,8 +395,19 @@ static int set_str(ingest *in, const char *s, size_t n) {
     }
     default: return 0;
     }
-    buf_reset(b);
-    return buf_put(b, s, n);
+}
+
+/* true/false where a typed field stands: "ts": true was taken as no ts, and the event
+ * silently left out of the analysis, while "ts": "1" was refused (issue 22). */
+static int bool_misplaced(ingest *in) {
+    switch (in->field) {
+    case F_TS: return fail(in, ERR_INVALID, "event field 'ts' must be a number%s", NULL);
+    case F_DUR: return fail(in, ERR_INVALID, "event field 'dur' must be a number%s", NULL);
+    case F_NAME: return fail(in, ERR_INVALID, "event field 'name' must be a string%s", NULL);
+    case F_CAT: return fail(in, ERR_INVALID, "event field 'cat' must be a string%s", NULL);
+    case F_PH: return fail(in, ERR_INVALID, "event field 'ph' must be a string%s", NULL);
+    default: return 0;
+    }
 }
 
 /* Scalars inside an event: shape capture, or an event/args field. */
@@ -335,6 +417,7 @@ static int event_scalar(ingest *in, int is_num, int is_str, const char *s, size_
     if (in->shape_depth) {
         buf *b = shape_buf(in);
         if (!is_str) return shape_token(in, s, n);
+        if (!utf8_valid((const unsigned char *)s, n)) return bad_utf8(in, "args.Input Dims");
         /* Python's repr of a string is quoted; Input Dims normally holds only lists. */
         if (in->shape_need_sep && buf_put(b, ", ", 2)) return ERR_NOMEM;
         in->shape_need_sep = 1;
@@ -342,26 +425,31 @@ static int event_scalar(ingest *in, int is_num, int is_str, const char *s, size_
     }
     if (is_num) rc = set_num(in, s, n);
     else if (is_str) rc = set_str(in, s, n);
+    else if (n != 4 || memcmp(s, "None", 4)) rc = bool_misplaced(in); /* null stays "absent" */
     in->field = F_NONE;
     return rc;
 }
 
 static int cb_null(void *ctx) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_null(IN->meta_gen));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_null(IN->meta_gen));
     return !event_scalar(IN, 0, 0, "None", 4);
 }
 static int cb_bool(void *ctx, int v) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_bool(IN->meta_gen, v));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_bool(IN->meta_gen, v));
     return !event_scalar(IN, 0, 0, v ? "True" : "False", v ? 4 : 5);
 }
 static int cb_number(void *ctx, const char *s, size_t n) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_number(IN->meta_gen, s, n));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_number(IN->meta_gen, s, n));
     return !event_scalar(IN, 1, 0, s, n);
 }
 static int cb_string(void *ctx, const unsigned char *s, size_t n) {
+    IN->ntok++;
     if (is_top_scalar(IN)) return top_scalar_done(IN, yajl_gen_string(IN->meta_gen, s, n));
     if (IN->meta_depth) return !meta_gen_check(IN, yajl_gen_string(IN->meta_gen, s, n));
     return !event_scalar(IN, 0, 1, (const char *)s, n);
@@ -387,7 +475,9 @@ static int container_misplaced(ingest *in) {
 
 static int cb_start_map(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (++in->depth > INGEST_MAX_DEPTH) return fail(in, ERR_INVALID, "JSON nested too deeply%s", NULL), 0;
+    if (in->depth == 2) in->await_value = 0;
     if (container_misplaced(in)) return 0;
     if (in->top == TOP_UNKNOWN) { in->top = TOP_OBJECT; return 1; }
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_map_open(in->meta_gen));
@@ -429,10 +519,14 @@ static enum field args_key(const unsigned char *k, size_t n) {
 
 static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_string(in->meta_gen, k, n));
     if (in->top == TOP_OBJECT && in->depth == 1) {
+        if (n > INGEST_MAX_KEY_BYTES) return fail(in, ERR_TOOBIG, "a top-level key is over 1 KiB%s", NULL), 0;
+        if (++in->top_keys > INGEST_MAX_TOP_KEYS) return fail(in, ERR_TOOBIG, "the document has over 1024 top-level keys%s", NULL), 0;
         buf_reset(&in->meta_key);
         if (buf_put(&in->meta_key, (const char *)k, n)) return 0;
+        in->await_value = 1;
         return 1;
     }
     if (in->in_event && in->depth == in->in_event) in->field = event_key(k, n);
@@ -442,6 +536,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n) {
 
 static int cb_end_map(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) {
         if (meta_gen_check(in, yajl_gen_map_close(in->meta_gen))) return 0;
         in->depth--;
@@ -463,7 +558,7 @@ static int cb_end_map(void *ctx) {
         in->in_event = 0;
         in->events++;
         int rc = in->sink.on_event ? in->sink.on_event(in->sink.ctx, e) : 0;
-        if (rc) return fail(in, rc, "could not store the events%s", NULL), 0;
+        if (rc) return fail(in, rc, "%s", sink_message(in, "could not store the events")), 0;
     }
     in->depth--;
     if (in->top == TOP_OBJECT && in->depth == 0 && !in->saw_trace_events)
@@ -473,7 +568,9 @@ static int cb_end_map(void *ctx) {
 
 static int cb_start_array(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (++in->depth > INGEST_MAX_DEPTH) return fail(in, ERR_INVALID, "JSON nested too deeply%s", NULL), 0;
+    if (in->depth == 2) in->await_value = 0;
     if (container_misplaced(in)) return 0;
     if (in->top == TOP_UNKNOWN) { in->top = TOP_ARRAY; in->saw_trace_events = 1; return 1; }
     if (in->meta_depth) return !meta_gen_check(in, yajl_gen_array_open(in->meta_gen));
@@ -508,6 +605,7 @@ static int cb_start_array(void *ctx) {
 
 static int cb_end_array(void *ctx) {
     ingest *in = IN;
+    in->ntok++;
     if (in->meta_depth) {
         if (meta_gen_check(in, yajl_gen_array_close(in->meta_gen))) return 0;
         in->depth--;
@@ -547,13 +645,39 @@ ingest *ingest_new(const ingest_sink *sink, int gzip, unsigned long long max_inf
     return in;
 }
 
+/* Called after each chunk YAJL took. A token cut by the chunk's end is copied into YAJL's
+ * lexer buffer and rescanned from its start with every later chunk, and no callback sees
+ * it until it ends: a 100 MiB key cost 573 MB and 37 s of CPU before the cap on values
+ * could look at it (issue 22). So the bytes fed since the last callback are bounded here,
+ * as they arrive: a chunk with a callback leaves at most its own length pending, one
+ * without adds its length. Where a top-level key is due the bound is the key cap plus
+ * one chunk (MHD's are at most 256 KiB); anywhere else, the values' cap plus one chunk
+ * (no event can hold more: INGEST_MAX_EVENT_BYTES). Only whitespace, ',' and ':' lie
+ * between tokens, so a legal document never comes near either bound. */
+#define TOKEN_SLACK (256u << 10)
+static int token_guard(ingest *in, size_t n) {
+    in->pending = in->ntok != in->ntok_seen ? n : in->pending + n;
+    in->ntok_seen = in->ntok;
+    int key_due = in->top == TOP_OBJECT && in->depth == 1 && !in->await_value;
+    if (key_due && in->pending > INGEST_MAX_KEY_BYTES + TOKEN_SLACK)
+        return fail(in, ERR_TOOBIG, "a top-level key is over 1 KiB%s", NULL);
+    if (in->pending > INGEST_MAX_META_BYTES + TOKEN_SLACK)
+        return fail(in, ERR_TOOBIG, "a JSON string (or a run of whitespace) is over 16 MiB%s", NULL);
+    return 0;
+}
+
 static int parse_plain(ingest *in, const unsigned char *p, size_t n) {
     if (in->max_inflated && (in->inflated += n) > in->max_inflated)
         return fail(in, ERR_TOOBIG, "the decompressed trace is larger than the limit%s", NULL);
     in->cur = p;
     in->raw_from = 0; /* an event still open continues at the first byte */
-    if (yajl_parse(in->y, p, n) == yajl_status_ok)
+    yajl_status ys = yajl_parse(in->y, p, n);
+    in->fed_before += n;
+    if (ys == yajl_status_ok) {
+        int rc = token_guard(in, n);
+        if (rc) return rc;
         return in->in_event ? raw_take(in, p + in->raw_from, n - in->raw_from) : 0;
+    }
     if (in->errcode) return in->errcode; /* one of our callbacks stopped it */
     unsigned char *msg = yajl_get_error(in->y, 0, p, n);
     fail(in, ERR_PARSE, "invalid JSON: %s", (const char *)msg);

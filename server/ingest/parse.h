@@ -11,7 +11,10 @@
 #include <stddef.h>
 
 #define INGEST_MAX_EVENT_BYTES (4u << 20) /* one event's JSON, args included */
-#define INGEST_MAX_META_BYTES (16u << 20) /* one top-level non-event value */
+#define INGEST_MAX_META_BYTES (16u << 20) /* the top-level non-event values together, as compact JSON */
+#define INGEST_MAX_KEY_BYTES 1024         /* one top-level key */
+#define INGEST_MAX_TOP_KEYS 1024          /* top-level keys (traceEvents included) */
+#define INGEST_MAX_META_NODES 100000      /* keys, scalars and containers in those values */
 #define INGEST_MAX_DEPTH 64               /* JSON nesting, anywhere */
 
 /* One trace event. Strings are NUL-terminated and borrowed: valid only during
@@ -46,6 +49,8 @@ typedef struct ingest_sink {
     int (*on_event)(void *ctx, const ingest_event *ev);
     /* Called for each top-level key other than traceEvents, with its value as JSON. */
     int (*on_meta)(void *ctx, const char *key, const char *json, size_t len);
+    /* Optional: the message for an error on_event or on_meta returned (NULL: a generic one). */
+    const char *(*message)(void *ctx);
 } ingest_sink;
 
 typedef struct ingest ingest;

@@ -33,7 +33,9 @@ enum {
     ERR_OFF = -20,          /* the feature is switched off here (backups): 403 backups_disabled */
     ERR_RUNNING = -21,      /* the same job runs already (a backup): 409 backup_running */
     ERR_BACKUP = -22,       /* a backup could not be written: 500 backup_failed */
-    ERR_LAST = -22          /* the lowest value: tests walk ERR_LAST..-1 */
+    ERR_REQUEST = -23,      /* the request's framing is ambiguous or unsupported: 400 bad_request */
+    ERR_FULL = -24,         /* the disk (or the database's limit) is full: 507 insufficient_storage */
+    ERR_LAST = -24          /* the lowest value: tests walk ERR_LAST..-1 */
 };
 
 #endif

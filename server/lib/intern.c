@@ -18,6 +18,7 @@ struct intern {
     size_t n, cap;   /* ids used / allocated */
     long *slots;     /* hash slot -> id, -1 empty */
     size_t nslots;   /* power of two */
+    size_t bytes;    /* the keys' lengths added up */
 };
 
 static uint64_t hash(const char *s, size_t n) {
@@ -63,6 +64,8 @@ static size_t probe(const intern *t, const char *s, size_t len) {
     return i;
 }
 
+size_t intern_bytes(const intern *t) { return t->bytes; }
+
 long intern_lookup(const intern *t, const char *s, size_t len) { return t->slots[probe(t, s, len)]; }
 
 long intern_id(intern *t, const char *s, size_t len) {
@@ -75,6 +78,7 @@ long intern_id(intern *t, const char *s, size_t len) {
     copy[len] = '\0';
     long id = (long)t->n++;
     t->keys[id] = (key){copy, len};
+    t->bytes += len;
     t->slots[i] = id;
     if (t->n * 2 > t->nslots && grow_slots(t)) return -1;
     return id;

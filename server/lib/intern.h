@@ -15,6 +15,7 @@ long intern_id(intern *t, const char *s, size_t len);
 long intern_lookup(const intern *t, const char *s, size_t len);
 const char *intern_str(const intern *t, long id); /* borrowed; NULL if out of range */
 size_t intern_count(const intern *t);
+size_t intern_bytes(const intern *t); /* the interned strings' lengths added up */
 void intern_free(intern *t);
 
 /* The "intern a key, grow the array its id indexes" idiom, written once: interns key and

@@ -794,8 +794,11 @@ static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a
     for (int j = 0; j < nb; j++) {
         double lo = a + j * w, hi = lo + w, busy = 0, topdur = -1;
         uint32_t count = 0, top = 0;
-        for (int k = (int)floor((lo - g->s0) / g->w0); k <= (int)floor((hi - g->s0) / g->w0) && k < TL_BUCKETS; k++) {
-            if (k < 0) continue;
+        /* Clamped as doubles first: a far window must not overflow the int (UB). */
+        double k0 = floor((lo - g->s0) / g->w0), k1 = floor((hi - g->s0) / g->w0);
+        int kfirst = k0 > 0 ? (k0 < TL_BUCKETS ? (int)k0 : TL_BUCKETS) : 0;
+        int klast = k1 < TL_BUCKETS ? (k1 > -1 ? (int)k1 : -1) : TL_BUCKETS - 1;
+        for (int k = kfirst; k <= klast; k++) {
             double blo = g->s0 + k * g->w0, bhi = blo + g->w0;
             double ov = (hi < bhi ? hi : bhi) - (lo > blo ? lo : blo);
             if (ov <= 0) continue;

@@ -84,10 +84,14 @@ static sqlite3 *conn_open(const char *path, char *err, size_t errlen) {
     }
     /* WAL: readers never block the writer; NORMAL sync is durable across process
      * crashes (what the SIGKILL test checks), losing at most the last commit on power loss. */
+    /* journal_size_limit: SQLite reuses a WAL from its start without shrinking it, so the
+     * -wal stayed the size of the largest upload for ever (issue 22); with it, a WAL that
+     * restarts is cut back to 16 MiB (and loader_free truncates it after a big upload). */
     const char *setup =
         "PRAGMA journal_mode=WAL;"
         "PRAGMA synchronous=NORMAL;"
         "PRAGMA foreign_keys=ON;"
+        "PRAGMA journal_size_limit=16777216;"
         "PRAGMA temp_store=FILE;";
     char *msg = NULL;
     if (sqlite3_exec(db, setup, NULL, NULL, &msg) != SQLITE_OK) {

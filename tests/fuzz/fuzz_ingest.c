@@ -134,7 +134,7 @@ static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
 
 /* Parses data in npieces pieces ending at cuts[0..npieces-2] (ascending, <= size). */
 static void parse(run *r, int gzip, const uint8_t *data, size_t size, const size_t *cuts, int npieces) {
-    ingest_sink sink = {r, on_event, on_meta};
+    ingest_sink sink = {r, on_event, on_meta, NULL};
     r->digest = 1469598103934665603ull;
     ingest *in = ingest_new(&sink, gzip, FUZZ_MAX_INFLATED);
     CHECK(in != NULL, "ingest_new");

@@ -47,7 +47,7 @@ static int teardown(void **state) {
 
 /* Imports `len` bytes in pieces of `piece` bytes; returns 0 with *id or the ERR_*. */
 static int import_bytes(const void *data, size_t len, size_t piece, int gzip, long long *id, char *err) {
-    import_limits lim = {0, 0, 0};
+    import_limits lim = {.max_upload = 0};
     import_pool *pool = import_pool_new(st, 1, &lim);
     import_opts o = {"t", NULL, 0, gzip, 0};
     importer *im = NULL;
@@ -317,7 +317,7 @@ static void test_loader_scratch_file_in_tmpdir(void **state) {
     const char *old = getenv("TMPDIR");
     char *keep = old ? strdup(old) : NULL;
     setenv("TMPDIR", "/nonexistent-firstpass-dir", 1);
-    load_opts o = {"t", NULL, 0, 0, 0};
+    load_opts o = {.name = "t"};
     char err[256] = "";
     loader *l = loader_new(st, &o, err, sizeof err);
     assert_null(l);

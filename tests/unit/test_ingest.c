@@ -45,7 +45,7 @@ static int on_event(void *ctx, const ingest_event *e) {
 /* Feeds body in pieces of `piece` bytes; the ingest_feed/ingest_finish result. */
 static int feed(const char *body, size_t len, size_t piece, seen *s) {
     memset(s, 0, sizeof *s);
-    ingest_sink sink = {s, on_event, NULL};
+    ingest_sink sink = {s, on_event, NULL, NULL};
     ingest *in = ingest_new(&sink, 0, 0);
     assert_non_null(in);
     int rc = 0;

@@ -63,7 +63,7 @@ static void check_sqlite_body(const unsigned char *file, size_t n, const unsigne
     for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
         int events = 0;
         buf got = {0};
-        ingest_sink sink = {&events, count_event, NULL};
+        ingest_sink sink = {&events, count_event, NULL, NULL};
         ingest *in = ingest_new(&sink, forced_gzip, 0);
         assert_non_null(in);
         ingest_set_sqlite_sink(in, collect, &got);
@@ -99,7 +99,7 @@ static void test_nsys_ingest_sqlite_without_sink_is_format_error(void **state) {
     size_t n = fake_sqlite(file, sizeof file);
     size_t zn = gzip_of(file, n, z, sizeof z);
     int events = 0;
-    ingest_sink sink = {&events, count_event, NULL};
+    ingest_sink sink = {&events, count_event, NULL, NULL};
     ingest *in = ingest_new(&sink, 0, 0);
     assert_int_equal(feed_all(in, file, n, 5), ERR_FORMAT);
     assert_int_equal(ingest_sniffed_sqlite(in), 1);
@@ -121,7 +121,7 @@ static void test_nsys_ingest_gzip_json_still_parses(void **state) {
         for (size_t step = 1; step <= zn; step += 7) {
             int events = 0;
             buf got = {0};
-            ingest_sink sink = {&events, count_event, NULL};
+            ingest_sink sink = {&events, count_event, NULL, NULL};
             ingest *in = ingest_new(&sink, 0, 0);
             ingest_set_sqlite_sink(in, collect, &got);
             assert_int_equal(feed_all(in, z, zn, step), 0);
@@ -141,7 +141,7 @@ static void test_nsys_ingest_sqlite_inflated_cap(void **state) {
     size_t zn = gzip_of(file, n, z, sizeof z);
     buf got = {0};
     int events = 0;
-    ingest_sink sink = {&events, count_event, NULL};
+    ingest_sink sink = {&events, count_event, NULL, NULL};
     ingest *in = ingest_new(&sink, 0, 1000); /* --max-inflated 1000 */
     ingest_set_sqlite_sink(in, collect, &got);
     assert_int_equal(feed_all(in, z, zn, 4096), ERR_TOOBIG);

@@ -1,0 +1,169 @@
+/* deadline.c: the head deadline and the minimum body rate (deadline.h). */
+#include "http/deadline.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "lib/log.h"
+
+enum phase {
+    P_HEAD, /* waiting for (the rest of) a request head */
+    P_BODY, /* reading a body */
+    P_BUSY, /* the handler runs or the reply goes out: no limit */
+};
+
+typedef struct live {
+    int fd;
+    enum phase phase;
+    double since;          /* P_HEAD: when the wait began; P_BODY: the window's start */
+    unsigned long long window_bytes; /* P_BODY: bytes in the current window */
+    int shut;              /* shutdown(2) done: MHD closes it soon */
+    int feeding;           /* P_BODY: the server is processing a chunk */
+    struct live *prev, *next;
+} live;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER;
+static live *g_head;
+static unsigned g_header_s;
+static unsigned long long g_min_rate;
+static int g_running, g_stop;
+static pthread_t g_thread;
+static atomic_ullong g_closed_head, g_closed_body;
+
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static live *live_of(struct MHD_Connection *mc) {
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+void deadline_notify(void *cls, struct MHD_Connection *mc, void **socket_context, enum MHD_ConnectionNotificationCode toe) {
+    (void)cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+        live *l = calloc(1, sizeof *l);
+        if (!l || !ci) { /* untracked: only --timeout applies to it */
+            free(l);
+            return;
+        }
+        l->fd = ci->connect_fd;
+        l->phase = P_HEAD;
+        l->since = now_s();
+        pthread_mutex_lock(&g_lock);
+        l->next = g_head;
+        if (g_head) g_head->prev = l;
+        g_head = l;
+        pthread_mutex_unlock(&g_lock);
+        *socket_context = l;
+        return;
+    }
+    live *l = *socket_context; /* MHD_CONNECTION_NOTIFY_CLOSED: before MHD closes the fd */
+    if (!l) return;
+    pthread_mutex_lock(&g_lock);
+    if (l->prev) l->prev->next = l->next;
+    else g_head = l->next;
+    if (l->next) l->next->prev = l->prev;
+    pthread_mutex_unlock(&g_lock);
+    free(l);
+    *socket_context = NULL;
+}
+
+static void set_phase(struct MHD_Connection *mc, enum phase p) {
+    live *l = live_of(mc);
+    if (!l) return;
+    pthread_mutex_lock(&g_lock);
+    l->phase = p;
+    l->since = now_s();
+    l->window_bytes = 0;
+    l->feeding = 0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void deadline_head_done(struct MHD_Connection *mc) { set_phase(mc, P_BODY); }
+void deadline_body_done(struct MHD_Connection *mc) { set_phase(mc, P_BUSY); }
+void deadline_next_head(struct MHD_Connection *mc) { set_phase(mc, P_HEAD); }
+
+void deadline_feeding(struct MHD_Connection *mc) {
+    live *l = live_of(mc);
+    if (!l) return;
+    pthread_mutex_lock(&g_lock);
+    l->feeding = 1;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void deadline_body(struct MHD_Connection *mc, size_t n) {
+    live *l = live_of(mc);
+    if (!l) return;
+    pthread_mutex_lock(&g_lock);
+    l->window_bytes += n;
+    l->feeding = 0;
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* One pass over the list, under its lock (so no entry is freed, and no fd closed, meanwhile). */
+static void sweep(double now) {
+    for (live *l = g_head; l; l = l->next) {
+        if (l->shut) continue;
+        const char *why = NULL;
+        if (l->phase == P_HEAD && g_header_s && now - l->since > g_header_s) {
+            why = "head";
+        } else if (l->phase == P_BODY && g_min_rate && now - l->since >= DEADLINE_WINDOW_S) {
+            if (!l->feeding && (double)l->window_bytes < (double)g_min_rate * (now - l->since)) why = "body";
+            l->since = now;
+            l->window_bytes = 0;
+        }
+        if (!why) continue;
+        shutdown(l->fd, SHUT_RDWR);
+        l->shut = 1;
+        atomic_fetch_add(why[0] == 'h' ? &g_closed_head : &g_closed_body, 1);
+        log_line("warn", why[0] == 'h' ? "closed a connection: its request head took over --header-timeout"
+                                        : "closed a connection: its body came slower than --min-body-rate",
+                 "fd=%d", l->fd);
+    }
+}
+
+static void *sweeper(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&g_lock);
+    while (!g_stop) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 250 * 1000 * 1000; /* four passes a second: a deadline is kept within 0.25 s */
+        if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&g_wake, &g_lock, &t);
+        if (!g_stop) sweep(now_s());
+    }
+    pthread_mutex_unlock(&g_lock);
+    return NULL;
+}
+
+int deadline_start(unsigned header_s, unsigned long long min_rate) {
+    g_header_s = header_s;
+    g_min_rate = min_rate;
+    if (!header_s && !min_rate) return 0;
+    g_stop = 0;
+    if (pthread_create(&g_thread, NULL, sweeper, NULL)) return -1;
+    g_running = 1;
+    return 0;
+}
+
+void deadline_stop(void) {
+    if (!g_running) return;
+    pthread_mutex_lock(&g_lock);
+    g_stop = 1;
+    pthread_cond_signal(&g_wake);
+    pthread_mutex_unlock(&g_lock);
+    pthread_join(g_thread, NULL);
+    g_running = 0;
+}
+
+unsigned long long deadline_closed_head(void) { return atomic_load(&g_closed_head); }
+unsigned long long deadline_closed_body(void) { return atomic_load(&g_closed_body); }

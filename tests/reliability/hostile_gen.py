@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""hostile_gen.py KIND N OUT: writes one hostile upload (gzip unless the name says .json).
+
+Small files that cost a server a lot when nothing bounds them (issue 22). Every body is
+generated here, streamed through zlib, so the test needs no fixture files.
+  tids N        N events, each on a thread of its own (pid 1, tid i)
+  pids N        N events, each in a process of its own
+  longkey MIB   a top-level key of MIB MiB ("k" repeated), then a valid traceEvents
+  longstr MIB   a top-level string value of MIB MiB
+  manykeys N    N small top-level keys before traceEvents
+  tracks N      N threads with 2 events each (a trace for /timeline)
+  longnames N   N distinct operator names of 1 MiB each, one event each
+  bignames N    N events sharing one 1 MiB name
+  repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
+"""
+import sys
+import zlib
+
+
+def events(parts):
+    yield b'{"traceEvents":['
+    first = True
+    for p in parts:
+        if not first:
+            yield b','
+        first = False
+        yield p
+    yield b']}'
+
+
+def ev(name, pid, tid, ts, dur=1, cat="cpu_op"):
+    return ('{"ph":"X","cat":"%s","name":"%s","pid":%s,"tid":%s,"ts":%d,"dur":%d}'
+            % (cat, name, pid, tid, ts, dur)).encode()
+
+
+def gen(kind, n):
+    if kind == "tids":
+        return events(ev("aten::mm", 1, i, i) for i in range(n))
+    if kind == "pids":
+        return events(ev("aten::mm", i, 1, i) for i in range(n))
+    if kind == "tracks":
+        return events(ev("aten::mm", 1, i // 2, i) for i in range(2 * n))
+    if kind in ("longkey", "longstr"):
+        def body():
+            yield b'{"'
+            if kind == "longstr":
+                yield b'k":"'
+            for _ in range(n):
+                yield b'k' * (1 << 20)
+            yield b'":1,' if kind == "longkey" else b'",'
+            yield b'"traceEvents":[' + ev("aten::mm", 1, 1, 1) + b']}'
+        return body()
+    if kind == "manykeys":
+        def body():
+            yield b'{'
+            for i in range(n):
+                yield b'"k%d":1,' % i
+            yield b'"traceEvents":[' + ev("aten::mm", 1, 1, 1) + b']}'
+        return body()
+    if kind == "longnames":
+        return events(ev("%06d" % i + "n" * (1 << 20), 1, 1, i) for i in range(n))
+    if kind == "bignames":
+        big = "n" * (1 << 20)
+        return events(ev(big, 1, 1, i) for i in range(n))
+    if kind == "repeat":
+        one = ev("aten::mm", 1, 1, 1)
+        return events(one for _ in range(n))
+    raise SystemExit("unknown kind " + kind)
+
+
+def main():
+    kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    plain = out.endswith(".json")
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    with open(out, "wb") as f:
+        for part in gen(kind, n):
+            f.write(part if plain else z.compress(part))
+        if not plain:
+            f.write(z.flush())
+
+
+if __name__ == "__main__":
+    main()
