@@ -417,7 +417,8 @@
       const best = devs.reduce((a, d) => (!a || d.busy_fraction > a.busy_fraction ? d : a), null);
       const b = best ? best.busy_fraction : 0;
       glanceEl.textContent = `In view: GPU ${best ? best.device : ''} busy ${fmtPct(b)} (kernels, copies and memsets; exact); ` +
-        `${fmtInt(ex.timeline.gpu_events)} GPU events, ${fmtInt(ex.timeline.cpu_events)} CPU events; ${gapWords}. ` +
+        `${fmtInt(ex.timeline.gpu_events)} GPU event${ex.timeline.gpu_events === 1 ? '' : 's'}, ` +
+        `${fmtInt(ex.timeline.cpu_events)} CPU event${ex.timeline.cpu_events === 1 ? '' : 's'}; ${gapWords}. ` +
         (b > 0.8 ? 'Kernels are packed.' : b < 0.5 ? 'The GPU is mostly waiting.' : 'The GPU waits part of the time.');
     }
     glanceEl.dataset.exact = ex ? 'yes' : 'no';

@@ -44,7 +44,7 @@ test('timeline: busy and event counts are the exact ones, whole session and zoom
   const z = await apiGet(`/api/v1/sessions/${id.big}/timeline?start_us=${v.s}&end_us=${v.e}&buckets=1`);
   const zb = await apiGet(`/api/v1/sessions/${id.big}/busy?start_us=${v.s}&end_us=${v.e}`);
   const g2 = await page.locator('#glance').innerText();
-  assert.ok(g2.includes(`${fmtInt(z.gpu_events)} GPU events`) && g2.includes(`busy ${pct(zb.devices[0].busy_fraction)}`), `${g2} vs ${z.gpu_events}`);
+  assert.ok(g2.includes(`${fmtInt(z.gpu_events)} GPU event${z.gpu_events === 1 ? "" : "s"}`) && g2.includes(`busy ${pct(zb.devices[0].busy_fraction)}`), `${g2} vs ${z.gpu_events}`);
   await shot(page, 'truth-timeline-zoomed.png');
   assertClean(problems, 'timeline counts');
   await page.close();
