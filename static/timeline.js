@@ -522,12 +522,12 @@
   function showDetails() {
     const e = selected && selected.event;
     if (!e) { details.hidden = true; return; }
-    details.replaceChildren(el('b', { class: 'ev-name', title: e.name }, e.name),
+    details.replaceChildren(...[el('b', { class: 'ev-name', title: e.name }, e.name),
       FP.dl([['category', e.cat], ['track', e.track_label || e.track], ['start', FP.fmtTimeAt(e.ts_us - full.s, 1)],
         ['duration', fmtTime(e.dur_us)], ...(e.correlation !== null ? [['correlation', String(e.correlation)]] : [])], 'facts small'),
       selected.launched_by ? eventLink(selected.launched_by, 'Launched by ') : null,
       ...(selected.launches || []).map((k) => eventLink(k, 'Launches ')),
-      el('div', { class: 'args' }, FP.dl(argRows(e.args), 'facts small args-dl')));
+      el('div', { class: 'args' }, FP.dl(argRows(e.args), 'facts small args-dl'))].filter(Boolean));
     details.dataset.ref = e.ref;
     details.hidden = false;
   }
