@@ -33,7 +33,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench install clean \
-        test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
+        bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
 all: server collector
 
 server: $(SERVER)
@@ -165,8 +165,16 @@ test-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" build-asan/firstpass-upload test-unit test-integration
 
-bench: server
+bench: server bench-floor
+	@bench/shapes.sh $(SERVER)
 	@bench/run.sh $(SERVER)
+
+# The parse-only floor (issue 24): C++ on Debian's libsimdjson-dev, bench/ only, not in `all`.
+CXX ?= c++
+bench-floor: bench/out/floor
+bench/out/floor: bench/floor/floor.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -march=native -std=c++17 -Wall -Wextra -Werror $(shell pkg-config --cflags simdjson) -o $@ $< $(shell pkg-config --libs simdjson)
 
 bench-cache: server
 	@bench/cache.sh $(SERVER)

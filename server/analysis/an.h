@@ -248,6 +248,8 @@ const char *an_str(A *a, long id);
 int an_host_walk(A *a);
 int an_gpu_track_host_ops(A *a);
 int an_gpu_rows(A *a);
+/* The operator-table row (grouping g) of the GPU sums k: the GPU rows are not in a->aggs. */
+void an_gpu_agg_row(const gpu_agg *k, int g, agg *r);
 int an_write_ops(A *a);
 int an_gpu_phases(A *a);
 int an_write_phases(A *a, json_t *tl_phases);
