@@ -122,7 +122,7 @@ test-browser: server
 PERF_TRACE ?= bench/out/llm-1m.json.gz
 test-browser-perf: server
 	@mkdir -p bench/out
-	@[ -x bench/out/gen_trace ] || $(CC) -O2 -o bench/out/gen_trace bench/gen_trace.c
+	@[ bench/out/gen_trace -nt bench/gen_trace.c ] || $(CC) -O2 -o bench/out/gen_trace bench/gen_trace.c
 	@[ -f $(PERF_TRACE) ] || bench/out/gen_trace -n 1000000 -z -o $(PERF_TRACE)
 	@FP_PERF=1 FP_PERF_TRACE=$(abspath $(PERF_TRACE)) FP_BROWSER_TESTS=tests/browser/perf.test.mjs tests/browser/run.sh $(SERVER)
 
