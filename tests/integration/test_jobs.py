@@ -51,8 +51,12 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r["world_size"], 2)
             self.assertEqual(r["steps"]["range"], "train_step")
             self.assertEqual(r["steps"]["count"], 4)
-            self.assertEqual(r["top_suspect"]["category"], "communication")
             self.assertIsNone(r["gpu_idle_fraction"])  # CPU only
+            # The fast rank waits in the collective. The slow rank's own ~25 ms of matmuls may
+            # outweigh its wait when the machine is loaded (seen at load 20): then its top
+            # suspect is that CPU work, which is the right answer too.
+            want = ("communication", "cpu_bound_op") if r["rank"] == self.slow else ("communication",)
+            self.assertIn(r["top_suspect"]["category"], want, r["top_suspect"])
         s = j["straggler"]
         self.assertEqual(s["rank"], self.slow, json.dumps(j, indent=1)[:3000])
         self.assertGreater(s["slower_by"], 1.0)  # ~25 ms against a few ms of the other's own time
