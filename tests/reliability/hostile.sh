@@ -313,6 +313,56 @@ case_framing() {
     [ "$got" = 200 ] && pass "framing: the server still answers" || fail "framing: then GET gave $got"
 }
 
-CASES="framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
+# 17. labels: 64 at most, 512 bytes each, in the query and in the trace's firstpass object.
+#     Before: the object took any number of labels of any length (65 labels, and one of
+#     100 KB, were 201).
+case_labels() {
+    fresh || return 0
+    ok_trace
+    local q code
+    q=$(python3 -c 'print("&".join("label=k%d:v" % i for i in range(65)))')
+    code=$(post "$TMP/ok.json" "?$q")
+    expect "labels: 65 label= parameters" "$code" 400 "at most 64"
+    code=$(post "$TMP/ok.json" "?label=k:$(head -c 600 /dev/zero | tr '\0' v)")
+    expect "labels: a 602-byte label=" "$code" 400 "longer than 512"
+    python3 - "$TMP/fl.json" 65 10 <<'PY'
+import json, sys
+n, size = int(sys.argv[2]), int(sys.argv[3])
+labels = {"k%d" % i: "v" * size for i in range(n)}
+ev = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]
+json.dump({"firstpass": {"format": "firstpass-session", "version": 1, "labels": labels}, "traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+    code=$(post "$TMP/fl.json")
+    expect "labels: 65 labels in firstpass.labels" "$code" 400 "at most 64"
+    python3 - "$TMP/fl.json" 1 100000 <<'PY'
+import json, sys
+n, size = int(sys.argv[2]), int(sys.argv[3])
+labels = {"k%d" % i: "v" * size for i in range(n)}
+ev = [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]
+json.dump({"firstpass": {"format": "firstpass-session", "version": 1, "labels": labels}, "traceEvents": ev}, open(sys.argv[1], "w"))
+PY
+    code=$(post "$TMP/fl.json")
+    expect "labels: a 100 KB label in firstpass.labels" "$code" 400 "longer than 512"
+}
+
+# 16. the dashboard's pages may not be framed and load only their own files. Before: no
+#     Content-Security-Policy, no X-Frame-Options.
+case_csp() {
+    fp_kill9
+    rm -f "$DB" "$DB-wal" "$DB-shm"
+    local root
+    root=$(cd "$HERE/../.." && pwd)
+    mkdir -p "$TMP/static" && cp "$root/static/index.html" "$TMP/static/"
+    ln -sfn "$TMP/static" "$TMP/no-static" # fp_start serves $TMP/no-static
+    fp_start || { fail "csp: the server did not start"; return 0; }
+    curl -s -D "$TMP/h.txt" -o /dev/null "$URL/"
+    grep -qi "^content-security-policy:.*frame-ancestors 'none'" "$TMP/h.txt" && grep -qi "^content-security-policy:.*script-src 'self'" "$TMP/h.txt" \
+        && pass "csp: / has a Content-Security-Policy with script-src 'self' and frame-ancestors 'none'" \
+        || fail "csp: / has no such Content-Security-Policy: $(grep -i '^content-security' "$TMP/h.txt" || echo none)"
+    grep -qi '^x-frame-options: DENY' "$TMP/h.txt" && pass "csp: / has X-Frame-Options: DENY" || fail "csp: / has no X-Frame-Options: DENY"
+    rm -f "$TMP/no-static"
+}
+
+CASES="csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
