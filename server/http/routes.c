@@ -70,6 +70,7 @@ static int num_param(http_req *rq, http_reply *out, const char *key, double *v) 
 
 static int db_fail(http_reply *out, int rc, long long id) {
     if (rc == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session %lld", id);
+    if (rc == ERR_FULL) return http_error(out, ERR_FULL, "the disk is full: delete sessions to free space");
     return http_error(out, rc, "the query failed");
 }
 

@@ -363,6 +363,38 @@ case_csp() {
     rm -f "$TMP/no-static"
 }
 
-CASES="csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
+# 14. a full disk: the database on a 16 MiB tmpfs (a mount namespace of the server's own,
+#     `unshare -m`: root or user namespaces needed, else the case is skipped). Uploads until
+#     one fails: it must be 507, then DELETE must free space (204) and an upload fit again.
+#     Before: the failing upload was 500 database_error and every DELETE 500 too.
+case_diskfull() {
+    if ! unshare -m true 2>/dev/null; then note "diskfull: skipped (unshare -m is not allowed here)"; return 0; fi
+    fp_kill9
+    mkdir -p "$TMP/full"
+    cat > "$TMP/fullsrv.sh" <<EOF2
+#!/bin/sh
+exec unshare -m sh -c 'mount -t tmpfs -o size=16m tmpfs "\$0" && exec "\$@"' "$TMP/full" "$SERVER" "\$@"
+EOF2
+    chmod +x "$TMP/fullsrv.sh"
+    local real=$SERVER db=$DB code i
+    SERVER=$TMP/fullsrv.sh DB=$TMP/full/fp.db fp_start || { SERVER=$real; DB=$db; fail "diskfull: the server did not start"; return 0; }
+    SERVER=$real
+    DB=$db
+    for i in $(seq 1 60); do
+        $GEN distinct 2000 "$TMP/d.json"
+        code=$(post "$TMP/d.json")
+        [ "$code" = 201 ] || break
+    done
+    expect "diskfull: upload $i on a full disk" "$code" 507 insufficient_storage
+    for i in 1 2 3; do
+        code=$(curl -s -o "$TMP/reply.json" -w '%{http_code}' -X DELETE "$URL/api/v1/sessions/$i")
+        expect "diskfull: DELETE session $i" "$code" 204
+    done
+    code=$(post "$TMP/d.json")
+    expect "diskfull: an upload after the deletes" "$code" 201
+    fp_kill9
+}
+
+CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
