@@ -79,29 +79,42 @@ const FP = (() => {
     }
   }
 
-  // ---- formatting (torch.autograd.profiler_util) ---------------------------------------------
+  // ---- formatting: units a human reads ------------------------------------------------------
   function num(x) { return typeof x === 'number' && isFinite(x) ? x : 0; }
-  // _format_time: 1.234s / 12.345ms / 456.000us
+  // Three significant digits (one more for 1000..9999 is kept whole): 1.04s, 323ms, 45.2µs.
+  function sig3(v) {
+    const a = Math.abs(v);
+    return v.toFixed(a >= 100 || a === 0 ? 0 : a >= 10 ? 1 : 2);
+  }
   function fmtTime(us) {
     if (us === null || us === undefined || !isFinite(us)) return '—';
     const a = Math.abs(us);
-    if (a >= 1e6) return (us / 1e6).toFixed(3) + 's';
-    if (a >= 1e3) return (us / 1e3).toFixed(3) + 'ms';
-    return us.toFixed(3) + 'us';
+    if (a >= 1e6) return sig3(us / 1e6) + 's';
+    if (a >= 999.5) return sig3(us / 1e3) + 'ms';
+    return sig3(us) + 'µs';
   }
-  // _format_time_share: value * 100 / total with two decimals; 0.00% when total is 0.
+  // A time on an axis whose ticks are step apart: the unit of the value, enough decimals that
+  // neighbouring ticks differ (1.041234s at a 1 µs step, not 1.041s on every tick).
+  function fmtTimeAt(us, step) {
+    if (!isFinite(us)) return '—';
+    const a = Math.max(Math.abs(step), 1e-9), m = Math.max(Math.abs(us), a);
+    const [div, unit] = m >= 1e6 ? [1e6, 's'] : m >= 1e3 ? [1e3, 'ms'] : [1, 'µs'];
+    const dec = Math.max(0, Math.min(9, -Math.floor(Math.log10(a / div) + 1e-9)));
+    return (us / div).toFixed(dec) + unit;
+  }
+  // value * 100 / total with two decimals; 0.00% when total is 0.
   function fmtShare(us, totalUs) {
     if (!totalUs) return '0.00%';
     return (num(us) * 100 / totalUs).toFixed(2) + '%';
   }
-  // _format_memory: "1.23 Gb", "4.00 Mb", "12.00 Kb", "512 b"
+  // Bytes in binary units, three significant digits: 1.23 GB, 512 MB, 12.0 KB, 512 B.
   function fmtMem(bytes) {
-    if (bytes === null || bytes === undefined) return '—';
+    if (bytes === null || bytes === undefined || !isFinite(bytes)) return '—';
     const KB = 1024, MB = KB * 1024, GB = MB * 1024, a = Math.abs(bytes);
-    if (a >= GB) return (bytes / GB).toFixed(2) + ' Gb';
-    if (a >= MB) return (bytes / MB).toFixed(2) + ' Mb';
-    if (a >= KB) return (bytes / KB).toFixed(2) + ' Kb';
-    return Math.round(bytes) + ' b';
+    if (a >= GB) return sig3(bytes / GB) + ' GB';
+    if (a >= MB) return sig3(bytes / MB) + ' MB';
+    if (a >= KB) return sig3(bytes / KB) + ' KB';
+    return Math.round(bytes) + ' B';
   }
   function fmtPct(fraction, digits = 1) {
     if (fraction === null || fraction === undefined || !isFinite(fraction)) return '—';
@@ -122,6 +135,68 @@ const FP = (() => {
     return d.toISOString().replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
   }
   function fmtDims(a) { return Array.isArray(a) ? a.join('×') : (a === undefined || a === null ? '—' : String(a)); }
+  // A kernel or operator name short enough to read: no "void ", no parameter list, template
+  // arguments folded past the first level. shortNames() keeps a list's short names distinct.
+  function shortName(name, max = 70) {
+    let s = String(name ?? '').replace(/^void /, '');
+    const paren = s.search(/\((?![^<]*>)/);
+    if (paren > 0 && s.endsWith(')') && /^[\w:~<>, *&]+$/.test(s.slice(0, paren))) s = s.slice(0, paren);
+    let out = '', depth = 0;
+    for (const c of s) {
+      if (c === '<') { depth++; if (depth === 2) out += '…'; }
+      if (depth < 2) out += c;
+      if (c === '>') depth = Math.max(0, depth - 1);
+    }
+    out = out.replace(/\s+/g, ' ').trim();
+    return out.length > max ? out.slice(0, max - 16) + '…' + out.slice(-15) : out;
+  }
+  // Short names for names[], distinct wherever the full names are: a clash grows into the
+  // full name's head and tail until every short name is unique.
+  function shortNames(names) {
+    const out = names.map((n) => shortName(n));
+    for (let round = 0; round < 6; round++) {
+      const seen = new Map();
+      out.forEach((s, i) => seen.set(s, [...(seen.get(s) || []), i]));
+      let clash = false;
+      for (const idx of seen.values()) {
+        if (idx.length < 2 || new Set(idx.map((i) => names[i])).size < 2) continue;
+        clash = true;
+        const w = 40 + round * 30;
+        for (const i of idx) {
+          const n = String(names[i]).replace(/^void /, '');
+          out[i] = n.length <= 2 * w ? n : n.slice(0, w) + '…' + n.slice(-w);
+        }
+      }
+      if (!clash) break;
+    }
+    return out;
+  }
+  // A name that stays on one line: the short form, the full one on hover.
+  function nameEl(name, short) {
+    return el('span', { class: 'name', title: name }, short ?? shortName(name));
+  }
+  // The vendor word for GPU time: "CUDA" for NVIDIA, "GPU" for AMD (ROCm) and unknown.
+  function gpuWord(session) {
+    const hw = String(session?.hardware || '') + ' ' + (session?.devices || []).map((d) => d.name || '').join(' ');
+    return /AMD|Radeon|Instinct|\bMI\d{3}|ROCm|gfx\d/i.test(hw) ? 'GPU' : 'CUDA';
+  }
+  // A session with no GPU work at all (a CPU-only trace).
+  function cpuOnly(session) { return !(session?.devices || []).length && !num(session?.cuda_time_total_us); }
+  // A value of a smell's or suspect's evidence, readable: times, shares, bytes by key name,
+  // other numbers to three significant digits, objects and lists spelled out (no raw JSON).
+  function fmtValue(k, v) {
+    if (v === null || v === undefined) return '—';
+    if (typeof v === 'number') {
+      if (/share|fraction|ratio|pct/.test(k)) return fmtPct(v);
+      if (/_us$|(^|_)us$|time|dur/.test(k)) return fmtTime(v);
+      if (/bytes/.test(k)) return fmtMem(v);
+      return Number.isInteger(v) ? fmtInt(v) : (Math.abs(v) >= 1000 ? fmtInt(v) : String(Number(v.toPrecision(3))));
+    }
+    if (Array.isArray(v)) return v.slice(0, 5).map((x) => fmtValue(k, x)).join('; ') + (v.length > 5 ? `; … (${v.length})` : '');
+    if (typeof v === 'object') return Object.entries(v).map(([kk, vv]) => `${kk === 'name' ? '' : kk.replace(/_/g, ' ') + ' '}${kk === 'name' ? shortName(vv, 60) : fmtValue(kk, vv)}`).join(', ');
+    return k === 'name' || /op|culprit|kernel/.test(k) ? shortName(v, 80) : String(v);
+  }
+
   // smell id -> "one operator owns the run"
   function smellText(id) { return String(id).replace(/_/g, ' '); }
 
@@ -225,7 +300,7 @@ const FP = (() => {
 
   function sessionName(s) { return s && (s.name || `session ${s.id}`); }
 
-  return { ApiError, api, showError, clearError, fmtTime, fmtShare, fmtMem, fmtPct, fmtInt, fmtSigned,
+  return { ApiError, api, showError, clearError, fmtTime, fmtTimeAt, fmtShare, shortName, shortNames, nameEl, gpuWord, cpuOnly, fmtValue, fmtMem, fmtPct, fmtInt, fmtSigned,
            fmtDate, fmtDims, smellText, el, param, qs, debounce, renderTable, sortRows, nextSort, dl,
            sessionName, num };
 })();

@@ -29,7 +29,7 @@
   }
 
   const opCols = [
-    { key: 'name', label: 'Operator', rowHeader: true, value: (o) => o.name, render: (o) => el('span', { class: 'name', title: o.name }, o.name) },
+    { key: 'name', label: 'Operator', rowHeader: true, value: (o) => o.name, render: (o) => FP.nameEl(o.name) },
     { key: 'kind', label: 'Kind', value: (o) => o.kind },
     { key: 'status', label: 'Status', value: (o) => o.status, cls: (o) => `status-${o.status}` },
     { key: 'base_calls', label: 'Calls (base)', num: true, value: (o) => g(o.base, 'calls'), render: (o) => fmtInt(g(o.base, 'calls')) },
@@ -48,7 +48,7 @@
       render: (o) => dRel(g(o.relative, 'cpu_time_total')), cls: (o) => cls(g(o.delta, 'cpu_time_total_us')) },
   ];
   const phCols = [
-    { key: 'name', label: 'Phase', rowHeader: true, value: (p) => p.name, render: (p) => el('span', { class: 'name', title: p.name }, p.name) },
+    { key: 'name', label: 'Phase', rowHeader: true, value: (p) => p.name, render: (p) => FP.nameEl(p.name) },
     { key: 'status', label: 'Status', value: (p) => p.status, cls: (p) => `status-${p.status}` },
     { key: 'base_count', label: 'Count (base)', num: true, value: (p) => g(p.base, 'count'), render: (p) => fmtInt(g(p.base, 'count')) },
     { key: 'head_count', label: 'Count (head)', num: true, value: (p) => g(p.head, 'count'), render: (p) => fmtInt(g(p.head, 'count')) },

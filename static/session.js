@@ -13,7 +13,8 @@
 
   // ---- summary ------------------------------------------------------------------------------
   let sessionStart = 0;
-  const summary = api(base);
+  let word = 'CUDA', noGpu = false; // "GPU" on AMD (ROCm) traces; noGpu: a CPU-only trace
+  const summary = api(base, { quiet: true });
   async function loadSummary() {
     const s = await summary;
     sessionStart = s.start_us || 0;
@@ -39,13 +40,26 @@
   ];
   const reportEl = document.getElementById('report');
 
+  let longNames = []; // kernel and operator names a report line may quote in full
+  function withShortNames(text) {
+    const parts = [String(text)];
+    for (const n of longNames) {
+      for (let i = 0; i < parts.length; i++) {
+        if (typeof parts[i] !== 'string' || !parts[i].includes(n)) continue;
+        const [a, ...rest] = parts[i].split(n);
+        parts.splice(i, 1, a, FP.nameEl(n), rest.join(n));
+        i++;
+      }
+    }
+    return parts;
+  }
   function renderReport(r) {
     const lines = r.lines || {};
     const edited = new Set(r.edited || []);
     reportEl.replaceChildren(...LINES.map(([key, label]) => {
-      const text = el('span', { class: 'text', id: `line-${key}` }, lines[key] || '');
+      const text = el('span', { class: 'text', id: `line-${key}`, title: lines[key] || '' }, withShortNames(lines[key] || ''));
       const row = el('div', { class: 'report-line', dataset: { key } },
-        el('span', { class: 'key', id: `label-${key}` }, label,
+        el('span', { class: 'key', id: `label-${key}` }, label.replace('CUDA', word),
            edited.has(key) ? el('span', { class: 'badge edited', title: 'edited by hand' }, 'edited') : null),
         text,
         el('span', { class: 'actions' },
@@ -80,20 +94,20 @@
     if (b) b.focus();
   }
 
-  async function loadReport() { renderReport(await api(`${base}/report`)); }
+  async function loadReport() {
+    if (!longNames.length) {
+      const [k, o] = await Promise.all([api(`${base}/kernels${qs({ limit: 50 })}`, { quiet: true }).catch(() => ({})),
+        api(`${base}/operators${qs({ limit: 50 })}`, { quiet: true }).catch(() => ({}))]);
+      longNames = [...(k.kernels || []), ...(o.operators || [])].map((x) => x.name).filter((n) => n.length > 60)
+        .sort((a, b) => b.length - a.length);
+    }
+    renderReport(await api(`${base}/report`));
+  }
 
+  // Evidence as words and units, never raw JSON: a list of {name, ...} reads "name (fields)".
   function evidence(ev) {
     if (!ev || typeof ev !== 'object') return null;
-    const fmtV = (k, v) => {
-      if (typeof v === 'number') {
-        if (/share|fraction|ratio/.test(k)) return fmtPct(v);
-        if (/_us$/.test(k)) return fmtTime(v);
-        if (/bytes/.test(k)) return fmtMem(v);
-        return String(Number.isInteger(v) ? v : v.toFixed(3));
-      }
-      return typeof v === 'object' ? JSON.stringify(v) : String(v);
-    };
-    return dl(Object.entries(ev).map(([k, v]) => [k, fmtV(k, v)]), 'facts small');
+    return dl(Object.entries(ev).map(([k, v]) => [k.replace(/_/g, ' '), FP.fmtValue(k, v)]), 'facts small');
   }
 
   function renderSmells(smells) {
@@ -117,7 +131,7 @@
   let totals = {};
   const T = (k) => (r) => r[k];
   const opCols = [
-    { key: 'name', label: 'Name', rowHeader: true, value: T('name'), render: (r) => el('span', { class: 'name', title: r.name }, r.name) },
+    { key: 'name', label: 'Name', rowHeader: true, value: T('name'), render: (r) => FP.nameEl(r.name) },
     { key: 'input_shapes', label: 'Input Shapes', value: T('input_shapes'), grouped: true,
       render: (r) => el('span', { class: 'name', title: r.input_shapes ?? '' }, r.input_shapes ?? '') },
     { key: 'kind', label: 'Kind', value: T('kind') },
@@ -189,8 +203,9 @@
   document.getElementById('op-controls').addEventListener('submit', (e) => e.preventDefault());
 
   // ---- kernels ------------------------------------------------------------------------------
+  const yesNo = (b) => (b === true ? 'yes' : b === false ? 'no' : '—');
   const kCols = [
-    { key: 'name', label: 'Kernel', rowHeader: true, render: (k) => el('span', { class: 'name', title: k.name }, k.name) },
+    { key: 'name', label: 'Kernel', rowHeader: true, render: (k) => FP.nameEl(k.name, k.short) },
     { key: 'calls', label: 'Calls', num: true, render: (k) => fmtInt(k.calls) },
     { key: 'total_us', label: 'Total', num: true, render: (k) => fmtTime(k.total_us) },
     { key: 'share', label: 'Share', num: true, render: (k) => fmtPct(k.share) },
@@ -201,6 +216,10 @@
     { key: 'block', label: 'Block', value: (k) => fmtDims(k.block), render: (k) => fmtDims(k.block) },
     { key: 'registers_per_thread', label: 'Regs/thread', num: true, render: (k) => k.registers_per_thread ?? '—' },
     { key: 'shared_memory_bytes', label: 'Shared mem', num: true, render: (k) => fmtMem(k.shared_memory_bytes) },
+    { key: 'blocks_per_sm', label: 'Blocks/SM', num: true, render: (k) => (k.blocks_per_sm === null || k.blocks_per_sm === undefined ? '—' : k.blocks_per_sm.toFixed(2)) },
+    { key: 'est_occupancy', label: 'Est. occupancy', num: true, render: (k) => fmtPct(k.est_occupancy) },
+    { key: 'est_sm_efficiency', label: 'SM efficiency', num: true, render: (k) => fmtPct(k.est_sm_efficiency) },
+    { key: 'tensor_core', label: 'Tensor cores', value: (k) => (k.tensor_core ? 1 : 0), render: (k) => yesNo(k.tensor_core) },
   ];
   function clientTable(table, cols, rows, initial) {
     let st = { ...initial, clientSort: true };
@@ -209,12 +228,14 @@
   }
   async function loadKernels() {
     const j = await api(`${base}/kernels${qs({ sort: 'total_us', limit: 50 })}`);
+    const short = FP.shortNames((j.kernels || []).map((k) => k.name));
+    (j.kernels || []).forEach((k, i) => { k.short = short[i]; });
     clientTable(document.getElementById('kernels'), kCols, j.kernels || [], { key: 'total_us', dir: 'descending' });
   }
 
   // ---- phases -------------------------------------------------------------------------------
   const pCols = [
-    { key: 'name', label: 'Phase', rowHeader: true, render: (p) => el('span', { class: 'name', title: p.name }, p.name) },
+    { key: 'name', label: 'Phase', rowHeader: true, render: (p) => FP.nameEl(p.name) },
     { key: 'kind', label: 'Kind' },
     { key: 'count', label: 'Count', num: true, render: (p) => fmtInt(p.count) },
     { key: 'total_us', label: 'Total', num: true, render: (p) => fmtTime(p.total_us) },
@@ -261,12 +282,14 @@
       renderTable(gapT, [
         { key: 'start_us', label: 'Start (from session start)', num: true, render: (x) => fmtTime(x.start_us - sessionStart) },
         { key: 'dur_us', label: 'Length', num: true, render: (x) => fmtTime(x.dur_us) },
-        { key: 'host_op', label: 'Host operator', render: (x) => el('span', { class: 'name', title: x.host_op || '—' }, x.host_op || '—') },
-        { key: 'host_call', label: 'Host call', render: (x) => el('span', { class: 'name', title: x.host_call || '—' }, x.host_call || '—') }],
+        { key: 'host_op', label: 'Host operator', render: (x) => FP.nameEl(x.host_op || '—') },
+        { key: 'host_call', label: 'Host call', render: (x) => FP.nameEl(x.host_call || '—') }],
       gaps.largest || [], null, null);
       parts.push(el('h3', {}, `Device ${d.device}`),
         dl([['busy', fmtTime(d.busy_us)], ['idle', `${fmtTime(d.idle_us)} (${fmtPct(d.idle_fraction)})`],
             ['idle gaps', `${fmtInt(gaps.count)} totalling ${fmtTime(gaps.total_us)}`]]),
+        el('p', { class: 'muted small gap-def' }, `An idle gap is any stretch of at least 5µs with no kernel, copy or memset on the device; ` +
+           `all ${fmtInt(gaps.count)} are counted here; the timeline marks the ${fmtInt((gaps.largest || []).length)} largest.`),
         el('div', { class: 'cols' }, el('div', { class: 'table-wrap' }, streams), el('div', { class: 'table-wrap' }, gapT)));
     }
     const copies = el('table', { id: 'copies' }, el('caption', {}, 'Memory copies'));
@@ -282,6 +305,123 @@
     out.replaceChildren(...parts);
   }
 
+  // ---- pictures -----------------------------------------------------------------------------
+  const CAT_COLORS = { data_loading: '#e15759', host_sync: '#f28e2b', python_overhead: '#b07aa1', launch_bound: '#edc948',
+    cpu_bound_op: '#4e79a7', communication: '#76b7b2', copies_casts: '#9c755f', pageable_memcpy: '#ff9da7', compute_bound_op: '#59a14f' };
+  const ROLE_COLORS = { kernel: '#59a14f', memcpy: '#edc948', memset: '#9c755f', communication: '#76b7b2', runtime: '#f28e2b',
+    data_loading: '#e15759', cpu_exec: '#4e79a7', other: '#bab0ac' };
+  const QUESTIONS = { kernels_packed: 'Are the kernels packed?', cpu_ranges_align: 'Do CPU ranges line up with their GPU work?',
+    prefill_dense_decode_small: 'Prefill one dense block, decode many small ones?', copies_on_critical_path: 'Copies on the critical path?' };
+
+  async function loadSuspects() {
+    const j = await api(`${base}/suspects`);
+    const box = document.getElementById('suspects-chart');
+    const list = j.suspects || [];
+    document.getElementById('suspects-note').textContent = !j.computed ? 'Not computed for this session (stored before suspects existed).'
+      : list.length ? `Ranked by the wall time at stake (at most what removing the cause could save); ${j.healthy ? 'healthy' : 'not healthy'}.`
+        : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;
+    box.replaceChildren(list.length ? FPC.bars(list.map((x) => ({ label: `${x.category.replace(/_/g, ' ')}: ${FP.shortName(x.culprit, 30)}`,
+      title: `${x.category}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category] })),
+    (v) => fmtTime(v), { label: 'Suspects by time at stake', labelW: 300 }) : '');
+    const q = j.questions || {};
+    document.getElementById('questions').replaceChildren(...Object.entries(QUESTIONS).filter(([k]) => q[k]).map(([k, text]) =>
+      el('li', { dataset: { question: k, answer: q[k].answer } }, el('b', {}, text), ' ',
+        el('span', { class: `answer a-${q[k].answer.replace('/', '')}` }, q[k].answer), el('div', { class: 'small' }, q[k].summary || ''))));
+  }
+
+  async function loadSteps() {
+    const j = await api(`${base}/steps`);
+    const roles = j.roles || Object.keys(ROLE_COLORS);
+    const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
+    const rows = (j.steps || []).map((r) => ({ label: r.name, parts: part(r) }))
+      .concat((j.phases || []).map((r) => ({ label: `${FP.shortName(r.name, 28)} ×${r.count}`, title: r.name, parts: part(r) })));
+    document.getElementById('steps-note').textContent = rows.length
+      ? `Each ProfilerStep, then the longest record_function phases (prefill beside decode), split by role as tb-profiler's overview does${j.dropped_steps ? `; ${j.dropped_steps} more steps not shown` : ''}.`
+      : 'No ProfilerStep or record_function ranges in this trace.';
+    const box = document.getElementById('steps-chart');
+    box.replaceChildren(...(rows.length ? [FPC.stacked(rows, roles, ROLE_COLORS, fmtTime, { label: 'Step time by role' }), FPC.legend(roles, ROLE_COLORS)] : []));
+  }
+
+  async function loadBusy(s) {
+    const N = 60;
+    const j = await api(`${base}/busy${qs({ buckets: N })}`);
+    const box = document.getElementById('busy-chart');
+    const w = j.wall_us / N;
+    document.getElementById('busy-note').textContent = (j.devices || []).length
+      ? `Share of each ${fmtTime(w)} slice with a kernel, copy or memset running; white is idle. ` +
+        (j.devices || []).map((d) => `GPU ${d.device}: busy ${fmtPct(d.busy_fraction)} (${fmtTime(d.busy_us)} of ${fmtTime(j.wall_us)})`).join('; ') + '.'
+      : 'No GPU work in this trace.';
+    box.replaceChildren(...(j.devices || []).map((d) => el('div', { class: 'busy-row', dataset: { device: d.device } }, el('span', { class: 'small' }, `GPU ${d.device}`),
+      FPC.columns(d.buckets || [], (v) => fmtPct(v, 0), { label: `GPU ${d.device} busy over time`, from: '0', to: fmtTime(j.wall_us),
+        slice: (i) => `${fmtTime(i * w)}–${fmtTime((i + 1) * w)}` }))));
+  }
+
+  // The top operators' self GPU time (every kernel counted once, under the innermost op that
+  // launched it), and the rest, so the bars add up to the GPU time; CPU time on a CPU-only trace.
+  async function loadShare() {
+    const key = noGpu ? 'self_cpu_time_total' : 'self_cuda_time_total';
+    const j = await api(`${base}/operators${qs({ sort: key, limit: 10000 })}`);
+    const total = (j.totals || {})[`${key}_us`] || 0;
+    const host = (j.operators || []).filter((r) => !/^(kernel|gpu_memcpy|gpu_memset|gpu_user_annotation)$/.test(r.kind) && r[`${key}_us`] > 0);
+    const top = host.slice(0, 8);
+    const rest = total - top.reduce((a, r) => a + r[`${key}_us`], 0);
+    const items = top.map((r) => ({ label: FP.shortName(r.name, 36), title: r.name, value: r[`${key}_us`] }));
+    if (rest > 0.0005) items.push({ label: 'everything else', value: rest, color: '#bab0ac' });
+    document.getElementById('share-h').textContent = noGpu ? "Top operators' share of CPU time" : `Top operators' share of ${word === 'CUDA' ? 'GPU' : 'GPU'} time`;
+    document.getElementById('share-note').textContent = `Self ${noGpu ? 'CPU' : word} time per operator; the bars add up to ${fmtTime(total)}.`;
+    document.getElementById('share-chart').replaceChildren(items.length ? FPC.bars(items, (v) => `${fmtTime(v)} (${fmtShare(v, total)})`, { label: 'Top operators' }) : '');
+  }
+
+  async function loadMemory() {
+    const j = await api(`${base}/memory`);
+    const devs = j.devices || [];
+    document.getElementById('mem-note').textContent = devs.length
+      ? 'Allocated memory over time from the [memory] events (profile_memory=True), per device; the dot is the peak.'
+      : 'No [memory] events: record with profile_memory=True to see memory.';
+    document.getElementById('memory').replaceChildren(...devs.map((d) => el('div', { class: 'mem-dev', dataset: { device: d.device } },
+      el('h3', {}, d.device), dl([['peak', fmtMem(d.peak_bytes)], ['peak at', fmtTime(d.peak_ts_us - sessionStart)],
+        ['at the end', fmtMem(d.end_bytes)], ['allocations', fmtInt(d.allocations)]]),
+      FPC.line(d.samples || [], (x) => fmtTime(x - sessionStart), fmtMem, { label: `${d.device} allocated over time` }))));
+    const cols = [
+      { key: 'name', label: 'Operator', rowHeader: true, render: (r) => FP.nameEl(r.name) },
+      { key: 'calls', label: 'Calls', num: true, render: (r) => fmtInt(r.calls) },
+      { key: 'self_cuda_memory_usage_bytes', label: `Self ${word} Mem`, num: true, render: (r) => fmtMem(r.self_cuda_memory_usage_bytes) },
+      { key: 'self_cpu_memory_usage_bytes', label: 'Self CPU Mem', num: true, render: (r) => fmtMem(r.self_cpu_memory_usage_bytes) }];
+    clientTable(document.getElementById('mem-ops'), cols, (j.top_operators || []).slice(0, 15), { key: 'self_cuda_memory_usage_bytes', dir: 'descending' });
+  }
+
+  // The session's kind decides the words and the columns: "GPU" for AMD, and no GPU columns,
+  // sorted by CPU total, on a CPU-only trace.
+  function adapt(s) {
+    word = FP.gpuWord(s);
+    noGpu = FP.cpuOnly(s);
+    for (const c of opCols) c.label = c.label.replace('CUDA', word);
+    for (const o of document.querySelectorAll('#trend-metric option')) o.textContent = o.textContent.replace('CUDA', word);
+    if (noGpu) {
+      for (let i = opCols.length - 1; i >= 0; i--) if (/cuda/.test(opCols[i].key)) opCols.splice(i, 1);
+      opSort = { key: 'cpu_time_total', dir: 'descending' };
+      for (const sel of ['#busy-h', '#busy-note', '#busy-chart', '#k-h', '#gpu-h']) {
+        const e = document.querySelector(sel);
+        (e.closest('section:not(#pictures)') || e).hidden = true;
+      }
+    }
+  }
+
+  // A missing session: one message in the page, nothing else under it.
+  function missing(e) {
+    FP.clearError();
+    for (const x of document.querySelectorAll('main > :not(h1):not(#missing)')) x.hidden = true;
+    document.getElementById('title').textContent = 'No such session';
+    const m = document.getElementById('missing');
+    m.className = 'note';
+    m.replaceChildren(e.status === 404 ? `There is no session ${id}: it was deleted, or never uploaded. ` : `Session ${id} could not be read: ${e.message}. `,
+      el('a', { href: 'index.html' }, 'Back to the sessions'));
+    m.hidden = false;
+  }
+
   // Each section loads on its own, so one failing endpoint does not blank the page.
-  for (const f of [loadSummary, loadReport, loadOperators, loadKernels, loadPhases, loadGpu]) f().catch(() => {});
+  summary.then((s) => {
+    adapt(s);
+    for (const f of [loadSummary, loadSuspects, loadSteps, loadBusy, loadShare, loadReport, loadOperators, loadKernels, loadMemory, loadPhases, loadGpu]) f().catch(() => {});
+  }, missing);
 })();

@@ -6,25 +6,47 @@
   const more = document.getElementById('more');
   const fName = document.getElementById('f-name');
   const fLabel = document.getElementById('f-label');
-  const PAGE = 50;
+  const PAGE = Math.min(1000, Math.max(1, Number(FP.param('limit')) || 50)); // ?limit= sizes a page
+  if (FP.param('label')) fLabel.value = FP.param('label'); // ?label=k:v: a filtered list to share
+  if (FP.param('q')) fName.value = FP.param('q');
   let rows = [];
   let next = null;
 
+  const picked = [];
+  const pickBtn = document.getElementById('compare-picked');
+  function pick(s, on) {
+    const i = picked.indexOf(s.id);
+    if (on && i < 0) picked.push(s.id);
+    if (!on && i >= 0) picked.splice(i, 1);
+    while (picked.length > 2) picked.shift(); // the two latest picks
+    for (const b of table.querySelectorAll('input.pick')) b.checked = picked.includes(Number(b.dataset.id));
+    pickBtn.disabled = picked.length !== 2;
+  }
+  pickBtn.addEventListener('click', () => {
+    if (picked.length === 2) location.href = `compare.html${qs({ base: Math.min(...picked), head: Math.max(...picked) })}`;
+  });
+  function labelFilter(k, v) {
+    fLabel.value = `${k}:${v}`;
+    load(false).catch(() => {});
+  }
   const cols = [
-    { key: 'name', label: 'Name', rowHeader: true,
+    { key: 'pick', label: 'Pick', sortable: false, render: (s) => el('input', { type: 'checkbox', class: 'pick', 'data-id': s.id,
+      'aria-label': `Pick ${FP.sessionName(s)} to compare`, checked: picked.includes(s.id), onchange: (e) => pick(s, e.target.checked) }) },
+    { key: 'name', label: 'Name', rowHeader: true, value: (s) => FP.sessionName(s).toLowerCase(),
       render: (s) => el('a', { href: `session.html?id=${s.id}`, class: 'session-link' }, FP.sessionName(s)) },
     { key: 'labels', label: 'Labels',
-      render: (s) => Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`)) },
+      sortable: false, render: (s) => Object.entries(s.labels || {}).map(([k, v]) => el('button', { type: 'button', class: 'badge label', title: `Show only ${k}:${v}`,
+        onclick: () => labelFilter(k, v) }, `${k}:${v}`)) },
     { key: 'source', label: 'Source' },
     { key: 'hardware', label: 'Hardware', render: (s) => s.hardware || '—' },
     { key: 'duration_us', label: 'Duration', num: true, render: (s) => fmtTime(s.duration_us) },
     { key: 'event_count', label: 'Events', num: true, render: (s) => fmtInt(s.event_count) },
-    { key: 'top_cuda_operator', label: 'Top CUDA operator', render: (s) => el('span', { class: 'name', title: s.top_cuda_operator || '—' }, s.top_cuda_operator || '—') },
+    { key: 'top_cuda_operator', label: 'Top GPU operator', render: (s) => FP.nameEl(s.top_cuda_operator || '—') },
     { key: 'gpu_idle_fraction', label: 'GPU idle', num: true, render: (s) => fmtPct(s.gpu_idle_fraction) },
     { key: 'smells', label: 'Smells',
-      render: (s) => (s.smells || []).map((id) => el('span', { class: 'badge smell', title: id }, smellText(id))) },
+      sortable: false, render: (s) => (s.smells || []).map((id) => el('span', { class: 'badge smell', title: id }, smellText(id))) },
     { key: 'created_at', label: 'Uploaded', render: (s) => fmtDate(s.created_at) },
-    { key: 'actions', label: 'Actions', render: (s) => [
+    { key: 'actions', label: 'Actions', sortable: false, render: (s) => [
       el('a', { href: `timeline.html?id=${s.id}` }, 'timeline'), ' ',
       el('button', { type: 'button', class: 'danger delete', 'aria-label': `Delete ${FP.sessionName(s)}`,
                      onclick: () => del(s) }, 'Delete')] },
@@ -32,11 +54,18 @@
 
   function filterQuery(extra) {
     const label = fLabel.value.trim();
-    return qs({ name: fName.value.trim(), label, limit: PAGE, ...extra });
+    return qs({ q: fName.value.trim(), label, limit: PAGE, ...extra });
   }
 
   let seq = 0;
+  let sort = { key: 'created_at', dir: 'descending', clientSort: true };
+  function draw() {
+    renderTable(table, cols, rows, sort, (key) => { sort = { ...FP.nextSort(sort, key, cols), clientSort: true }; draw(); });
+    table.querySelector('caption').textContent =
+      `${rows.length} session${rows.length === 1 ? '' : 's'}${next ? ' (more available)' : ''}`;
+  }
   async function load(append) {
+    if (append && !next) return; // nothing after the last page: never load page one again
     const my = ++seq;
     const q = filterQuery(append && next ? { next } : {});
     const j = await api('/api/v1/sessions' + q);
@@ -44,9 +73,7 @@
     rows = append ? rows.concat(j.sessions || []) : (j.sessions || []);
     next = j.next || null;
     more.hidden = !next;
-    renderTable(table, cols, rows, null, null);
-    table.querySelector('caption').textContent =
-      `${rows.length} session${rows.length === 1 ? '' : 's'}${next ? ' (more available)' : ''}`;
+    draw();
   }
 
   async function del(s) {

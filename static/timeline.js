@@ -40,6 +40,10 @@
   let layout = [];          // [{track, y, h}]
   let seq = 0, pending = 0, dirty = false; // dirty: the view moved since the last fetch began
   let cssW = 800, cssH = 300;
+  let exact = null;         // {view, timeline, busy}: the server's exact numbers for the view
+  let sessionGaps = null;   // [{device, count}]: every idle gap of the session (GET /gpu)
+  let selected = null;      // GET /events reply of the clicked or found event
+  const heights = new Map(); // track id -> height set by dragging its bottom edge
 
   // ---- legend --------------------------------------------------------------------------------
   document.getElementById('legend').replaceChildren(
@@ -68,12 +72,28 @@
     } finally {
       pending--;
       if (my === seq) {
-        if (!dirty) canvas.dataset.state = 'ready';
         showRange(); draw(); summarize();
+        if (!dirty) fetchExact(my);
       }
     }
   }
   const refetch = FP.debounce(fetchView, 150);
+
+  // The view's exact numbers: event counts (every depth) from /timeline over exactly the view
+  // and GPU busy from /busy. The drawn reply covers half a view more on each side, and its
+  // buckets are resampled, so neither can be summed for the summary.
+  async function fetchExact(my) {
+    const v = { ...view };
+    try {
+      const [t, b] = await Promise.all([api(`${base}/timeline${qs({ start_us: v.s, end_us: v.e, buckets: 1 })}`),
+        api(`${base}/busy${qs({ start_us: v.s, end_us: v.e })}`)]);
+      if (my !== seq) return;
+      exact = { view: v, timeline: t, busy: b };
+      summarize();
+    } catch (_) { /* the banner shows it */ } finally {
+      if (my === seq && !dirty) canvas.dataset.state = 'ready';
+    }
+  }
 
   // Nesting depth per event when the reply has none (a stack of open intervals), and phase
   // lanes: phases overlap (a step holds forward and backward), so each goes in the first lane
@@ -105,6 +125,7 @@
 
   // ---- layout and drawing --------------------------------------------------------------------
   function heightOf(t) {
+    if (heights.has(t.id)) return heights.get(t.id);
     let h;
     if (t.mode === 'buckets') h = BUCKET_H;
     else {
@@ -161,16 +182,19 @@
     // axis
     ctx.fillStyle = '#f6f8fa';
     ctx.fillRect(0, 0, W, AXIS_H);
-    const step = niceStep(view.e - view.s, Math.max(2, pw / 110));
+    const step = niceStep(view.e - view.s, Math.max(2, pw / 120));
     ctx.strokeStyle = '#eaeef2';
     ctx.fillStyle = '#57606a';
     ctx.beginPath();
+    const ticks = [];
     for (let t = Math.ceil((view.s - full.s) / step) * step + full.s; t <= view.e; t += step) {
       const x = Math.round(xOf(t)) + 0.5;
       ctx.moveTo(x, AXIS_H - 6); ctx.lineTo(x, H);
-      ctx.fillText(fmtTime(t - full.s), x + 3, AXIS_H / 2);
+      ticks.push(FP.fmtTimeAt(t - full.s, step));
+      ctx.fillText(ticks[ticks.length - 1], x + 3, AXIS_H / 2);
     }
     ctx.stroke();
+    canvas.dataset.ticks = ticks.join('|'); // the labels drawn, for tests and screen readers
 
     ctx.save();
     ctx.beginPath();
@@ -196,6 +220,7 @@
         label(p.name, x0, x1, y + (LANE_H - 2) / 2, '#1b1f24');
       }
       for (const r of layout) drawTrack(r);
+      drawSelection();
       // GPU idle gaps over the GPU tracks of their device
       for (const g of data.gaps || []) {
         const x0 = xOf(g.ts_us), x1 = xOf(g.ts_us + g.dur_us);
@@ -228,6 +253,43 @@
     ctx.moveTo(LABEL_W + 0.5, 0); ctx.lineTo(LABEL_W + 0.5, H);
     ctx.moveTo(0, AXIS_H + 0.5); ctx.lineTo(W, AXIS_H + 0.5);
     ctx.stroke();
+  }
+
+  // The selected event outlined, and its launch flow as an arrow from the runtime call to the
+  // GPU activity (the correlation the server followed).
+  function rowOf(e) {
+    const r = layout.find((l) => l.track.id === e.track);
+    if (!r) return null;
+    let depth = 0;
+    for (const ev of r.track.events || []) if (ev.ts_us === e.ts_us && ev.name === e.name) { depth = Math.min(ev.depth || 0, MAX_DEPTH - 1); break; }
+    return { r, y: r.track.mode === 'buckets' ? r.y + r.h / 2 : r.y + 2 + depth * ROW + (ROW - 2) / 2 };
+  }
+  function drawSelection() {
+    if (!selected || !selected.event) return;
+    const e = selected.event, at = rowOf(e);
+    if (at) {
+      ctx.strokeStyle = '#ff9f1c';
+      ctx.lineWidth = 2;
+      ctx.strokeRect(xOf(e.ts_us) - 1, at.y - ROW / 2, Math.max(3, xOf(e.ts_us + e.dur_us) - xOf(e.ts_us)) + 2, ROW);
+      ctx.lineWidth = 1;
+    }
+    const flows = selected.launched_by ? [[selected.launched_by, e]] : (selected.launches || []).map((k) => [e, k]);
+    let drawn = 0;
+    for (const [from, to] of flows) {
+      const a = rowOf(from), b = rowOf(to);
+      if (!a || !b) continue;
+      drawn++;
+      const x0 = xOf(from.ts_us), x1 = xOf(to.ts_us);
+      ctx.strokeStyle = '#d62728';
+      ctx.fillStyle = '#d62728';
+      ctx.beginPath(); ctx.moveTo(x0, a.y); ctx.lineTo(x1, b.y); ctx.stroke();
+      const ang = Math.atan2(b.y - a.y, x1 - x0);
+      ctx.beginPath(); ctx.moveTo(x1, b.y);
+      ctx.lineTo(x1 - 8 * Math.cos(ang - 0.4), b.y - 8 * Math.sin(ang - 0.4));
+      ctx.lineTo(x1 - 8 * Math.cos(ang + 0.4), b.y - 8 * Math.sin(ang + 0.4));
+      ctx.fill();
+    }
+    canvas.dataset.flows = String(drawn);
   }
 
   // "GPU 0 stream 7" already says what it is; "thread 456" gets a CPU in front.
@@ -294,52 +356,73 @@
   // ---- text around the canvas ----------------------------------------------------------------
   function showRange() {
     if (!view) return;
-    rangeEl.textContent = `${fmtTime(view.s - full.s)} – ${fmtTime(view.e - full.s)} ` +
+    const st = (view.e - view.s) / 100; // neighbouring views must read differently
+    rangeEl.textContent = `${FP.fmtTimeAt(view.s - full.s, st)} – ${FP.fmtTimeAt(view.e - full.s, st)} ` +
       `(${fmtTime(view.e - view.s)} of ${fmtTime(full.e - full.s)})${pending ? ' · loading…' : ''}`;
     canvas.dataset.viewStart = String(view.s);
     canvas.dataset.viewEnd = String(view.e);
   }
 
-  function busyInView(t) {
-    let busy = 0, n = 0, durs = [];
+  // Busy and the median event of a track in the view, from what is drawn: used for CPU
+  // tracks (the exact GPU busy comes from /busy). The median is over every event in the view,
+  // all depths; on a GPU track over the kernels, copies and memsets, not annotation ranges.
+  function drawnInView(t) {
+    let busy = 0;
+    const durs = [];
     const clip = (a, d) => Math.max(0, Math.min(a + d, view.e) - Math.max(a, view.s));
     if (t.mode === 'buckets') {
-      for (const b of t.buckets || []) {
-        const c = clip(b.ts_us, b.dur_us);
-        if (c > 0) { busy += c * (b.busy || 0); n += b.count || 0; }
-      }
+      for (const b of t.buckets || []) busy += clip(b.ts_us, b.dur_us) * (b.busy || 0);
     } else {
+      let end = -Infinity;
       for (const ev of t.events || []) {
-        if ((ev.depth || 0) !== 0) continue;
-        const c = clip(ev.ts_us, ev.dur_us);
-        if (c > 0 || (ev.ts_us >= view.s && ev.ts_us <= view.e)) { busy += c; n++; durs.push(ev.dur_us); }
+        if (ev.ts_us >= view.e || ev.ts_us + ev.dur_us <= view.s) continue;
+        if (t.kind !== 'gpu' || ev.cat !== 'gpu_user_annotation') durs.push(ev.dur_us);
+        if ((ev.depth || 0) === 0 && (t.kind !== 'gpu' || ev.cat !== 'gpu_user_annotation')) {
+          const a = Math.max(ev.ts_us, end), b = ev.ts_us + ev.dur_us;
+          if (b > a) { busy += clip(a, b - a); end = b; }
+        }
       }
     }
     durs.sort((a, b) => a - b);
-    return { busy: busy / (view.e - view.s), n, median: durs.length ? durs[durs.length >> 1] : null };
+    return { busy: busy / (view.e - view.s), median: durs.length ? durs[durs.length >> 1] : null };
   }
 
   function summarize() {
     if (!data) return;
-    const rows = layout.map((r) => ({ t: r.track, ...busyInView(r.track) }));
-    const gpu = rows.filter((r) => r.t.kind === 'gpu');
+    const ex = exact && exact.view.s === view.s && exact.view.e === view.e ? exact : null;
+    const streamBusy = (t) => {
+      const [, dev, st] = String(t.id).split(':');
+      const d = ex && (ex.busy.devices || []).find((x) => String(x.device) === dev);
+      const s = d && d.streams.find((x) => String(x.stream) === st);
+      return s ? s.busy_fraction : null;
+    };
+    const rows = layout.map((r) => {
+      const d = drawnInView(r.track);
+      const et = ex && ex.timeline.tracks.find((t) => t.id === r.track.id);
+      return { t: r.track, n: et ? et.count : null, busy: r.track.kind === 'gpu' ? streamBusy(r.track) : d.busy, median: d.median };
+    });
     const gaps = (data.gaps || []).filter((g) => g.ts_us + g.dur_us > view.s && g.ts_us < view.e);
     const gapTotal = gaps.reduce((a, g) => a + Math.min(g.ts_us + g.dur_us, view.e) - Math.max(g.ts_us, view.s), 0);
-    if (gpu.length) {
-      const best = gpu.reduce((a, b) => (b.busy > a.busy ? b : a));
-      const kernels = gpu.reduce((a, r) => a + r.n, 0);
-      glanceEl.textContent = `In view: busiest GPU stream (${best.t.label || best.t.id}) is busy ${fmtPct(best.busy)}; ` +
-        `${fmtInt(kernels)} GPU events; ${fmtInt(gaps.length)} idle gap${gaps.length === 1 ? '' : 's'} ` +
-        `totalling ${fmtTime(gapTotal)} (${fmtPct(gapTotal / (view.e - view.s))} of the view). ` +
-        (best.busy > 0.8 ? 'Kernels are packed.' : best.busy < 0.5 ? 'The GPU is mostly waiting.' : 'The GPU waits part of the time.');
-    } else {
-      glanceEl.textContent = 'No GPU stream in this session.';
+    const all = (sessionGaps || []).reduce((a, d) => a + d.count, 0);
+    const gapWords = `${fmtInt(gaps.length)} of the session's largest idle gap${gaps.length === 1 ? '' : 's'} in view, ` +
+      `totalling ${fmtTime(gapTotal)} (${fmtPct(gapTotal / (view.e - view.s))} of the view)` +
+      (sessionGaps ? `; the session has ${fmtInt(all)} gaps of 5µs or more in all (the session page counts them all, the timeline marks the largest)` : '');
+    if (!rows.some((r) => r.t.kind === 'gpu')) glanceEl.textContent = 'No GPU stream in this session.';
+    else if (!ex) glanceEl.textContent = 'In view: counting…';
+    else {
+      const devs = ex.busy.devices || [];
+      const best = devs.reduce((a, d) => (!a || d.busy_fraction > a.busy_fraction ? d : a), null);
+      const b = best ? best.busy_fraction : 0;
+      glanceEl.textContent = `In view: GPU ${best ? best.device : ''} busy ${fmtPct(b)} (kernels, copies and memsets; exact); ` +
+        `${fmtInt(ex.timeline.gpu_events)} GPU events, ${fmtInt(ex.timeline.cpu_events)} CPU events; ${gapWords}. ` +
+        (b > 0.8 ? 'Kernels are packed.' : b < 0.5 ? 'The GPU is mostly waiting.' : 'The GPU waits part of the time.');
     }
+    glanceEl.dataset.exact = ex ? 'yes' : 'no';
     FP.renderTable(document.getElementById('tracks'), [
       { key: 'label', label: 'Track', rowHeader: true, render: (r) => trackName(r.t) },
       { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets' ? 'busy buckets' : 'events') },
-      { key: 'n', label: 'Events in view', num: true, render: (r) => fmtInt(r.n) },
-      { key: 'busy', label: 'Busy in view', num: true, render: (r) => fmtPct(r.busy) },
+      { key: 'n', label: 'Events in view', num: true, render: (r) => (r.n === null ? '…' : fmtInt(r.n)) },
+      { key: 'busy', label: 'Busy in view', num: true, render: (r) => (r.busy === null ? '…' : fmtPct(r.busy)) },
       { key: 'median', label: 'Median event', num: true, render: (r) => (r.median === null ? '—' : fmtTime(r.median)) },
     ], rows, null, null);
   }
@@ -371,8 +454,8 @@
       if (best && bestDist <= tol) {
         const rows = [['duration', fmtTime(best.dur_us)], ['start', fmtTime(best.ts_us - full.s)],
                       ['category', best.cat || '—'], ['track', tr.label || tr.id]];
-        for (const [k, v] of Object.entries(best.args || {})) rows.push([k, typeof v === 'object' ? JSON.stringify(v) : String(v)]);
-        return { title: best.name, rows };
+        rows.push(['', 'click for all args and the launch flow']);
+        return { title: best.name, rows, ev: best, track: tr };
       }
     }
     const g = tr.kind === 'gpu' && (data.gaps || []).find((q) => sameDevice(tr, q.device) && t >= q.ts_us && t <= q.ts_us + q.dur_us);
@@ -424,27 +507,108 @@
     else zoom(Math.exp(Math.max(-1, Math.min(1, e.deltaY * 0.002))), x);
   }, { passive: false });
 
-  let drag = null;
+  // ---- select, flow, search ------------------------------------------------------------------
+  const details = document.getElementById('details');
+  const argRows = (o) => Object.entries(o || {}).map(([k, v]) => [k, typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)]);
+  function eventLink(e, prefix) {
+    return el('div', { class: 'flow' }, prefix, el('a', { href: '#', class: 'flow-link', dataset: { ref: e.ref },
+      onclick: (ev) => { ev.preventDefault(); select({ ref: e.ref }, true); } }, FP.shortName(e.name, 60)),
+    ` on ${e.track_label || e.track} at ${FP.fmtTimeAt(e.ts_us - full.s, 1)} (${fmtTime(e.dur_us)})`);
+  }
+  function showDetails() {
+    const e = selected && selected.event;
+    if (!e) { details.hidden = true; return; }
+    details.replaceChildren(el('b', { class: 'ev-name', title: e.name }, e.name),
+      FP.dl([['category', e.cat], ['track', e.track_label || e.track], ['start', FP.fmtTimeAt(e.ts_us - full.s, 1)],
+        ['duration', fmtTime(e.dur_us)], ...(e.correlation !== null ? [['correlation', String(e.correlation)]] : [])], 'facts small'),
+      selected.launched_by ? eventLink(selected.launched_by, 'Launched by ') : null,
+      ...(selected.launches || []).map((k) => eventLink(k, 'Launches ')),
+      el('div', { class: 'args' }, FP.dl(argRows(e.args), 'facts small args-dl')));
+    details.dataset.ref = e.ref;
+    details.hidden = false;
+  }
+  // Selects an event (query: {ref} or {track, ts_us, dur_us}); reveal: move the view to it.
+  async function select(query, reveal) {
+    try {
+      selected = await api(`${base}/events${qs(query)}`);
+    } catch (_) { return; }
+    if (reveal && selected.event) revealEvent(selected.event);
+    showDetails();
+    draw();
+  }
+  function revealEvent(e) {
+    const span = view.e - view.s;
+    if (e.ts_us >= view.s && e.ts_us + e.dur_us <= view.e) return;
+    const w = Math.max(span, Math.min(full.e - full.s, e.dur_us * 3));
+    setView(e.ts_us + e.dur_us / 2 - w / 2, e.ts_us + e.dur_us / 2 + w / 2);
+  }
+  // Name search in the server's order (start, track, stored order), from the current match or
+  // from the view's start.
+  const searchQ = document.getElementById('search-q'), searchStatus = document.getElementById('search-status');
+  let lastMatch = null;
+  async function search(dir) {
+    const q = searchQ.value.trim();
+    if (!q) return;
+    const from = lastMatch && lastMatch.q === q ? { ref: lastMatch.ref } : { ts_us: dir === 'prev' ? view.e : view.s };
+    let j;
+    try { j = await api(`${base}/events${qs({ q, dir, ...from })}`); } catch (_) { return; }
+    if (!j.event) { searchStatus.textContent = `no ${dir === 'prev' ? 'earlier' : 'later'} match`; return; }
+    lastMatch = { q, ref: j.event.ref };
+    selected = j;
+    searchStatus.textContent = `${FP.shortName(j.event.name, 40)} at ${FP.fmtTimeAt(j.event.ts_us - full.s, 1)}`;
+    searchStatus.dataset.ref = j.event.ref;
+    revealEvent(j.event);
+    showDetails();
+    draw();
+  }
+  document.getElementById('search').addEventListener('submit', (e) => { e.preventDefault(); search('next'); });
+  document.getElementById('search-prev').addEventListener('click', () => search('prev'));
+  searchQ.addEventListener('input', () => { lastMatch = null; searchStatus.textContent = ''; });
+
+  // The track whose bottom edge is under y (within 4 px): dragging it resizes the track.
+  function edgeAt(y) { return layout.find((l) => Math.abs(y - (l.y + l.h)) <= 4); }
+
+  let drag = null, resizing = null, downAt = null;
   canvas.addEventListener('mousedown', (e) => {
     if (e.button !== 0) return;
+    const rect = canvas.getBoundingClientRect();
+    const edge = edgeAt(e.clientY - rect.top);
+    downAt = { x: e.clientX, y: e.clientY };
+    if (edge) { resizing = { r: edge, y: e.clientY, h: edge.h }; return; }
     drag = { x: e.clientX, s: view.s, e: view.e };
     canvas.classList.add('dragging');
   });
+  canvas.addEventListener('mouseup', (e) => {
+    // a click (no drag): select the event under the pointer
+    if (!downAt || Math.abs(e.clientX - downAt.x) > 3 || Math.abs(e.clientY - downAt.y) > 3 || resizing) return;
+    const rect = canvas.getBoundingClientRect();
+    const h = hit(e.clientX - rect.left, e.clientY - rect.top);
+    if (h && h.ev) select({ track: h.track.id, ts_us: h.ev.ts_us, dur_us: h.ev.dur_us });
+  });
   window.addEventListener('mousemove', (e) => {
+    if (resizing) {
+      heights.set(resizing.r.track.id, Math.max(ROW + 4, Math.round(resizing.h + e.clientY - resizing.y)));
+      relayout(); draw();
+      return;
+    }
+    if (!drag && e.target === canvas) {
+      const rect = canvas.getBoundingClientRect();
+      canvas.style.cursor = edgeAt(e.clientY - rect.top) ? 'row-resize' : '';
+    }
     if (drag) {
       const dt = ((drag.x - e.clientX) / plotW()) * (drag.e - drag.s);
       setView(drag.s + dt, drag.e + dt);
       tip.hidden = true;
     } else if (e.target === canvas) showTip(e);
   });
-  window.addEventListener('mouseup', () => { drag = null; canvas.classList.remove('dragging'); });
+  window.addEventListener('mouseup', () => { drag = null; resizing = null; setTimeout(() => { downAt = null; }, 0); canvas.classList.remove('dragging'); });
   canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
   canvas.addEventListener('keydown', (e) => {
     const k = e.key;
-    if (k === '+' || k === '=') zoom(0.5);
-    else if (k === '-' || k === '_') zoom(2);
-    else if (k === 'ArrowLeft') pan(-0.2);
-    else if (k === 'ArrowRight') pan(0.2);
+    if (k === '+' || k === '=' || k === 'w' || k === 'W') zoom(0.5);
+    else if (k === '-' || k === '_' || k === 's' || k === 'S') zoom(2);
+    else if (k === 'ArrowLeft' || k === 'a' || k === 'A') pan(-0.2);
+    else if (k === 'ArrowRight' || k === 'd' || k === 'D') pan(0.2);
     else if (k === '0' || k === 'Home') setView(full.s, full.e);
     else return;
     e.preventDefault();
@@ -460,10 +624,23 @@
   (async () => {
     canvas.dataset.state = 'loading';
     try {
-      const s = await api(base);
+      const s = await api(base, { quiet: true });
       document.getElementById('title').textContent = `Timeline: ${FP.sessionName(s)}`;
       document.title = `Timeline: ${FP.sessionName(s)} · firstpass`;
-    } catch (_) { /* banner */ }
+    } catch (e) {
+      // a missing session: one message, nothing else under it
+      for (const x of document.querySelectorAll('main > :not(h1)')) x.hidden = true;
+      document.getElementById('title').textContent = 'No such session';
+      document.getElementById('main').append(el('p', { class: 'note', id: 'missing' }, e.status === 404
+        ? `There is no session ${id}: it was deleted, or never uploaded. ` : `Session ${id} could not be read: ${e.message}. `,
+      el('a', { href: 'index.html' }, 'Back to the sessions')));
+      canvas.dataset.state = 'error';
+      return;
+    }
+    api(`${base}/gpu`, { quiet: true }).then((g) => {
+      sessionGaps = (g.devices || []).map((d) => ({ device: d.device, count: (d.gaps || {}).count || 0 }));
+      summarize();
+    }, () => {});
     resize(cssH);
     try {
       data = normalize(await api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`));
@@ -471,9 +648,10 @@
     full = { s: data.start_us, e: data.end_us > data.start_us ? data.end_us : data.start_us + 1 };
     view = { ...full };
     relayout();
-    canvas.dataset.state = 'ready';
     showRange();
     drawNow();
     summarize();
+    await fetchExact(seq);
+    canvas.dataset.state = 'ready';
   })();
 })();

@@ -27,7 +27,7 @@
 
   // Points left to right, oldest first; a session without the operator leaves a gap.
   function draw(points, metric) {
-    const W = 640, H = 180, L = 64, R = 12, T = 12, B = 28;
+    const W = 640, H = 180, L = 78, R = 16, T = 12, B = 28;
     const vals = points.map((p) => p.value).filter((v) => v !== null);
     const max = Math.max(...vals, 0) || 1;
     const x = (i) => L + (points.length > 1 ? (i * (W - L - R)) / (points.length - 1) : (W - L - R) / 2);
@@ -55,9 +55,11 @@
         svg('title', {}, `session ${p.session_id} (${p.name}), ${FP.fmtDate(p.created_at)}: ${fmt(metric, p.value)}`));
       root.append(current ? dot : svg('a', { href: `session.html?id=${encodeURIComponent(p.session_id)}` }, dot));
     });
-    if (points.length) {
-      root.append(svg('text', { x: x(0), y: H - 8, 'text-anchor': 'start' }, `#${points[0].session_id}`),
-        svg('text', { x: x(points.length - 1), y: H - 8, 'text-anchor': 'end' }, `#${points[points.length - 1].session_id}`));
+    // the first and the last session under the axis; one label when there is one point
+    if (points.length === 1) root.append(svg('text', { x: x(0), y: H - 8, 'text-anchor': 'middle' }, `session ${points[0].session_id}`));
+    else if (points.length) {
+      root.append(svg('text', { x: x(0), y: H - 8, 'text-anchor': 'start' }, `session ${points[0].session_id}`),
+        svg('text', { x: x(points.length - 1), y: H - 8, 'text-anchor': 'end' }, `session ${points[points.length - 1].session_id}`));
     }
     chart.replaceChildren(root);
   }
@@ -81,12 +83,13 @@
   }
 
   async function init() {
-    const [s, ops] = await Promise.all([api(`/api/v1/sessions/${encodeURIComponent(id)}`),
-      api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: 'cuda_time_total', limit: 25 })}`)]);
+    // quiet: a missing session is session.js's one message, not a second one in the banner
+    const [s, ops] = await Promise.all([api(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true }),
+      api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: 'cuda_time_total', limit: 25 })}`, { quiet: true })]);
     labels = s.labels || {};
     const names = [];
     for (const r of ops.operators || []) if (!SKIP_KINDS.has(r.kind) && !names.includes(r.name) && names.length < 10) names.push(r.name);
-    opSel.replaceChildren(...names.map((n) => el('option', { value: n }, n)));
+    opSel.replaceChildren(...names.map((n) => el('option', { value: n, title: n }, FP.shortName(n, 60))));
     if (!names.length) { summary.textContent = 'No operators in this session.'; return; }
     await load();
   }

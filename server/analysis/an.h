@@ -104,6 +104,7 @@ typedef struct idle_state {
     json_t *devices;               /* per device: busy, window, idle, lead-in, tail, by class */
     double by_class[GAP_NCLASSES]; /* idle us per gap class, all devices */
     sqlite3_stmt *cseg_ins;        /* CPU-only: INSERT INTO scratch.cseg */
+    sqlite3_stmt *pinst_ins;       /* INSERT INTO scratch.pinst (an_idle_phase_range) */
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;
     size_t nsums, capsums;
@@ -266,6 +267,8 @@ int an_idle_advance(A *a, idle_walk *w, double t);
 int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth);
 int an_idle_thread_end(A *a, idle_walk *w);
 void an_idle_walk_free(idle_walk *w);
+int an_idle_phase_range(A *a, long pid, double ts, double te);
+int an_idle_by_phase(A *a, json_t **out);
 
 /* suspects.c */
 int an_op_host(A *a, const frame *f);

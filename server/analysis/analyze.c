@@ -226,6 +226,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     json_decref(suspects);
     json_decref(idle.devices);
     sqlite3_finalize(idle.cseg_ins);
+    sqlite3_finalize(idle.pinst_ins);
     intern_free(idle.keys);
     free(idle.sums);
     an_suspects_free(&a);

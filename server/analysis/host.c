@@ -134,6 +134,7 @@ static int pop_frame(A *a, frame *stack, int *depth) {
         p->kernels += f->kernels;
         p->kernel_us += f->kernel_us;
         if (f->ts < p->first_ts) p->first_ts = f->ts;
+        rc = an_idle_phase_range(a, (long)(p - a->phases), f->ts, f->te);
     }
     return rc;
 }

@@ -1,8 +1,8 @@
 /* idle.c: GPU idle time attributed: every idle interval of every device gets a class and a
  * culprit, the heart of the suspect list (issue 19; definitions: tests/triage/oracle.py).
  *
- * Owns scratch.igap (the gaps), scratch.ccorr (launches under a copy/cast op) and the label
- * sums (A.idle). Two halves:
+ * Owns scratch.igap (the gaps), scratch.pinst (host phase instances), scratch.ccorr (launches
+ * under a copy/cast op) and the label sums (A.idle). Three parts:
  *  - an_idle_gaps, before the host walk: per device, the gaps of the busy union inside its
  *    window [first activity, last end]; the activity N that ends a gap and N's launch R (by
  *    correlation) class it: R not found "other"; R started before the gap "kernel wait" (the
@@ -14,6 +14,7 @@
  *    a DataLoader range anywhere on the stack taking it; a gap that starts as a blocking sync
  *    call returns is the sync's (less its DataLoader instants). A kernel-wait gap is labelled
  *    with the innermost cpu_op around its launch.
+ *  - an_idle_by_phase, after the walk: the gap time of each class inside each host phase.
  * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
  * instead (one thread at a time; suspects.c takes each category's largest thread).
  *
@@ -65,7 +66,7 @@ static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev,
     }
     int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
     a->idle->by_class[cls] += g1 - g0;
-    if (cls == GAP_OTHER) return add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0);
+    if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
     sqlite3_bind_int64(ins, 1, dev);
     sqlite3_bind_int64(ins, 2, track);
     sqlite3_bind_int(ins, 3, cls);
@@ -328,4 +329,113 @@ void an_idle_walk_free(idle_walk *w) {
     free(w->frames);
     free(w->open);
     memset(w, 0, sizeof *w);
+}
+
+/* ---- idle per phase ---- */
+
+/* One instance of host phase pid (host.c, as the walk closes it). */
+int an_idle_phase_range(A *a, long pid, double ts, double te) {
+    idle_state *s = a->idle;
+    if (s->cpu_only || te <= ts) return 0;
+    if (!s->pinst_ins && !(s->pinst_ins = an_prep(a, "INSERT INTO scratch.pinst(pid, ts, te) VALUES (?, ?, ?)"))) return ERR_DB;
+    sqlite3_bind_int64(s->pinst_ins, 1, pid);
+    sqlite3_bind_double(s->pinst_ins, 2, ts);
+    sqlite3_bind_double(s->pinst_ins, 3, te);
+    int rc = sqlite3_step(s->pinst_ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(s->pinst_ins);
+    return rc;
+}
+
+/* Class c's gap time before t is C(t) = sum over g0 < t of (t - g0) - sum over g1 < t of
+ * (t - g1) = (n0 - n1) t - (S0 - S1). A sweep over the instances' ends in time order, with
+ * one cursor over the gaps by g0 and one by g1, adds C(end) - C(start) of each stretch where
+ * a phase has an instance open: the union of its instances, so a range nested in a
+ * same-named one (or open on two threads at once) counts its idle once. Linear after the
+ * sorts. Times are taken from the GPU window's start so that n * t stays exact. */
+typedef struct gap_sweep {
+    sqlite3_stmt *q;
+    int have;
+    int cls;
+    double t;
+    double n[GAP_NCLASSES], sum[GAP_NCLASSES];
+} gap_sweep;
+
+static void sweep_to(gap_sweep *g, double t, double base) {
+    while (g->have && g->t < t) {
+        g->n[g->cls]++;
+        g->sum[g->cls] += g->t;
+        g->have = sqlite3_step(g->q) == SQLITE_ROW;
+        if (g->have) {
+            g->cls = sqlite3_column_int(g->q, 0);
+            g->t = sqlite3_column_double(g->q, 1) - base;
+            if (g->cls < 0 || g->cls >= GAP_NCLASSES) g->cls = GAP_OTHER;
+        }
+    }
+}
+
+static int sweep_open(A *a, gap_sweep *g, const char *sql, double base) {
+    memset(g, 0, sizeof *g);
+    if (!(g->q = an_prep(a, sql))) return ERR_DB;
+    g->have = sqlite3_step(g->q) == SQLITE_ROW;
+    if (g->have) {
+        g->cls = sqlite3_column_int(g->q, 0);
+        g->t = sqlite3_column_double(g->q, 1) - base;
+        if (g->cls < 0 || g->cls >= GAP_NCLASSES) g->cls = GAP_OTHER;
+    }
+    return 0;
+}
+
+static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
+    double base = a->idle->w0;
+    gap_sweep g0 = {0}, g1 = {0};
+    long long *open = calloc(a->nphases, sizeof *open); /* instances open per phase */
+    sqlite3_stmt *pts = an_prep(a, "SELECT t, pid, s FROM (SELECT ts AS t, pid, -1 AS s FROM scratch.pinst"
+                                   " UNION ALL SELECT te, pid, 1 FROM scratch.pinst) ORDER BY t, s");
+    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM scratch.igap ORDER BY g0", base);
+    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM scratch.igap ORDER BY g1", base);
+    while (!rc && sqlite3_step(pts) == SQLITE_ROW) {
+        double t = sqlite3_column_double(pts, 0) - base;
+        long pid = (long)sqlite3_column_int64(pts, 1);
+        int sign = sqlite3_column_int(pts, 2);
+        sweep_to(&g0, t, base);
+        sweep_to(&g1, t, base);
+        if (pid < 0 || (size_t)pid >= a->nphases) continue;
+        if (sign < 0 ? open[pid]++ > 0 : --open[pid] > 0) continue; /* not an edge of the union */
+        for (int c = 0; c < GAP_NCLASSES; c++)
+            idle[pid][c] += sign * ((g0.n[c] - g1.n[c]) * t - (g0.sum[c] - g1.sum[c]));
+    }
+    free(open);
+    sqlite3_finalize(pts);
+    sqlite3_finalize(g0.q);
+    sqlite3_finalize(g1.q);
+    return rc;
+}
+
+/* The phases with GPU idle inside them, most idle first (at most PHASE_IDLE_ROWS): name,
+ * instances, time inside, idle per class (device time: summed over devices). */
+#define PHASE_IDLE_ROWS 20
+int an_idle_by_phase(A *a, json_t **out) {
+    *out = json_array();
+    if (!*out) return ERR_NOMEM;
+    if (a->idle->cpu_only || !a->nphases) return 0;
+    double (*idle)[GAP_NCLASSES] = calloc(a->nphases, sizeof *idle);
+    int rc = idle ? phase_idle_sweep(a, idle) : ERR_NOMEM;
+    for (int k = 0; !rc && k < PHASE_IDLE_ROWS; k++) {
+        long best = -1;
+        double bt = 0;
+        for (size_t i = 0; i < a->nphases; i++) {
+            double tot = 0;
+            for (int c = 0; c < GAP_NCLASSES; c++) tot += idle[i][c];
+            if (!a->phases[i].gpu && tot > bt + 1e-9) { best = (long)i; bt = tot; }
+        }
+        if (best < 0) break;
+        json_t *cls = json_object();
+        for (int c = 0; c < GAP_NCLASSES; c++) json_object_set_new(cls, gap_class_names[c], json_real(idle[best][c] > 0 ? idle[best][c] : 0));
+        const phase *p = &a->phases[best];
+        json_array_append_new(*out, json_pack("{s:s,s:I,s:f,s:f,s:o}", "phase", an_str(a, p->name), "count", p->count, "total_us",
+                                              p->total, "idle_us", bt, "by_class_us", cls));
+        for (int c = 0; c < GAP_NCLASSES; c++) idle[best][c] = 0;
+    }
+    free(idle);
+    return rc;
 }

@@ -122,7 +122,7 @@ static json_t *smell(const char *id, const char *title, int fired, const char *s
 static json_t *smell_owns(draft *d, op *top, int *ntop, const char **basis) {
     static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
     *ntop = load_ops(d, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
-    *basis = "self CUDA";
+    *basis = d->rocm ? "self GPU" : "self CUDA";
     double denom = d->self_cuda_total;
     if (*ntop == 0) *ntop = load_ops(d, GPU_KINDS, "self_cuda", top, 8);
     if (*ntop == 0 && d->cpu_only) {
@@ -154,7 +154,8 @@ static json_t *smell_cheap(draft *d) {
     snprintf(where, sizeof where, "kind = 'kernel' AND calls >= %d AND self_cuda / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
     int nk = load_ops(d, where, "self_cuda", k, 1);
     double kshare = nk && d->self_cuda_total > 0 ? k[0].self_cuda / d->self_cuda_total : 0;
-    if (nk && kshare > share) { c[0] = k[0]; share = kshare; basis = "CUDA"; nc = 1; }
+    int on_gpu = nk && kshare > share;
+    if (on_gpu) { c[0] = k[0]; share = kshare; basis = d->rocm ? "GPU" : "CUDA"; nc = 1; }
     int fired = fired_any(d->in, cats);
     const json_t *lb = suspect_of(d->in, "launch_bound");
     if (!nc && lb) { /* the suspect list's launch-bound op is the evidence */
@@ -168,7 +169,7 @@ static json_t *smell_cheap(draft *d) {
         snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
         return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf, json_object());
     }
-    double t = !strcmp(basis, "CUDA") ? c[0].self_cuda : c[0].self_cpu;
+    double t = on_gpu ? c[0].self_cuda : c[0].self_cpu;
     snprintf(buf, sizeof buf, "%s: %lld calls at %s each, %s in all (%.1f%% of %s time)", c[0].name, c[0].calls,
              timefmt_us(t / (double)c[0].calls, t1, sizeof t1), timefmt_us(t, t2, sizeof t2), share * 100, basis);
     return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
@@ -177,7 +178,8 @@ static json_t *smell_cheap(draft *d) {
                            "max_mean_us", SMELL_CHEAP_MEAN_US));
 }
 
-/* Smell 3: CPU time large while CUDA time is sparse (the GPU waits on the host). */
+/* Smell 3: CPU time large while CUDA time is sparse (the GPU waits on the host). The title
+ * says GPU on a ROCm trace: its kernels are HIP's, and "CUDA" there misleads. */
 static json_t *smell_idle(draft *d) {
     static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", NULL};
     op host[3], syncs[3];
@@ -200,7 +202,7 @@ static json_t *smell_idle(draft *d) {
     } else {
         snprintf(buf, sizeof buf, "no GPU activity in the trace");
     }
-    return smell("gpu_idle_host_bound", "CPU time large while CUDA time is sparse", !d->cpu_only && fired_any(d->in, cats), buf,
+    return smell("gpu_idle_host_bound", d->rocm ? "CPU time large while GPU time is sparse" : "CPU time large while CUDA time is sparse", !d->cpu_only && fired_any(d->in, cats), buf,
                  json_pack("{s:o,s:o,s:o}", "gpu_idle_fraction", d->cpu_only ? json_null() : json_real(idle), "host_ops", hosts, "syncs", syncj));
 }
 
@@ -246,7 +248,7 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, const char *ba
         snprintf(out, n, "no GPU time: a CPU-only trace");
         return;
     }
-    if (ntop <= 0 || d->self_cuda_total <= 0 || strcmp(basis, "self CUDA")) {
+    if (ntop <= 0 || d->self_cuda_total <= 0 || !strcmp(basis, "self CPU")) {
         snprintf(out, n, "no GPU time in the trace");
         return;
     }

@@ -49,9 +49,11 @@ CREATE TABLE scratch.kern(name TEXT, kind TEXT, calls INT, total_us REAL, min_us
 CREATE TABLE scratch.ph(name TEXT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
  kernel_us REAL, first_ts REAL);
 CREATE TABLE scratch.tlb(track INT, data BLOB);
--- The idle gaps of every device (idle.c): cls 1 host wait, 2 kernel wait (0, other, is
--- summed at once); track and lts are the launch's thread and start, corr its correlation.
+-- The idle gaps of every device (idle.c): cls 0 other (track -1), 1 host wait, 2 kernel wait;
+-- track and lts are the launch's thread and start, corr its correlation.
 CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+-- The instances of the host phases (host.c), pid an index into A.phases: idle per phase.
+CREATE TABLE scratch.pinst(pid INT, ts REAL, te REAL);
 -- Host ranges the step breakdown reads (steps.c): role 0 DataLoader ranges, 1 the outermost
 -- other ranges of each thread.
 CREATE TABLE scratch.hspan(role INT, ts REAL, te REAL);

@@ -567,7 +567,7 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
 }
 
 /* The idle document: by class, and the largest labels. */
-static json_t *idle_doc(A *a) {
+static json_t *idle_doc(A *a, json_t *phases) {
     idle_state *s = a->idle;
     json_t *cls = json_object(), *rows = json_array();
     double total = 0;
@@ -593,7 +593,7 @@ static json_t *idle_doc(A *a) {
                                               x->name >= 0 ? an_str(a, x->name) : "(untraced)", "idle_us", x->us, "share_of_idle",
                                               total > 0 ? x->us / total : 0));
     }
-    return json_pack("{s:o,s:o}", "by_class_us", cls, "by_culprit", rows);
+    return json_pack("{s:o,s:o,s:o}", "by_class_us", cls, "by_culprit", rows, "by_phase", phases);
 }
 
 int an_suspects(A *a, double gpu_busy, json_t **out) {
@@ -613,6 +613,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
     double cpu_at[C_N] = {0};
     if (!rc && cpu_only) rc = cpu_priority(a, &t, cpu_at);
+    json_t *by_phase = NULL;
+    if (!rc && !cpu_only) rc = an_idle_by_phase(a, &by_phase);
     double wall = a->wall;
     json_t *doc = NULL;
     if (!rc) {
@@ -626,9 +628,11 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
                                            wall > 0 ? gpu_busy / wall : 0, "devices", json_incref(is->devices));
         int healthy = !cpu_only && wall > 0 && gpu_busy / wall >= HEALTHY_BUSY && !nfired;
         doc = json_pack("{s:f,s:b,s:o,s:o,s:o,s:o}", "wall_us", wall, "healthy", healthy, "gpu", gpu, "steps", steps_doc(a), "suspects",
-                        list, "idle", cpu_only ? json_null() : idle_doc(a));
+                        list, "idle", cpu_only ? json_null() : idle_doc(a, by_phase));
+        by_phase = NULL;
         if (!doc) rc = ERR_NOMEM;
     }
+    json_decref(by_phase);
     for (int c = 0; c < C_N; c++) json_decref(t.evidence[c]);
     intern_free(t.keys);
     free(t.c);

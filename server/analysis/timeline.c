@@ -99,7 +99,10 @@ int an_tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, doub
 /* ---- timeline ---- */
 
 /* The timeline of the tracks host_walk did not feed (tl_wanted): those with GPU events,
- * all their classes, in one pass sorted by track and ts. Then the last open track. */
+ * all their classes, in one pass sorted by track and ts. Then the last open track.
+ * Only GPU work (kernels, copies, memsets) makes a bucket busy: a gpu_user_annotation is
+ * a range drawn around that work, and counting it painted annotated streams ~100% busy
+ * (analyze.c's GPU busy is the union of GPU activity too). It still counts as an event. */
 int an_timeline_buckets(A *a) {
     int rc = 0;
     json_t *ids = json_array();
@@ -107,7 +110,7 @@ int an_timeline_buckets(A *a) {
         if (a->t->tracks[i].gpu) json_array_append_new(ids, json_integer((json_int_t)i));
     char *js = json_dumps(ids, JSON_COMPACT);
     json_decref(ids);
-    sqlite3_stmt *s = js ? an_prep(a, "SELECT track, ts, te, name, dur FROM scratch.ev WHERE cls IN (0, 1, 2, 4)"
+    sqlite3_stmt *s = js ? an_prep(a, "SELECT track, ts, CASE WHEN cls = 2 THEN te ELSE ts END, name, dur FROM scratch.ev WHERE cls IN (0, 1, 2, 4)"
                                    " AND track IN (SELECT value FROM json_each(?)) ORDER BY track, ts") : NULL;
     if (!js) rc = ERR_NOMEM;
     else if (!s) rc = ERR_DB;

@@ -139,6 +139,8 @@ static int list_labelled(app *a, http_req *rq, http_reply *out, const hist_label
     memcpy(f.label_values, l->values, sizeof f.label_values);
     f.nlabels = l->n;
     f.name = http_query(rq, "name");
+    f.q = http_query(rq, "q");
+    if (f.q && !*f.q) f.q = NULL;
     f.source = http_query(rq, "source");
     long long lim, next, since, until;
     if (int_param(rq, out, "limit", 50, 1, 1000, &lim) || int_param(rq, out, "next", 0, 0, (1LL << 62), &next) ||
@@ -214,7 +216,8 @@ static int h_kernels(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, query_kernels(db_, rq->id, sort, (int)lim, &body));
     if (rc_) return db_fail(out, rc_, rq->id);
     static const char *const cols[] = {"name", "kind", "calls", "total_us", "mean_us", "min_us", "max_us", "share", "grid", "block",
-                                       "registers_per_thread", "shared_memory_bytes", NULL};
+                                       "registers_per_thread", "shared_memory_bytes", "est_occupancy", "est_sm_efficiency",
+                                       "blocks_per_sm", "tensor_core", NULL};
     return text_or_csv(rq, out, body, "kernels", cols);
 }
 
@@ -389,6 +392,34 @@ static int h_timeline(app *a, http_req *rq, http_reply *out) {
     json_t *body = NULL;
     int rc_;
     WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, &body));
+    return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
+}
+
+static int h_events(app *a, http_req *rq, http_reply *out) {
+    event_query q = {http_query(rq, "ref"), http_query(rq, "track"), http_query(rq, "q"), NAN, NAN, 1};
+    const char *dir = http_query(rq, "dir");
+    if (num_param(rq, out, "ts_us", &q.ts_us) || num_param(rq, out, "dur_us", &q.dur_us)) return ERR_PARAM;
+    if (dir && strcmp(dir, "next") && strcmp(dir, "prev")) return http_error(out, ERR_PARAM, "dir must be next or prev");
+    if (dir && !strcmp(dir, "prev")) q.dir = -1;
+    if (q.q && !*q.q) return http_error(out, ERR_PARAM, "q must not be empty");
+    if (!q.q && !q.ref && (!q.track || isnan(q.ts_us)))
+        return http_error(out, ERR_PARAM, "name an event: ref, or track and ts_us; or search with q");
+    if (q.q && !q.ref && isnan(q.ts_us)) q.ts_us = q.dir > 0 ? -INFINITY : INFINITY;
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_event(db_, rq->id, &q, &body));
+    if (rc_ == ERR_PARAM) return http_error(out, ERR_PARAM, "ref must be TRACK:SEQ:INDEX, from an earlier reply");
+    if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session %lld, or no such event in it", rq->id);
+    return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
+}
+
+static int h_busy(app *a, http_req *rq, http_reply *out) {
+    double s, e;
+    long long nb;
+    if (num_param(rq, out, "start_us", &s) || num_param(rq, out, "end_us", &e) || int_param(rq, out, "buckets", 0, 0, 10000, &nb)) return ERR_PARAM;
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_busy(db_, rq->id, s, e, (int)nb, &body));
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
@@ -607,6 +638,8 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/steps", h_steps, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/memory", h_memory, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/events", h_events, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/busy", h_busy, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
     {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/regressions", h_regressions, CACHE_NO},

@@ -1,6 +1,7 @@
 /* cuda.c: the CUDA names of cuda.h. */
 #include "lib/cuda.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,5 +41,21 @@ int cuda_is_sync_call(const char *name) {
         size_t l = strlen(sync[i]);
         if (!strncmp(name, sync[i], l) && (name[l] == '\0' || name[l] == '_')) return 1;
     }
+    return 0;
+}
+
+int cuda_uses_tensor_cores(const char *name) {
+    /* tb-profiler's allow-list (torch_tb_profiler/profiler/tensor_core.py, after PyProf's
+     * tc.py): MMA shapes and the library families that only exist as tensor-core code. */
+    static const char *const tc[] = {"h884", "s884", "h1688", "s1688", "16816", "i8816", "16832", "hmma", "imma", "xmma", "wmma",
+                                     "gmma", "tensorop", "tensor_op", "dgrad_1x1_stride_2x2", "first_layer_wgrad_kernel",
+                                     "conv1x1", "conv2d_c1_k1", "direct_group", "flash_fwd", "flash_bwd", NULL};
+    char low[512];
+    size_t n = strlen(name);
+    if (n >= sizeof low) n = sizeof low - 1;
+    for (size_t i = 0; i < n; i++) low[i] = (char)tolower((unsigned char)name[i]);
+    low[n] = '\0';
+    for (int i = 0; tc[i]; i++)
+        if (strstr(low, tc[i])) return 1;
     return 0;
 }

@@ -28,5 +28,9 @@ int cuda_copy_pageable(const char *name);
  * cuda{Stream,Device,Event}Synchronize, cuMemcpy, cuMemcpyHtoD/DtoH, cu{Stream,Ctx,Event}Synchronize,
  * hipMemcpy, hip{Stream,Device,Event}Synchronize, with any _v2/_ptds suffix after a '_'. */
 int cuda_is_sync_call(const char *name);
+/* 1 when a kernel's name says it runs on tensor cores: an MMA shape (h884, h1688, 16816,
+ * i8816, ...), hmma/imma/xmma/wmma/gmma, tensorop, flash attention, or a cuDNN tensor-core
+ * convolution (tb-profiler's allow-list). A name rule: a kernel named otherwise reads 0. */
+int cuda_uses_tensor_cores(const char *name);
 
 #endif

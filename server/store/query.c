@@ -12,6 +12,7 @@
 #include "oprow.h"
 #include "lib/buf.h"
 #include "lib/chunk.h"
+#include "lib/cuda.h"
 #include "lib/err.h"
 #include "lib/occupancy.h"
 #include "lib/tlblob.h"
@@ -216,6 +217,7 @@ static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
     for (int i = by_label; i < f->nlabels; i++)
         o += snprintf(sql + o, sizeof sql - (size_t)o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ? AND l.value = ?)");
     if (f->name) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND name = ?");
+    if (f->q) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND instr(lower(name), lower(?)) > 0");
     if (f->source) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND source = ?");
     if (f->since) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at >= ?");
     if (f->until) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at < ?");
@@ -229,6 +231,7 @@ static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
         sqlite3_bind_text(s, p++, f->label_values[i], -1, SQLITE_STATIC);
     }
     if (f->name) sqlite3_bind_text(s, p++, f->name, -1, SQLITE_STATIC);
+    if (f->q) sqlite3_bind_text(s, p++, f->q, -1, SQLITE_STATIC);
     if (f->source) sqlite3_bind_text(s, p++, f->source, -1, SQLITE_STATIC);
     if (f->since) sqlite3_bind_int64(s, p++, f->since);
     if (f->until) sqlite3_bind_int64(s, p++, f->until);
@@ -379,6 +382,14 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
     json_object_set_new(r, "est_sm_efficiency", ok ? json_real(e.est_sm_efficiency) : json_null());
     json_object_set_new(r, "theoretical_occupancy", ok ? json_real(e.theoretical) : json_null());
     json_object_set_new(r, "occupancy_limiter", ok ? json_string(occ_limiter_name(e.limiter)) : json_null());
+    /* blocks per SM needs only the grid and numSms, not the whole launch: copies and memsets
+     * (no grid) and traces without device properties read null */
+    long long g[3];
+    int bps = have_device && d->num_sms > 0 && !dims_of(json_object_get(r, "grid"), g);
+    json_object_set_new(r, "blocks_per_sm", bps ? json_real((double)(g[0] * g[1] * g[2]) / d->num_sms) : json_null());
+    const char *kind = json_string_value(json_object_get(r, "kind"));
+    json_object_set_new(r, "tensor_core", json_boolean(kind && !strcmp(kind, "kernel") &&
+                                                       cuda_uses_tensor_cores(json_string_value(json_object_get(r, "name")))));
 }
 
 int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
@@ -711,6 +722,38 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
     return arr;
 }
 
+/* The exact number of events track_events would draw in [a, b) on a track, all depths,
+ * and how many of them are GPU work (kernels, copies, memsets: EV_GPU, not the
+ * gpu_user_annotation ranges). Why a scan and not the buckets: a bucket counts the
+ * events starting in it, so a window's edges and the events that began before it would
+ * be guessed; the chunks of the window are read once. */
+static long long track_count(sqlite3 *db, long long id, int track, double a, double b, long long *gpu) {
+    sqlite3_stmt *s;
+    long long n = 0;
+    *gpu = 0;
+    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?",
+                           -1, &s, NULL) != SQLITE_OK) return 0;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int(s, 2, track);
+    sqlite3_bind_double(s, 3, b);
+    sqlite3_bind_double(s, 4, a);
+    buf in = {0};
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+        size_t off = 0;
+        chunk_rec r;
+        const char *js;
+        while (chunk_next(&in, &off, &r, &js) == 1) {
+            if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
+            n++;
+            if (r.cls == EV_GPU) (*gpu)++;
+        }
+    }
+    buf_free(&in);
+    sqlite3_finalize(s);
+    return n;
+}
+
 /* A track's bucket records (TL_BLOB_RAW bytes, raw or inflated into scratch: tlblob.h), or
  * NULL when it has none; valid until tb is reset. */
 static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int track, unsigned char *scratch) {
@@ -781,10 +824,10 @@ static json_t *in_window(const json_t *arr, double a, double b) {
     return out;
 }
 
-/* One track of the reply: its events when few are in the window, else resampled buckets;
- * NULL for a track with no timed events. */
+/* One track of the reply: its events when few are in the window, else resampled buckets,
+ * and its exact event count (added to *ngpu, *ncpu); NULL for a track with no timed events. */
 static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
-                              sqlite3_stmt *tb, sqlite3_stmt *names, unsigned char *scratch) {
+                              sqlite3_stmt *tb, sqlite3_stmt *names, unsigned char *scratch, long long *ngpu, long long *ncpu) {
     int idx = (int)json_integer_value(json_object_get(t, "index"));
     const unsigned char *blob = track_buckets(tb, id, idx, scratch);
     json_t *o = NULL;
@@ -793,6 +836,10 @@ static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const 
         int few = tl_estimate(blob, g, a, b) <= TL_MAX_EVENTS;
         json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
         json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
+        long long gpu, n = track_count(db, id, idx, a, b, &gpu);
+        json_object_set_new(o, "count", json_integer(n));
+        if (!strcmp(json_string_value(json_object_get(t, "kind")), "gpu")) *ngpu += gpu;
+        else *ncpu += n;
     }
     sqlite3_reset(tb);
     return o;
@@ -813,19 +860,407 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t
     rc = !names || !tb ? ERR_DB : !scratch ? ERR_NOMEM : 0;
     json_t *tracks = json_array(), *t;
     size_t i;
+    long long ngpu = 0, ncpu = 0;
     if (!rc) sqlite3_bind_int64(names, 1, id);
     if (!rc) json_array_foreach(json_object_get(doc, "tracks"), i, t) {
-        json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, scratch);
+        json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, scratch, &ngpu, &ncpu);
         if (o) json_array_append_new(tracks, o);
     }
     sqlite3_finalize(names);
     sqlite3_finalize(tb);
     free(scratch);
     if (!rc)
-        *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases",
-                         in_window(json_object_get(doc, "phases"), a, b), "gaps", in_window(json_object_get(doc, "gaps"), a, b));
+        *out = json_pack("{s:f,s:f,s:I,s:I,s:o,s:o,s:o}", "start_us", a, "end_us", b, "gpu_events", (json_int_t)ngpu, "cpu_events",
+                         (json_int_t)ncpu, "tracks", tracks, "phases", in_window(json_object_get(doc, "phases"), a, b), "gaps",
+                         in_window(json_object_get(doc, "gaps"), a, b));
     else
         json_decref(tracks);
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- one event, its launch flow, search by name (GET /events) ---- */
+
+/* Where an event is stored: its track, chunk seq and index in the chunk. Search walks
+ * events in (ts, track, seq, i) order, so events that start together still have one. */
+typedef struct ev_key {
+    double ts;
+    int track;
+    long long seq;
+    int i;
+} ev_key;
+
+static int key_cmp(const ev_key *x, const ev_key *y) {
+    if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+    if (x->track != y->track) return x->track < y->track ? -1 : 1;
+    if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The chunks a statement selects (columns track, seq, min_ts, max_end, data), walked one
+ * event at a time; min_ts and max_end are the current chunk's. */
+typedef struct ev_walk {
+    sqlite3_stmt *s;
+    buf in;
+    size_t off;
+    int track, i, open;
+    long long seq;
+    double min_ts, max_end;
+} ev_walk;
+
+static int walk_next(ev_walk *w, chunk_rec *r, const char **js, ev_key *k) {
+    for (;;) {
+        if (w->open && chunk_next(&w->in, &w->off, r, js) == 1) {
+            *k = (ev_key){r->ts, w->track, w->seq, w->i++};
+            return 1;
+        }
+        if (sqlite3_step(w->s) != SQLITE_ROW) return 0;
+        w->track = sqlite3_column_int(w->s, 0);
+        w->seq = sqlite3_column_int64(w->s, 1);
+        w->min_ts = sqlite3_column_double(w->s, 2);
+        w->max_end = sqlite3_column_double(w->s, 3);
+        if (chunk_inflate(sqlite3_column_blob(w->s, 4), (size_t)sqlite3_column_bytes(w->s, 4), &w->in)) return 0;
+        w->off = 0;
+        w->i = 0;
+        w->open = 1;
+    }
+}
+
+static void walk_close(ev_walk *w) {
+    sqlite3_finalize(w->s);
+    buf_free(&w->in);
+}
+
+/* An event the timeline draws: what track_events keeps. */
+static int drawn(const chunk_rec *r) { return r->cls <= EV_GPU_ANN && r->cls != EV_MEMORY; }
+
+/* args.correlation of an event's JSON, 0 when it has none. A text scan, not a parse: the
+ * flow lookups test every runtime call or kernel of the chunks they read. */
+static long long corr_of(const char *js, size_t len) {
+    const char *p = memmem(js, len, "\"correlation\"", 13);
+    if (!p) return 0;
+    const char *end = js + len;
+    p += 13;
+    while (p < end && (*p == ' ' || *p == ':')) p++;
+    return p < end ? strtoll(p, NULL, 10) : 0;
+}
+
+/* A found event: its key, record and JSON (a copy: the walk's buffer moves on). */
+typedef struct ev_hit {
+    int found;
+    ev_key k;
+    chunk_rec r;
+    char *js;
+} ev_hit;
+
+static void hit_set(ev_hit *h, const ev_key *k, const chunk_rec *r, const char *js) {
+    free(h->js);
+    h->js = strndup(js, r->json_len);
+    h->found = h->js != NULL;
+    h->k = *k;
+    h->r = *r;
+}
+
+/* The reply object of a hit (new reference): ref, track, times, name, cat, args. */
+static json_t *hit_json(const ev_hit *h, const json_t *tracks, sqlite3_stmt *names) {
+    char ref[64], name[512], cat[64];
+    snprintf(ref, sizeof ref, "%d:%lld:%d", h->k.track, h->k.seq, h->k.i);
+    const json_t *t = json_array_get(tracks, (size_t)h->k.track);
+    json_t *ev = json_loadb(h->js, h->r.json_len, 0, NULL), *args = json_object_get(ev, "args");
+    long long corr = corr_of(h->js, h->r.json_len);
+    json_t *o = json_pack("{s:s,s:O,s:O,s:f,s:f,s:s,s:s,s:O,s:o}", "ref", ref, "track", json_object_get(t, "id"), "track_label",
+                          json_object_get(t, "label"), "ts_us", h->r.ts, "dur_us", h->r.dur, "name",
+                          string_of(names, h->r.name, name, sizeof name), "cat", string_of(names, h->r.kind, cat, sizeof cat), "args",
+                          json_is_object(args) ? args : json_object(), "correlation", corr ? json_integer(corr) : json_null());
+    json_decref(ev);
+    return o;
+}
+
+static sqlite3_stmt *prep(sqlite3 *db, const char *sql, long long id) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+    sqlite3_bind_int64(s, 1, id);
+    return s;
+}
+
+#define EV_COLS "SELECT track, seq, min_ts, max_end, data FROM event_chunks WHERE session_id = ?1"
+#define FLOW_MAX 64
+
+/* The event on track at ts (and of the duration nearest dur, when dur is a number:
+ * an op and its first child start together). */
+static int find_at(sqlite3 *db, long long id, int track, double ts, double dur, ev_hit *h) {
+    ev_walk w = {.s = prep(db, EV_COLS " AND track = ?2 AND min_ts <= ?3 AND max_end >= ?3", id)};
+    if (!w.s) return ERR_DB;
+    sqlite3_bind_int(w.s, 2, track);
+    sqlite3_bind_double(w.s, 3, ts);
+    chunk_rec r;
+    const char *js;
+    ev_key k;
+    double tol = 1e-3 + fabs(ts) * 1e-15; /* the reply printed ts with 17 digits */
+    while (walk_next(&w, &r, &js, &k))
+        if (drawn(&r) && fabs(r.ts - ts) <= tol && (!h->found || (isfinite(dur) && fabs(r.dur - dur) < fabs(h->r.dur - dur))))
+            hit_set(h, &k, &r, js);
+    walk_close(&w);
+    return 0;
+}
+
+/* The event a ref ("TRACK:SEQ:I") names. */
+static int find_ref(sqlite3 *db, long long id, const char *ref, ev_hit *h) {
+    int track, i, n = 0;
+    long long seq;
+    if (sscanf(ref, "%d:%lld:%d%n", &track, &seq, &i, &n) != 3 || ref[n]) return ERR_PARAM;
+    ev_walk w = {.s = prep(db, EV_COLS " AND seq = ?2", id)};
+    if (!w.s) return ERR_DB;
+    sqlite3_bind_int64(w.s, 2, seq);
+    chunk_rec r;
+    const char *js;
+    ev_key k;
+    while (walk_next(&w, &r, &js, &k))
+        if (k.i == i && k.track == track && drawn(&r)) { hit_set(h, &k, &r, js); break; }
+    walk_close(&w);
+    return 0;
+}
+
+/* 1 when id is in the sorted ids. */
+static int has_id(const long long *ids, size_t n, long long id) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t m = (lo + hi) / 2;
+        if (ids[m] == id) return 1;
+        if (ids[m] < id) lo = m + 1;
+        else hi = m;
+    }
+    return 0;
+}
+
+/* The string ids whose text contains q (any case), sorted. */
+static int name_ids(sqlite3 *db, long long id, const char *q, long long **ids, size_t *n) {
+    sqlite3_stmt *s = prep(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
+    size_t cap = 0;
+    *ids = NULL;
+    *n = 0;
+    if (!s) return ERR_DB;
+    sqlite3_bind_text(s, 2, q, -1, SQLITE_STATIC);
+    int rc = 0;
+    while (!rc && sqlite3_step(s) == SQLITE_ROW) {
+        if (VEC_RESERVE(*ids, cap, *n + 1, 64)) rc = ERR_NOMEM;
+        else (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The next (dir > 0) or previous event after/before cur whose name contains q, in (ts,
+ * track, seq, i) order. Why chunks in this order with an early stop: every event of a
+ * chunk starts in [min_ts, max_end], so once a chunk starts after the best next match (or
+ * ends before the best previous one) no later chunk can hold a better one. */
+static int find_name(sqlite3 *db, long long id, const char *q, const ev_key *cur, int dir, ev_hit *h) {
+    long long *ids;
+    size_t nids;
+    int rc = name_ids(db, id, q, &ids, &nids);
+    if (rc || !nids) { free(ids); return rc; }
+    ev_walk w = {.s = prep(db, dir > 0 ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY max_end DESC", id)};
+    if (!w.s) { free(ids); return ERR_DB; }
+    sqlite3_bind_double(w.s, 2, cur->ts);
+    chunk_rec r;
+    const char *js;
+    ev_key k;
+    while (walk_next(&w, &r, &js, &k)) {
+        if (h->found && (dir > 0 ? w.min_ts > h->k.ts : w.max_end < h->k.ts)) break;
+        if (!drawn(&r) || !has_id(ids, nids, r.name) || key_cmp(&k, cur) * dir <= 0) continue;
+        if (!h->found || key_cmp(&k, &h->k) * dir < 0) hit_set(h, &k, &r, js);
+    }
+    walk_close(&w);
+    free(ids);
+    return 0;
+}
+
+/* The other end of an event's launch flow: the runtime call that launched a GPU activity
+ * (same correlation, starting no later), or the GPU activities a runtime call launched
+ * (starting no earlier; several for a graph launch, FLOW_MAX at most), appended to out. */
+static int flow_of(sqlite3 *db, long long id, const ev_hit *h, const json_t *tracks, sqlite3_stmt *names, json_t *out) {
+    long long corr = corr_of(h->js, h->r.json_len);
+    int to_gpu = h->r.cls == EV_HOST_RT;
+    if (!corr || (!to_gpu && h->r.cls != EV_GPU)) return 0;
+    ev_walk w = {.s = prep(db, to_gpu ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY min_ts DESC", id)};
+    if (!w.s) return ERR_DB;
+    sqlite3_bind_double(w.s, 2, h->r.ts);
+    chunk_rec r;
+    const char *js;
+    ev_key k;
+    int after = 0; /* chunks opened since the first match */
+    ev_hit f = {0};
+    while (walk_next(&w, &r, &js, &k) && json_array_size(out) < FLOW_MAX) {
+        /* the activities of one launch sit in the chunk of the first or the next few */
+        if (k.i == 0 && json_array_size(out) && ++after > 2) break;
+        if (r.cls != (to_gpu ? EV_GPU : EV_HOST_RT) || corr_of(js, r.json_len) != corr) continue;
+        hit_set(&f, &k, &r, js);
+        json_array_append_new(out, hit_json(&f, tracks, names));
+        if (!to_gpu) break;
+    }
+    free(f.js);
+    walk_close(&w);
+    return 0;
+}
+
+int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 2, &doc);
+    if (rc) return rc;
+    const json_t *tracks = json_object_get(doc, "tracks");
+    ev_hit h = {0};
+    if (q->q) {
+        ev_key cur = {q->ts_us, -1, -1, -1}; /* from a time: an event starting then is next, not previous */
+        if (q->ref && !(rc = find_ref(db, id, q->ref, &h))) {
+            if (!h.found) rc = ERR_NOTFOUND;
+            cur = h.k;
+            h.found = 0;
+        }
+        if (!rc) rc = find_name(db, id, q->q, &cur, q->dir, &h);
+    } else if (q->ref) {
+        rc = find_ref(db, id, q->ref, &h);
+        if (!rc && !h.found) rc = ERR_NOTFOUND;
+    } else {
+        rc = ERR_NOTFOUND;
+        json_t *t;
+        size_t i;
+        json_array_foreach(tracks, i, t)
+            if (!strcmp(json_string_value(json_object_get(t, "id")), q->track)) rc = find_at(db, id, (int)i, q->ts_us, q->dur_us, &h);
+        if (!rc && !h.found) rc = ERR_NOTFOUND;
+    }
+    sqlite3_stmt *names = rc ? NULL : prep(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", id);
+    if (!rc && !names) rc = ERR_DB;
+    json_t *launched_by = json_array(), *launches = json_array();
+    if (!rc && h.found) rc = flow_of(db, id, &h, tracks, names, h.r.cls == EV_HOST_RT ? launches : launched_by);
+    if (!rc)
+        *out = json_pack("{s:o,s:o,s:o}", "event", h.found ? hit_json(&h, tracks, names) : json_null(), "launched_by",
+                         json_array_size(launched_by) ? json_incref(json_array_get(launched_by, 0)) : json_null(), "launches",
+                         json_incref(launches));
+    json_decref(launched_by);
+    json_decref(launches);
+    sqlite3_finalize(names);
+    free(h.js);
+    json_decref(doc);
+    return rc;
+}
+
+/* ---- GPU busy in a window (GET /busy) ---- */
+
+typedef struct iv { double a, b; } iv;
+
+static int by_a(const void *pa, const void *pb) {
+    const iv *x = pa, *y = pb;
+    return (x->a > y->a) - (x->a < y->a);
+}
+
+/* Sorts v and merges it in place into disjoint intervals; returns how many. */
+static size_t iv_union(iv *v, size_t n) {
+    if (!n) return 0;
+    qsort(v, n, sizeof *v, by_a);
+    size_t m = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (v[i].a <= v[m].b) { if (v[i].b > v[m].b) v[m].b = v[i].b; }
+        else v[++m] = v[i];
+    }
+    return m + 1;
+}
+
+static double iv_total(const iv *v, size_t n) {
+    double t = 0;
+    for (size_t i = 0; i < n; i++) t += v[i].b - v[i].a;
+    return t;
+}
+
+/* The GPU work (kernels, copies, memsets) of one track clipped to [a, b), appended to *v. */
+static int track_work(sqlite3 *db, long long id, int track, double a, double b, iv **v, size_t *n, size_t *cap) {
+    ev_walk w = {.s = prep(db, EV_COLS " AND track = ?2 AND min_ts < ?3 AND max_end > ?4", id)};
+    if (!w.s) return ERR_DB;
+    sqlite3_bind_int(w.s, 2, track);
+    sqlite3_bind_double(w.s, 3, b);
+    sqlite3_bind_double(w.s, 4, a);
+    chunk_rec r;
+    const char *js;
+    ev_key k;
+    int rc = 0;
+    while (!rc && walk_next(&w, &r, &js, &k)) {
+        double lo = r.ts > a ? r.ts : a, hi = r.ts + r.dur < b ? r.ts + r.dur : b;
+        if (r.cls != EV_GPU || hi <= lo) continue;
+        if (VEC_RESERVE(*v, *cap, *n + 1, 1024)) rc = ERR_NOMEM;
+        else (*v)[(*n)++] = (iv){lo, hi};
+    }
+    walk_close(&w);
+    return rc;
+}
+
+/* nb shares of [a, b): the part of each slice the disjoint intervals v cover. */
+static json_t *busy_slices(const iv *v, size_t n, double a, double b, int nb) {
+    double w = (b - a) / nb, *cov = calloc((size_t)nb, sizeof *cov);
+    json_t *arr = json_array();
+    if (!cov) return arr;
+    for (size_t i = 0; i < n; i++)
+        for (int j = (int)((v[i].a - a) / w); j < nb && a + j * w < v[i].b; j++) {
+            double lo = a + j * w, hi = lo + w;
+            double ov = (v[i].b < hi ? v[i].b : hi) - (v[i].a > lo ? v[i].a : lo);
+            if (j >= 0 && ov > 0) cov[j] += ov;
+        }
+    for (int j = 0; j < nb; j++) json_array_append_new(arr, json_real(cov[j] / w > 1 ? 1.0 : cov[j] / w));
+    free(cov);
+    return arr;
+}
+
+/* One device: the union of its streams' work, each stream's own, and the slices. */
+static int busy_device(sqlite3 *db, long long id, const json_t *tracks, long long dev, double a, double b, int nb, json_t **out) {
+    iv *all = NULL, *v = NULL;
+    size_t nall = 0, call = 0, cap = 0;
+    json_t *streams = json_array(), *t;
+    size_t i;
+    int rc = 0;
+    json_array_foreach(tracks, i, t) {
+        long long d, st;
+        if (rc || sscanf(json_string_value(json_object_get(t, "id")), "gpu:%lld:%lld", &d, &st) != 2 || d != dev) continue;
+        size_t n = 0;
+        rc = track_work(db, id, (int)i, a, b, &v, &n, &cap);
+        n = rc ? 0 : iv_union(v, n);
+        for (size_t j = 0; !rc && j < n; j++) {
+            if (VEC_RESERVE(all, call, nall + 1, 1024)) rc = ERR_NOMEM;
+            else all[nall++] = v[j];
+        }
+        double bz = iv_total(v, n);
+        json_array_append_new(streams, json_pack("{s:I,s:f,s:f}", "stream", (json_int_t)st, "busy_us", bz, "busy_fraction", bz / (b - a)));
+    }
+    nall = iv_union(all, nall);
+    double bz = iv_total(all, nall);
+    *out = json_pack("{s:I,s:f,s:f,s:o}", "device", (json_int_t)dev, "busy_us", bz, "busy_fraction", bz / (b - a), "streams", streams);
+    if (nb > 0) json_object_set_new(*out, "buckets", busy_slices(all, nall, a, b, nb));
+    free(all);
+    free(v);
+    return rc;
+}
+
+int query_busy(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+    json_t *doc;
+    int rc = analysis_doc(db, id, 2, &doc);
+    if (rc) return rc;
+    double s0 = num(doc, "start_us"), s1 = num(doc, "end_us");
+    if (!isfinite(a) || a < s0) a = s0;
+    if (!isfinite(b) || b > s1 || b <= a) b = s1 > a ? s1 : a + 1;
+    const json_t *tracks = json_object_get(doc, "tracks"), *t;
+    json_t *devices = json_array(), *seen = json_object();
+    size_t i;
+    json_array_foreach(tracks, i, t) {
+        long long d, st;
+        char key[32];
+        if (rc || sscanf(json_string_value(json_object_get(t, "id")), "gpu:%lld:%lld", &d, &st) != 2) continue;
+        snprintf(key, sizeof key, "%lld", d);
+        if (json_object_get(seen, key)) continue;
+        json_object_set_new(seen, key, json_true());
+        json_t *o = NULL;
+        rc = busy_device(db, id, tracks, d, a, b, nb, &o);
+        json_array_append_new(devices, o);
+    }
+    json_decref(seen);
+    if (!rc) *out = json_pack("{s:f,s:f,s:f,s:o}", "start_us", a, "end_us", b, "wall_us", b - a, "devices", devices);
+    else json_decref(devices);
     json_decref(doc);
     return rc;
 }

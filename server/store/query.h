@@ -19,6 +19,7 @@ typedef struct list_filter {
     const char *label_keys[16], *label_values[16];
     int nlabels;
     const char *name;     /* exact name, or NULL */
+    const char *q;        /* a substring of the name, any case (ASCII), or NULL */
     const char *source;   /* or NULL */
     long long since, until; /* created_at bounds, unix seconds; 0 = none */
     long long before_id;  /* cursor: ids below this; 0 = first page */
@@ -43,6 +44,21 @@ int query_steps(sqlite3 *db, long long id, json_t **out);
 int query_memory(sqlite3 *db, long long id, json_t **out);
 int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
 int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
+
+/* GET /events: one event with its args and launch flow. Exactly one way to name it:
+ * ref ("TRACK:SEQ:I", from an earlier reply), or track (a timeline track id) and ts_us
+ * (dur_us, when finite, picks among events starting together), or q: the next (dir 1) or
+ * previous (dir -1) event whose name contains q (any case) after ref, else from ts_us.
+ * ERR_NOTFOUND for an unknown session or event; a search without a match gives event null. */
+typedef struct event_query {
+    const char *ref, *track, *q;
+    double ts_us, dur_us; /* NAN when absent */
+    int dir;
+} event_query;
+int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out);
+/* GET /busy: the union of GPU work (kernels, copies, memsets) in [start_us, end_us) per
+ * device and per stream, and with buckets > 0 each device's busy share per slice. */
+int query_busy(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
 
 /* The SQL column for an operator sort field, or NULL if the field is unknown. */
 const char *query_sort_column(const char *field);

@@ -1,7 +1,7 @@
 // The compare page: the HTA base/test pair, picked from the selects, deltas coloured.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { BASE, T, launch, openPage, assertClean, shot, uploadThroughPage, apiGet, parseTime, headerIndex, columnTexts } from './helpers.mjs';
+import { BASE, T, launch, openPage, assertClean, shot, uploadThroughPage, apiGet, parseTime, headerIndex, columnTexts, nameColumn } from './helpers.mjs';
 
 let browser, a, b;
 before(async () => {
@@ -21,7 +21,7 @@ test('compare shows operator and phase deltas, biggest movers first, coloured', 
   assert.equal(await page.inputValue('#head'), String(b));
 
   const cmp = await apiGet(`/api/v1/compare?base=${a}&head=${b}`);
-  const names = await columnTexts(page, '#cmp-ops', 0);
+  const names = await nameColumn(page, '#cmp-ops');
   assert.deepEqual(names, cmp.operators.slice(0, 50).map((o) => o.name), 'server order: biggest movers first');
   const di = await headerIndex(page, '#cmp-ops', 'Δ CUDA');
   const deltas = (await columnTexts(page, '#cmp-ops', di)).map((t) => {

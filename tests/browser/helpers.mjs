@@ -2,7 +2,7 @@
 //   FP_BASE_URL  the server under test (run.sh starts it and sets this)
 //   FP_TRACES    the real traces (default: <repo root>/../shared/data/traces)
 import { chromium } from 'playwright-core';
-import { mkdtempSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,21 @@ export const T = {
   base: join(TRACES, 'hta/trace_compare/base/base.json.gz'),
   test: join(TRACES, 'hta/trace_compare/test/test.json.gz'),
 };
-for (const [k, p] of Object.entries(T)) {
+export const T2 = {
+  cpuOnly: join(TRACES, 'hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz'),
+  amd: join(TRACES, 'hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz'),
+  resnet: join(TRACES, 'kineto_tb_plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz'),
+};
+// Uploads a trace straight to the API (no page); returns the new session id.
+export async function uploadApi(file, name, labels = []) {
+  const q = new URLSearchParams({ name });
+  for (const l of labels) q.append('label', l);
+  const r = await fetch(`${BASE}/api/v1/sessions?${q}`, { method: 'POST', body: readFileSync(file) });
+  const j = await r.json();
+  assert.equal(r.status, 201, `upload ${file}: ${JSON.stringify(j)}`);
+  return j.id;
+}
+for (const [k, p] of Object.entries({ ...T, ...T2 })) {
   if (!existsSync(p)) throw new Error(`trace ${k} not found at ${p} (set FP_TRACES)`);
 }
 
@@ -95,14 +109,26 @@ export async function apiGet(path) {
 
 // Inverses of the page's formatters, for checking the order of rendered cells.
 export function parseTime(s) {
-  const m = /^(-?[\d.]+)(s|ms|us)$/.exec(s.trim());
+  const m = /^(-?[\d.]+)(s|ms|us|µs)$/.exec(s.trim());
   if (!m) return NaN;
   return Number(m[1]) * (m[2] === 's' ? 1e6 : m[2] === 'ms' ? 1e3 : 1);
 }
 export function parseMem(s) {
-  const m = /^(-?[\d.]+) (Gb|Mb|Kb|b)$/.exec(s.trim());
+  const m = /^(-?[\d.]+) (GB|MB|KB|B|Gb|Mb|Kb|b)$/.exec(s.trim());
   if (!m) return NaN;
-  return Number(m[1]) * { Gb: 2 ** 30, Mb: 2 ** 20, Kb: 2 ** 10, b: 1 }[m[2]];
+  return Number(m[1]) * { GB: 2 ** 30, MB: 2 ** 20, KB: 2 ** 10, B: 1, Gb: 2 ** 30, Mb: 2 ** 20, Kb: 2 ** 10, b: 1 }[m[2]];
+}
+// The page's time format (three significant digits), to compare an API value with a cell.
+export function fmt3(us) {
+  const a = Math.abs(us);
+  const sig = (v) => v.toFixed(Math.abs(v) >= 100 || v === 0 ? 0 : Math.abs(v) >= 10 ? 1 : 2);
+  if (a >= 1e6) return sig(us / 1e6) + 's';
+  if (a >= 999.5) return sig(us / 1e3) + 'ms';
+  return sig(us) + 'µs';
+}
+// 1 when a displayed time (three significant digits) stands for the value us.
+export function sameTime(text, us) {
+  return Math.abs(parseTime(text) - us) <= 0.006 * Math.abs(us) + 0.006;
 }
 export function parseCount(s) { return Number(s.replace(/,/g, '')); }
 export function parsePct(s) { return Number(s.replace('%', '')); }
@@ -117,6 +143,13 @@ export function isSorted(values, dir) {
 // Texts of column `col` (0-based, counting the row header) of a table's body rows.
 export async function columnTexts(page, tableSel, col) {
   return page.$$eval(`${tableSel} tbody tr`, (trs, c) => trs.map((tr) => tr.children[c]?.textContent ?? ''), col);
+}
+// Full names of a table's first column: the title of its short .name (hover), else the text.
+export async function nameColumn(page, tableSel) {
+  return page.$$eval(`${tableSel} tbody tr`, (trs) => trs.map((tr) => {
+    const n = tr.children[0]?.querySelector('.name');
+    return n ? n.getAttribute('title') : tr.children[0]?.textContent ?? '';
+  }));
 }
 export async function headerIndex(page, tableSel, label) {
   const labels = await page.$$eval(`${tableSel} thead th`, (ths) => ths.map((th) => th.textContent.replace(/[▲▼]/g, '').trim()));

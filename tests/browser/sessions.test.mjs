@@ -30,7 +30,7 @@ test('upload through the page: the session appears with its columns', { timeout:
   if (s.top_cuda_operator) assert.ok(text.includes(s.top_cuda_operator), 'top CUDA operator column');
   for (const smell of s.smells) assert.ok(text.includes(smell.replace(/_/g, ' ')), `smell badge ${smell}`);
   const headers = await page.$$eval('#sessions thead th', (ths) => ths.map((t) => [t.textContent, t.getAttribute('scope')]));
-  for (const h of ['Name', 'Labels', 'Source', 'Hardware', 'Duration', 'Top CUDA operator', 'Smells']) {
+  for (const h of ['Name', 'Labels', 'Source', 'Hardware', 'Duration', 'Top GPU operator', 'Smells']) {
     assert.ok(headers.some(([t, scope]) => t === h && scope === 'col'), `header ${h} with scope=col`);
   }
   await page.locator('#progress').waitFor({ state: 'hidden' });
@@ -55,7 +55,7 @@ test('filters by label and by name', { timeout: 60000 }, async () => {
   assert.ok(!ids.includes(`session.html?id=${b}`), 'label filter drops the other');
 
   await page.click('#filters button[type=reset]');
-  reply = page.waitForResponse((r) => r.url().includes(`name=${encodeURIComponent(basename(T.test))}`) && !r.url().includes('label='),
+  reply = page.waitForResponse((r) => r.url().includes(`q=${encodeURIComponent(basename(T.test))}`) && !r.url().includes('label='),
                               { timeout: 60000 });
   await page.fill('#f-name', basename(T.test));
   await page.click('#filters button[type=submit]');
@@ -101,7 +101,8 @@ test('delete asks first and removes the session', { timeout: 60000 }, async () =
 
 test('an error body from the server shows in the banner', { timeout: 30000 }, async () => {
   const { page, problems } = await openPage(browser.context);
-  await page.goto(`${BASE}/session.html?id=999999999`);
+  // (a missing session is one message in the page: truth.test.mjs; a missing job uses the banner)
+  await page.goto(`${BASE}/job.html?job=no-such-job-${process.pid}`);
   const banner = page.locator('#banner');
   await banner.waitFor({ state: 'visible' });
   assert.match(await banner.innerText(), /404/);

@@ -59,7 +59,7 @@ test('the canvas is drawn, not blank, and shows GPU idle gaps', { timeout: 60000
   assert.ok(rows.some((r) => r.startsWith('GPU')), `a GPU track is listed: ${rows}`);
   assert.match(await page.locator('#glance').innerText(), /busy/);
   const r = await range(page);
-  assert.match(r, /^0\.000us – /, `range label starts at the session start: ${r}`);
+  assert.match(r, /^0(\.0+)?(µs|ms|s) – /, `range label starts at the session start: ${r}`);
   await shot(page, 'timeline.png');
   assertClean(problems, 'timeline');
   await page.close();
@@ -156,7 +156,7 @@ test('hover shows name and duration; zooming in far enough gives single events',
   }
   assert.ok(shown, 'hovering a kernel shows the tooltip');
   const tip = await page.locator('#tip').innerText();
-  assert.match(tip, /duration: \d+\.\d{3}(s|ms|us)/, tip);
+  assert.match(tip, /duration: \d+(\.\d+)?(s|ms|µs)/, tip);
   await shot(page, 'timeline-hover.png');
   assertClean(problems, 'timeline hover');
   await page.close();

@@ -57,7 +57,7 @@ test('trend chart: top operator over the sessions with the same labels, gaps, me
   assert.equal(await page.locator('#trend-chart svg polyline').count(), 1);
   const summary = await page.locator('#trend-summary').innerText();
   assert.match(summary, /in the last 4 sessions labelled model:tiny suite:/);
-  assert.match(summary, /this session 8\.000ms; min 4\.000ms, max 8\.000ms; 1 without this operator/);
+  assert.match(summary, /this session 8\.00ms; min 4\.00ms, max 8\.00ms; 1 without this operator/);
   // Other dots link to their sessions.
   assert.equal(await page.locator(`#trend-chart svg a[href="session.html?id=${ids[0]}"] circle`).count(), 1);
   await shot(page, 'trend-cuda.png');

@@ -338,7 +338,22 @@ test('GET /api/v1/sessions/{id}/operators: 400, 404', async () => {
 
 // ---------------------------------------------------------------- kernels, phases, gpu
 
-const K_CSV = ['name', 'kind', 'calls', 'total_us', 'mean_us', 'min_us', 'max_us', 'share', 'grid', 'block', 'registers_per_thread', 'shared_memory_bytes'];
+const K_CSV = ['name', 'kind', 'calls', 'total_us', 'mean_us', 'min_us', 'max_us', 'share', 'grid', 'block', 'registers_per_thread',
+  'shared_memory_bytes', 'est_occupancy', 'est_sm_efficiency', 'blocks_per_sm', 'tensor_core'];
+
+test('GET /api/v1/sessions/{id}/kernels: blocks_per_sm and tensor_core, in JSON and CSV', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/kernels`;
+  const rows = (await call('GET', `${P}?limit=1000`, {}, 200)).body.kernels;
+  const k = rows.find((r) => Array.isArray(r.grid) && r.blocks_per_sm !== null);
+  assert.ok(k, 'a kernel with a grid and device properties has blocks_per_sm');
+  assert.ok(rows.some((r) => r.tensor_core) || rows.every((r) => !/884|1688|16816|hmma|xmma|tensorop/i.test(r.name)));
+  for (const r of rows) if (r.kind !== 'kernel') assert.equal(r.tensor_core, false, `${r.kind} is not tensor-core work`);
+  const csv = parseCsv((await call('GET', `${P}?limit=1000&format=csv`, {}, 200)).body);
+  const at = csv[0].indexOf('blocks_per_sm'), tc = csv[0].indexOf('tensor_core');
+  const i = rows.indexOf(k);
+  assert.equal(Number(csv[i + 1][at]).toFixed(3), k.blocks_per_sm.toFixed(3));
+  assert.equal(csv[i + 1][tc], String(k.tensor_core));
+});
 
 test('GET /api/v1/sessions/{id}/kernels', async () => {
   const P = `/api/v1/sessions/${ids.simpleAdd}/kernels`;
@@ -511,6 +526,77 @@ test('GET /api/v1/sessions/{id}/timeline: whole session, a window, bucket mode',
   assert.ok(bucketed.length > 0, 'a track with > 2,000 events is bucketed');
   for (const t of bucketed) assert.equal(t.buckets.length, 40);
   for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/timeline?buckets=10`, {}, 200);
+});
+
+test('GET /api/v1/sessions/{id}/timeline: exact counts per track and of GPU work', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/timeline`;
+  const all = (await call('GET', P, {}, 200)).body;
+  const gpu = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/gpu`, {}, 200)).body;
+  const work = gpu.devices.flatMap((d) => d.streams).reduce((a, s) => a + s.events, 0);
+  assert.equal(all.gpu_events, work, 'the whole session: every kernel, copy and memset');
+  for (const t of all.tracks) if (t.mode === 'events') assert.equal(t.count, t.events.length, t.id);
+  const cpu = all.tracks.filter((t) => t.kind === 'cpu').reduce((a, t) => a + t.count, 0);
+  assert.equal(all.cpu_events, cpu);
+  const N = (await call('GET', `/api/v1/sessions/${ids.nccl}/timeline?buckets=40`, {}, 200)).body;
+  const b = N.tracks.find((t) => t.mode === 'buckets');
+  assert.ok(b.count > 2000, 'a bucketed track still says its exact count');
+});
+
+test('GET /api/v1/sessions/{id}/busy: the union of GPU work, per device, stream and slice', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/busy`;
+  const gpu = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/gpu`, {}, 200)).body;
+  const all = (await call('GET', `${P}?buckets=20`, {}, 200)).body;
+  assert.equal(all.devices.length, gpu.devices.length);
+  for (const d of all.devices) {
+    const g = gpu.devices.find((x) => x.device === d.device);
+    assert.ok(Math.abs(d.busy_us - g.busy_us) < 1e-3, `device ${d.device}: ${d.busy_us} vs /gpu ${g.busy_us}`);
+    assert.equal(d.buckets.length, 20);
+    const fromSlices = d.buckets.reduce((a, x) => a + x, 0) * all.wall_us / 20;
+    assert.ok(Math.abs(fromSlices - d.busy_us) < 1e-3 * all.wall_us, 'the slices add up to the busy time');
+  }
+  const mid = all.start_us + all.wall_us / 2;
+  const half = (await call('GET', `${P}?start_us=${mid}`, {}, 200)).body;
+  assert.equal(half.start_us, mid);
+  assert.ok(half.devices[0].busy_us <= all.devices[0].busy_us);
+  assert.equal(half.devices[0].buckets, undefined);
+  for (const q of ['buckets=-1', 'buckets=10001', 'start_us=x']) await expectError('GET', `${P}?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', '/api/v1/sessions/999999/busy', {}, 404, 'not_found');
+  await call('POST', P, {}, 405);
+});
+
+test('GET /api/v1/sessions/{id}/events: select, launch flow, search next/prev', async () => {
+  const P = `/api/v1/sessions/${ids.simpleAdd}/events`;
+  const first = (await call('GET', `${P}?q=vectorized`, {}, 200)).body;
+  assert.ok(first.event && /vectorized/i.test(first.event.name), 'a kernel found by a part of its name, any case');
+  assert.equal(first.event.cat, 'kernel');
+  assert.ok(first.launched_by && first.launched_by.correlation === first.event.correlation, 'launched by its runtime call');
+  assert.ok(first.launched_by.ts_us <= first.event.ts_us);
+  const back = (await call('GET', `${P}?ref=${first.launched_by.ref}`, {}, 200)).body;
+  assert.ok(back.launches.some((k) => k.ref === first.event.ref), 'the call launches the kernel');
+  const at = (await call('GET', `${P}?track=${encodeURIComponent(first.event.track)}&ts_us=${first.event.ts_us}`, {}, 200)).body;
+  assert.equal(at.event.ref, first.event.ref);
+  assert.deepEqual(at.event.args, first.event.args);
+  // next then prev returns to the start; every step moves forward in (ts, ref) order
+  const next = (await call('GET', `${P}?q=vectorized&ref=${first.event.ref}`, {}, 200)).body.event;
+  assert.ok(next && next.ts_us >= first.event.ts_us && next.ref !== first.event.ref);
+  const prev = (await call('GET', `${P}?q=vectorized&ref=${next.ref}&dir=prev`, {}, 200)).body.event;
+  assert.equal(prev.ref, first.event.ref);
+  assert.equal((await call('GET', `${P}?q=vectorized&ref=${first.event.ref}&dir=prev`, {}, 200)).body.event, null);
+  assert.equal((await call('GET', `${P}?q=no-such-name-anywhere`, {}, 200)).body.event, null);
+  for (const q of ['', 'q=', 'track=cpu:1:1', 'dir=up&q=a', 'ts_us=x&track=a', 'ref=1:2'])
+    await expectError('GET', `${P}?${q}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `${P}?ref=0:999999:0`, {}, 404, 'not_found');
+  await expectError('GET', '/api/v1/sessions/999999/events?q=a', {}, 404, 'not_found');
+  await call('DELETE', P, {}, 405);
+});
+
+test('GET /api/v1/sessions?q=: a substring of the name, any case', async () => {
+  const all = (await call('GET', '/api/v1/sessions?limit=1000', {}, 200)).body.sessions;
+  const s = all.find((x) => x.name.length > 4);
+  const part = s.name.slice(1, -1).toUpperCase();
+  const hit = (await call('GET', `/api/v1/sessions?q=${encodeURIComponent(part)}&limit=1000`, {}, 200)).body.sessions;
+  assert.deepEqual(hit.map((x) => x.id), all.filter((x) => x.name.toUpperCase().includes(part)).map((x) => x.id));
+  assert.equal((await call('GET', '/api/v1/sessions?q=zz-no-such-zz', {}, 200)).body.sessions.length, 0);
 });
 
 test('GET /api/v1/sessions/{id}/timeline: 400, 404', async () => {

@@ -496,6 +496,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
     idle_class = defaultdict(float)
     gaps_out = []
     gap_list = []                            # (g0, g1) union-level, for phases
+    class_gaps = defaultdict(list)           # (device, class) -> [g0, g1]: idle per phase
     all_act = [[g.ts, g.te] for g in t.gpu]
     if t.gpu:
         by_dev = defaultdict(list)
@@ -559,6 +560,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
                         rec.update(cls=cls, culprit=top[0])
                 dcls[cls] += gap
                 idle_class[cls] += gap
+                class_gaps[(str(dev), cls)].append([g0, g1])
                 if want_gaps:
                     gaps_out.append(rec)
             devices[str(dev)] = {"busy_us": r3(blen), "window_us": r3(w1 - w0), "idle_us": r3(w1 - w0 - blen),
@@ -607,7 +609,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
         res["steps_tb"] = tb_steps(t, [])
 
     # ---- phases ----
-    res["phases"] = phases(t, gap_list)
+    res["phases"] = phases(t, gap_list, class_gaps)
 
     # ---- suspects ----
     res["suspects"], res["category_at_stake_us"] = suspects(t, wall, gpu, idle_rows, short, res["steps"])
@@ -857,7 +859,10 @@ def tb_steps(t, steps):
             "per_step": per}
 
 
-def phases(t, gap_list):
+def phases(t, gap_list, class_gaps=None):
+    """Per record_function name: instances, time, GPU idle inside (all devices' union), and
+    gpu_idle_by_class_us: each device's gaps of each class inside the name's ranges, summed
+    over devices (the server's idle.by_phase)."""
     inst = defaultdict(list)
     for h in t.host:
         if h.kind != "user_annotation":
@@ -872,6 +877,11 @@ def phases(t, gap_list):
         u = union(iv)
         out[name] = {"count": len(iv), "total_us": r3(sum(b - a for a, b in iv)),
                      "gpu_idle_us": r3(length(intersect(u, gaps))) if gaps else None}
+        if class_gaps:
+            by = defaultdict(float)
+            for (dev, cls), g in class_gaps.items():
+                by[cls] += length(intersect(u, union(g)))
+            out[name]["gpu_idle_by_class_us"] = {k: r3(v) for k, v in sorted(by.items())}
     return dict(sorted(out.items(), key=lambda kv: -kv[1]["total_us"]))
 
 

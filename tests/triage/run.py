@@ -275,7 +275,52 @@ def oracle_numbers(res):
             "top": None if top is None else {"category": top["category"], "culprit": top["culprit"][:120],
                                              "at_stake_fraction": top["at_stake_fraction"]},
             "suspects": [[x["category"], x["culprit"][:80], x["at_stake_fraction"]] for x in res["suspects"]],
-            "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None}
+            "steps_breakdown_mean": (res.get("steps_tb") or {}).get("breakdown_mean_us") if res.get("steps") else None,
+            "phase_idle": phase_idle(res)}
+
+
+def phase_idle(res):
+    """The five record_function names with the most GPU idle inside them, idle per class."""
+    rows = [(n, v["gpu_idle_by_class_us"]) for n, v in res.get("phases", {}).items() if v.get("gpu_idle_by_class_us")]
+    rows = [(n, by) for n, by in rows if sum(by.values()) >= 1.0]
+    rows.sort(key=lambda r: -sum(r[1].values()))
+    return {n: by for n, by in rows[:5]} or None
+
+
+def check_phase_idle(c, sus):
+    """idle.by_phase of /suspects against the oracle's gap time per class inside each phase."""
+    want = (c.get("numbers") or {}).get("phase_idle")
+    if not want:
+        return []
+    got = {("ProfilerStep" if r["phase"].startswith("ProfilerStep") else r["phase"]): r["by_class_us"]
+           for r in ((sus.get("idle") or {}).get("by_phase") or [])}
+    e = []
+    for name, by in want.items():
+        g = got.get("ProfilerStep" if name.startswith("ProfilerStep") else name)
+        if g is None:
+            e.append("idle.by_phase: no row %r" % name[:60])
+            continue
+        for cls, us in by.items():
+            if abs(g.get(cls, 0.0) - us) > max(1.0, 0.01 * us):
+                e.append("idle.by_phase %s %s %.1f us, oracle %.1f" % (name[:40], cls, g.get(cls, 0.0), us))
+    return e
+
+
+def check_report(c, rep):
+    """The report agrees with the suspects' numbers: a trace whose GPU was busy names a top GPU
+    operator (a ROCm trace once lost it to the word "GPU"), and a ROCm trace's smells never say
+    CUDA (its kernels are HIP's)."""
+    e = []
+    lines = rep.get("lines") or {}
+    gpu = (c.get("numbers") or {}).get("gpu")
+    top = lines.get("top_cuda_time", "")
+    if gpu and gpu.get("busy_fraction", 0) > 0 and top.startswith("no GPU time"):
+        e.append("report top_cuda_time %r while the GPU is busy %.1f%%" % (top, gpu["busy_fraction"] * 100))
+    if "ROCm" in (lines.get("hardware") or ""):
+        for sm in rep.get("smells", []):
+            if "CUDA" in sm.get("title", "") + sm.get("summary", ""):
+                e.append("ROCm trace's smell says CUDA: %r" % sm.get("title"))
+    return e
 
 
 def check_steps(c, reply):
@@ -442,6 +487,7 @@ def run_server(doc, gendir, binpath, only):
             else:
                 try:
                     e += check_reply(c, doc, json.loads(body), sid=sid)
+                    e += check_phase_idle(c, json.loads(body))
                 except ValueError:
                     e.append("/suspects is not JSON")
             st, _, body = srv.get("/api/v1/sessions/%d/phases" % sid)
@@ -449,6 +495,8 @@ def run_server(doc, gendir, binpath, only):
                 e += check_phases(c, json.loads(body).get("phases", []))
             else:
                 e.append("GET /phases -> %d" % st)
+            st, _, body = srv.get("/api/v1/sessions/%d/report" % sid)
+            e += check_report(c, json.loads(body)) if st == 200 else ["GET /report -> %d" % st]
             st, _, body = srv.get("/api/v1/sessions/%d/steps" % sid)
             e += check_steps(c, json.loads(body)) if st == 200 else ["GET /steps -> %d" % st]
             need_ops = c.get("expect", {}).get("operators") or "key_averages" in c

@@ -1,0 +1,94 @@
+// charts.js: the dashboard's pictures as inline SVG, no library. Every mark carries the number
+// it stands for in data-value (and data-key for a stacked part), so a test reads what is drawn.
+//   FPC.bars(items, fmt)                 one horizontal bar per {label, value, title?}, in order
+//   FPC.stacked(rows, keys, colors, fmt) one bar per {label, parts: {key: value}}, parts stacked
+//   FPC.columns(values, fmtY, opts)      a column per value (a share per time slice)
+//   FPC.line(points, fmtX, fmtY, opts)   [x, y] points as a line, the maximum marked
+'use strict';
+const FPC = (() => {
+  const NS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...children) {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== null && v !== undefined) e.setAttribute(k, v);
+    for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+  const tip = (t) => svg('title', {}, t);
+
+  function bars(items, fmt, opts = {}) {
+    const W = 720, L = opts.labelW || 260, R = 90, RH = 20;
+    const max = Math.max(...items.map((i) => i.value), 0) || 1;
+    const root = svg('svg', { viewBox: `0 0 ${W} ${items.length * RH + 4}`, class: 'chart bars', role: 'img', 'aria-label': opts.label || null });
+    items.forEach((it, i) => {
+      const w = Math.max(1, ((W - L - R) * it.value) / max), y = i * RH + 2;
+      root.append(
+        svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: 'lbl' }, it.label, tip(it.title || it.label)),
+        svg('rect', { x: L, y, width: w.toFixed(1), height: RH - 5, class: 'bar', fill: it.color || null, 'data-value': it.value,
+                      'data-label': it.label }, tip(`${it.title || it.label}: ${fmt(it.value)}`)),
+        svg('text', { x: L + w + 4, y: y + 13, class: 'val' }, fmt(it.value)));
+    });
+    return root;
+  }
+
+  function stacked(rows, keys, colors, fmt, opts = {}) {
+    const W = 720, L = opts.labelW || 200, R = 70, RH = 20;
+    const tot = (r) => keys.reduce((a, k) => a + (r.parts[k] || 0), 0);
+    const max = Math.max(...rows.map(tot), 0) || 1;
+    const root = svg('svg', { viewBox: `0 0 ${W} ${rows.length * RH + 4}`, class: 'chart stacked', role: 'img', 'aria-label': opts.label || null });
+    rows.forEach((r, i) => {
+      const y = i * RH + 2;
+      let x = L;
+      const g = svg('g', { class: 'row', 'data-label': r.label });
+      for (const k of keys) {
+        const v = r.parts[k] || 0;
+        const w = ((W - L - R) * v) / max;
+        if (v > 0) g.append(svg('rect', { x: x.toFixed(2), y, width: Math.max(0.5, w).toFixed(2), height: RH - 5, fill: colors[k], 'data-key': k,
+                                          'data-value': v }, tip(`${r.label}: ${k.replace(/_/g, ' ')} ${fmt(v)}`)));
+        x += w;
+      }
+      root.append(svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: 'lbl' }, r.label, tip(r.title || r.label)), g,
+        svg('text', { x: x + 4, y: y + 13, class: 'val' }, fmt(tot(r))));
+    });
+    return root;
+  }
+
+  function legend(keys, colors) {
+    return FP.el('div', { class: 'legend' }, keys.map((k) => FP.el('span', {}, FP.el('i', { style: `background:${colors[k]}` }), k.replace(/_/g, ' '))));
+  }
+
+  function columns(values, fmtY, opts = {}) {
+    const W = 720, H = opts.height || 90, L = 44, B = 16;
+    const cw = (W - L) / Math.max(1, values.length);
+    const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart columns', role: 'img', 'aria-label': opts.label || null },
+      svg('line', { class: 'axis', x1: L, y1: H - B, x2: W, y2: H - B }),
+      svg('text', { x: L - 4, y: 10, 'text-anchor': 'end' }, fmtY(1)), svg('text', { x: L - 4, y: H - B, 'text-anchor': 'end' }, fmtY(0)));
+    values.forEach((v, i) => {
+      const h = (H - B - 4) * Math.min(1, Math.max(0, v));
+      root.append(svg('rect', { x: (L + i * cw).toFixed(2), y: (H - B - h).toFixed(2), width: Math.max(0.5, cw - 0.5).toFixed(2), height: h.toFixed(2),
+                                class: 'col', 'data-value': v }, tip(`${opts.slice ? opts.slice(i) : i}: ${fmtY(v)}`)));
+    });
+    if (opts.from !== undefined) {
+      root.append(svg('text', { x: L, y: H - 3 }, opts.from), svg('text', { x: W, y: H - 3, 'text-anchor': 'end' }, opts.to));
+    }
+    return root;
+  }
+
+  function line(points, fmtX, fmtY, opts = {}) {
+    const W = 720, H = opts.height || 150, L = 70, R = 10, T = 10, B = 18;
+    if (!points.length) return svg('svg', { viewBox: `0 0 ${W} 20` });
+    const x0 = points[0][0], x1 = points[points.length - 1][0] || x0 + 1;
+    const ymax = Math.max(...points.map((p) => p[1]), 0) || 1;
+    const X = (x) => L + ((W - L - R) * (x - x0)) / (x1 - x0 || 1), Y = (y) => T + (H - T - B) * (1 - y / ymax);
+    const d = points.map((p, i) => `${i ? 'L' : 'M'}${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join('');
+    const peak = points.reduce((a, p) => (p[1] > a[1] ? p : a));
+    return svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart line', role: 'img', 'aria-label': opts.label || null },
+      svg('line', { class: 'axis', x1: L, y1: Y(0), x2: W - R, y2: Y(0) }), svg('line', { class: 'axis', x1: L, y1: T, x2: L, y2: Y(0) }),
+      svg('text', { x: L - 4, y: T + 8, 'text-anchor': 'end' }, fmtY(ymax)), svg('text', { x: L - 4, y: Y(0), 'text-anchor': 'end' }, fmtY(0)),
+      svg('text', { x: L, y: H - 3 }, fmtX(x0)), svg('text', { x: W - R, y: H - 3, 'text-anchor': 'end' }, fmtX(x1)),
+      svg('path', { d, class: 'series' }),
+      svg('circle', { cx: X(peak[0]).toFixed(1), cy: Y(peak[1]).toFixed(1), r: 4, class: 'peak', 'data-value': peak[1], 'data-x': peak[0] },
+        tip(`peak ${fmtY(peak[1])} at ${fmtX(peak[0])}`)));
+  }
+
+  return { svg, bars, stacked, legend, columns, line };
+})();
