@@ -391,7 +391,7 @@ static int h_timeline(app *a, http_req *rq, http_reply *out) {
         return http_error(out, ERR_PARAM, "start_us and end_us must lie within +-9e15 (microseconds)");
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, &body));
+    WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, http_client_gone, rq, &body));
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 

@@ -395,6 +395,40 @@ EOF2
     fp_kill9
 }
 
-CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace"
+# 5. /timeline of a session with many threads (5,000 threads of 2 events; a 40 KB gzip).
+#    Before: 16 s of CPU for one /timeline (a scan of every chunk per track), 5,000 tracks
+#    in the reply, and the work went on after the client hung up.
+case_timeline() {
+    $GEN tracks 5000 "$TMP/tl.gz"
+    fresh || return 0
+    local code c0 c1 c2
+    code=$(post "$TMP/tl.gz")
+    expect "timeline: upload of 5000 threads" "$code" 201
+    c0=$(cpu_s)
+    code=$(get "$URL/api/v1/sessions/1/timeline")
+    c1=$(cpu_s)
+    [ "$code" = 200 ] && pass "timeline: 200" || fail "timeline: $code"
+    within "timeline: CPU of one /timeline" "$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b - a}')" 1.5 s
+    if python3 - "$TMP/get.out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = d["tracks"]
+other = [x for x in t if x.get("other")]
+total = sum(x["count"] for x in t)
+print("  .. tracks in the reply: %d, merged: %d, counts: %d, cpu_events: %d" % (len(t), other[0]["other"] if other else 0, total, d["cpu_events"]))
+sys.exit(0 if len(t) <= 201 and other and total == d["cpu_events"] == 10000 else 1)
+PY
+    then pass "timeline: at most 200 tracks drawn, the rest merged, every event counted"
+    else fail "timeline: the reply does not bound its tracks or lost events"; fi
+    # a client that hangs up after 0.2 s: its /timeline must not go on using the CPU
+    curl -s -o /dev/null --max-time 0.2 "$URL/api/v1/sessions/1/timeline?buckets=997" || true
+    sleep 0.8
+    c1=$(cpu_s)
+    sleep 2
+    c2=$(cpu_s)
+    within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
+}
+
+CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
 fp_finish
