@@ -95,27 +95,31 @@ kept() {
 #    resets on each byte), /healthz refused while they last.
 case_slowhead() {
     fresh --header-timeout 2 --max-connections 8 --max-connections-per-ip 8 || return 0
-    $SLOW head "$PORT" 8 10 > "$TMP/slow.txt" &
+    $SLOW head "$PORT" 8 10 > "$TMP/slow.txt" 2>/dev/null &
     local pid=$!
-    sleep 4
-    local code
-    code=$(healthz)
+    sleep 3.5
+    local code i
+    for i in 1 2 3; do # 3.5-9.5 s: they were closed at ~2.5 s (a loaded machine may be slow to answer)
+        code=$(healthz)
+        [ "$code" = 200 ] && break
+    done
     wait "$pid"
     kept "slowhead (8 connections, --header-timeout 2)" "$TMP/slow.txt" 3.5
-    [ "$code" = 200 ] && pass "slowhead: /healthz answers 200 once they are closed" || fail "slowhead: /healthz gave $code at 4 s"
+    [ "$code" = 200 ] && pass "slowhead: /healthz answers 200 once they are closed" || fail "slowhead: /healthz gave $code after they were closed"
 }
 # 3. bodies trickled at 2 bytes/s hold the only upload slot. Before: held for ever, every
 #    other upload 503.
 case_slowbody() {
     fresh --max-uploads 1 --min-body-rate 1K || return 0
     $GEN repeat 10 "$TMP/small.gz"
-    $SLOW body "$PORT" 2 16 > "$TMP/slow.txt" &
-    local pid=$! code
-    sleep 1
+    $SLOW body "$PORT" 1 16 > "$TMP/slow.txt" 2> "$TMP/slow.err" &
+    local pid=$! code i
+    for i in $(seq 1 50); do grep -q ready "$TMP/slow.err" 2>/dev/null && break; sleep 0.2; done
+    sleep 0.5 # its head is in: the slot is taken
     code=$(post "$TMP/small.gz")
     expect "slowbody: an upload while a trickler holds the slot" "$code" 503 too_many_uploads
     wait "$pid"
-    kept "slowbody (2 bodies at 2 bytes/s, --min-body-rate 1K)" "$TMP/slow.txt" 12.5
+    kept "slowbody (a body at 2 bytes/s, --min-body-rate 1K)" "$TMP/slow.txt" 12.5
     code=$(post "$TMP/small.gz")
     expect "slowbody: an upload once they are closed" "$code" 201
 }
@@ -123,7 +127,7 @@ case_slowbody() {
 #    is answered at once. Before: one client could hold every connection.
 case_perip() {
     fresh --max-connections 16 --max-connections-per-ip 4 --header-timeout 30 || return 0
-    $SLOW head "$PORT" 12 3 > "$TMP/slow.txt" &
+    $SLOW head "$PORT" 12 3 > "$TMP/slow.txt" 2>/dev/null &
     local pid=$! code
     sleep 1
     code=$(healthz 127.0.0.2)
@@ -430,5 +434,9 @@ PY
 }
 
 CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace timeline"
-for c in ${HOSTILE_ONLY:-$CASES}; do "case_$c"; done
+for c in ${HOSTILE_ONLY:-$CASES}; do
+    t0=$(date +%s)
+    "case_$c"
+    note "case $c: $(($(date +%s) - t0)) s"
+done
 fp_finish
