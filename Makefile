@@ -32,8 +32,8 @@ SERVER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRCS) $(API_SRCS))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 SERVER      := $(BUILD)/firstpass-server
 
-.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
-        test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
+.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench install clean \
+        bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
 all: server collector
 
 server: $(SERVER)
@@ -116,6 +116,15 @@ test-openapi: server
 test-browser: server
 	@tests/browser/run.sh $(SERVER)
 
+# The dashboard on a generated 1M-event LLM trace (bench/gen_trace.c): time to usable, timeline
+# drawn, zoom, pan, search (tests/browser/perf.test.mjs; numbers in docs/dashboard.md). Minutes.
+PERF_TRACE ?= bench/out/llm-1m.json.gz
+test-browser-perf: server
+	@mkdir -p bench/out
+	@[ bench/out/gen_trace -nt bench/gen_trace.c ] || $(CC) -O2 -o bench/out/gen_trace bench/gen_trace.c
+	@[ -f $(PERF_TRACE) ] || bench/out/gen_trace -n 1000000 -z -o $(PERF_TRACE)
+	@FP_PERF=1 FP_PERF_TRACE=$(abspath $(PERF_TRACE)) FP_BROWSER_TESTS=tests/browser/perf.test.mjs tests/browser/run.sh $(SERVER)
+
 # The suspect list against labelled traces with known causes (tests/triage/README.md): generated
 # cases, the tb_plugin ResNet50 samples, HTA traces, real torch recordings; oracle.py's numbers.
 test-triage: server
@@ -156,8 +165,16 @@ test-asan:
 	@$(MAKE) --no-print-directory BUILD=build-asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" build-asan/firstpass-upload test-unit test-integration
 
-bench: server
+bench: server bench-floor
+	@bench/shapes.sh $(SERVER)
 	@bench/run.sh $(SERVER)
+
+# The parse-only floor (issue 24): C++ on Debian's libsimdjson-dev, bench/ only, not in `all`.
+CXX ?= c++
+bench-floor: bench/out/floor
+bench/out/floor: bench/floor/floor.cc
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -march=native -std=c++17 -Wall -Wextra -Werror $(shell pkg-config --cflags simdjson) -o $@ $< $(shell pkg-config --libs simdjson)
 
 bench-cache: server
 	@bench/cache.sh $(SERVER)

@@ -1,8 +1,17 @@
 /* gen_trace.c: writes a synthetic, deterministic PyTorch-profiler (Kineto) trace for the benchmarks.
  *
  *   cc -O2 -o bench/out/gen_trace bench/gen_trace.c
- *   gen_trace [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]
+ *   gen_trace [--shape llm|flat|cpu|threads|names] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]
  *
+ *   --shape S   what kind of run the trace is of (default llm; all below, issue 24):
+ *               llm      the decoder-only LLM described below
+ *               flat     eager inference, one kernel per op: cpu_op -> cudaLaunchKernel -> kernel
+ *                        (+ its ac2g flow pair), ops in ProfilerStep#k ranges of 2,000
+ *               cpu      the LLM's CPU side alone: nested cpu_ops and [memory], no runtime
+ *                        calls, no GPU events, no deviceProperties
+ *               threads  flat, the ops spread over 384 tids of one process (a thread pool)
+ *               names    flat, each kernel's name one of 100,000 distinct templated names
+ *                        (all of them once the trace has 100,000 kernels: -s 150M)
  *   -n N        stop after about N events (default 1000000, ~300 MB); stops at the next layer
  *   -s BYTES    stop once about BYTES of (uncompressed) JSON are written; overrides -n
  *   --seed N    PRNG seed (default 1); the same seed and size give the same bytes
@@ -63,6 +72,7 @@ typedef struct {
     const char *shape; /* "Input Dims" or NULL */
     int kernel;      /* index into kernels[] */
     int ev_idx;
+    int tid;         /* CPU-row events: the tid (0: CPU_TID) */
 } event;
 
 typedef struct {
@@ -145,6 +155,11 @@ static long long next_ext = 1, next_corr = 1, next_ev_idx = 0;
 static long long total_alloc = 1LL << 33;
 static int prefill_mode;
 
+enum shape { SH_LLM, SH_FLAT, SH_CPU, SH_THREADS, SH_NAMES };
+static enum shape shape = SH_LLM;
+static int cur_tid;                 /* the tid push() gives CPU-row events (0: CPU_TID) */
+static const char *kernel_name;     /* launch(): the kernel's name instead of kernels[kn].name */
+
 static event *push(enum kind k, const char *name, double ts, double dur) {
     if (nev == cap) {
         cap = cap ? cap * 2 : 1 << 16;
@@ -159,6 +174,7 @@ static event *push(enum kind k, const char *name, double ts, double dur) {
     e->dur = r3(dur);
     e->shape = NULL;
     e->ev_idx = (int)(next_ev_idx++);
+    e->tid = cur_tid;
     return e;
 }
 
@@ -183,6 +199,10 @@ static void op_close(size_t i) {
 /* cudaLaunchKernel + the kernel + the ac2g flow pair, inside the op with External id `ext`. */
 static void launch(long long ext, int kn) {
     cpu_t += urand(0.4, 1.0);
+    if (shape == SH_CPU) { /* the op computes on the CPU instead */
+        cpu_t += urand(3.0, 30.0);
+        return;
+    }
     double launch_ts = r3(cpu_t);
     double rt_dur = urand(3.5, 6.5);
     event *rt = push(K_RT, "cudaLaunchKernel", launch_ts, rt_dur);
@@ -195,7 +215,7 @@ static void launch(long long ext, int kn) {
     double scale = prefill_mode ? 24.0 : 1.0;
     if (kn == KN_FLASH && prefill_mode) scale = 60.0;
     double kd = urand(kernels[kn].lo, kernels[kn].hi) * scale;
-    event *k = push(K_KERNEL, kernels[kn].name, start, kd);
+    event *k = push(K_KERNEL, kernel_name ? kernel_name : kernels[kn].name, start, kd);
     k->ext = ext;
     k->corr = corr;
     k->kernel = kn;
@@ -266,6 +286,13 @@ static void copy_inputs(void) {
     op_close(em);
     size_t cp = op_open(K_CPU_OP, "aten::copy_", S_COPY);
     cpu_t += urand(0.5, 1.0);
+    if (shape == SH_CPU) {
+        cpu_t += urand(1.0, 3.0);
+        op_close(cp);
+        op_close(tc);
+        op_close(to);
+        return;
+    }
     double ts = r3(cpu_t), dur = urand(8.0, 14.0);
     event *rt = push(K_RT, "cudaMemcpyAsync", ts, dur);
     long long corr = next_corr++;
@@ -339,7 +366,7 @@ static void write_event(const event *e) {
     case K_ANN:
         emit("    \"ph\": \"X\", \"cat\": \"%s\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d,\n"
              "    \"ts\": %.3f, \"dur\": %.3f,\n    \"args\": {\n      \"External id\": %lld,\"Record function id\": 0, \"Ev Idx\": %d",
-             e->kind == K_ANN ? "user_annotation" : "cpu_op", e->name, CPU_PID, CPU_TID, e->ts, e->dur, e->ext, e->ev_idx);
+             e->kind == K_ANN ? "user_annotation" : "cpu_op", e->name, CPU_PID, e->tid ? e->tid : CPU_TID, e->ts, e->dur, e->ext, e->ev_idx);
         if (e->shape)
             emit(", \"Input Dims\": %s, \"Input type\": [\"float\", \"float\", \"float\"], \"Sequence number\": %lld, \"Fwd thread id\": 0",
                  e->shape, e->ext * 3 % 100000);
@@ -348,7 +375,7 @@ static void write_event(const event *e) {
     case K_RT:
         emit("    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"%s\", \"pid\": %d, \"tid\": %d,\n"
              "    \"ts\": %.3f, \"dur\": %.3f,\n    \"args\": {\n      \"External id\": %lld, \"cbid\": %d, \"correlation\": %lld\n    }\n  }",
-             e->name, CPU_PID, CPU_TID, e->ts, e->dur, e->ext, strcmp(e->name, "cudaLaunchKernel") ? 41 : 211, e->corr);
+             e->name, CPU_PID, e->tid ? e->tid : CPU_TID, e->ts, e->dur, e->ext, strcmp(e->name, "cudaLaunchKernel") ? 41 : 211, e->corr);
         break;
     case K_KERNEL: {
         const kernel_t *k = &kernels[e->kernel];
@@ -357,7 +384,7 @@ static void write_event(const event *e) {
              "      \"stream\": 7, \"correlation\": %lld,\n      \"registers per thread\": %d,\n      \"shared memory\": %d,\n"
              "      \"blocks per SM\": %.6f,\n      \"warps per SM\": %.6f,\n      \"grid\": [%d, %d, %d],\n      \"block\": [%d, %d, %d],\n"
              "      \"est. achieved occupancy %%\": %d\n    }\n  }",
-             k->name, GPU_PID, GPU_TID, e->ts, e->dur, e->ext, e->corr, k->regs, k->smem,
+             e->name, GPU_PID, GPU_TID, e->ts, e->dur, e->ext, e->corr, k->regs, k->smem,
              (double)(k->grid[0] * k->grid[1] * k->grid[2]) / 132.0,
              (double)(k->grid[0] * k->grid[1] * k->grid[2]) * (k->block[0] / 32) / 132.0, k->grid[0], k->grid[1], k->grid[2],
              k->block[0], k->block[1], k->block[2], k->regs > 128 ? 12 : 40);
@@ -373,11 +400,11 @@ static void write_event(const event *e) {
         emit("    \"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\",\n"
              "    \"pid\": %d, \"tid\": %d,\n    \"ts\": %.3f,\n    \"args\": {\n      \"Total Reserved\": %lld, \"Total Allocated\": %lld, "
              "\"Bytes\": %lld, \"Addr\": %lld, \"Device Id\": 0, \"Device Type\": 1\n    }\n  }",
-             CPU_PID, CPU_TID, e->ts, (total_alloc / (2 << 20) + 1) * (2 << 20), e->total_alloc, e->bytes, e->addr);
+             CPU_PID, e->tid ? e->tid : CPU_TID, e->ts, (total_alloc / (2 << 20) + 1) * (2 << 20), e->total_alloc, e->bytes, e->addr);
         break;
     case K_FLOW_S:
         emit("    \"ph\": \"s\", \"id\": %lld, \"pid\": %d, \"tid\": %d, \"ts\": %.3f,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  }",
-             e->corr, CPU_PID, CPU_TID, e->ts);
+             e->corr, CPU_PID, e->tid ? e->tid : CPU_TID, e->ts);
         break;
     case K_FLOW_F:
         emit("    \"ph\": \"f\", \"id\": %lld, \"pid\": %d, \"tid\": %d, \"ts\": %.3f,\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }",
@@ -418,6 +445,49 @@ static void flush_step(void) {
     nev = 0;
 }
 
+#define NTHREADS 384
+#define THREAD0 3000
+#define NNAMES 100000
+
+/* ---- the flat shapes: one kernel per op ---- */
+typedef struct { const char *op; int shape, kn; } flat_op;
+static const flat_op flat_ops[] = {
+    {"aten::addmm", S_ADDMM_QKV, KN_GEMM},   {"aten::mm", S_ADDMM_UP, KN_GEMM_FFN}, {"aten::add", S_ADD, KN_ADD},
+    {"aten::mul", S_ADD, KN_ADD},            {"aten::gelu", S_GELU, KN_GELU},      {"aten::native_layer_norm", S_LN, KN_LN},
+    {"aten::copy_", S_COPY, KN_COPY},        {"aten::_scaled_dot_product_flash_attention", S_SDPA, KN_FLASH},
+    {"aten::add_", S_ADD, KN_ADD},           {"aten::silu", S_GELU, KN_GELU},
+};
+static char **names; /* SH_NAMES: the distinct kernel names */
+
+static const char *templated_name(unsigned i) {
+    if (!names) {
+        names = calloc(NNAMES, sizeof *names);
+        if (!names) { perror("gen_trace: calloc"); exit(1); }
+    }
+    if (!names[i]) {
+        char b[256];
+        snprintf(b, sizeof b,
+                 "void cutlass::Kernel2<cutlass_80_tensorop_f16_s16816gemm_relu_f16_%ux%u_%ux%u_nn_align%u>(Params<%u, %u>)",
+                 64u << (i % 3), 64u << (i / 3 % 3), 32u << (i / 9 % 2), 3u + i / 18 % 4, 1u << (i / 72 % 4), i / 288, i);
+        names[i] = strdup(b);
+        if (!names[i]) { perror("gen_trace: strdup"); exit(1); }
+    }
+    return names[i];
+}
+
+/* One op of a flat shape: the cpu_op, its launch, its kernel. */
+static void flat_one(unsigned long long op) {
+    const flat_op *f = &flat_ops[rnd() % (sizeof flat_ops / sizeof flat_ops[0])];
+    cur_tid = shape == SH_THREADS ? THREAD0 + (int)(op % NTHREADS) : 0;
+    /* every name once in the first NNAMES kernels (7919 is prime to NNAMES), then again */
+    kernel_name = shape == SH_NAMES ? templated_name((unsigned)(op * 7919 % NNAMES)) : NULL;
+    size_t o = op_open(K_CPU_OP, f->op, f->shape);
+    launch(evs[o].ext, f->kn);
+    op_close(o);
+    cur_tid = 0;
+    kernel_name = NULL;
+}
+
 static void write_meta(void) {
     static const char *const fmt =
         "    \"name\": \"%s\", \"ph\": \"M\", \"ts\": %.3f, \"pid\": %d, \"tid\": %d,\n    \"args\": {\n      \"%s\": %s\n    }\n  }";
@@ -427,6 +497,13 @@ static void write_meta(void) {
     sep(); emit(fmt, "process_sort_index", t, CPU_PID, 0, "sort_index", "2841");
     sep(); emit(fmt, "thread_name", t, CPU_PID, CPU_TID, "name", "\"thread 2841 (python3)\"");
     sep(); emit(fmt, "thread_sort_index", t, CPU_PID, CPU_TID, "sort_index", "2841");
+    if (shape == SH_THREADS)
+        for (int i = 0; i < NTHREADS; i++) {
+            char v[64];
+            snprintf(v, sizeof v, "\"pool worker %d\"", i);
+            sep(); emit(fmt, "thread_name", t, CPU_PID, THREAD0 + i, "name", v);
+        }
+    if (shape == SH_CPU) return;
     sep(); emit(fmt, "process_name", t, GPU_PID, 0, "name", "\"python3\"");
     sep(); emit(fmt, "process_labels", t, GPU_PID, 0, "labels", "\"GPU 0\"");
     sep(); emit(fmt, "process_sort_index", t, GPU_PID, 0, "sort_index", "5000000");
@@ -479,6 +556,15 @@ static FILE *open_output(const char *path, int gz) {
     return f;
 }
 
+#define FLAT_STEP_OPS 2000
+
+/* Whether the trace is as large as asked, counting the buffered step's events. */
+static int over(unsigned long long max_events, unsigned long long max_bytes) {
+    /* bytes per buffered event: the running average once there is one, else what a layer averages */
+    double per = events_out > 10000 ? (double)bytes_out / (double)events_out : 312.0;
+    return max_bytes ? (double)bytes_out + (double)nev * per >= (double)max_bytes : events_out + nev + 8 >= max_events;
+}
+
 int main(int argc, char **argv) {
     unsigned long long max_events = 1000000, max_bytes = 0, seed = 1;
     const char *path = NULL;
@@ -490,8 +576,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed") && i + 1 < argc) seed = parse_size(argv[++i]);
         else if (!strcmp(a, "-o") && i + 1 < argc) path = argv[++i];
         else if (!strcmp(a, "-z")) gz = 1;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fprintf(stdout, "usage: gen_trace [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]\n");
+        else if (!strcmp(a, "--shape") && i + 1 < argc) {
+            static const char *const shape_names[] = {"llm", "flat", "cpu", "threads", "names"};
+            const char *v = argv[++i];
+            int found = 0;
+            for (int k = 0; k < 5; k++)
+                if (!strcmp(v, shape_names[k])) shape = (enum shape)k, found = 1;
+            if (!found) { fprintf(stderr, "gen_trace: unknown shape '%s' (llm, flat, cpu, threads, names)\n", v); return 2; }
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fprintf(stdout, "usage: gen_trace [--shape llm|flat|cpu|threads|names] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]\n");
             return 0;
         } else { fprintf(stderr, "gen_trace: unknown argument '%s' (--help)\n", a); return 2; }
     }
@@ -500,12 +593,14 @@ int main(int argc, char **argv) {
     static char obuf[1 << 20];
     setvbuf(out, obuf, _IOFBF, sizeof obuf);
 
-    emit("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\n"
+    emit("{\n  \"schemaVersion\": 1,\n");
+    if (shape != SH_CPU)
+        emit("  \"deviceProperties\": [\n    {\n"
          "      \"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"totalGlobalMem\": 85022736384,\n"
          "      \"computeMajor\": 9, \"computeMinor\": 0,\n      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n"
          "      \"regsPerBlock\": 65536, \"warpSize\": 32,\n      \"sharedMemPerBlock\": 49152, \"numSms\": 132,\n"
-         "      \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472\n    }\n  ],\n"
-         "  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n  \"cuda_driver_version\": 12040,\n"
+         "      \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472\n    }\n  ],\n");
+    emit("  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n  \"cuda_driver_version\": 12040,\n"
          "  \"record_shapes\": 1,\n  \"with_stack\": 0,\n  \"profile_memory\": 1,\n"
          "  \"trace_id\": \"5C4E1A2B3D4F4E6A9B8C7D6E5F4A3B2C\",\n  \"displayTimeUnit\": \"ms\",\n"
          "  \"baseTimeNanoseconds\": 1727690000000000000,\n  \"traceEvents\": [");
@@ -515,22 +610,22 @@ int main(int argc, char **argv) {
     gpu_t = cpu_t;
     int done = 0;
     static char step_names[1 << 14][24];
+    unsigned long long nop = 0;
     for (int step = 0; !done; step++) {
         char *step_name = step_names[step % (1 << 14)];
         snprintf(step_name, sizeof step_names[0], "ProfilerStep#%d", step);
         ann st = ann_open(step_name);
-        for (int ph = 0; ph <= DECODE && !done; ph++) {
+        for (int k = 0; k < FLAT_STEP_OPS && shape != SH_LLM && shape != SH_CPU && !done; k++) {
+            flat_one(nop++);
+            done = over(max_events, max_bytes);
+        }
+        for (int ph = 0; ph <= DECODE && (shape == SH_LLM || shape == SH_CPU) && !done; ph++) {
             prefill_mode = ph == 0;
             ann pa = ann_open(prefill_mode ? "prefill" : "decode_step");
             copy_inputs();
             for (int l = 0; l < LAYERS; l++) {
                 layer();
-                /* bytes per buffered event: the running average once there is one, else what a layer averages */
-                double per = events_out > 10000 ? (double)bytes_out / (double)events_out : 312.0;
-                if (max_bytes ? (double)bytes_out + (double)nev * per >= (double)max_bytes : events_out + nev + 8 >= max_events) {
-                    done = 1;
-                    break;
-                }
+                if ((done = over(max_events, max_bytes))) break;
             }
             ann_close(pa);
         }

@@ -249,7 +249,9 @@
   ];
   async function loadPhases() {
     const j = await api(`${base}/phases`);
-    clientTable(document.getElementById('phases'), pCols, j.phases || [], { key: 'total_us', dir: 'descending' });
+    // a CPU-only trace has no GPU busy or kernels to show
+    const cols = noGpu ? pCols.filter((c) => !/gpu_busy|busy_share|kernel/.test(c.key)) : pCols;
+    clientTable(document.getElementById('phases'), cols, j.phases || [], { key: 'total_us', dir: 'descending' });
   }
 
   // ---- GPU facts ----------------------------------------------------------------------------
@@ -387,14 +389,17 @@
       { key: 'calls', label: 'Calls', num: true, render: (r) => fmtInt(r.calls) },
       { key: 'self_cuda_memory_usage_bytes', label: `Self ${word} Mem`, num: true, render: (r) => fmtMem(r.self_cuda_memory_usage_bytes) },
       { key: 'self_cpu_memory_usage_bytes', label: 'Self CPU Mem', num: true, render: (r) => fmtMem(r.self_cpu_memory_usage_bytes) }];
-    clientTable(document.getElementById('mem-ops'), cols, (j.top_operators || []).slice(0, 15), { key: 'self_cuda_memory_usage_bytes', dir: 'descending' });
+    const memRows = (j.top_operators || []).slice(0, 15);
+    document.getElementById('mem-ops').closest('.table-wrap').hidden = !memRows.length;
+    const memCols = noGpu ? cols.filter((c) => !/cuda/.test(c.key)) : cols;
+    clientTable(document.getElementById('mem-ops'), memCols, memRows, { key: noGpu ? 'self_cpu_memory_usage_bytes' : 'self_cuda_memory_usage_bytes', dir: 'descending' });
   }
 
   // The session's kind decides the words and the columns: "GPU" for AMD, and no GPU columns,
   // sorted by CPU total, on a CPU-only trace.
   function adapt(s) {
-    word = FP.gpuWord(s);
     noGpu = FP.cpuOnly(s);
+    word = noGpu ? 'GPU' : FP.gpuWord(s);
     for (const c of opCols) c.label = c.label.replace('CUDA', word);
     for (const o of document.querySelectorAll('#trend-metric option')) o.textContent = o.textContent.replace('CUDA', word);
     if (noGpu) {

@@ -84,9 +84,17 @@
 
   async function init() {
     // quiet: a missing session is session.js's one message, not a second one in the banner
-    const [s, ops] = await Promise.all([api(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true }),
-      api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: 'cuda_time_total', limit: 25 })}`, { quiet: true })]);
+    const s = await api(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true });
+    const by = FP.cpuOnly(s) ? 'cpu_time_total' : 'cuda_time_total';
+    const ops = await api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: by, limit: 25 })}`, { quiet: true });
     labels = s.labels || {};
+    // a CPU-only trace: CPU total and calls only; AMD says GPU (app.js decides both)
+    if (FP.cpuOnly(s)) {
+      for (const o of [...metricSel.options]) if (/cuda/.test(o.value)) o.remove();
+      metricSel.value = 'cpu_time_total';
+    } else {
+      for (const o of metricSel.options) o.textContent = o.textContent.replace('CUDA', FP.gpuWord(s));
+    }
     const names = [];
     for (const r of ops.operators || []) if (!SKIP_KINDS.has(r.kind) && !names.includes(r.name) && names.length < 10) names.push(r.name);
     opSel.replaceChildren(...names.map((n) => el('option', { value: n, title: n }, FP.shortName(n, 60))));

@@ -242,12 +242,16 @@ static inline long an_fold(const A *a, long name) { return an_flags(a, name) & N
 int an_dberr(A *a);
 int an_run(A *a, const char *sql);
 sqlite3_stmt *an_prep(A *a, const char *sql);
+/* One (key, ts, te) row through *ins, prepared from sql on first use (the caller finalizes). */
+int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te);
 const char *an_str(A *a, long id);
 
 /* host.c */
 int an_host_walk(A *a);
 int an_gpu_track_host_ops(A *a);
 int an_gpu_rows(A *a);
+/* The operator-table row (grouping g) of the GPU sums k: the GPU rows are not in a->aggs. */
+void an_gpu_agg_row(const gpu_agg *k, int g, agg *r);
 int an_write_ops(A *a);
 int an_gpu_phases(A *a);
 int an_write_phases(A *a, json_t *tl_phases);

@@ -60,6 +60,15 @@ sqlite3_stmt *an_prep(A *a, const char *sql) {
     }
     return s;
 }
+int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te) {
+    if (!*ins && !(*ins = an_prep(a, sql))) return ERR_DB;
+    sqlite3_bind_int64(*ins, 1, key);
+    sqlite3_bind_double(*ins, 2, ts);
+    sqlite3_bind_double(*ins, 3, te);
+    int rc = sqlite3_step(*ins) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(*ins);
+    return rc;
+}
 const char *an_str(A *a, long id) {
     const char *s = id >= 0 ? intern_str(a->t->strs, id) : NULL;
     return s ? s : "";
@@ -70,9 +79,13 @@ const char *an_str(A *a, long id) {
 static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
     double self_cpu = 0, self_cuda = 0, cpu_total_top = 0;
     long long calls = 0;
+    agg topv; /* a copy: a GPU row lives only for its iteration */
     const agg *top = NULL;
-    for (size_t i = 0; i < a->naggs; i++) {
-        const agg *g = &a->aggs[i];
+    /* the walk's rows, then the GPU rows (an_gpu_agg_row), in the operator table's order */
+    for (size_t i = 0; i < a->naggs + a->t->ngpu_aggs; i++) {
+        agg gpu_row;
+        const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
+        if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[i - a->naggs], 0, &gpu_row);
         if (g->grouping) continue;
         self_cpu += g->self_cpu;
         /* GPU rows hold each activity once; op rows repeat it as their self CUDA. */
@@ -81,7 +94,7 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
         calls += g->calls;
         if (g->kind != a->ua_kind && strcmp(an_str(a, g->kind), "gpu_user_annotation") && g->cuda_total > 0 &&
             (!top || g->self_cuda > top->self_cuda))
-            top = g;
+            topv = *g, top = &topv;
         if (g->kind == a->ua_kind && g->cpu_total > cpu_total_top) cpu_total_top = g->cpu_total;
     }
     json_t *smells = json_array();

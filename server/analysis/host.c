@@ -189,7 +189,11 @@ static int gcur_seek(A *a, gcur *c, long long corr) {
 /* Sets r's GPU time from correlation corr. */
 static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     int rc = 0;
-    if (corr < c->from) rc = gcur_seek(a, c, corr);
+    /* An id further ahead than GCUR_STEPS groups could be: seek at once. Why: threads that
+     * launch in turn (a thread pool) see ids hundreds apart, and stepping GCUR_STEPS groups
+     * before the seek was a quarter of the request thread (bench/README.md, issue 24). Ids
+     * are unique per group, so an id gap of at most GCUR_STEPS never needs more steps. */
+    if (corr < c->from || (c->row && corr - c->corr > 4 * GCUR_STEPS)) rc = gcur_seek(a, c, corr);
     for (int i = 0; !rc && c->row && c->corr < corr; i++) {
         if (i == GCUR_STEPS) { rc = gcur_seek(a, c, corr); break; }
         c->from = c->corr + 1;
@@ -528,7 +532,24 @@ static int gpu_agg_cmp(const void *x, const void *y) {
     return p->name < q->name ? -1 : p->name > q->name;
 }
 
-/* GPU rows of the operator table and the kernel table, from the loader's sums (trace.h). */
+/* The operator-table row of GPU sums k in grouping g (0 by name, 1 by name and shapes).
+ * Why not an agg in a->aggs: a GPU kind is never a host op's kind, so these rows never
+ * merge with the walk's, and 100,000 templated kernel names made 200,000 aggs and their
+ * keys (40 MB, a third of the server's peak; issue 24). They follow the walk's rows, in
+ * gpu_aggs order (sorted by an_gpu_rows), grouping 0 then 1, as the aggs did. */
+void an_gpu_agg_row(const gpu_agg *k, int g, agg *r) {
+    memset(r, 0, sizeof *r);
+    r->grouping = g;
+    r->kind = k->kind;
+    r->name = k->name;
+    r->shapes = -1;
+    r->calls = k->calls;
+    r->cuda_total = k->total;
+    if (k->cls == EV_GPU) r->self_cuda = k->total;
+}
+
+/* The kernel table from the loader's sums (trace.h), sorted; the operator table's GPU rows
+ * are written from the same sums (an_gpu_agg_row). */
 int an_gpu_rows(A *a) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;
@@ -536,14 +557,7 @@ int an_gpu_rows(A *a) {
     int rc = 0;
     for (size_t i = 0; i < a->t->ngpu_aggs && !rc; i++) {
         const gpu_agg *k = &a->t->gpu_aggs[i];
-        for (int g = 0; g < 2; g++) {
-            agg *r = agg_for(a, g, k->kind, k->name, -1);
-            if (!r) { rc = ERR_NOMEM; break; }
-            r->calls += k->calls;
-            r->cuda_total += k->total;
-            if (k->cls == EV_GPU) r->self_cuda += k->total;
-        }
-        if (rc || k->cls != EV_GPU) continue;
+        if (k->cls != EV_GPU) continue;
         sqlite3_bind_text(ins, 1, an_str(a, k->name), -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, 2, an_str(a, k->kind), -1, SQLITE_STATIC);
         sqlite3_bind_int64(ins, 3, k->calls);
@@ -566,8 +580,11 @@ int an_write_ops(A *a) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;
     int rc = 0;
-    for (size_t i = 0; i < a->naggs && !rc; i++) {
-        agg *g = &a->aggs[i];
+    size_t ngpu = 2 * a->t->ngpu_aggs;
+    for (size_t i = 0; i < a->naggs + ngpu && !rc; i++) {
+        agg gpu_row;
+        const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
+        if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[(i - a->naggs) / 2], (int)((i - a->naggs) % 2), &gpu_row);
         sqlite3_bind_int(ins, 1, g->grouping);
         sqlite3_bind_text(ins, 2, an_str(a, g->name), -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, 3, an_str(a, g->kind), -1, SQLITE_STATIC);

@@ -337,13 +337,7 @@ void an_idle_walk_free(idle_walk *w) {
 int an_idle_phase_range(A *a, long pid, double ts, double te) {
     idle_state *s = a->idle;
     if (s->cpu_only || te <= ts) return 0;
-    if (!s->pinst_ins && !(s->pinst_ins = an_prep(a, "INSERT INTO scratch.pinst(pid, ts, te) VALUES (?, ?, ?)"))) return ERR_DB;
-    sqlite3_bind_int64(s->pinst_ins, 1, pid);
-    sqlite3_bind_double(s->pinst_ins, 2, ts);
-    sqlite3_bind_double(s->pinst_ins, 3, te);
-    int rc = sqlite3_step(s->pinst_ins) == SQLITE_DONE ? 0 : an_dberr(a);
-    sqlite3_reset(s->pinst_ins);
-    return rc;
+    return an_span_insert(a, &s->pinst_ins, "INSERT INTO scratch.pinst(pid, ts, te) VALUES (?, ?, ?)", pid, ts, te);
 }
 
 /* Class c's gap time before t is C(t) = sum over g0 < t of (t - g0) - sum over g1 < t of

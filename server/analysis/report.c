@@ -117,6 +117,8 @@ static json_t *smell(const char *id, const char *title, int fired, const char *s
 #define GPU_KINDS "kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')"
 #define HOST_OPS "kind IN ('cpu_op', 'cuda_runtime', 'cuda_driver')"
 
+static const char *plural(long long n) { return n == 1 ? "" : "s"; }
+
 /* Smell 1: one operator owns the run. CPU ops first (what the model calls); a trace with
  * only GPU rows (the collector's) falls back to kernels, a CPU-only one to self CPU. */
 static json_t *smell_owns(draft *d, op *top, int *ntop, const char **basis) {
@@ -134,8 +136,8 @@ static json_t *smell_owns(draft *d, op *top, int *ntop, const char **basis) {
     char buf[512], t1[32];
     double v = d->cpu_only ? top[0].self_cpu : top[0].self_cuda, share = v / denom;
     const char *cls = report_op_class(top[0].name);
-    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld calls; %s)", top[0].name, share * 100, *basis,
-             timefmt_us(v, t1, sizeof t1), top[0].calls,
+    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, *basis,
+             timefmt_us(v, t1, sizeof t1), top[0].calls, plural(top[0].calls),
              !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
     return smell("one_operator_owns_the_run", "One operator owns the run", fired_any(d->in, d->cpu_only ? cpu_cats : cats), buf,
                  json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s}", "operator", top[0].name, "kind", top[0].kind, "basis", *basis, "share",
@@ -198,7 +200,8 @@ static json_t *smell_idle(draft *d) {
     if (!d->cpu_only) {
         int o = snprintf(buf, sizeof buf, "GPU idle %.1f%% of the wall time", idle * 100);
         if (nh) o += snprintf(buf + o, sizeof buf - (size_t)o, "; host: %s", host[0].name);
-        if (ns && o < (int)sizeof buf) snprintf(buf + o, sizeof buf - (size_t)o, "; syncs: %s (%lld calls)", syncs[0].name, syncs[0].calls);
+        if (ns && o < (int)sizeof buf) snprintf(buf + o, sizeof buf - (size_t)o, "; syncs: %s (%lld call%s)", syncs[0].name, syncs[0].calls,
+                                                        plural(syncs[0].calls));
     } else {
         snprintf(buf, sizeof buf, "no GPU activity in the trace");
     }
@@ -254,8 +257,8 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, const char *ba
     }
     char t1[32];
     const char *word = d->rocm ? "self GPU" : "self CUDA";
-    int o = snprintf(out, n, "%s %.1f%% of %s (%s, %lld calls, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
-                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, report_op_class(top[0].name));
+    int o = snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
+                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), report_op_class(top[0].name));
     if (ntop > 1 && o < (int)n) snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
 }
 
@@ -281,8 +284,9 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
     op h[1];
     int nh = load_ops(d, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
     if (nh && d->self_cpu_total > 0 && o < (int)n)
-        o += snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld calls)", o ? "; top self CPU: " : "", h[0].name,
-                      h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls);
+        o += snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top self CPU: " : "", h[0].name,
+                      h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls,
+                      plural(h[0].calls));
     else if (!o)
         o = snprintf(out, n, "no host operators in the trace");
     const json_t *gpu = json_object_get(d->in->suspects, "gpu");

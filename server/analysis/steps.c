@@ -33,13 +33,7 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
-    if (!s->ins && !(s->ins = an_prep(a, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)"))) return ERR_DB;
-    sqlite3_bind_int(s->ins, 1, role);
-    sqlite3_bind_double(s->ins, 2, ts);
-    sqlite3_bind_double(s->ins, 3, te);
-    int rc = sqlite3_step(s->ins) == SQLITE_DONE ? 0 : an_dberr(a);
-    sqlite3_reset(s->ins);
-    return rc;
+    return an_span_insert(a, &s->ins, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)", role, ts, te);
 }
 
 /* ---- role streams ---- */
@@ -125,8 +119,11 @@ static json_t *roles_json(const double *acc) {
  * tb-profiler, trailing steps that launched no GPU work are dropped, and the last one when
  * it launched less than 80% of what the one before did (a profile window cut mid-step). */
 static int device_spans(A *a, step *sp, size_t *kept) {
-    sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.te), COUNT(g.corr) FROM scratch.ev r JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
-                                 " WHERE r.cls = 1 AND r.ts >= ?1 AND r.te <= ?2");
+    /* The step's runtime calls through ev_rt_ts, then their GPU work by correlation: CROSS
+     * JOIN keeps that order (SQLite chose to scan every GPU row per step), and r.ts <= ?2
+     * (implied by r.te <= ?2, dur >= 0) bounds the index range. */
+    sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.te), COUNT(g.corr) FROM scratch.ev r CROSS JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
+                                 " WHERE r.cls = 1 AND r.ts >= ?1 AND r.ts <= ?2 AND r.te <= ?2");
     long long *launched = calloc(a->nsteps + 1, sizeof *launched);
     if (!q || !launched) {
         sqlite3_finalize(q);
@@ -227,12 +224,13 @@ int an_steps_doc(A *a, json_t **out) {
     double (*acc)[R_N] = a->nsteps ? calloc(a->nsteps, sizeof *acc) : NULL;
     int rc = a->nsteps && (!sp || !acc) ? ERR_NOMEM : 0;
     size_t n = 0;
+    /* The runtime calls' index first: device_spans seeks each step's calls through it. */
+    if (!rc) rc = an_run(a, "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1; CREATE INDEX scratch.hspan_role ON hspan(role, ts);");
     if (!rc && a->nsteps) {
         memcpy(sp, a->steps, a->nsteps * sizeof *sp);
         qsort(sp, a->nsteps, sizeof *sp, by_ts);
         rc = device_spans(a, sp, &n);
     }
-    if (!rc) rc = an_run(a, "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1; CREATE INDEX scratch.hspan_role ON hspan(role, ts);");
     if (!rc) rc = open_streams(a, rs);
     json_t *roles = json_array(), *steps = json_array(), *mean = NULL, *phases = NULL;
     for (int r = 0; r < R_N; r++) json_array_append_new(roles, json_string(role_names[r]));

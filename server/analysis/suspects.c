@@ -452,8 +452,8 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
             snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
         else
-            snprintf(out, n, "Take Python out of the launch path in %s: torch.compile the step or capture it in a CUDA graph, vectorize the "
-                     "per-token work, so launches queue ahead of the GPU; compare GPU idle per step", culprit);
+            snprintf(out, n, "Take Python out of the launch path in %s: torch.compile the step or capture it in a %s, vectorize the "
+                     "per-token work, so launches queue ahead of the GPU; compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_LAUNCH:
         snprintf(out, n, "Launches of %s cost more than their kernels: capture the loop in a %s (torch.compile mode=\"reduce-overhead\") "
@@ -476,8 +476,9 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                  "so %s overlaps compute instead of blocking the host", culprit);
         return;
     default:
-        snprintf(out, n, "%s holds most of the GPU time: profile its kernels with Nsight Compute (ncu) for achieved FLOP/s and memory "
-                 "throughput, try a fused or library kernel (SDPA / FlashAttention for attention), lower precision", culprit);
+        snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
+                 "throughput, try a fused or library kernel (SDPA / FlashAttention for attention), lower precision", culprit,
+                 rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
         return;
     }
 }

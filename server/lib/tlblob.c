@@ -9,7 +9,9 @@ static const unsigned char tag[4] = {'T', 'L', 'z', 1};
 size_t tl_blob_pack(const unsigned char *raw, unsigned char *out) {
     /* Room for less than raw: when deflate cannot fit there, raw is the smaller form. */
     uLongf n = (uLongf)(TL_BLOB_RAW - sizeof tag - 1);
-    if (compress2(out + sizeof tag, &n, raw, (uLong)TL_BLOB_RAW, Z_DEFAULT_COMPRESSION) != Z_OK) {
+    /* Level 1: a thread pool's hundreds of tracks are one blob each, and at the default level
+     * deflate was a fifth of the request thread (bench/README.md, issue 24). */
+    if (compress2(out + sizeof tag, &n, raw, (uLong)TL_BLOB_RAW, Z_BEST_SPEED) != Z_OK) {
         memcpy(out, raw, TL_BLOB_RAW);
         return TL_BLOB_RAW;
     }

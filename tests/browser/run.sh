@@ -5,7 +5,8 @@
 # never a downloaded browser), starts SERVER on a free loopback port with a temporary database,
 # waits for /healthz, runs `node --test tests/browser/*.test.mjs`, stops the server and exits
 # with the tests' status. Screenshots land in tests/browser/out/.
-# Env: FP_TRACES (default <repo>/../shared/data/traces), CHROMIUM (default /usr/bin/chromium).
+# Env: FP_TRACES (default <repo>/../shared/data/traces), CHROMIUM (default /usr/bin/chromium),
+# FP_BROWSER_TESTS (test files, default tests/browser/*.test.mjs).
 set -eu
 
 if [ $# -ne 1 ]; then echo "usage: $0 SERVER_BINARY" >&2; exit 2; fi
@@ -77,7 +78,9 @@ echo "run.sh: server $server on $FP_BASE_URL, traces $FP_TRACES"
 
 rm -rf "$here/out"; mkdir -p "$here/out"
 status=0
-node --test --test-concurrency=4 tests/browser/*.test.mjs || status=$?
+# FP_BROWSER_TESTS: the test files to run (default all; make test-browser-perf runs perf.test.mjs)
+# shellcheck disable=SC2086
+node --test --test-concurrency=4 ${FP_BROWSER_TESTS:-tests/browser/*.test.mjs} || status=$?
 if [ $status -ne 0 ]; then
   echo "run.sh: browser tests failed; last lines of the server log:" >&2
   tail -n 40 "$tmp/server.log" >&2

@@ -44,7 +44,7 @@ test('timeline: busy and event counts are the exact ones, whole session and zoom
   const z = await apiGet(`/api/v1/sessions/${id.big}/timeline?start_us=${v.s}&end_us=${v.e}&buckets=1`);
   const zb = await apiGet(`/api/v1/sessions/${id.big}/busy?start_us=${v.s}&end_us=${v.e}`);
   const g2 = await page.locator('#glance').innerText();
-  assert.ok(g2.includes(`${fmtInt(z.gpu_events)} GPU events`) && g2.includes(`busy ${pct(zb.devices[0].busy_fraction)}`), `${g2} vs ${z.gpu_events}`);
+  assert.ok(g2.includes(`${fmtInt(z.gpu_events)} GPU event${z.gpu_events === 1 ? "" : "s"}`) && g2.includes(`busy ${pct(zb.devices[0].busy_fraction)}`), `${g2} vs ${z.gpu_events}`);
   await shot(page, 'truth-timeline-zoomed.png');
   assertClean(problems, 'timeline counts');
   await page.close();
@@ -150,6 +150,11 @@ test('CPU-only traces: no CUDA columns, sorted by CPU total; ROCm traces say GPU
   const h = await page.$$eval('#operators thead th', (ths) => ths.map((t) => [t.textContent.replace(/[▲▼]/g, '').trim(), t.getAttribute('aria-sort')]));
   assert.ok(!h.some(([t]) => /CUDA|GPU/.test(t)), `no GPU columns: ${h.map((x) => x[0])}`);
   assert.deepEqual(h.filter((x) => x[1]).map((x) => x[0]), ['CPU total']);
+  await page.waitForSelector('#phases thead th');
+  await page.waitForSelector('#trend-chart svg');
+  const more = await page.$$eval('#phases thead th, #trend-metric option, #mem-ops thead th', (es) => es.map((e) => e.textContent).join(' | '));
+  assert.ok(!/CUDA|GPU/.test(more), `phases, trend metric and memory: no GPU words on a CPU-only trace: ${more}`);
+  assert.equal(await page.$eval('#trend-metric', (x) => x.value), 'cpu_time_total');
   await shot(page, 'truth-cpu-only.png');
   await page.goto(`${BASE}/session.html?id=${id.amd}`);
   await page.waitForSelector('#operators thead th');

@@ -115,7 +115,9 @@ test('timeline: search next/prev in the API order, select with all args, launch 
   // follow the flow back: the call's details list the kernel it launches
   await page.click('#details a.flow-link');
   await page.waitForFunction((r) => document.getElementById('details').dataset.ref === r, a.launched_by.ref);
-  assert.ok((await page.locator('#details').innerText()).includes(`Launches ${a.event.name}`));
+  const back = await page.locator('#details').innerText();
+  assert.ok(back.includes(`Launches ${a.event.name}`), back);
+  assert.ok(!/\bnull\b|undefined/.test(back), `no stray null in the details: ${back}`);
   await shot(page, 'timeline-select-flow.png');
 
   // click-select on the canvas: zoom to the kernel, click its middle

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# bench/shapes.sh SERVER: ingest of every trace shape of bench/gen_trace.c against the parse-only
+# floor (bench/floor/floor.cc, simdjson on-demand) and python's json.load (issue 24). `make bench`
+# runs it first, then bench/run.sh.
+#
+# For each shape, side by side in one run: the floor's seconds (best of BENCH_REPEAT), the
+# upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a fresh server), the
+# server's CPU seconds and peak RSS over those uploads, json.load's seconds (one run), and two
+# uploads of the same trace at once against one alone.
+#
+# Environment:
+#   BENCH_SHAPES="llm flat cpu threads names"   which shapes
+#   BENCH_SHAPE_MB=100     trace size in MB (10^6 bytes); names is 1.5x that (100,000 kernels)
+#   BENCH_BIG=1            also flat at 334 MB (the issue's 1.2M-event flat trace)
+#   BENCH_REPEAT=3         runs of the floor and of the upload (the best is reported)
+#   BENCH_SKIP_BASELINE=1  reuse json.load's cached seconds (bench/out/*.baseline)
+#   BENCH_PYTHON, BENCH_OUT as for bench/run.sh
+set -euo pipefail
+
+SERVER=${1:?usage: bench/shapes.sh SERVER   (e.g. build/firstpass-server)}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+case "$SERVER" in /*) ;; *) SERVER=$PWD/$SERVER ;; esac
+[ -x "$SERVER" ] || { echo "bench: $SERVER is not an executable" >&2; exit 2; }
+OUT=${BENCH_OUT:-$ROOT/bench/out}
+SHAPES=${BENCH_SHAPES:-llm flat cpu threads names}
+MB=${BENCH_SHAPE_MB:-100}
+REPEAT=${BENCH_REPEAT:-3}
+PY=${BENCH_PYTHON:-python3}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+log() { printf 'bench: %s\n' "$*" >&2; }
+for t in curl cc make "$PY" /usr/bin/time; do command -v "$t" >/dev/null || { log "missing tool: $t"; exit 2; }; done
+
+GEN=$OUT/gen_trace
+if [ ! -x "$GEN" ] || [ "$ROOT/bench/gen_trace.c" -nt "$GEN" ]; then
+  cc -O2 -std=c11 -Wall -Wextra -o "$GEN" "$ROOT/bench/gen_trace.c"
+fi
+FLOOR=$ROOT/bench/out/floor # make bench-floor
+make -s -C "$ROOT" bench-floor >/dev/null || { log "cannot build the floor (apt-get install libsimdjson-dev)"; exit 2; }
+
+TMPD=$(mktemp -d "$OUT/shapes.XXXXXX")
+cp "$SERVER" "$TMPD/firstpass-server" # a rebuild during the run cannot mix two binaries
+SERVER=$TMPD/firstpass-server
+TICK=$(getconf CLK_TCK)
+SPID=""
+cleanup() {
+  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
+  rm -rf "$TMPD"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+start_server() {
+  PORT=$(free_port)
+  rm -f "$TMPD/db" "$TMPD/db-wal" "$TMPD/db-shm"
+  "$SERVER" --bind 127.0.0.1 --port "$PORT" --db "$TMPD/db" --static "$ROOT/static" --quiet 2>"$TMPD/server.log" &
+  SPID=$!
+  for _ in $(seq 100); do
+    curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
+    kill -0 "$SPID" 2>/dev/null || { log "server exited at start:"; cat "$TMPD/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  log "server did not answer /healthz"; exit 1
+}
+stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null || true; SPID=""; }
+cpu_s() { awk -v t="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$SPID/stat"; }
+hwm_mb() { awk '/^VmHWM:/ {printf "%.1f", $2/1024}' "/proc/$SPID/status"; }
+# upload F [TAG]: prints curl's time_total; fails unless 201
+upload() {
+  local r tag=${2:-}
+  r=$(curl -sS -o "$TMPD/post$tag.json" -w '%{http_code} %{time_total}' -H 'Content-Type: application/json' \
+        --data-binary @"$1" "http://127.0.0.1:$PORT/api/v1/sessions")
+  [ "${r% *}" = 201 ] || { log "upload failed: HTTP $r $(cat "$TMPD/post$tag.json")"; exit 1; }
+  echo "${r#* }"
+}
+min() { tr ' ' '\n' | grep . | sort -g | head -1; }
+BASELINE='import json, sys
+d=json.load(open(sys.argv[1])); s={}; [s.__setitem__(e.get("name"), s.get(e.get("name"),0)+e.get("dur",0)) for e in d["traceEvents"]]'
+
+RES=$OUT/shapes.md
+{
+  echo "Machine: $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(uname -r);"
+  echo "server $("$SERVER" --version 2>&1 | head -1), sha256 $(sha256sum "$SERVER" | cut -c1-12); $(date -u +%Y-%m-%dT%H:%MZ);"
+  echo "load average at the start $(cut -d' ' -f1-3 /proc/loadavg); best of $REPEAT for the floor and the upload."
+  echo
+  echo "| shape | MB | events | floor s | firstpass s | **x floor** | json.load s | **x json.load** | server CPU s (/wall) | peak RSS MB | two at once s | **each vs alone** |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+} >"$RES"
+
+LIST=$SHAPES
+[ "${BENCH_BIG:-0}" = 1 ] && LIST="$LIST flat:334"
+for item in $LIST; do
+  shape=${item%%:*}
+  size=$MB
+  [ "$shape" = names ] && size=$((MB * 3 / 2))
+  case "$item" in *:*) size=${item#*:} ;; esac
+  F=$OUT/shape-$shape-${size}MB.json
+  if [ ! -s "$F" ] || [ "$GEN" -nt "$F" ]; then
+    log "generating $F"
+    "$GEN" --shape "$shape" -s "${size}M" -o "$F.tmp" 2>/dev/null && mv "$F.tmp" "$F"
+  fi
+  # floor
+  fl=""
+  for _ in $(seq "$REPEAT"); do fl="$fl $("$FLOOR" "$F" | cut -d' ' -f1)"; done
+  fl=$(echo "$fl" | min)
+  # firstpass: each upload into a fresh server (an empty database, as the floor has no state)
+  fp=""; cpu=""; rss=0
+  for _ in $(seq "$REPEAT"); do
+    start_server
+    c0=$(cpu_s)
+    t=$(upload "$F")
+    fp="$fp $t"
+    cpu="$cpu $("$PY" -c "print(round($(cpu_s) - $c0, 2))")"
+    rss=$("$PY" -c "print(max($rss, $(hwm_mb)))")
+    stop_server
+  done
+  events=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$TMPD/post.json")
+  best=$(echo "$fp" | min)
+  cpu=$(echo "$cpu" | min)
+  # two uploads at once into one server, each against the best alone
+  start_server
+  upload "$F" a >"$TMPD/ta" &
+  p1=$!
+  upload "$F" b >"$TMPD/tb" &
+  p2=$!
+  wait $p1 $p2
+  two="$(cat "$TMPD/ta") $(cat "$TMPD/tb")"
+  rss=$("$PY" -c "print(max($rss, $(hwm_mb)))")
+  stop_server
+  # json.load
+  if [ "${BENCH_SKIP_BASELINE:-0}" = 1 ] && [ -s "$F.baseline" ]; then
+    js=$(cat "$F.baseline")
+  else
+    /usr/bin/time -f "%e" -o "$TMPD/time" "$PY" -c "$BASELINE" "$F"
+    js=$(cat "$TMPD/time"); echo "$js" >"$F.baseline"
+  fi
+  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$best" "$js" "$cpu" "$rss" $two <<'EOF'
+import sys
+shape, size, events, fl, fp, js, cpu, rss, a, b = sys.argv[1:]
+fl, fp, js, cpu, a, b = map(float, (fl, fp, js, cpu, a, b))
+print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} | {fp:.2f} | **{fp / fl:.2f}x** | {js:.2f} | **{js / fp:.2f}x** | "
+      f"{cpu:.2f} ({cpu / fp:.2f}) | {float(rss):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
+EOF
+)
+  echo "$line" >>"$RES"
+  log "$line"
+done
+echo >>"$RES"
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2); x json.load: json.load s / firstpass s (target >= 8); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
+cat "$RES"
