@@ -6,7 +6,7 @@
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
 #   make test-valgrind  the unit tests under valgrind (CI runs it after test-asan)
 #   make test-reliability / test-fuzz   short runs (part of make test; knobs below)
-#   make test-hostile  hostile uploads and slow clients under resource bounds (part of make test)
+#   make test-hostile  hostile uploads and slow clients under resource bounds (~60-90 s idle, not in make test)
 #   make fuzz-long  exploratory fuzzing, random seed, 300 s a target (tests/fuzz/run.sh)
 #   make bench      benchmarks (bench/README.md)
 #   make install    PREFIX=/usr/local DESTDIR= (server, static/, and the collector's files when built)
@@ -103,7 +103,6 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-triage
 	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-reliability
-	@$(MAKE) --no-print-directory test-hostile
 	@$(MAKE) --no-print-directory test-fuzz
 	@$(MAKE) --no-print-directory test-openapi
 	@$(MAKE) --no-print-directory test-browser
@@ -136,7 +135,8 @@ test-triage: server
 # uploads under read load, SIGTERM while connections arrive. (regress.sh is not here yet: its
 # empty_label_key case fails until api/session.c refuses an empty key in "firstpass".labels.)
 # Hostile inputs and clients (issue 22): peak RSS, CPU and stored bytes under stated
-# bounds, slow clients cut off (tests/reliability/hostile.sh; ~50 s).
+# bounds, slow clients cut off (tests/reliability/hostile.sh; 22 cases, each a fresh
+# server: ~60-90 s on an idle 2-core VM, 4 min under load, so not in make test).
 test-hostile: server
 	@tests/reliability/hostile.sh $(SERVER)
 

@@ -259,6 +259,11 @@ static int get_labels(const json_t *obj, fp_session_meta *out, char *err, size_t
     n = json_object_size(v);
     if (n == 0)
         return 0;
+    /* The same bounds as ?label=: the object was bounded only by the trace's size. */
+    if (n > FP_LABELS_MAX) {
+        set_err(err, errlen, "firstpass.labels has %zu labels; at most %d", n, FP_LABELS_MAX);
+        return -1;
+    }
     out->labels = calloc(n, sizeof *out->labels);
     if (out->labels == NULL) {
         set_err(err, errlen, "out of memory");
@@ -271,6 +276,10 @@ static int get_labels(const json_t *obj, fp_session_meta *out, char *err, size_t
         }
         if (key[0] == '\0') {
             set_err(err, errlen, "firstpass.labels keys must not be empty");
+            return -1;
+        }
+        if (strlen(key) + 1 + json_string_length(val) > FP_LABEL_MAX_BYTES) {
+            set_err(err, errlen, "firstpass.labels.%.64s: key:value is longer than %d bytes", key, FP_LABEL_MAX_BYTES);
             return -1;
         }
         out->labels[i].key = strdup(key);

@@ -12,6 +12,8 @@
 
 #define FP_SESSION_FORMAT  "firstpass-session" /* value of firstpass.format */
 #define FP_SESSION_VERSION 1                   /* value of firstpass.version */
+#define FP_LABELS_MAX      64                  /* labels in firstpass.labels (as ?label= takes) */
+#define FP_LABEL_MAX_BYTES 512                 /* one label's key:value (as ?label= takes) */
 
 typedef struct fp_label {
     char *key;   /* non-empty, heap-owned */

@@ -208,6 +208,9 @@ const FP = (() => {
       if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
       else if (k === 'class') e.className = v;
       else if (k === 'dataset') Object.assign(e.dataset, v);
+      // through the CSSOM: the server's Content-Security-Policy (style-src 'self') blocks
+      // style attributes, not this
+      else if (k === 'style') e.style.cssText = v;
       else if (v === true) e.setAttribute(k, '');
       else e.setAttribute(k, v);
     }

@@ -35,6 +35,9 @@
 #define SMALL_BODY_MAX (256u << 10) /* PUT bodies */
 #define UPLOAD_LABELS_MAX 64        /* ?label= of one upload */
 #define HTTP_MAX_PARAMS 1000        /* query parameters of one request */
+#define HTTP_CSP                                                                                    \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " \
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 /* Per-connection state, created on the first callback of a request. */
 struct conn {
@@ -130,6 +133,12 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
     /* Draining for a stop: a keep-alive client must not start another request here. */
     if (atomic_load(&g_stopping) || r->close) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    /* The dashboard loads only its own files (no inline script or style), so a name that
+     * slipped through as HTML still could not run, load or send anything elsewhere; and no
+     * other site may frame it (clickjacking). On every reply: a JSON one opened as a page
+     * gets the same. X-Frame-Options for browsers without frame-ancestors. */
+    MHD_add_response_header(resp, "Content-Security-Policy", HTTP_CSP);
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     struct timespec t1;

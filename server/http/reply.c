@@ -5,6 +5,7 @@
 #include "http/reply.h"
 
 #include <microhttpd.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,6 +164,17 @@ int http_text(http_reply *out, int status, const char *ctype, char *text, size_t
     out->text_len = len;
     out->content_type = ctype;
     return 0;
+}
+
+int http_client_gone(void *cls) {
+    const http_req *r = cls;
+    if (!r || !r->conn) return 0;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 0;
+    char c;
+    /* 0: an orderly close (EOF); bytes or EAGAIN: still there (a pipelined request is data) */
+    ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0;
 }
 
 /* ---- parameters every route reads alike ---- */

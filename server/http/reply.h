@@ -52,6 +52,9 @@ const char *http_query(const http_req *r, const char *key);  /* first value or N
  * the request has (which may exceed max: the caller then refuses the request). */
 int http_query_all(const http_req *r, const char *key, const char **vals, int max);
 const char *http_header(const http_req *r, const char *name);
+/* 1 when the client has closed its side of the connection (a long reply nobody will read
+ * can stop: query_timeline's gone callback); cls is the http_req. */
+int http_client_gone(void *cls);
 /* 1 when the client asked for text/plain (Accept or ?format=text). */
 int http_wants_text(const http_req *r);
 int http_accepts_gzip(const http_req *r);

@@ -70,6 +70,7 @@ static int num_param(http_req *rq, http_reply *out, const char *key, double *v) 
 
 static int db_fail(http_reply *out, int rc, long long id) {
     if (rc == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session %lld", id);
+    if (rc == ERR_FULL) return http_error(out, ERR_FULL, "the disk is full: delete sessions to free space");
     return http_error(out, rc, "the query failed");
 }
 
@@ -390,7 +391,7 @@ static int h_timeline(app *a, http_req *rq, http_reply *out) {
         return http_error(out, ERR_PARAM, "start_us and end_us must lie within +-9e15 (microseconds)");
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, &body));
+    WITH_DB(a, out, query_timeline(db_, rq->id, s, e, (int)nb, http_client_gone, rq, &body));
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 

@@ -150,6 +150,7 @@ int import_finish(importer *im, long long *id, unsigned long long *events) {
     rc = loader_commit(im->ld, im->received, id, err, sizeof err);
     if (rc) return fail(im, rc, "%s", err);
     store_note_upload(im->pool->st); /* committed: a cached sessions list is now stale (store.h) */
+    store_reserve(im->pool->st);     /* retaken if a full disk had used it (store.h) */
     return 0;
 }
 

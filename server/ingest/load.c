@@ -64,6 +64,7 @@ struct loader {
     char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
     int attached;
     unsigned long long seen; /* events store_event took (the loader thread's count) */
+    int failed_full;         /* loader_commit failed with ERR_FULL */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
@@ -701,6 +702,7 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     log_step("write_session", &t0);
 out:
     analysis_free(&a);
+    l->failed_full = rc == ERR_FULL;
     if (rc) snprintf(err, errlen, "%s", l->err[0] ? l->err : "the session could not be stored");
     return rc;
 }
@@ -725,7 +727,9 @@ void loader_free(loader *l) {
         /* After a big write the WAL file keeps its size (journal_size_limit cuts it only
          * when the next writer restarts it): TRUNCATE waits (busy timeout) for readers on
          * older snapshots, then empties the file, here, after the reply went out. */
-        if ((long long)frames * page_size(l->t.db) > LOAD_WAL_TRUNCATE_BYTES)
+        /* A commit that failed on a full disk left its frames in the WAL file (not counted
+         * in frames): emptying it gives that room back, so a delete can run (store.h). */
+        if ((long long)frames * page_size(l->t.db) > LOAD_WAL_TRUNCATE_BYTES || l->failed_full)
             sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_wal_autocheckpoint(l->t.db, 1000);
         store_put(l->st, l->t.db);

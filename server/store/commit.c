@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "lib/err.h"
+#include "store/store.h"
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB; }
 
@@ -135,6 +136,7 @@ int store_commit_session(sqlite3 *db, const store_session_in *in, long long *id,
     if (!rc) rc = exec(db, "COMMIT");
     if (rc) {
         snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : sqlite3_errmsg(db));
+        if (rc == ERR_DB) rc = store_errcode(db); /* a full disk is 507: deletes still free space */
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     free(meta);

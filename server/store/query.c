@@ -665,6 +665,7 @@ static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n)
 }
 
 #define TL_MAX_EVENTS 2000
+#define TL_MAX_TRACKS 200 /* tracks drawn on their own; the rest are merged into one */
 
 typedef struct tl_ev {
     double ts, dur;
@@ -685,7 +686,10 @@ static int by_start(const void *pa, const void *pb) {
 static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
     sqlite3_stmt *s;
     json_t *arr = json_array();
-    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ? ORDER BY seq",
+    /* No ORDER BY seq: with it SQLite walked the session's primary key, every chunk of
+     * every track, for each track (quadratic: 50k tracks took 209 s, issue 22); on
+     * event_chunks_track it reads only this track's chunks, and the events are sorted below. */
+    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?",
                            -1, &s, NULL) != SQLITE_OK) return arr;
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, track);
@@ -727,12 +731,41 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
  * gpu_user_annotation ranges). Why a scan and not the buckets: a bucket counts the
  * events starting in it, so a window's edges and the events that began before it would
  * be guessed; the chunks of the window are read once. */
-static long long track_count(sqlite3 *db, long long id, int track, double a, double b, long long *gpu) {
-    sqlite3_stmt *s;
+/* The merged track's buckets, built from the events themselves (no pyramid blob is
+ * inflated: 48 KiB of zlib per track was most of the cost): busy time per bucket through
+ * a difference array (O(1) an event however long), events by the bucket they start in,
+ * and the longest of those as its "top". */
+typedef struct tl_acc {
+    double a, w;
+    int nb;
+    double *busy, *cover, *topdur;
+    uint32_t *count, *top;
+} tl_acc;
+
+static void acc_add(tl_acc *c, double ts, double dur, uint32_t name) {
+    double fs = (ts - c->a) / c->w, fe = (ts + dur - c->a) / c->w;
+    if (fs < 0) fs = 0;
+    if (fe > c->nb) fe = c->nb;
+    if (fe < fs || fs >= c->nb) return;
+    int i0 = (int)fs, i1 = (int)fe; /* i1 == nb: to the window's end */
+    if (i0 == i1) {
+        c->busy[i0] += (fe - fs) * c->w;
+    } else {
+        c->busy[i0] += (i0 + 1 - fs) * c->w;
+        if (i1 < c->nb) c->busy[i1] += (fe - i1) * c->w;
+        c->cover[i0 + 1] += 1; /* buckets i0+1 .. i1-1 are covered whole */
+        c->cover[i1] -= 1;
+    }
+    if (ts >= c->a) {
+        c->count[i0]++;
+        if (dur > c->topdur[i0]) { c->topdur[i0] = dur; c->top[i0] = name; }
+    }
+}
+
+static long long track_count(sqlite3_stmt *s, long long id, int track, double a, double b, long long *gpu, tl_acc *acc) {
     long long n = 0;
     *gpu = 0;
-    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?",
-                           -1, &s, NULL) != SQLITE_OK) return 0;
+    if (!s) return 0;
     sqlite3_bind_int64(s, 1, id);
     sqlite3_bind_int(s, 2, track);
     sqlite3_bind_double(s, 3, b);
@@ -747,10 +780,11 @@ static long long track_count(sqlite3 *db, long long id, int track, double a, dou
             if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
             n++;
             if (r.cls == EV_GPU) (*gpu)++;
+            if (acc) acc_add(acc, r.ts, r.dur, r.name);
         }
     }
     buf_free(&in);
-    sqlite3_finalize(s);
+    sqlite3_reset(s);
     return n;
 }
 
@@ -827,7 +861,8 @@ static json_t *in_window(const json_t *arr, double a, double b) {
 /* One track of the reply: its events when few are in the window, else resampled buckets,
  * and its exact event count (added to *ngpu, *ncpu); NULL for a track with no timed events. */
 static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
-                              sqlite3_stmt *tb, sqlite3_stmt *names, unsigned char *scratch, long long *ngpu, long long *ncpu) {
+                              sqlite3_stmt *tb, sqlite3_stmt *names, sqlite3_stmt *cnt, unsigned char *scratch, long long *ngpu,
+                              long long *ncpu) {
     int idx = (int)json_integer_value(json_object_get(t, "index"));
     const unsigned char *blob = track_buckets(tb, id, idx, scratch);
     json_t *o = NULL;
@@ -836,7 +871,7 @@ static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const 
         int few = tl_estimate(blob, g, a, b) <= TL_MAX_EVENTS;
         json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
         json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
-        long long gpu, n = track_count(db, id, idx, a, b, &gpu);
+        long long gpu, n = track_count(cnt, id, idx, a, b, &gpu, NULL);
         json_object_set_new(o, "count", json_integer(n));
         if (!strcmp(json_string_value(json_object_get(t, "kind")), "gpu")) *ngpu += gpu;
         else *ncpu += n;
@@ -845,7 +880,68 @@ static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const 
     return o;
 }
 
-int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+/* The tracks beyond TL_MAX_TRACKS, merged into one: their events in acc, their counts. */
+typedef struct tl_other {
+    tl_acc acc;
+    long long tracks, count;
+    int gpu_only;
+} tl_other;
+
+static int other_init(tl_other *o, double a, double b, int nb) {
+    tl_acc *c = &o->acc;
+    c->a = a;
+    c->nb = nb;
+    c->w = (b - a) / nb;
+    c->busy = calloc((size_t)nb + 1, sizeof *c->busy);
+    c->cover = calloc((size_t)nb + 1, sizeof *c->cover);
+    c->topdur = calloc((size_t)nb + 1, sizeof *c->topdur);
+    c->count = calloc((size_t)nb + 1, sizeof *c->count);
+    c->top = calloc((size_t)nb + 1, sizeof *c->top);
+    for (int k = 0; c->topdur && k <= nb; k++) c->topdur[k] = -1;
+    o->gpu_only = 1;
+    return c->busy && c->cover && c->topdur && c->count && c->top ? 0 : ERR_NOMEM;
+}
+
+static void other_free(tl_other *o) {
+    free(o->acc.busy); free(o->acc.cover); free(o->acc.topdur); free(o->acc.count); free(o->acc.top);
+}
+
+static json_t *other_track(tl_other *o, sqlite3_stmt *names) {
+    tl_acc *c = &o->acc;
+    json_t *bk = json_array();
+    char name[512], label[64];
+    double cover = 0;
+    for (int k = 0; k < c->nb; k++) {
+        cover += c->cover[k];
+        double busy = c->busy[k] + cover * c->w;
+        double share = c->w > 0 ? busy / c->w : 0;
+        json_array_append_new(bk, json_pack("{s:f,s:f,s:f,s:I,s:s}", "ts_us", c->a + k * c->w, "dur_us", c->w, "busy", share > 1 ? 1.0 : share,
+                                            "count", (json_int_t)c->count[k], "top", c->count[k] ? string_of(names, c->top[k], name, sizeof name) : ""));
+    }
+    snprintf(label, sizeof label, "%lld other tracks, merged", o->tracks);
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:I}", "id", o->gpu_only ? "gpu:*:other" : "cpu:*:other", "kind", o->gpu_only ? "gpu" : "cpu",
+                     "label", label, "mode", "buckets", "buckets", bk, "count", (json_int_t)o->count, "other", (json_int_t)o->tracks);
+}
+
+static int by_est_desc(const void *pa, const void *pb) {
+    double x = *(const double *)pa, y = *(const double *)pb;
+    return (x < y) - (x > y);
+}
+
+/* The events a track must hold to be drawn on its own: the TL_MAX_TRACKS-th most (every
+ * track when there are no more than that). */
+static double draw_threshold(const double *est, size_t n) {
+    if (n <= TL_MAX_TRACKS) return -0.5;
+    double *c = malloc(n * sizeof *c);
+    if (!c) return -0.5;
+    memcpy(c, est, n * sizeof *c);
+    qsort(c, n, sizeof *c, by_est_desc);
+    double t = c[TL_MAX_TRACKS - 1];
+    free(c);
+    return t < 0 ? -0.5 : t;
+}
+
+int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -853,22 +949,52 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t
     if (!isfinite(a) || a < g.s0) a = g.s0;
     if (!isfinite(b) || b > g.s1 || b <= a) b = g.s1 > a ? g.s1 : a + 1;
     if (g.s1 - g.s0 > 0) g.w0 = (g.s1 - g.s0) / TL_BUCKETS;
-    sqlite3_stmt *names = NULL, *tb = NULL;
+    sqlite3_stmt *names = NULL, *tb = NULL, *cnt = NULL;
     sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
     sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
+    sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?", -1, &cnt, NULL);
     unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
-    rc = !names || !tb ? ERR_DB : !scratch ? ERR_NOMEM : 0;
+    const json_t *all = json_object_get(doc, "tracks");
+    size_t ntr = json_array_size(all);
+    double *est = calloc(ntr + 1, sizeof *est);
+    rc = !names || !tb || !cnt ? ERR_DB : !scratch || !est ? ERR_NOMEM : 0;
     json_t *tracks = json_array(), *t;
     size_t i;
     long long ngpu = 0, ncpu = 0;
+    tl_other other = {0};
     if (!rc) sqlite3_bind_int64(names, 1, id);
-    if (!rc) json_array_foreach(json_object_get(doc, "tracks"), i, t) {
-        json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, scratch, &ngpu, &ncpu);
-        if (o) json_array_append_new(tracks, o);
+    /* Each track costs a few indexed lookups: linear in tracks. At most TL_MAX_TRACKS,
+     * those with the most events, are drawn; the rest become one merged track. Between tracks the client is checked: a reply nobody reads
+     * stops being computed (ERR_CONFLICT, never cached). */
+    if (!rc) json_array_foreach(all, i, t) est[i] = (double)json_integer_value(json_object_get(t, "events"));
+    double thr = rc ? 0 : draw_threshold(est, ntr);
+    size_t drawn = 0;
+    if (!rc) json_array_foreach(all, i, t) {
+        if (!(i % 64) && gone && gone(gone_ctx)) { rc = ERR_CONFLICT; break; }
+        if (est[i] >= thr && drawn < TL_MAX_TRACKS) {
+            json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, cnt, scratch, &ngpu, &ncpu);
+            if (o) json_array_append_new(tracks, o), drawn++;
+            continue;
+        }
+        if (!other.acc.busy && (rc = other_init(&other, a, b, nb))) break;
+        int idx = (int)json_integer_value(json_object_get(t, "index"));
+        const char *kind = json_string_value(json_object_get(t, "kind"));
+        int isgpu = kind && !strcmp(kind, "gpu");
+        long long gpu, n = track_count(cnt, id, idx, a, b, &gpu, &other.acc);
+        if (isgpu) ngpu += gpu;
+        else ncpu += n;
+        if (!n) continue; /* no timed event in the window: not drawn, like timeline_track's */
+        other.tracks++;
+        other.count += n;
+        other.gpu_only &= isgpu;
     }
+    if (!rc && other.tracks) json_array_append_new(tracks, other_track(&other, names));
     sqlite3_finalize(names);
     sqlite3_finalize(tb);
+    sqlite3_finalize(cnt);
     free(scratch);
+    free(est);
+    other_free(&other);
     if (!rc)
         *out = json_pack("{s:f,s:f,s:I,s:I,s:o,s:o,s:o}", "start_us", a, "end_us", b, "gpu_events", (json_int_t)ngpu, "cpu_events",
                          (json_int_t)ncpu, "tracks", tracks, "phases", in_window(json_object_get(doc, "phases"), a, b), "gaps",

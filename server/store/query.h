@@ -43,7 +43,11 @@ int query_steps(sqlite3 *db, long long id, json_t **out);
 /* Allocated memory over time per device (analysis/memory.c) and the operators that allocate. */
 int query_memory(sqlite3 *db, long long id, json_t **out);
 int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
-int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
+/* gone (may be NULL): polled between tracks; when it returns 1 the query stops with
+ * ERR_CONFLICT (the client hung up). At most 200 tracks are drawn, those with the most
+ * events in the window; the rest are one merged track ("other": how many). */
+int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, int (*gone)(void *), void *gone_ctx,
+                   json_t **out);
 
 /* GET /events: one event with its args and launch flow. Exactly one way to name it:
  * ref ("TRACK:SEQ:I", from an earlier reply), or track (a timeline track id) and ts_us

@@ -7,12 +7,15 @@
 #include "store/store.h"
 #include "lib/err.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "schema_sql.h"
 
@@ -180,6 +183,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
         goto fail;
     }
     store_put(s, db);
+    store_reserve(s); /* best effort: a full disk at start-up leaves it for later */
     return s;
 fail:
     pthread_mutex_destroy(&s->lock);
@@ -233,6 +237,8 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
         if (changes) *changes = sqlite3_changes(db);
         s->gen++; /* after the commit (autocommit), never before: see store_generation */
         s->lgen++;
+    } else {
+        rc = store_errcode(db);
     }
 out:
     sqlite3_finalize(st);
@@ -244,9 +250,52 @@ unsigned long store_generation(store *s) { return s->gen; }
 unsigned long store_list_generation(store *s) { return s->lgen; }
 void store_note_upload(store *s) { s->lgen++; }
 
+int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL ? ERR_FULL : ERR_DB; }
+
+/* ---- the reserve: room for deletes on a full disk ---- */
+
+/* A delete writes its pages to the WAL before any space comes back, so on a full disk it
+ * failed too (500) and space could not be freed through the API (issue 22). The server
+ * keeps STORE_RESERVE_BYTES allocated in "<db>-reserve"; a delete that finds the disk full
+ * gives it up and tries again, and it is taken back once there is room. */
+static void reserve_path(const store *s, char *out, size_t n) { snprintf(out, n, "%s-reserve", s->path); }
+
+int store_reserve(store *s) {
+    char p[4200];
+    reserve_path(s, p, sizeof p);
+    struct stat st;
+    if (!stat(p, &st) && st.st_size >= (off_t)STORE_RESERVE_BYTES) return 0;
+    /* Taken only with 1 MiB left beside it, so taking it never fills the disk itself. */
+    struct statvfs vs;
+    if (!statvfs(s->path, &vs) && (unsigned long long)vs.f_bavail * vs.f_frsize < STORE_RESERVE_BYTES + (1ull << 20)) return ERR_FULL;
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return ERR_IO;
+    int rc = posix_fallocate(fd, 0, (off_t)STORE_RESERVE_BYTES);
+    close(fd);
+    if (rc) unlink(p); /* no room yet: a partial reserve would only take space */
+    return rc ? ERR_FULL : 0;
+}
+
+static int release_reserve(store *s) {
+    char p[4200];
+    reserve_path(s, p, sizeof p);
+    return unlink(p) ? -1 : 0;
+}
+
 int store_delete_session(store *s, long long id) {
     int changes = 0;
     int rc = exec_one(s, "DELETE FROM sessions WHERE id = ?1", id, NULL, NULL, &changes);
+    if (rc == ERR_FULL && !release_reserve(s)) rc = exec_one(s, "DELETE FROM sessions WHERE id = ?1", id, NULL, NULL, &changes);
+    if (!rc && changes) {
+        /* the delete's WAL frames into the database (pages it freed are reused in place),
+         * then the WAL emptied: its space comes back, and the reserve is taken again */
+        sqlite3 *db = store_get(s);
+        if (db) {
+            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+            store_put(s, db);
+        }
+        store_reserve(s);
+    }
     return rc ? rc : changes ? 0 : ERR_NOTFOUND;
 }
 

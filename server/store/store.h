@@ -26,8 +26,16 @@ sqlite3 *store_get(store *s);
 void store_put(store *s, sqlite3 *db);
 
 /* Deletes a session and, through ON DELETE CASCADE, all it owns.
- * 0, ERR_NOTFOUND or ERR_DB. */
+ * 0, ERR_NOTFOUND, ERR_FULL (the disk is full even with the reserve given up), ERR_DB.
+ * Then the WAL is truncated and the reserve taken back (store_reserve). */
 int store_delete_session(store *s, long long id);
+/* STORE_RESERVE_BYTES kept allocated beside the database ("<db>-reserve") so that a delete
+ * can run on a full disk; 0, or ERR_FULL when there is no room for it now (retried after
+ * each delete and upload). */
+#define STORE_RESERVE_BYTES (8u << 20)
+int store_reserve(store *s);
+/* ERR_FULL when db's last error was SQLITE_FULL (disk full), else ERR_DB. */
+int store_errcode(sqlite3 *db);
 
 /* Saves (text non-empty) or clears (text NULL or "") one edited report line. */
 int store_set_report_line(store *s, long long id, const char *line, const char *text);

@@ -11,6 +11,7 @@ generated here, streamed through zlib, so the test needs no fixture files.
   tracks N      N threads with 2 events each (a trace for /timeline)
   longnames N   N distinct operator names of 1 MiB each, one event each
   bignames N    N events sharing one 1 MiB name
+  distinct N    N events with distinct 200-byte names (each upload stores ~N x 0.5 KB)
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
 """
 import sys
@@ -62,6 +63,10 @@ def gen(kind, n):
     if kind == "bignames":
         big = "n" * (1 << 20)
         return events(ev(big, 1, 1, i) for i in range(n))
+    if kind == "distinct":
+        import os
+        salt = os.urandom(4).hex()
+        return events(ev(salt + "%08d" % i + "d" * 188, 1, 1, i) for i in range(n))
     if kind == "repeat":
         one = ev("aten::mm", 1, 1, 1)
         return events(one for _ in range(n))

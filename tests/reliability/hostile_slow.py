@@ -7,7 +7,8 @@
 Each connection comes from SRC (default 127.0.0.1). Waits until the server closed every
 connection or MAX_S seconds passed, then prints one line per connection: the seconds it
 stayed open ("open" when the server never closed it) and what the server answered, if
-anything. Exit status 0 in all cases: the calling script judges the numbers.
+anything. "ready" goes to stderr once every head is sent. Exit status 0 in all cases: the
+calling script judges the numbers.
 """
 import socket
 import sys
@@ -32,6 +33,8 @@ def main():
             conns.append([s, None, b""])
         except OSError as e:
             conns.append([None, 0.0, ("refused: %s" % e).encode()])
+    sys.stderr.write("ready\n")  # every head is sent: the caller may go on
+    sys.stderr.flush()
     while time.monotonic() - t0 < max_s and any(c[1] is None for c in conns):
         for c in conns:
             if c[1] is not None:

@@ -349,7 +349,7 @@ static void test_timeline_tracks_whoever_buckets_them(void **state) {
         assert_int_equal(import(t, &id), 0);
         sqlite3 *db = store_get(st);
         json_t *tl = NULL;
-        assert_int_equal(query_timeline(db, id, 0, 1000, 100, &tl), 0);
+        assert_int_equal(query_timeline(db, id, 0, 1000, 100, NULL, NULL, &tl), 0);
         store_put(st, db);
         assert_int_equal((int)json_array_size(json_object_get(tl, "tracks")), streams + 1);
         json_decref(tl);
