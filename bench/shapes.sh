@@ -3,10 +3,11 @@
 # floor (bench/floor/floor.cc, simdjson on-demand) and python's json.load (issue 24). `make bench`
 # runs it first, then bench/run.sh.
 #
-# For each shape, side by side in one run: the floor's seconds (best of BENCH_REPEAT), the
-# upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a fresh server), the
-# server's CPU seconds and peak RSS over those uploads, json.load's seconds (one run), and two
-# uploads of the same trace at once against one alone.
+# For each shape, side by side in one run: the floor's seconds and CPU seconds (best of
+# BENCH_REPEAT), the upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a
+# fresh server), the server's CPU seconds and peak RSS over those uploads, json.load's seconds
+# (one run), and two uploads of the same trace at once against one alone, with that server's
+# peak RSS.
 #
 # Environment:
 #   BENCH_SHAPES="llm flat cpu threads names"   which shapes
@@ -84,8 +85,8 @@ RES=$OUT/shapes.md
   echo "server $("$SERVER" --version 2>&1 | head -1), sha256 $(sha256sum "$SERVER" | cut -c1-12); $(date -u +%Y-%m-%dT%H:%MZ);"
   echo "load average at the start $(cut -d' ' -f1-3 /proc/loadavg); best of $REPEAT for the floor and the upload."
   echo
-  echo "| shape | MB | events | floor s | firstpass s | **x floor** | json.load s | **x json.load** | server CPU s (/wall) | peak RSS MB | two at once s | **each vs alone** |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| shape | MB | events | floor s (CPU s) | firstpass s (server CPU s) | **x floor** (CPU) | json.load s | **x json.load** | peak RSS MB alone / two at once | two at once s | **each vs alone** |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$RES"
 
 LIST=$SHAPES
@@ -101,9 +102,14 @@ for item in $LIST; do
     "$GEN" --shape "$shape" -s "${size}M" -o "$F.tmp" 2>/dev/null && mv "$F.tmp" "$F"
   fi
   # floor
-  fl=""
-  for _ in $(seq "$REPEAT"); do fl="$fl $("$FLOOR" "$F" | cut -d' ' -f1)"; done
+  fl=""; flcpu=""
+  for _ in $(seq "$REPEAT"); do
+    /usr/bin/time -f "%U %S" -o "$TMPD/ftime" "$FLOOR" "$F" >"$TMPD/fout"
+    fl="$fl $(cut -d' ' -f1 "$TMPD/fout")"
+    flcpu="$flcpu $(awk '{printf "%.2f", $1 + $2}' "$TMPD/ftime")"
+  done
   fl=$(echo "$fl" | min)
+  flcpu=$(echo "$flcpu" | min)
   # firstpass: each upload into a fresh server (an empty database, as the floor has no state)
   fp=""; cpu=""; rss=0
   for _ in $(seq "$REPEAT"); do
@@ -115,6 +121,7 @@ for item in $LIST; do
     rss=$("$PY" -c "print(max($rss, $(hwm_mb)))")
     stop_server
   done
+  rss1=$rss
   events=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$TMPD/post.json")
   best=$(echo "$fp" | min)
   cpu=$(echo "$cpu" | min)
@@ -126,7 +133,7 @@ for item in $LIST; do
   p2=$!
   wait $p1 $p2
   two="$(cat "$TMPD/ta") $(cat "$TMPD/tb")"
-  rss=$("$PY" -c "print(max($rss, $(hwm_mb)))")
+  rss2=$(hwm_mb)
   stop_server
   # json.load
   if [ "${BENCH_SKIP_BASELINE:-0}" = 1 ] && [ -s "$F.baseline" ]; then
@@ -135,17 +142,17 @@ for item in $LIST; do
     /usr/bin/time -f "%e" -o "$TMPD/time" "$PY" -c "$BASELINE" "$F"
     js=$(cat "$TMPD/time"); echo "$js" >"$F.baseline"
   fi
-  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$best" "$js" "$cpu" "$rss" $two <<'EOF'
+  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" $two <<'EOF'
 import sys
-shape, size, events, fl, fp, js, cpu, rss, a, b = sys.argv[1:]
-fl, fp, js, cpu, a, b = map(float, (fl, fp, js, cpu, a, b))
-print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} | {fp:.2f} | **{fp / fl:.2f}x** | {js:.2f} | **{js / fp:.2f}x** | "
-      f"{cpu:.2f} ({cpu / fp:.2f}) | {float(rss):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
+shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, a, b = sys.argv[1:]
+fl, flcpu, fp, js, cpu, a, b = map(float, (fl, flcpu, fp, js, cpu, a, b))
+print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | "
+      f"{js:.2f} | **{js / fp:.2f}x** | {float(rss1):.1f} / {float(rss2):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
 EOF
 )
   echo "$line" >>"$RES"
   log "$line"
 done
 echo >>"$RES"
-echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2); x json.load: json.load s / firstpass s (target >= 8); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB alone); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
 cat "$RES"
