@@ -15,6 +15,8 @@
   const dTime = (d) => (d === null || d === undefined ? '—' : fmtSigned(d, fmtTime) + arrow(d));
   const dRel = (r) => (r === null || r === undefined || !isFinite(r) ? '—' : fmtSigned(r, (x) => fmtPct(x)));
   const g = (o, k) => (o ? o[k] : null);
+  // "CUDA" for NVIDIA sessions, "GPU" when either side is AMD (ROCm): set per comparison.
+  let word = 'CUDA';
 
   async function fillSelects() {
     const j = await api('/api/v1/sessions' + qs({ limit: 200 }));
@@ -34,11 +36,11 @@
     { key: 'status', label: 'Status', value: (o) => o.status, cls: (o) => `status-${o.status}` },
     { key: 'base_calls', label: 'Calls (base)', num: true, value: (o) => g(o.base, 'calls'), render: (o) => fmtInt(g(o.base, 'calls')) },
     { key: 'head_calls', label: 'Calls (head)', num: true, value: (o) => g(o.head, 'calls'), render: (o) => fmtInt(g(o.head, 'calls')) },
-    { key: 'base_cuda', label: 'CUDA total (base)', num: true, value: (o) => g(o.base, 'cuda_time_total_us'), render: (o) => fmtTime(g(o.base, 'cuda_time_total_us')) },
-    { key: 'head_cuda', label: 'CUDA total (head)', num: true, value: (o) => g(o.head, 'cuda_time_total_us'), render: (o) => fmtTime(g(o.head, 'cuda_time_total_us')) },
-    { key: 'd_cuda', label: 'Δ CUDA', num: true, value: (o) => Math.abs(g(o.delta, 'cuda_time_total_us') || 0),
+    { key: 'base_cuda', get label() { return `${word} total (base)`; }, num: true, value: (o) => g(o.base, 'cuda_time_total_us'), render: (o) => fmtTime(g(o.base, 'cuda_time_total_us')) },
+    { key: 'head_cuda', get label() { return `${word} total (head)`; }, num: true, value: (o) => g(o.head, 'cuda_time_total_us'), render: (o) => fmtTime(g(o.head, 'cuda_time_total_us')) },
+    { key: 'd_cuda', get label() { return `Δ ${word}`; }, num: true, value: (o) => Math.abs(g(o.delta, 'cuda_time_total_us') || 0),
       render: (o) => dTime(g(o.delta, 'cuda_time_total_us')), cls: (o) => `delta ${cls(g(o.delta, 'cuda_time_total_us')) || ''}` },
-    { key: 'r_cuda', label: 'Δ CUDA %', num: true, value: (o) => g(o.relative, 'cuda_time_total'),
+    { key: 'r_cuda', get label() { return `Δ ${word} %`; }, num: true, value: (o) => g(o.relative, 'cuda_time_total'),
       render: (o) => dRel(g(o.relative, 'cuda_time_total')), cls: (o) => cls(g(o.delta, 'cuda_time_total_us')) },
     { key: 'base_cpu', label: 'CPU total (base)', num: true, value: (o) => g(o.base, 'cpu_time_total_us'), render: (o) => fmtTime(g(o.base, 'cpu_time_total_us')) },
     { key: 'head_cpu', label: 'CPU total (head)', num: true, value: (o) => g(o.head, 'cpu_time_total_us'), render: (o) => fmtTime(g(o.head, 'cpu_time_total_us')) },
@@ -80,6 +82,7 @@
 
   function drawSummary() {
     const b = result.base || {}, h = result.head || {};
+    word = FP.gpuWord(b) === 'GPU' || FP.gpuWord(h) === 'GPU' ? 'GPU' : 'CUDA';
     const row = (label, kb, f, isTime) => {
       const vb = b[kb], vh = h[kb], d = (vh ?? NaN) - (vb ?? NaN);
       return el('tr', {}, el('th', { scope: 'row' }, label), el('td', { class: 'num' }, f(vb)), el('td', { class: 'num' }, f(vh)),
@@ -92,12 +95,12 @@
         el('th', { scope: 'col', class: 'num' }, 'Δ (head − base)'))),
       el('tbody', {},
         row('Duration', 'duration_us', fmtTime, true),
-        row('CUDA time total', 'cuda_time_total_us', fmtTime, true),
+        row(`${word} time total`, 'cuda_time_total_us', fmtTime, true),
         row('CPU time total', 'cpu_time_total_us', fmtTime, true),
         row('GPU idle', 'gpu_idle_fraction', (x) => fmtPct(x), true),
         row('Events', 'event_count', fmtInt, false)));
     const hw = dl([['base hardware', b.hardware || '—'], ['head hardware', h.hardware || '—'],
-                   ['base top CUDA operator', b.top_cuda_operator || '—'], ['head top CUDA operator', h.top_cuda_operator || '—']]);
+                   [`base top ${word} operator`, b.top_cuda_operator || '—'], [`head top ${word} operator`, h.top_cuda_operator || '—']]);
     document.getElementById('summary').replaceChildren(el('div', { class: 'table-wrap' }, t), hw);
   }
 

@@ -162,6 +162,13 @@ test('CPU-only traces: no CUDA columns, sorted by CPU total; ROCm traces say GPU
   const text = await page.$$eval('#operators thead th, #report .key, #trend-metric option, #share-h', (es) => es.map((e) => e.textContent).join(' | '));
   assert.ok(!/CUDA/.test(text), `AMD: no "CUDA" in headers and labels: ${text}`);
   assert.match(text, /Self GPU/);
+  // the compare page, an AMD session against itself (it said "CUDA total" before this fix)
+  await page.goto(`${BASE}/compare.html?base=${id.amd}&head=${id.amd}`);
+  await page.waitForSelector('#cmp-summary tbody tr');
+  await page.waitForSelector('#cmp-ops thead th');
+  const cmp = await page.$$eval('#cmp-summary th, #summary dt, #cmp-ops thead th', (es) => es.map((e) => e.textContent).join(' | '));
+  assert.ok(!/CUDA/.test(cmp), `AMD compare: no "CUDA": ${cmp}`);
+  assert.match(cmp, /GPU time total/);
   assertClean(problems, 'cpu-only and rocm');
   await page.close();
 });
