@@ -4,6 +4,7 @@
 #   make run        install missing Debian packages (as root), build, start the server on :8080
 #   make test       install what the tests need (as root), build, run every test
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
+#   make test-pg    the integration suite and the replica test against PostgreSQL (tests/pg/)
 #   make test-valgrind  the unit tests under valgrind (CI runs it after test-asan)
 #   make test-reliability / test-fuzz   short runs (part of make test; knobs below)
 #   make fuzz-long  exploratory fuzzing, random seed, 300 s a target (tests/fuzz/run.sh)
@@ -17,7 +18,7 @@
 CC      ?= cc
 BUILD   ?= build
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson sqlite3 zlib libzstd yajl nettle
+PKGS    := libmicrohttpd jansson sqlite3 zlib libzstd yajl nettle libpq
 OPT     ?= -O2 -g
 SAN     ?=
 CFLAGS_ALL := -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) $(SAN) \
@@ -32,7 +33,7 @@ UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/
 SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
-        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
+        test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers test-python test-pg
 all: server collector
 
 server: $(SERVER)
@@ -48,7 +49,11 @@ $(BUILD)/gen/schema_sql.h: server/store/schema.sql
 	@mkdir -p $(dir $@)
 	@{ echo 'static const char schema_sql[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
 
-$(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h
+$(BUILD)/gen/schema_pg_sql.h: server/store/schema_pg.sql
+	@mkdir -p $(dir $@)
+	@{ echo 'static const char schema_pg_sql[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
+
+$(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h $(BUILD)/gen/schema_pg_sql.h
 
 # The scratch schema (server/analysis/scratch.sql): one C string per "-- @name" section,
 # scratch_<name>_sql, comment lines left out.
@@ -87,6 +92,11 @@ test-layers:
 
 test-integration: server
 	@tests/integration/run.sh $(SERVER)
+
+# The same integration suite against PostgreSQL (a throwaway cluster of its own, tests/pg/),
+# then the multi-replica test; skipped with a message where postgresql-15 is not installed.
+test-pg: server
+	@tests/pg/run.sh $(SERVER)
 
 # The firstpass Python package with Debian's torch: a real torch.profiler run uploaded by
 # trace_handler, its spool sent by the real firstpass-upload, the client, pip install offline.

@@ -42,7 +42,9 @@ typedef struct opt {
 static const opt opts[] = {
     {"bind", OPT_STR, CFG(bind), 0, 0, "ADDR", "IPv4 address to listen on [FIRSTPASS_BIND] (default 127.0.0.1)"},
     {"port", OPT_PORT, CFG(port), 0, 0, "N", "TCP port [FIRSTPASS_PORT] (default 8080)"},
-    {"db", OPT_STR, CFG(db), 0, 0, "FILE", "SQLite database file, created if missing [FIRSTPASS_DB]\n(default var/firstpass.db)"},
+    {"db", OPT_STR, CFG(db), 0, 0, "FILE|URI",
+     "SQLite database file, created if missing, or a PostgreSQL database:\n"
+     "postgresql://user@host/db or a libpq conninfo (docs/scale.md) [FIRSTPASS_DB]\n(default var/firstpass.db)"},
     {"static", OPT_STR, CFG(static_dir), 0, 0, "DIR", "dashboard files served at / [FIRSTPASS_STATIC] (default static)"},
     {"max-upload", OPT_SIZE, CFG(max_upload), 0, 0, "BYTES",
      "largest upload body as sent, compressed or not [FIRSTPASS_MAX_UPLOAD]\n(default 1073741824 = 1 GiB); larger: 413"},

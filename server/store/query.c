@@ -36,39 +36,39 @@ const char *query_sort_fields(void) {
            "cuda_memory_usage, self_cpu_memory_usage, self_cuda_memory_usage";
 }
 
-static json_t *col_json(sqlite3_stmt *s, int i) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static json_t *col_json(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
     json_error_t e;
     json_t *v = t ? json_loads(t, JSON_DECODE_ANY, &e) : NULL;
     return v ? v : json_object();
 }
-static json_t *col_str(sqlite3_stmt *s, int i) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static json_t *col_str(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
     return t ? json_string(t) : json_null();
 }
 
-static int exists(sqlite3 *db, long long id) {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s);
-    sqlite3_finalize(s);
-    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+static int exists(db_conn *db, long long id) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT 1 FROM sessions WHERE id = ?"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s);
+    db_finalize(s);
+    return st == DB_ROW ? 0 : st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
 }
 
 /* After a row loop: 0 when the statement ran to its end (or stopped on a row on purpose),
  * ERR_DB when SQLite failed (SQLITE_CORRUPT, IOERR...). A read must not pass a failed
  * step off as the end of the rows: that would be a truncated 200. */
-static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
+static int step_rc(int st) { return st == DB_DONE || st == DB_ROW ? 0 : ERR_DB; }
 
-static json_t *labels_of(sqlite3 *db, long long id) {
+static json_t *labels_of(db_conn *db, long long id) {
     json_t *o = json_object();
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key", -1, &s, NULL) != SQLITE_OK) return o;
-    sqlite3_bind_int64(s, 1, id);
-    while (sqlite3_step(s) == SQLITE_ROW)
-        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
-    sqlite3_finalize(s);
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key"))) return o;
+    db_bind_int64(s, 1, id);
+    while (db_step(s) == DB_ROW)
+        json_object_set_new(o, (const char *)db_column_text(s, 0), json_string((const char *)db_column_text(s, 1)));
+    db_finalize(s);
     return o;
 }
 
@@ -80,13 +80,13 @@ static const char *const summary_keys[][2] = {{"top_cuda_operator", "top_cuda_op
 #define SUMMARY_NKEYS (sizeof summary_keys / sizeof summary_keys[0])
 
 /* The columns of a session row before its summary keys; labels is the caller's (stolen). */
-static json_t *summary_head(sqlite3_stmt *s, json_t *labels) {
+static json_t *summary_head(db_stmt *s, json_t *labels) {
     char created[TIMEFMT_LEN];
-    timefmt_utc(sqlite3_column_int64(s, 3), 0, created);
-    double st = sqlite3_column_double(s, 4), en = sqlite3_column_double(s, 5);
-    return json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", sqlite3_column_int64(s, 0), "name", col_str(s, 1), "labels",
+    timefmt_utc(db_column_int64(s, 3), 0, created);
+    double st = db_column_double(s, 4), en = db_column_double(s, 5);
+    return json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", db_column_int64(s, 0), "name", col_str(s, 1), "labels",
                      labels, "source", col_str(s, 2), "created_at", created, "start_us", st, "end_us", en, "duration_us", en - st,
-                     "event_count", sqlite3_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", sqlite3_column_int64(s, 9));
+                     "event_count", db_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", db_column_int64(s, 9));
 }
 
 /* Appends the summary keys and smells; vals[i] is summary_keys[i]'s value and vals[SUMMARY_NKEYS]
@@ -99,8 +99,8 @@ static void summary_tail(json_t *o, json_t *const *vals) {
 
 /* One session's summary object; *sum_out, when not NULL, gets the parsed summary column
  * too (the caller's reference), so that a caller needing more of it parses it once. */
-static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
-    json_t *sum = col_json(s, 8), *o = summary_head(s, labels_of(db, sqlite3_column_int64(s, 0)));
+static json_t *summary_row(db_conn *db, db_stmt *s, json_t **sum_out) {
+    json_t *sum = col_json(s, 8), *o = summary_head(s, labels_of(db, db_column_int64(s, 0)));
     json_t *vals[SUMMARY_NKEYS + 1];
     for (size_t i = 0; i < SUMMARY_NKEYS; i++) vals[i] = json_object_get(sum, summary_keys[i][1]);
     vals[SUMMARY_NKEYS] = json_object_get(sum, "smells");
@@ -110,12 +110,12 @@ static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
     return o;
 }
 
-int query_session(sqlite3 *db, long long id, json_t **out) {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
+int query_session(db_conn *db, long long id, json_t **out) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
         json_t *sum = NULL, *o = summary_row(db, s, &sum);
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
@@ -135,7 +135,7 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
         *out = o;
         rc = 0;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -147,9 +147,14 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
 #define LIST_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
     "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.top_cuda_operator', '$.self_cuda_time_total_us', " \
     "'$.self_cpu_time_total_us', '$.gpu_idle_fraction', '$.smells') END, bytes_in"
+/* The same on PostgreSQL: the json type (not jsonb) keeps each value's text too. A summary
+ * that is not JSON fails the statement there (the server only ever writes JSON). */
+#define LIST_COLS_PG "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
+    "json_build_array(summary::json->'top_cuda_operator', summary::json->'self_cuda_time_total_us', " \
+    "summary::json->'self_cpu_time_total_us', summary::json->'gpu_idle_fraction', summary::json->'smells')::text, bytes_in"
 
 /* A list row: labels stay empty here and page_labels fills them for the whole page. */
-static json_t *list_row(sqlite3_stmt *s) {
+static json_t *list_row(db_stmt *s) {
     json_t *o = summary_head(s, json_object()), *picked = col_json(s, 8);
     json_t *vals[SUMMARY_NKEYS + 1];
     for (size_t i = 0; i <= SUMMARY_NKEYS; i++) {
@@ -176,24 +181,29 @@ static char *id_list(const long long *ids, size_t n) {
 /* Fills the labels of every row of a page with one statement: one prepare per page, not one
  * per row (labels_of per row was 48 % of the list's CPU). rows[i] is session ids[i]; ids are
  * newest first and the statement returns them ascending, so a walk from the end pairs them. */
-static int page_labels(sqlite3 *db, json_t *rows, const long long *ids, size_t n) {
+static int page_labels(db_conn *db, json_t *rows, const long long *ids, size_t n) {
     if (!n) return 0;
     char *list = id_list(ids, n);
-    sqlite3_stmt *s = NULL;
+    db_stmt *s = NULL;
     if (!list) return ERR_NOMEM;
-    if (sqlite3_prepare_v2(db, "SELECT session_id, key, value FROM labels WHERE session_id IN (SELECT value FROM json_each(?1))"
-                               " ORDER BY session_id, key", -1, &s, NULL) != SQLITE_OK) { free(list); return ERR_DB; }
-    sqlite3_bind_text(s, 1, list, -1, SQLITE_STATIC);
+    if (!(s = db_prepare2(db, "SELECT session_id, key, value FROM labels WHERE session_id IN (SELECT value FROM json_each(?1))"
+                              " ORDER BY session_id, key",
+                          "SELECT session_id, key, value FROM labels WHERE session_id IN"
+                          " (SELECT value::bigint FROM json_array_elements_text(?1::json)) ORDER BY session_id, key"))) {
+        free(list);
+        return ERR_DB;
+    }
+    db_bind_text(s, 1, list);
     size_t i = n - 1;
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long sid = sqlite3_column_int64(s, 0);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long sid = db_column_int64(s, 0);
         while (i > 0 && ids[i] < sid) i--;
         if (ids[i] != sid) continue;
-        json_object_set_new(json_object_get(json_array_get(rows, i), "labels"), (const char *)sqlite3_column_text(s, 1),
-                            json_string((const char *)sqlite3_column_text(s, 2)));
+        json_object_set_new(json_object_get(json_array_get(rows, i), "labels"), (const char *)db_column_text(s, 1),
+                            json_string((const char *)db_column_text(s, 2)));
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     free(list);
     return step_rc(st);
 }
@@ -205,14 +215,15 @@ static int page_labels(sqlite3 *db, json_t *rows, const long long *ids, size_t n
  * label's share of the sessions. An EXISTS per row instead scanned every session newest
  * first: ~10 ms at 10,000 sessions for a rare or absent label (EXPLAIN QUERY PLAN: SCAN s).
  * CROSS JOIN keeps SQLite from putting sessions outside; the cursor bounds the index range. */
-static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
+static db_stmt *list_stmt(db_conn *db, const list_filter *f) {
     char sql[4096]; /* 16 labels and every filter: about 1,900 bytes */
-    int o, by_label = f->nlabels > 0;
+    int o, by_label = f->nlabels > 0, pg = db_kind_of(db) == DB_PG;
+    /* PostgreSQL has no CROSS JOIN ... ON, and plans the join by its statistics anyway. */
     if (by_label)
-        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM labels l0 CROSS JOIN sessions s ON s.id = l0.session_id"
-                                      " WHERE l0.key = ? AND l0.value = ?");
+        o = snprintf(sql, sizeof sql, "SELECT %s FROM labels l0 %s sessions s ON s.id = l0.session_id"
+                                      " WHERE l0.key = ? AND l0.value = ?", pg ? LIST_COLS_PG : LIST_COLS, pg ? "JOIN" : "CROSS JOIN");
     else
-        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM sessions s WHERE 1");
+        o = snprintf(sql, sizeof sql, "SELECT %s FROM sessions s WHERE 1=1", pg ? LIST_COLS_PG : LIST_COLS);
     for (int i = by_label; i < f->nlabels; i++)
         o += snprintf(sql + o, sizeof sql - (size_t)o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ? AND l.value = ?)");
     if (f->name) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND name = ?");
@@ -221,39 +232,39 @@ static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
     if (f->until) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at < ?");
     if (f->before_id) o += snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " AND l0.session_id < ?" : " AND id < ?");
     snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " ORDER BY l0.session_id DESC LIMIT ?" : " ORDER BY id DESC LIMIT ?");
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return NULL;
     int p = 1;
     for (int i = 0; i < f->nlabels; i++) {
-        sqlite3_bind_text(s, p++, f->label_keys[i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, p++, f->label_values[i], -1, SQLITE_STATIC);
+        db_bind_text(s, p++, f->label_keys[i]);
+        db_bind_text(s, p++, f->label_values[i]);
     }
-    if (f->name) sqlite3_bind_text(s, p++, f->name, -1, SQLITE_STATIC);
-    if (f->source) sqlite3_bind_text(s, p++, f->source, -1, SQLITE_STATIC);
-    if (f->since) sqlite3_bind_int64(s, p++, f->since);
-    if (f->until) sqlite3_bind_int64(s, p++, f->until);
-    if (f->before_id) sqlite3_bind_int64(s, p++, f->before_id);
-    sqlite3_bind_int(s, p++, f->limit + 1); /* one more tells whether a next page exists */
+    if (f->name) db_bind_text(s, p++, f->name);
+    if (f->source) db_bind_text(s, p++, f->source);
+    if (f->since) db_bind_int64(s, p++, f->since);
+    if (f->until) db_bind_int64(s, p++, f->until);
+    if (f->before_id) db_bind_int64(s, p++, f->before_id);
+    db_bind_int64(s, p++, f->limit + 1); /* one more tells whether a next page exists */
     return s;
 }
 
-int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
-    sqlite3_stmt *s = list_stmt(db, f);
+int query_list(db_conn *db, const list_filter *f, json_t **out) {
+    db_stmt *s = list_stmt(db, f);
     long long *ids = s ? malloc((size_t)(f->limit > 0 ? f->limit : 1) * sizeof *ids) : NULL;
-    if (!ids) { sqlite3_finalize(s); return s ? ERR_NOMEM : ERR_DB; }
+    if (!ids) { db_finalize(s); return s ? ERR_NOMEM : ERR_DB; }
     json_t *arr = json_array();
     size_t n = 0; /* rows in arr, ids[] in step with them */
     long long last = 0;
     int taken = 0, more = 0, st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((st = db_step(s)) == DB_ROW) {
         if (taken == f->limit) { more = 1; break; }
         taken++;
-        last = sqlite3_column_int64(s, 0);
+        last = db_column_int64(s, 0);
         /* A row jansson refuses (text that is not UTF-8) is left out, as it always was; the
          * cursor still moves past it, and ids[] must not get an id without its row. */
         if (!json_array_append_new(arr, list_row(s))) ids[n++] = last;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     int rc = step_rc(st);
     if (!rc) rc = page_labels(db, arr, ids, n);
     char cur[32];
@@ -265,18 +276,18 @@ int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
 }
 
 /* One operator row, in the wire shape api/oprow.h defines. */
-static json_t *op_row(sqlite3_stmt *s, int by_shape) {
-    fp_op_row r = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-                   by_shape ? (const char *)sqlite3_column_text(s, 11) : NULL, sqlite3_column_int64(s, 2),
-                   sqlite3_column_double(s, 3), sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
-                   sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)};
+static json_t *op_row(db_stmt *s, int by_shape) {
+    fp_op_row r = {(const char *)db_column_text(s, 0), (const char *)db_column_text(s, 1),
+                   by_shape ? (const char *)db_column_text(s, 11) : NULL, db_column_int64(s, 2),
+                   db_column_double(s, 3), db_column_double(s, 4), db_column_double(s, 5), db_column_double(s, 6),
+                   db_column_int64(s, 7), db_column_int64(s, 8), db_column_int64(s, 9), db_column_int64(s, 10)};
     if (!r.name) r.name = "";
     if (!r.kind) r.kind = "";
     if (by_shape && !r.input_shapes) r.input_shapes = "";
     return fp_op_row_to_json(&r);
 }
 
-int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+int query_operators(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = query_sort_column(sort);
@@ -287,30 +298,31 @@ int query_operators(sqlite3 *db, long long id, const char *sort, int limit, cons
              "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
              " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (?3 IS NULL OR kind = ?3)"
              " ORDER BY %s DESC, name LIMIT ?4", col);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, by_shape ? 1 : 0);
-    if (kind) sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, limit);
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, by_shape ? 1 : 0);
+    if (kind) db_bind_text(s, 3, kind);
+    db_bind_int64(s, 4, limit);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
-    sqlite3_finalize(s);
+    while ((st = db_step(s)) == DB_ROW) json_array_append_new(rows, op_row(s, by_shape));
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     double tcpu = 0, tcuda = 0;
     long long calls = 0;
-    if (sqlite3_prepare_v2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
-                           " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, id);
-        st = sqlite3_step(s);
-        if (st == SQLITE_ROW) {
-            tcpu = sqlite3_column_double(s, 0);
-            tcuda = sqlite3_column_double(s, 1);
-            calls = (long long)sqlite3_column_double(s, 2);
+    if ((s = db_prepare2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
+                             " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
+                         "SELECT COALESCE(SUM(self_cpu), 0), COALESCE(SUM(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')"
+                         " THEN self_cuda END), 0), COALESCE(SUM(calls), 0) FROM operators WHERE session_id = ? AND grouping = 0"))) {
+        db_bind_int64(s, 1, id);
+        st = db_step(s);
+        if (st == DB_ROW) {
+            tcpu = db_column_double(s, 0);
+            tcuda = db_column_double(s, 1);
+            calls = (long long)db_column_double(s, 2);
         }
-        sqlite3_finalize(s);
+        db_finalize(s);
         if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     }
     *out = json_pack("{s:o,s:{s:f,s:f,s:I},s:s,s:b}", "operators", rows, "totals", "self_cpu_time_total_us", tcpu,
@@ -327,13 +339,13 @@ static long long prop_num(const json_t *dp, const char *k) {
 
 /* The session's first deviceProperties entry: kernel rows aggregate over devices and do
  * not say which one ran them, and the GPUs of one trace are alike. 0 when it has none. */
-static int session_device(sqlite3 *db, long long id, occ_device *d) {
-    sqlite3_stmt *s;
+static int session_device(db_conn *db, long long id, occ_device *d) {
+    db_stmt *s;
     int ok = 0;
     memset(d, 0, sizeof *d);
-    if (sqlite3_prepare_v2(db, "SELECT meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return 0;
-    sqlite3_bind_int64(s, 1, id);
-    if (sqlite3_step(s) == SQLITE_ROW) {
+    if (!(s = db_prepare(db, "SELECT meta FROM sessions WHERE id = ?"))) return 0;
+    db_bind_int64(s, 1, id);
+    if (db_step(s) == DB_ROW) {
         json_t *meta = col_json(s, 0), *dp = json_array_get(json_object_get(meta, "deviceProperties"), 0);
         if (json_is_object(dp)) {
             *d = (occ_device){(int)prop_num(dp, "computeMajor"), (int)prop_num(dp, "computeMinor"), (int)prop_num(dp, "numSms"),
@@ -346,7 +358,7 @@ static int session_device(sqlite3 *db, long long id, occ_device *d) {
         }
         json_decref(meta);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return ok;
 }
 
@@ -381,88 +393,90 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
     json_object_set_new(r, "occupancy_limiter", ok ? json_string(occ_limiter_name(e.limiter)) : json_null());
 }
 
-int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
+int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
     if (!col) return ERR_INVALID;
     char sql[512];
+    /* A share of nothing is NULL: SQLite's x / 0.0; PostgreSQL would fail the statement. */
     snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
-                              " total_us / (SELECT TOTAL(total_us) FROM kernels WHERE session_id = ?1)"
-                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2", col);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, limit);
+                              " total_us / NULLIF((SELECT %s FROM kernels WHERE session_id = ?1), 0)"
+                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2",
+             db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us), 0)" : "TOTAL(total_us)", col);
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, limit);
     occ_device dev;
     int have_dev = session_device(db, id, &dev);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long calls = sqlite3_column_int64(s, 2);
-        double total = sqlite3_column_double(s, 3);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long calls = db_column_int64(s, 2);
+        double total = db_column_double(s, 3);
         json_t *r = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls", calls,
-                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", sqlite3_column_double(s, 4),
-                              "max_us", sqlite3_column_double(s, 5), "share", sqlite3_column_double(s, 10));
+                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", db_column_double(s, 4),
+                              "max_us", db_column_double(s, 5), "share", db_column_double(s, 10));
         /* grid/block are stored as "[1, 1, 1]": valid JSON arrays. */
-        json_object_set_new(r, "grid", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null() : col_json(s, 6));
-        json_object_set_new(r, "block", sqlite3_column_type(s, 7) == SQLITE_NULL ? json_null() : col_json(s, 7));
-        json_object_set_new(r, "registers_per_thread", sqlite3_column_type(s, 8) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 8)));
-        json_object_set_new(r, "shared_memory_bytes", sqlite3_column_type(s, 9) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 9)));
+        json_object_set_new(r, "grid", db_column_is_null(s, 6) ? json_null() : col_json(s, 6));
+        json_object_set_new(r, "block", db_column_is_null(s, 7) ? json_null() : col_json(s, 7));
+        json_object_set_new(r, "registers_per_thread", db_column_is_null(s, 8) ? json_null() : json_integer(db_column_int64(s, 8)));
+        json_object_set_new(r, "shared_memory_bytes", db_column_is_null(s, 9) ? json_null() : json_integer(db_column_int64(s, 9)));
         add_estimates(r, &dev, have_dev);
         json_array_append_new(rows, r);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "kernels", rows);
     return 0;
 }
 
-int query_phases(sqlite3 *db, long long id, json_t **out) {
+int query_phases(db_conn *db, long long id, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
-                               " WHERE session_id = ? ORDER BY total_us DESC, name", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
+                               " WHERE session_id = ? ORDER BY total_us DESC, name"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long count = sqlite3_column_int64(s, 2), k = sqlite3_column_int64(s, 5);
-        double total = sqlite3_column_double(s, 3), busy = sqlite3_column_double(s, 4), kus = sqlite3_column_double(s, 6);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long count = db_column_int64(s, 2), k = db_column_int64(s, 5);
+        double total = db_column_double(s, 3), busy = db_column_double(s, 4), kus = db_column_double(s, 6);
         json_t *ph = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
                                "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
                                "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
-                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7));
+                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", db_column_double(s, 7));
         /* gpu_utilization = time with at least one GPU activity running / wall time of the
          * phase's instances: analyze.c's gpu_busy_us over total_us, null for an empty span. */
         json_object_set_new(ph, "gpu_utilization", total > 0 ? json_real(busy / total) : json_null());
         json_array_append_new(rows, ph);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "phases", rows);
     return 0;
 }
 
-static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
+static int analysis_doc(db_conn *db, long long id, int col, json_t **out) {
     static const char *const sql[] = {"SELECT gpu FROM analysis WHERE session_id = ?", "SELECT report FROM analysis WHERE session_id = ?",
                                       "SELECT timeline FROM analysis WHERE session_id = ?"};
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql[col], -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql[col]))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
         *out = col_json(s, 0);
         rc = 0;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
 /* Adds gpu_utilization = gpu_busy_us / wall_us (time with at least one GPU activity over
  * the session span; 1 - gpu_idle_fraction), null where the idle fraction is (no GPU work). */
-int query_gpu(sqlite3 *db, long long id, json_t **out) {
+int query_gpu(db_conn *db, long long id, json_t **out) {
     int rc = analysis_doc(db, id, 0, out);
     if (rc) return rc;
     json_t *idle = json_object_get(*out, "gpu_idle_fraction");
@@ -471,28 +485,28 @@ int query_gpu(sqlite3 *db, long long id, json_t **out) {
     return 0;
 }
 
-int query_report(sqlite3 *db, long long id, json_t **out) {
+int query_report(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
     json_t *draft = json_object_get(doc, "draft");
     json_t *lines = json_deep_copy(draft), *edited = json_array();
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT line, text FROM report_edits WHERE session_id = ?", -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, id);
-        while (sqlite3_step(s) == SQLITE_ROW) {
-            const char *line = (const char *)sqlite3_column_text(s, 0);
-            json_object_set_new(lines, line, json_string((const char *)sqlite3_column_text(s, 1)));
+    db_stmt *s;
+    if ((s = db_prepare(db, "SELECT line, text FROM report_edits WHERE session_id = ?"))) {
+        db_bind_int64(s, 1, id);
+        while (db_step(s) == DB_ROW) {
+            const char *line = (const char *)db_column_text(s, 0);
+            json_object_set_new(lines, line, json_string((const char *)db_column_text(s, 1)));
             json_array_append_new(edited, json_string(line));
         }
-        sqlite3_finalize(s);
+        db_finalize(s);
     }
     *out = json_pack("{s:o,s:O,s:o,s:O}", "lines", lines, "draft", draft, "edited", edited, "smells", json_object_get(doc, "smells"));
     json_decref(doc);
     return 0;
 }
 
-int query_suspects(sqlite3 *db, long long id, json_t **out) {
+int query_suspects(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -509,7 +523,7 @@ int query_suspects(sqlite3 *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_steps(sqlite3 *db, long long id, json_t **out) {
+int query_steps(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -522,7 +536,7 @@ int query_steps(sqlite3 *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_memory(sqlite3 *db, long long id, json_t **out) {
+int query_memory(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -532,22 +546,22 @@ int query_memory(sqlite3 *db, long long id, json_t **out) {
     if (!*out) return ERR_NOMEM;
     /* the operators that allocate: key_averages' memory columns, self first */
     json_t *ops = json_array();
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators"
+    db_stmt *s = NULL;
+    if (!(s = db_prepare(db, "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators"
                                " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)"
-                               " ORDER BY self_cuda_mem + self_cpu_mem DESC, name LIMIT 20", -1, &s, NULL) != SQLITE_OK)
+                               " ORDER BY self_cuda_mem + self_cpu_mem DESC, name LIMIT 20")))
         rc = ERR_DB;
     if (!rc) {
-        sqlite3_bind_int64(s, 1, id);
+        db_bind_int64(s, 1, id);
         int st;
-        while ((st = sqlite3_step(s)) == SQLITE_ROW)
+        while ((st = db_step(s)) == DB_ROW)
             json_array_append_new(ops, json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls",
-                                                 sqlite3_column_int64(s, 2), "self_cuda_memory_usage_bytes", sqlite3_column_int64(s, 3),
-                                                 "cuda_memory_usage_bytes", sqlite3_column_int64(s, 4), "self_cpu_memory_usage_bytes",
-                                                 sqlite3_column_int64(s, 5), "cpu_memory_usage_bytes", sqlite3_column_int64(s, 6)));
-        if (st != SQLITE_DONE) rc = ERR_DB;
+                                                 db_column_int64(s, 2), "self_cuda_memory_usage_bytes", db_column_int64(s, 3),
+                                                 "cuda_memory_usage_bytes", db_column_int64(s, 4), "self_cpu_memory_usage_bytes",
+                                                 db_column_int64(s, 5), "cpu_memory_usage_bytes", db_column_int64(s, 6)));
+        if (st != DB_DONE) rc = ERR_DB;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     json_object_set_new(*out, "top_operators", ops);
     json_object_set_new(*out, "session_id", json_integer(id));
     if (rc) json_decref(*out);
@@ -556,23 +570,23 @@ int query_memory(sqlite3 *db, long long id, json_t **out) {
 
 /* ---- compare ---- */
 
-static json_t *load_side(sqlite3 *db, long long id, int phases) {
+static json_t *load_side(db_conn *db, long long id, int phases) {
     json_t *m = json_object();
-    sqlite3_stmt *s;
+    db_stmt *s;
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
                              : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return m;
-    sqlite3_bind_int64(s, 1, id);
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    if (!(s = db_prepare(db, sql))) return m;
+    db_bind_int64(s, 1, id);
+    while (db_step(s) == DB_ROW) {
         char key[1024];
-        snprintf(key, sizeof key, "%s\x1f%s", sqlite3_column_text(s, 1), sqlite3_column_text(s, 0));
-        json_t *v = phases ? json_pack("{s:I,s:f}", "count", sqlite3_column_int64(s, 2), "total_us", sqlite3_column_double(s, 3))
-                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", sqlite3_column_int64(s, 2), "cuda_time_total_us", sqlite3_column_double(s, 3),
-                                       "cpu_time_total_us", sqlite3_column_double(s, 4), "self_cuda_time_total_us", sqlite3_column_double(s, 5),
-                                       "self_cpu_time_total_us", sqlite3_column_double(s, 6));
+        snprintf(key, sizeof key, "%s\x1f%s", db_column_text(s, 1), db_column_text(s, 0));
+        json_t *v = phases ? json_pack("{s:I,s:f}", "count", db_column_int64(s, 2), "total_us", db_column_double(s, 3))
+                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", db_column_int64(s, 2), "cuda_time_total_us", db_column_double(s, 3),
+                                       "cpu_time_total_us", db_column_double(s, 4), "self_cuda_time_total_us", db_column_double(s, 5),
+                                       "self_cpu_time_total_us", db_column_double(s, 6));
         json_object_set_new(m, key, v);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return m;
 }
 
@@ -626,7 +640,7 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
     return arr;
 }
 
-int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
+int query_compare(db_conn *db, long long base, long long head, json_t **out) {
     json_t *bs, *hs;
     int rc = query_session(db, base, &bs);
     if (rc) return rc;
@@ -645,11 +659,11 @@ int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
 
 /* ---- timeline ---- */
 
-static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n) {
-    sqlite3_bind_int64(q, 2, id);
+static const char *string_of(db_stmt *q, long long id, char *out, size_t n) {
+    db_bind_int64(q, 2, id);
     out[0] = '\0';
-    if (sqlite3_step(q) == SQLITE_ROW) snprintf(out, n, "%s", sqlite3_column_text(q, 0));
-    sqlite3_reset(q);
+    if (db_step(q) == DB_ROW) snprintf(out, n, "%s", db_column_text(q, 0));
+    db_reset(q);
     return out;
 }
 
@@ -671,20 +685,19 @@ static int by_start(const void *pa, const void *pb) {
  * earlier-starting events on the track still open when it starts (a stack of ends, the
  * same rule as analyze.c's nesting but without its partial-overlap exception, which
  * only matters for attributing time, not for drawing rows). */
-static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
-    sqlite3_stmt *s;
+static json_t *track_events(db_conn *db, long long id, int track, double a, double b, db_stmt *names) {
+    db_stmt *s;
     json_t *arr = json_array();
-    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ? ORDER BY seq",
-                           -1, &s, NULL) != SQLITE_OK) return arr;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, track);
-    sqlite3_bind_double(s, 3, b);
-    sqlite3_bind_double(s, 4, a);
+    if (!(s = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ? ORDER BY seq"))) return arr;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, track);
+    db_bind_double(s, 3, b);
+    db_bind_double(s, 4, a);
     buf in = {0};
     tl_ev *ev = NULL;
     size_t n = 0, cap = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && n < TL_MAX_EVENTS * 2) {
-        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+    while (db_step(s) == DB_ROW && n < TL_MAX_EVENTS * 2) {
+        if (chunk_inflate(db_column_blob(s, 0, NULL), (size_t)db_column_bytes(s, 0), &in)) break;
         size_t off = 0;
         chunk_rec r;
         const char *js;
@@ -695,7 +708,7 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
         }
     }
     buf_free(&in);
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (n) qsort(ev, n, sizeof *ev, by_start);
     double ends[64];
     int depth = 0;
@@ -713,11 +726,11 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
 
 /* A track's bucket records (TL_BLOB_RAW bytes, raw or inflated into scratch: tlblob.h), or
  * NULL when it has none; valid until tb is reset. */
-static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int track, unsigned char *scratch) {
-    sqlite3_bind_int64(tb, 1, id);
-    sqlite3_bind_int(tb, 2, track);
-    if (sqlite3_step(tb) != SQLITE_ROW) return NULL;
-    return tl_blob_unpack(sqlite3_column_blob(tb, 0), (size_t)sqlite3_column_bytes(tb, 0), scratch);
+static const unsigned char *track_buckets(db_stmt *tb, long long id, int track, unsigned char *scratch) {
+    db_bind_int64(tb, 1, id);
+    db_bind_int64(tb, 2, track);
+    if (db_step(tb) != DB_ROW) return NULL;
+    return tl_blob_unpack(db_column_blob(tb, 0, NULL), (size_t)db_column_bytes(tb, 0), scratch);
 }
 
 /* The bucket grid of the stored pyramid: its span [s0, s1] in TL_BUCKETS buckets of w0. */
@@ -744,7 +757,7 @@ static double tl_estimate(const unsigned char *blob, const tl_grid *g, double a,
 }
 
 /* nb buckets over [a, b] resampled from the pyramid: busy share, count, the top name. */
-static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a, double b, int nb, sqlite3_stmt *names) {
+static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a, double b, int nb, db_stmt *names) {
     json_t *bk = json_array();
     char name[512];
     double w = (b - a) / nb;
@@ -780,8 +793,8 @@ static json_t *in_window(const json_t *arr, double a, double b) {
 
 /* One track of the reply: its events when few are in the window, else resampled buckets;
  * NULL for a track with no timed events. */
-static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
-                              sqlite3_stmt *tb, sqlite3_stmt *names, unsigned char *scratch) {
+static json_t *timeline_track(db_conn *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
+                              db_stmt *tb, db_stmt *names, unsigned char *scratch) {
     int idx = (int)json_integer_value(json_object_get(t, "index"));
     const unsigned char *blob = track_buckets(tb, id, idx, scratch);
     json_t *o = NULL;
@@ -791,11 +804,11 @@ static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const 
         json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
         json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
     }
-    sqlite3_reset(tb);
+    db_reset(tb);
     return o;
 }
 
-int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+int query_timeline(db_conn *db, long long id, double a, double b, int nb, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -803,20 +816,20 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, json_t
     if (!isfinite(a) || a < g.s0) a = g.s0;
     if (!isfinite(b) || b > g.s1 || b <= a) b = g.s1 > a ? g.s1 : a + 1;
     if (g.s1 - g.s0 > 0) g.w0 = (g.s1 - g.s0) / TL_BUCKETS;
-    sqlite3_stmt *names = NULL, *tb = NULL;
-    sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
-    sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
+    db_stmt *names = NULL, *tb = NULL;
+    names = db_prepare(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2");
+    tb = db_prepare(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?");
     unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
     rc = !names || !tb ? ERR_DB : !scratch ? ERR_NOMEM : 0;
     json_t *tracks = json_array(), *t;
     size_t i;
-    if (!rc) sqlite3_bind_int64(names, 1, id);
+    if (!rc) db_bind_int64(names, 1, id);
     if (!rc) json_array_foreach(json_object_get(doc, "tracks"), i, t) {
         json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, scratch);
         if (o) json_array_append_new(tracks, o);
     }
-    sqlite3_finalize(names);
-    sqlite3_finalize(tb);
+    db_finalize(names);
+    db_finalize(tb);
     free(scratch);
     if (!rc)
         *out = json_pack("{s:f,s:f,s:o,s:o,s:o}", "start_us", a, "end_us", b, "tracks", tracks, "phases",
