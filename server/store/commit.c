@@ -279,9 +279,9 @@ static int pg_insert_strings(db_conn *c, sqlite3 *scratch, const store_session_i
 static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
     static const char *const copies[][2] = {
         {"COPY operators(session_id,grouping,name,kind,input_shapes,calls,cpu_total,self_cpu,cuda_total,self_cuda,cpu_mem,"
-         "self_cpu_mem,cuda_mem,self_cuda_mem) FROM STDIN",
+         "self_cpu_mem,cuda_mem,self_cuda_mem,rn) FROM STDIN",
          "SELECT grouping, name, kind, input_shapes, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
-         " cuda_mem, self_cuda_mem FROM scratch.ops"},
+         " cuda_mem, self_cuda_mem, rowid FROM scratch.ops"},
         {"COPY kernels(session_id,name,kind,calls,total_us,min_us,max_us,grid,block,regs,smem) FROM STDIN",
          "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern"},
         {"COPY phases(session_id,name,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",

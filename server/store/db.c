@@ -19,6 +19,7 @@ typedef struct pg_prepared {
     char *sql;     /* the SQLite-placeholder text, the cache key */
     char name[16]; /* "fp<n>", or "" for an unnamed statement */
     int nparams;   /* the highest $n in the translated text */
+    unsigned char used[PG_MAX_PARAMS]; /* 1: $n+1 appears in the text */
 } pg_prepared;
 
 struct db_conn {
@@ -186,7 +187,7 @@ long long db_changes(db_conn *c) { return c->kind == DB_SQLITE ? sqlite3_changes
 
 /* SQLite placeholders to PostgreSQL's: ?NNN keeps its number, a bare ? takes the next
  * one; quoted text ('...', "...") is copied as is. The highest number goes to *nparams. */
-static char *pg_translate(const char *sql, int *nparams) {
+static char *pg_translate(const char *sql, int *nparams, unsigned char *used) {
     size_t n = strlen(sql);
     char *out = malloc(n * 4 + 1), *o = out;
     if (!out) return NULL;
@@ -208,6 +209,7 @@ static char *pg_translate(const char *sql, int *nparams) {
                 k = next + 1;
             next = k;
             if (k > hi) hi = k;
+            if (k >= 1 && k <= PG_MAX_PARAMS) used[k - 1] = 1;
             o += sprintf(o, "$%d", k);
         } else
             *o++ = *p;
@@ -236,7 +238,8 @@ static const pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *tex
     }
     if (slot && c->ncached >= PG_CACHE * 3 / 4) slot = NULL;
     int np = 0;
-    char *pgsql = pg_translate(text, &np);
+    unsigned char used[PG_MAX_PARAMS] = {0};
+    char *pgsql = pg_translate(text, &np, used);
     if (!pgsql) return set_err(c, "out of memory"), NULL;
     if (np > PG_MAX_PARAMS) {
         free(pgsql);
@@ -246,13 +249,18 @@ static const pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *tex
         memset(own, 0, sizeof *own);
         own->sql = pgsql;
         own->nparams = np;
+        memcpy(own->used, used, sizeof used);
         return own;
     }
     pg_prepared *e = slot;
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "fp%d", c->ncached);
     e->nparams = np;
-    int rc = pg_check(c, PQprepare(c->pg, e->name, pgsql, 0, NULL));
+    /* A parameter the text never names (a statement built without one of its filters) has
+     * no type to infer: PostgreSQL refuses it unless told one; text is as good as any. */
+    Oid types[PG_MAX_PARAMS] = {0};
+    for (int i = 0; i < np; i++) types[i] = used[i] ? 0 : 25 /* TEXTOID */;
+    int rc = pg_check(c, PQprepare(c->pg, e->name, pgsql, np, types));
     free(pgsql);
     if (rc) return NULL;
     if (!(e->sql = strdup(sql))) return set_err(c, "out of memory"), NULL;
@@ -281,7 +289,9 @@ static void pg_set(db_stmt *s, int i, char *v, int len, int fmt) {
 static int pg_run(db_stmt *s) {
     db_conn *c = s->c;
     const char *const *v = (const char *const *)s->vals;
-    PGresult *r = s->p == &s->own ? PQexecParams(c->pg, s->own.sql, s->own.nparams, NULL, v, s->lens, s->fmts, 0)
+    Oid types[PG_MAX_PARAMS] = {0};
+    for (int i = 0; i < s->own.nparams; i++) types[i] = s->own.used[i] ? 0 : 25 /* TEXTOID: see pg_lookup */;
+    PGresult *r = s->p == &s->own ? PQexecParams(c->pg, s->own.sql, s->own.nparams, types, v, s->lens, s->fmts, 0)
                                   : PQexecPrepared(c->pg, s->p->name, s->p->nparams, v, s->lens, s->fmts, 0);
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {

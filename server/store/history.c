@@ -137,7 +137,7 @@ static int put_labels(db_conn *db, const char *name, long long session_id, const
 
 int history_baseline_put(db_conn *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out) {
     /* One write transaction: the existence checks and the writes see the same database. */
-    if (db_exec(db, "BEGIN IMMEDIATE") != 0) return ERR_DB;
+    if (db_begin_write(db) != 0) return ERR_DB;
     int rc = session_exists(db, session_id);
     json_t *old = NULL;
     if (!rc) {
@@ -563,7 +563,7 @@ static db_stmt *trend_stmt(db_conn *db, const hist_trend_query *q, const char *c
     /* col comes from trend_metrics[], never from the request. Without an operator the
      * subquery is a constant NULL. Several kinds of one name: the one with most CUDA time. */
 #define TREND_OP " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1" \
-                 " AND (?2 IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
+                 " AND (CAST(?2 AS TEXT) IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
     int o = snprintf(sql, sizeof sql,
                      "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s, (SELECT p.count FROM phases p WHERE p.session_id = s.id"
                      " AND p.name = 'ProfilerStep*' AND p.kind = 'cpu'), %s FROM sessions s WHERE 1=1",

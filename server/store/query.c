@@ -275,6 +275,11 @@ int query_list(db_conn *db, const list_filter *f, json_t **out) {
     return 0;
 }
 
+/* PostgreSQL's last tie-breaks of an operator sort: the order SQLite lists equal rows in,
+ * which is its scan of operators_session (cuda_total DESC, then rowid: rn, schema_pg.sql),
+ * kept by its sorter for rows equal in every ORDER BY term. */
+#define PG_OP_TIES ", cuda_total DESC, rn"
+
 /* One operator row, in the wire shape api/oprow.h defines. */
 static json_t *op_row(db_stmt *s, int by_shape) {
     fp_op_row r = {(const char *)db_column_text(s, 0), (const char *)db_column_text(s, 1),
@@ -296,8 +301,8 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
     /* col comes from the whitelist above, never from the request. */
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
-             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (?3 IS NULL OR kind = ?3)"
-             " ORDER BY %s DESC, name LIMIT ?4", col);
+             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)"
+             " ORDER BY %s DESC, name%s LIMIT ?4", col, db_kind_of(db) == DB_PG ? PG_OP_TIES : "");
     db_stmt *s;
     if (!(s = db_prepare(db, sql))) return ERR_DB;
     db_bind_int64(s, 1, id);
@@ -313,8 +318,10 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
     long long calls = 0;
     if ((s = db_prepare2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
                              " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
-                         "SELECT COALESCE(SUM(self_cpu), 0), COALESCE(SUM(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')"
-                         " THEN self_cuda END), 0), COALESCE(SUM(calls), 0) FROM operators WHERE session_id = ? AND grouping = 0"))) {
+                         /* summed in SQLite's order (its operators_session scan), so that they round alike */
+                         "SELECT COALESCE(SUM(self_cpu ORDER BY cuda_total DESC, rn), 0), COALESCE(SUM(CASE WHEN kind IN"
+                         " ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END ORDER BY cuda_total DESC, rn), 0),"
+                         " COALESCE(SUM(calls), 0) FROM operators WHERE session_id = ? AND grouping = 0"))) {
         db_bind_int64(s, 1, id);
         st = db_step(s);
         if (st == DB_ROW) {
@@ -403,7 +410,8 @@ int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t
     snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
                               " total_us / NULLIF((SELECT %s FROM kernels WHERE session_id = ?1), 0)"
                               " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2",
-             db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us), 0)" : "TOTAL(total_us)", col);
+             /* the sum in SQLite's order (its kernels_session scan), so that it rounds alike */
+             db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us ORDER BY total_us DESC), 0)" : "TOTAL(total_us)", col);
     db_stmt *s;
     if (!(s = db_prepare(db, sql))) return ERR_DB;
     db_bind_int64(s, 1, id);
@@ -547,9 +555,10 @@ int query_memory(db_conn *db, long long id, json_t **out) {
     /* the operators that allocate: key_averages' memory columns, self first */
     json_t *ops = json_array();
     db_stmt *s = NULL;
-    if (!(s = db_prepare(db, "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators"
-                               " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)"
-                               " ORDER BY self_cuda_mem + self_cpu_mem DESC, name LIMIT 20")))
+#define MEM_OPS "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators" \
+                " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)" \
+                " ORDER BY self_cuda_mem + self_cpu_mem DESC, name"
+    if (!(s = db_prepare2(db, MEM_OPS " LIMIT 20", MEM_OPS PG_OP_TIES " LIMIT 20")))
         rc = ERR_DB;
     if (!rc) {
         db_bind_int64(s, 1, id);

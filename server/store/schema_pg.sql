@@ -68,7 +68,10 @@ CREATE TABLE operators (
   cpu_mem       BIGINT NOT NULL,
   self_cpu_mem  BIGINT NOT NULL,
   cuda_mem      BIGINT NOT NULL,
-  self_cuda_mem BIGINT NOT NULL
+  self_cuda_mem BIGINT NOT NULL,
+  rn            BIGINT NOT NULL              -- the row's place in the upload (SQLite's rowid
+                                            -- order): the last tie-break of every sort, so
+                                            -- that equal rows list as SQLite lists them
 );
 CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);
 
