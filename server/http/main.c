@@ -243,7 +243,10 @@ int main(int argc, char **argv) {
     if (load_tokens(&a)) return 2;
     a.st = store_open(cfg.db, err, sizeof err);
     if (!a.st) {
-        log_line("error", "cannot open the database", "db=%s error=%s", cfg.db, logfmt_quote(err, q, sizeof q));
+        /* a PostgreSQL URI may hold a password: it is blanked */
+        char rd[1024], qdb[1100];
+        log_line("error", "cannot open the database", "db=%s error=%s", logfmt_quote(store_redact(cfg.db, rd, sizeof rd), qdb, sizeof qdb),
+                 logfmt_quote(err, q, sizeof q));
         return 1;
     }
     /* Temporary files a killed server left in $TMPDIR (tmpfile.h): a 1 GB upload's scratch is ~360 MB. */

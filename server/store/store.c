@@ -11,6 +11,7 @@
 #include "store/db.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/logfmt.h"
 
 #include <sqlite3.h>
 #include <unistd.h>
@@ -205,8 +206,9 @@ static int pg_migrate(db_conn *c, char *err, size_t errlen) {
 /* "postgresql://user:secret@host/db" -> "postgresql://user:***@host/db"; a conninfo's
  * password=... likewise. */
 static char *redact(const char *uri) {
-    char *o = strdup(uri);
+    char *o = malloc(strlen(uri) + 8);
     if (!o) return NULL;
+    strcpy(o, uri);
     char *at = strchr(o, '@'), *scheme = strstr(o, "://");
     if (scheme && at) {
         char *colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
@@ -240,8 +242,9 @@ static db_conn *first_conn(store *s, char *err, size_t errlen) {
             if (c && tries) log_line("info", "database reachable", "backend=%s tries=%ld", store_backend(s), tries + 1);
             return c;
         }
-        log_line("warn", "database unreachable, retrying", "backend=%s db=\"%s\" try=%ld of=%ld error=\"%s\"", store_backend(s), s->shown,
-                 tries + 1, wait + 1, err);
+        char qdb[1100], qerr[600];
+        log_line("warn", "database unreachable, retrying", "backend=%s db=%s try=%ld of=%ld error=%s", store_backend(s),
+                 logfmt_quote(s->shown, qdb, sizeof qdb), tries + 1, wait + 1, logfmt_quote(err, qerr, sizeof qerr));
         sleep(1);
     }
 }
@@ -290,6 +293,13 @@ void store_close(store *s) {
 }
 
 const char *store_path(const store *s) { return s->shown; }
+
+const char *store_redact(const char *uri, char *out, size_t n) {
+    char *r = redact(uri);
+    snprintf(out, n, "%s", r ? r : "");
+    free(r);
+    return out;
+}
 const char *store_backend(const store *s) { return s->pg ? "postgresql" : "sqlite"; }
 int store_is_pg(const store *s) { return s->pg; }
 
@@ -318,7 +328,8 @@ db_conn *store_get(store *s) {
     char err[256];
     db = db_open(s->path, err, sizeof err);
     if (!db && s->pg) {
-        log_line("error", "database unreachable", "backend=postgresql error=\"%s\"", err);
+        char q[600];
+        log_line("error", "database unreachable", "backend=postgresql error=%s", logfmt_quote(err, q, sizeof q));
         pthread_mutex_lock(&s->lock);
         s->nopen--;
         pthread_cond_signal(&s->freed);

@@ -27,6 +27,8 @@ store *store_open(const char *path, char *err, size_t errlen);
 void store_close(store *s); /* accepts NULL */
 /* What --db said (a PostgreSQL URI with its password blanked). */
 const char *store_path(const store *s);
+/* uri with a password in it blanked ("postgresql://u:***@h/db", "password=***"), into out. */
+const char *store_redact(const char *uri, char *out, size_t n);
 /* "sqlite" or "postgresql". */
 const char *store_backend(const store *s);
 int store_is_pg(const store *s);

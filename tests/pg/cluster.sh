@@ -6,6 +6,7 @@
 #               local connections, and runs with fsync off: it is thrown away after the run.
 #               Prints the libpq conninfo of its "postgres" database on stdout.
 #   stop DIR    pg_ctl stop (fast) and removes DIR.
+#   halt DIR    pg_ctl stop (fast), DIR kept; resume DIR starts it again (outage tests).
 #   available   exits 0 when the PostgreSQL server binaries are installed, else 1 with why.
 #
 # As root (CI containers) the cluster runs as the "postgres" user (initdb refuses root).
@@ -36,10 +37,19 @@ start)
     chmod 700 "$dir"
     as_pg "$PGBIN/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
         { cat "$dir/initdb.log" >&2; exit 1; }
-    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c port=5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 -c shared_buffers=128MB" \
-        start >"$dir/pg_ctl.log" 2>&1 || { cat "$dir/pg_ctl.log" "$dir/server.log" >&2; exit 1; }
+    # in postgresql.conf rather than on pg_ctl's command line, so that resume starts it alike
+    printf "%s\n" "listen_addresses = ''" "unix_socket_directories = '$dir'" "port = 5432" "fsync = off" \
+        "synchronous_commit = off" "full_page_writes = off" "max_connections = 300" "shared_buffers = 128MB" |
+        as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+    as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >"$dir/pg_ctl.log" 2>&1 ||
+        { cat "$dir/pg_ctl.log" "$dir/server.log" >&2; exit 1; }
     echo "host=$dir port=5432 user=postgres dbname=postgres"
+    ;;
+halt)
+    as_pg "$PGBIN/pg_ctl" -D "$2/data" -m fast -w stop >/dev/null
+    ;;
+resume)
+    as_pg "$PGBIN/pg_ctl" -D "$2/data" -l "$2/server.log" -w -t 60 start >/dev/null
     ;;
 stop)
     dir=$2
@@ -47,7 +57,7 @@ stop)
     rm -rf "$dir"
     ;;
 *)
-    echo "usage: $0 start DIR | stop DIR | available" >&2
+    echo "usage: $0 start DIR | stop DIR | halt DIR | resume DIR | available" >&2
     exit 2
     ;;
 esac
