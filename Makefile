@@ -32,7 +32,7 @@ SERVER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRCS) $(API_SRCS))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 SERVER      := $(BUILD)/firstpass-server
 
-.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench install clean \
+.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-asan bench bench-pg install clean \
         test-reliability test-fuzz fuzz-long test-valgrind test-docker test-layers test-python test-pg
 all: server collector
 
@@ -164,6 +164,10 @@ bench: server
 
 bench-cache: server
 	@bench/cache.sh $(SERVER)
+
+# SQLite and PostgreSQL side by side (bench/pg.sh; docs/scale.md quotes bench/out/pg-results.md).
+bench-pg: server
+	@bench/pg.sh $(SERVER)
 
 # The collector's files go in when `all` built them: firstpass-upload always,
 # libfirstpass-cupti.so only where CUPTI was found (collector/collector.mk). No pkg-config file:

@@ -56,14 +56,15 @@ RES=$OUT/pg-results.tsv
 : >"$RES"
 put() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$RES"; }
 
-start() { # start BACKEND [flags]: a fresh server on a fresh database
-  local b=$1; shift
-  local db
-  if [ "$b" = sqlite ]; then db=$TMPD/db-$RANDOM.sqlite; else
+new_db() { # new_db BACKEND: a fresh database's --db
+  if [ "$1" = sqlite ]; then echo "$TMPD/db-$RANDOM.sqlite"; else
     local n=fpbench_$RANDOM
     "$PSQL" -X -q "$CONN" -c "CREATE DATABASE $n"
-    db="${CONN/dbname=postgres/dbname=$n}"
+    echo "${CONN/dbname=postgres/dbname=$n}"
   fi
+}
+start() { # start BACKEND DB [flags]: a server on DB
+  local b=$1 db=$2; shift 2
   PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "$SERVER" --port "$PORT" --db "$db" --static "$ROOT/static" --quiet --max-uploads 4 "$@" 2>"$TMPD/server-$b.log" &
   SPID=$!
@@ -86,36 +87,29 @@ wrk_rps() { # wrk_rps BACKEND KEY PATH
 
 for B in sqlite postgresql; do
   log "== $B"
+  DB=$(new_db "$B")
+  start "$B" "$DB"
+  t=$(curl -s -o "$TMPD/up.json" -w '%{time_total}' --data-binary @"$BIG" "$(url /api/v1/sessions)")
+  id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMPD/up.json")
+  put "$B" "ingest ${NEV} events (s)" "$t"
+  log "  ingest: $t s"
+  t=$(curl -s -o /dev/null -w '%{time_total}' "$(url /api/v1/sessions/$id/trace)")
+  put "$B" "download ${NEV} events (s)" "$t"
+  for i in $(seq "$NSESS"); do printf 'url = "%s"\ndata-binary = "@%s"\noutput = /dev/null\n' "$(url /api/v1/sessions?label=n:$i)" "$SMALL"; done >"$TMPD/curl.cfg"
+  t0=$(date +%s.%N)
+  curl -s --parallel --parallel-max 4 -K "$TMPD/curl.cfg" || true
+  t1=$(date +%s.%N)
+  put "$B" "${NSESS} uploads of 100 events, 4 at a time (uploads/s)" "$(python3 -c "print(round($NSESS / ($t1 - $t0), 1))")"
+  n=$(curl -s "$(url /metrics)" | awk '/^firstpass_sessions_stored / {print $2}')
+  log "  sessions stored: ${n:-?}"
+  put "$B" "sessions stored" "${n:-?}"
   for cache in on off; do
-    flags=(); [ $cache = off ] && flags=(--cache-bytes 0)
-    start "$B" "${flags[@]}"
-    if [ $cache = on ]; then
-      t=$(curl -s -o "$TMPD/up.json" -w '%{time_total}' --data-binary @"$BIG" "$(url /api/v1/sessions)")
-      id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMPD/up.json")
-      put "$B" "ingest ${NEV} events (s)" "$t"
-      log "  ingest: $t s"
-      t=$(curl -s -o /dev/null -w '%{time_total}' "$(url /api/v1/sessions/$id/trace)")
-      put "$B" "download ${NEV} events (s)" "$t"
-      # the list: NSESS small uploads
-      for i in $(seq "$NSESS"); do printf 'url = "%s"\ndata-binary = "@%s"\noutput = /dev/null\n' "$(url /api/v1/sessions?label=n:$i)" "$SMALL"; done >"$TMPD/curl.cfg"
-      t0=$(date +%s.%N)
-      curl -s --parallel --parallel-max 4 -K "$TMPD/curl.cfg" || true
-      t1=$(date +%s.%N)
-      put "$B" "${NSESS} uploads of 100 events (uploads/s)" "$(python3 -c "print(round($NSESS / ($t1 - $t0), 1))")"
-      DBKEEP=$id
-    else
-      # the same data again through a cache-less server: upload the 1M session once more
-      curl -s -o "$TMPD/up.json" --data-binary @"$BIG" "$(url /api/v1/sessions)"
-      id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMPD/up.json")
-      for i in $(seq "$NSESS"); do printf 'url = "%s"\ndata-binary = "@%s"\noutput = /dev/null\n' "$(url /api/v1/sessions?label=n:$i)" "$SMALL"; done >"$TMPD/curl.cfg"
-      curl -s --parallel --parallel-max 4 -K "$TMPD/curl.cfg" || true
-    fi
-    n=$(curl -s "$(url /metrics)" | awk '/^firstpass_sessions_stored / {print $2}')
-    log "  sessions stored: ${n:-?}"
-    for ep in operators report phases "timeline?buckets=500"; do wrk_rps "$B" "cache $cache: /sessions/1M/${ep%%\?*}" "/api/v1/sessions/$id/$ep"; done
-    wrk_rps "$B" "cache $cache: /sessions list (${NSESS} stored)" "/api/v1/sessions"
-    stop
+    if [ $cache = off ]; then stop; start "$B" "$DB" --cache-bytes 0; fi
+    for ep in operators report phases "timeline?buckets=500"; do wrk_rps "$B" "cache $cache: 1M session /${ep%%\?*}" "/api/v1/sessions/$id/$ep"; done
+    wrk_rps "$B" "cache $cache: sessions list (50 of ${NSESS})" "/api/v1/sessions"
+    wrk_rps "$B" "cache $cache: sessions list by label" "/api/v1/sessions?label=n:77"
   done
+  stop
 done
 
 python3 - "$RES" "$OUT/pg-results.md" <<'EOF'

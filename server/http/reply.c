@@ -41,6 +41,7 @@ static const struct {
     {ERR_OFF, 403, "backups_disabled"},
     {ERR_RUNNING, 409, "backup_running"},
     {ERR_BACKUP, 500, "backup_failed"},
+    {ERR_DBDOWN, 503, "database_unreachable"},
 };
 
 static int row_of(int err) {

@@ -104,9 +104,8 @@ static int text_or_csv(http_req *rq, http_reply *out, json_t *body, const char *
  * load balancer's health check takes it out until the database is back. */
 static int h_health(app *a, http_req *rq, http_reply *out) {
     (void)rq;
-    int up = !store_ping(a->st);
-    return http_json(out, up ? 200 : 503, json_pack("{s:s,s:{s:s,s:b}}", "status", up ? "ok" : "database_unreachable", "database",
-                                                    "backend", store_backend(a->st), "reachable", up));
+    if (store_ping(a->st)) return http_error(out, ERR_DBDOWN, "the %s database does not answer", store_backend(a->st));
+    return http_json(out, 200, json_pack("{s:s,s:{s:s,s:b}}", "status", "ok", "database", "backend", store_backend(a->st), "reachable", 1));
 }
 
 /* Repeated label=k:v (http_labels: the upload's parser) into f, which points into *l

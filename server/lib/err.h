@@ -33,7 +33,8 @@ enum {
     ERR_OFF = -20,          /* the feature is switched off here (backups): 403 backups_disabled */
     ERR_RUNNING = -21,      /* the same job runs already (a backup): 409 backup_running */
     ERR_BACKUP = -22,       /* a backup could not be written: 500 backup_failed */
-    ERR_LAST = -22          /* the lowest value: tests walk ERR_LAST..-1 */
+    ERR_DBDOWN = -23,       /* the database does not answer (GET /healthz): 503 database_unreachable */
+    ERR_LAST = -23          /* the lowest value: tests walk ERR_LAST..-1 */
 };
 
 #endif
