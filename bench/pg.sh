@@ -95,10 +95,15 @@ for B in sqlite postgresql; do
   log "  ingest: $t s"
   t=$(curl -s -o /dev/null -w '%{time_total}' "$(url /api/v1/sessions/$id/trace)")
   put "$B" "download ${NEV} events (s)" "$t"
-  for i in $(seq "$NSESS"); do printf 'url = "%s"\ndata-binary = "@%s"\noutput = /dev/null\n' "$(url /api/v1/sessions?label=n:$i)" "$SMALL"; done >"$TMPD/curl.cfg"
+  # one transfer each, separated by `next` (without it curl would send every body to every URL)
+  for i in $(seq "$NSESS"); do
+    printf 'url = "http://127.0.0.1:%s/api/v1/sessions?label=n:%s"\ndata-binary = "@%s"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\n' "$PORT" "$i" "$SMALL"
+    [ "$i" -lt "$NSESS" ] && echo next
+  done >"$TMPD/curl.cfg"
   t0=$(date +%s.%N)
-  curl -s --parallel --parallel-max 4 -K "$TMPD/curl.cfg" || true
+  curl -s --parallel --parallel-max 4 -K "$TMPD/curl.cfg" >"$TMPD/codes" || true
   t1=$(date +%s.%N)
+  put "$B" "uploads answered 201" "$(grep -c '^201$' "$TMPD/codes" || true)"
   put "$B" "${NSESS} uploads of 100 events, 4 at a time (uploads/s)" "$(python3 -c "print(round($NSESS / ($t1 - $t0), 1))")"
   n=$(curl -s "$(url /metrics)" | awk '/^firstpass_sessions_stored / {print $2}')
   log "  sessions stored: ${n:-?}"

@@ -17,8 +17,12 @@ PORT=${FP_PG_CHECK_PORT:-18080}
 PROJECT=fppgci
 log() { printf 'pg-compose: %s\n' "$*" >&2; }
 for t in podman podman-compose mmdebstrap runc curl python3; do
-    command -v "$t" >/dev/null || { echo "pg-compose: SKIPPED ($t is not installed: apt-get install podman podman-compose mmdebstrap runc)"; exit 0; }
+    command -v "$t" >/dev/null || { echo "pg-compose: SKIPPED ($t is not installed: apt-get install podman podman-compose mmdebstrap runc aardvark-dns)"; exit 0; }
 done
+# Service names (postgres, firstpass-a) resolve inside a podman network only through
+# aardvark-dns: without it the replicas retry "could not translate host name postgres" and the
+# stack never comes up (seen on the first run here, 2026-12-04).
+[ -x /usr/lib/podman/aardvark-dns ] || { echo "pg-compose: SKIPPED (aardvark-dns is not installed: apt-get install aardvark-dns)"; exit 0; }
 [ "$(id -u)" = 0 ] || { echo "pg-compose: SKIPPED (needs root for podman and mmdebstrap)"; exit 0; }
 
 WORK=$(mktemp -d /var/tmp/fp-pgcompose-XXXXXX)
