@@ -4,6 +4,7 @@
 #   make run        install missing Debian packages (as root), build, start the server on :8080
 #   make test       install what the tests need (as root), build, run every test
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
+#   make test-pg    the integration suite and the replica test against PostgreSQL (tests/pg/)
 #   make test-valgrind  the unit tests under valgrind (CI runs it after test-asan)
 #   make test-reliability / test-fuzz   short runs (part of make test; knobs below)
 #   make test-hostile  hostile uploads and slow clients under resource bounds (~60-90 s idle, not in make test)
@@ -18,7 +19,7 @@
 CC      ?= cc
 BUILD   ?= build
 PREFIX  ?= /usr/local
-PKGS    := libmicrohttpd jansson sqlite3 zlib libzstd yajl nettle
+PKGS    := libmicrohttpd jansson sqlite3 zlib libzstd yajl nettle libpq
 OPT     ?= -O2 -g
 SAN     ?=
 CFLAGS_ALL := -std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -Wall -Wextra -Werror $(OPT) $(SAN) \
@@ -32,8 +33,8 @@ SERVER_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(SERVER_SRCS) $(API_SRCS))
 UNIT_TESTS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 SERVER      := $(BUILD)/firstpass-server
 
-.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench install clean \
-        bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python
+.PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench bench-pg install clean \
+        bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python test-pg
 all: server collector
 
 server: $(SERVER)
@@ -49,7 +50,11 @@ $(BUILD)/gen/schema_sql.h: server/store/schema.sql
 	@mkdir -p $(dir $@)
 	@{ echo 'static const char schema_sql[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
 
-$(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h
+$(BUILD)/gen/schema_pg_sql.h: server/store/schema_pg.sql
+	@mkdir -p $(dir $@)
+	@{ echo 'static const char schema_pg_sql[] ='; sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@
+
+$(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h $(BUILD)/gen/schema_pg_sql.h
 
 # The scratch schema (server/analysis/scratch.sql): one C string per "-- @name" section,
 # scratch_<name>_sql, comment lines left out.
@@ -88,6 +93,11 @@ test-layers:
 
 test-integration: server
 	@tests/integration/run.sh $(SERVER)
+
+# The same integration suite against PostgreSQL (a throwaway cluster of its own, tests/pg/),
+# then the multi-replica test; skipped with a message where postgresql-15 is not installed.
+test-pg: server
+	@tests/pg/run.sh $(SERVER)
 
 # The firstpass Python package with Debian's torch: a real torch.profiler run uploaded by
 # trace_handler, its spool sent by the real firstpass-upload, the client, pip install offline.
@@ -178,6 +188,10 @@ bench/out/floor: bench/floor/floor.cc
 
 bench-cache: server
 	@bench/cache.sh $(SERVER)
+
+# SQLite and PostgreSQL side by side (bench/pg.sh; docs/scale.md quotes bench/out/pg-results.md).
+bench-pg: server
+	@bench/pg.sh $(SERVER)
 
 # The collector's files go in when `all` built them: firstpass-upload always,
 # libfirstpass-cupti.so only where CUPTI was found (collector/collector.mk). No pkg-config file:

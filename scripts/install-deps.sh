@@ -9,8 +9,8 @@
 #          Python package's install test, chromium, node, ...)
 set -eu
 
-BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
-TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv clang libclang-rt-14-dev valgrind chromium nodejs npm wrk"
+BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libpq-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
+TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv clang libclang-rt-14-dev valgrind chromium nodejs npm wrk postgresql-15"
 
 what=${1:-build}
 case "$what" in

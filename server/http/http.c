@@ -529,7 +529,9 @@ int http_serve(app *a) {
         log_line("error", "cannot listen", "addr=%s:%d error=\"%s\"", a->cfg->bind, a->cfg->port, strerror(errno));
         return 1;
     }
-    log_line("info", "listening", "url=http://%s:%d/ db=%s", a->cfg->bind, a->cfg->port, a->cfg->db);
+    char qdb[1024]; /* the URI with its password blanked (store_path) */
+    log_line("info", "listening", "url=http://%s:%d/ db=%s backend=%s", a->cfg->bind, a->cfg->port,
+             logfmt_quote(store_path(a->st), qdb, sizeof qdb), store_backend(a->st));
     int sig = 0;
     while (sigwait(&stop, &sig)) {
     }

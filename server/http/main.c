@@ -42,7 +42,9 @@ typedef struct opt {
 static const opt opts[] = {
     {"bind", OPT_STR, CFG(bind), 0, 0, "ADDR", "IPv4 address to listen on [FIRSTPASS_BIND] (default 127.0.0.1)"},
     {"port", OPT_PORT, CFG(port), 0, 0, "N", "TCP port [FIRSTPASS_PORT] (default 8080)"},
-    {"db", OPT_STR, CFG(db), 0, 0, "FILE", "SQLite database file, created if missing [FIRSTPASS_DB]\n(default var/firstpass.db)"},
+    {"db", OPT_STR, CFG(db), 0, 0, "FILE|URI",
+     "SQLite database file, created if missing, or a PostgreSQL database:\n"
+     "postgresql://user@host/db or a libpq conninfo (docs/scale.md) [FIRSTPASS_DB]\n(default var/firstpass.db)"},
     {"static", OPT_STR, CFG(static_dir), 0, 0, "DIR", "dashboard files served at / [FIRSTPASS_STATIC] (default static)"},
     {"max-upload", OPT_SIZE, CFG(max_upload), 0, 0, "BYTES",
      "largest upload body as sent, compressed or not [FIRSTPASS_MAX_UPLOAD]\n(default 1073741824 = 1 GiB); larger: 413"},
@@ -256,7 +258,10 @@ int main(int argc, char **argv) {
     if (load_tokens(&a)) return 2;
     a.st = store_open(cfg.db, err, sizeof err);
     if (!a.st) {
-        log_line("error", "cannot open the database", "db=%s error=%s", cfg.db, logfmt_quote(err, q, sizeof q));
+        /* a PostgreSQL URI may hold a password: it is blanked */
+        char rd[1024], qdb[1100];
+        log_line("error", "cannot open the database", "db=%s error=%s", logfmt_quote(store_redact(cfg.db, rd, sizeof rd), qdb, sizeof qdb),
+                 logfmt_quote(err, q, sizeof q));
         return 1;
     }
     /* Temporary files a killed server left in $TMPDIR (tmpfile.h): a 1 GB upload's scratch is ~360 MB. */

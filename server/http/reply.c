@@ -44,6 +44,7 @@ static const struct {
     {ERR_BACKUP, 500, "backup_failed"},
     {ERR_REQUEST, 400, "bad_request"},
     {ERR_FULL, 507, "insufficient_storage"},
+    {ERR_DBDOWN, 503, "database_unreachable"},
 };
 
 static int row_of(int err) {

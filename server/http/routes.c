@@ -77,7 +77,7 @@ static int db_fail(http_reply *out, int rc, long long id) {
 /* Runs fn with a pooled connection. */
 #define WITH_DB(a, out, call)                                                           \
     do {                                                                                \
-        sqlite3 *db_ = store_get((a)->st);                                              \
+        db_conn *db_ = store_get((a)->st);                                               \
         if (!db_) return http_error(out, ERR_DB, "no database connection");       \
         rc_ = call;                                                                     \
         store_put((a)->st, db_);                                                        \
@@ -101,9 +101,12 @@ static int text_or_csv(http_req *rq, http_reply *out, json_t *body, const char *
 
 /* ---- handlers ---- */
 
+/* Liveness and the database: a replica whose database does not answer says 503, so that a
+ * load balancer's health check takes it out until the database is back. */
 static int h_health(app *a, http_req *rq, http_reply *out) {
-    (void)a; (void)rq;
-    return http_json(out, 200, json_pack("{s:s}", "status", "ok"));
+    (void)rq;
+    if (store_ping(a->st)) return http_error(out, ERR_DBDOWN, "the %s database does not answer", store_backend(a->st));
+    return http_json(out, 200, json_pack("{s:s,s:{s:s,s:b}}", "status", "ok", "database", "backend", store_backend(a->st), "reachable", 1));
 }
 
 /* Repeated label=k:v (http_labels: the upload's parser) into f, which points into *l

@@ -39,6 +39,7 @@
 
 struct loader {
     store *st;
+    db_conn *hold;      /* store_scratch_get's: the pooled connection under t.db, or NULL */
     trace_ctx t;
     ingest_sink sink;
     load_opts opts;
@@ -553,7 +554,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.meta = json_object();
     l->cctx = ZSTD_createCCtx();
     if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.gpu_agg_keys || !l->t.meta) goto oom;
-    l->t.db = store_get(st);
+    l->t.db = store_scratch_get(st, &l->hold);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
         loader_free(l);
@@ -623,7 +624,7 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
                            a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs};
     char err[256];
-    int rc = store_commit_session(t->db, &in, id, err, sizeof err);
+    int rc = store_commit_session(l->st, t->db, l->hold, &in, id, err, sizeof err);
     return rc ? set_err(l, rc, err) : 0;
 }
 
@@ -732,7 +733,7 @@ void loader_free(loader *l) {
         if ((long long)frames * page_size(l->t.db) > LOAD_WAL_TRUNCATE_BYTES || l->failed_full)
             sqlite3_wal_checkpoint_v2(l->t.db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
         sqlite3_wal_autocheckpoint(l->t.db, 1000);
-        store_put(l->st, l->t.db);
+        store_scratch_put(l->st, l->t.db, l->hold);
     }
     if (l->scratch_path[0]) unlink(l->scratch_path);
     for (size_t i = 0; i < l->t.ntracks; i++) {

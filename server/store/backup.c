@@ -4,6 +4,9 @@
  * database through a pooled connection (store_get) and writes the copy through its own
  * connection; it never writes to the live database. Must not see MHD types. */
 #include "store/backup.h"
+#include "store/db.h"
+
+#include <sqlite3.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,9 +70,10 @@ static long long count_sessions(sqlite3 *db) {
  * commits meanwhile. The copy is switched to journal_mode=DELETE so that it is one
  * self-contained file (a WAL-mode copy grows -wal/-shm files whenever it is opened). */
 static int copy_db(store *st, const char *tmp, long long *sessions, char *err, size_t errlen) {
-    sqlite3 *src = store_get(st), *dst = NULL;
+    db_conn *conn = store_get(st);
+    sqlite3 *src = conn ? db_sqlite(conn) : NULL, *dst = NULL;
     int rc = ERR_DB;
-    if (!src) return snprintf(err, errlen, "no database connection"), ERR_DB;
+    if (!src) return store_put(st, conn), snprintf(err, errlen, "no database connection"), ERR_DB;
     unlink(tmp); /* a .part left by a crash is garbage */
     if (sqlite3_open_v2(tmp, &dst, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, dst ? sqlite3_errmsg(dst) : "out of memory");
@@ -94,7 +98,7 @@ static int copy_db(store *st, const char *tmp, long long *sessions, char *err, s
     rc = 0;
 out:
     if (sqlite3_close(dst) != SQLITE_OK && !rc) rc = ERR_IO, snprintf(err, errlen, "cannot close %s", tmp);
-    store_put(st, src);
+    store_put(st, conn);
     return rc;
 }
 
@@ -118,6 +122,12 @@ static int publish(const char *tmp, const char *path, const char *dir, char *err
 }
 
 int backup_run(store *st, const char *dir, backup_result *res, char *err, size_t errlen) {
+    /* PostgreSQL has its own tools, which copy one snapshot with the server running and
+     * restore into any cluster: docs/scale.md, "Backup and restore". */
+    if (store_is_pg(st)) {
+        snprintf(err, errlen, "the database is PostgreSQL: back it up with pg_dump (docs/scale.md), not through the server");
+        return ERR_OFF;
+    }
     int idle = 0;
     if (!atomic_compare_exchange_strong(&g_running, &idle, 1)) {
         snprintf(err, errlen, "a backup is already running; retry when it is done");

@@ -20,7 +20,8 @@ typedef struct backup_result {
 /* Writes a backup of st into dir (created, with its parents, if missing). One backup runs
  * at a time: a second call meanwhile returns ERR_CONFLICT at once. The copy is written as
  * NAME.part, synced, then renamed, so a file named *.db is always complete.
- * 0, ERR_CONFLICT, ERR_IO (dir or file) or ERR_DB, with a message in err. */
+ * 0, ERR_CONFLICT, ERR_IO (dir or file) or ERR_DB, with a message in err. On PostgreSQL
+ * nothing is written: ERR_OFF, the message says to use pg_dump (docs/scale.md). */
 int backup_run(store *st, const char *dir, backup_result *res, char *err, size_t errlen);
 
 #endif

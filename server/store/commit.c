@@ -1,11 +1,15 @@
 /* commit.c: store_commit_session (commit.h). Owns the SQL that writes a new session. */
 #include "store/commit.h"
+#include "store/db.h"
+
+#include <sqlite3.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "lib/buf.h"
 #include "lib/err.h"
 #include "store/store.h"
 
@@ -124,7 +128,7 @@ static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id
     return rc;
 }
 
-int store_commit_session(sqlite3 *db, const store_session_in *in, long long *id, char *err, size_t errlen) {
+static int commit_sqlite(sqlite3 *db, const store_session_in *in, long long *id, char *err, size_t errlen) {
     char *meta = json_dumps(in->meta, JSON_COMPACT), *summary = json_dumps(in->summary, JSON_COMPACT);
     int rc = meta && summary ? 0 : ERR_NOMEM;
     if (!rc) rc = exec(db, "BEGIN IMMEDIATE");
@@ -142,4 +146,200 @@ int store_commit_session(sqlite3 *db, const store_session_in *in, long long *id,
     free(meta);
     free(summary);
     return rc;
+}
+
+/* ---- PostgreSQL ---- */
+
+/* One value of a COPY text row: \N for NULL, text with \, tab, newline and CR escaped,
+ * a blob as \\x and hex (bytea's input form, its backslash escaped for COPY). */
+static int copy_value(buf *b, sqlite3_stmt *q, int i) {
+    switch (sqlite3_column_type(q, i)) {
+    case SQLITE_NULL: return buf_puts(b, "\\N");
+    case SQLITE_INTEGER: return buf_printf(b, "%lld", (long long)sqlite3_column_int64(q, i));
+    case SQLITE_FLOAT: return buf_printf(b, "%.17g", sqlite3_column_double(q, i));
+    case SQLITE_BLOB: {
+        const unsigned char *p = sqlite3_column_blob(q, i);
+        int n = sqlite3_column_bytes(q, i);
+        static const char hex[] = "0123456789abcdef";
+        if (buf_puts(b, "\\\\x")) return ERR_NOMEM;
+        for (int k = 0; k < n; k++) {
+            char two[2] = {hex[p[k] >> 4], hex[p[k] & 15]};
+            if (buf_put(b, two, 2)) return ERR_NOMEM;
+        }
+        return 0;
+    }
+    default: {
+        const char *t = (const char *)sqlite3_column_text(q, i);
+        for (; t && *t; t++) {
+            const char *esc = *t == '\\' ? "\\\\" : *t == '\t' ? "\\t" : *t == '\n' ? "\\n" : *t == '\r' ? "\\r" : NULL;
+            if (esc ? buf_puts(b, esc) : buf_put(b, t, 1)) return ERR_NOMEM;
+        }
+        return 0;
+    }
+    }
+}
+
+/* COPY table FROM STDIN with the rows of a scratch query, each prefixed with the session id:
+ * one stream, no round trip a row (an upload's chunks and operators are thousands of rows). */
+static int copy_rows(db_conn *c, sqlite3 *scratch, const char *copy_sql, const char *select_sql, long long id) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(scratch, select_sql, -1, &q, NULL) != SQLITE_OK) return ERR_DB;
+    int rc = db_copy_begin(c, copy_sql), st = SQLITE_DONE;
+    buf b = {0};
+    int ncol = sqlite3_column_count(q);
+    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
+        rc = buf_printf(&b, "%lld", id);
+        for (int i = 0; i < ncol && !rc; i++) rc = buf_put(&b, "\t", 1) || copy_value(&b, q, i) ? ERR_NOMEM : 0;
+        if (!rc) rc = buf_put(&b, "\n", 1) ? ERR_NOMEM : 0;
+        if (!rc && b.len >= 1 << 20) {
+            rc = db_copy_put(c, b.p, b.len);
+            b.len = 0;
+        }
+    }
+    if (!rc && st != SQLITE_DONE) rc = ERR_DB;
+    if (!rc && b.len) rc = db_copy_put(c, b.p, b.len);
+    /* ends the COPY whatever happened: the connection must leave COPY mode; the
+     * transaction is rolled back by the caller on any error */
+    int end = db_copy_end(c);
+    if (!rc) rc = end;
+    buf_free(&b);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+static int pg_step_once(db_stmt *s) {
+    int rc = db_step(s) == ERR_DB ? ERR_DB : 0;
+    db_reset(s);
+    return rc;
+}
+
+static int pg_insert_session(db_conn *c, const store_session_in *in, const char *meta, const char *summary, long long *id) {
+    db_stmt *s = db_prepare(c, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary)"
+                               " VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id");
+    if (!s) return ERR_DB;
+    db_bind_text(s, 1, in->name ? in->name : "");
+    db_bind_text(s, 2, in->source);
+    db_bind_int64(s, 3, (long long)time(NULL));
+    db_bind_double(s, 4, in->start_us);
+    db_bind_double(s, 5, in->end_us);
+    db_bind_int64(s, 6, in->events);
+    db_bind_text(s, 7, in->hardware);
+    db_bind_int64(s, 8, (long long)in->bytes_in);
+    db_bind_text(s, 9, meta);
+    db_bind_text(s, 10, summary);
+    int rc = db_step(s) == DB_ROW ? 0 : ERR_DB;
+    if (!rc) *id = db_column_int64(s, 0);
+    db_finalize(s);
+    if (!rc && (!in->name || !*in->name)) { /* a session always has a name a person can read */
+        char dflt[64];
+        snprintf(dflt, sizeof dflt, "session %lld", *id);
+        s = db_prepare(c, "UPDATE sessions SET name=? WHERE id=?");
+        if (!s) return ERR_DB;
+        db_bind_text(s, 1, dflt);
+        db_bind_int64(s, 2, *id);
+        rc = pg_step_once(s);
+        db_finalize(s);
+    }
+    return rc;
+}
+
+static int pg_insert_labels(db_conn *c, const store_session_in *in, long long id) {
+    db_stmt *s = db_prepare(c, "INSERT INTO labels(session_id,key,value) VALUES (?,?,?) "
+                               "ON CONFLICT(session_id,key) DO UPDATE SET value=excluded.value");
+    if (!s) return ERR_DB;
+    int rc = 0;
+    for (int pass = 0; pass < 2 && !rc; pass++)
+        for (size_t i = 0; i < in->nlabels[pass] && !rc; i++) {
+            db_bind_int64(s, 1, id);
+            db_bind_text(s, 2, in->labels[pass][i].key);
+            db_bind_text(s, 3, in->labels[pass][i].value);
+            rc = pg_step_once(s);
+        }
+    db_finalize(s);
+    return rc;
+}
+
+/* The string table through COPY: written into a scratch table first, so copy_rows has
+ * one path for every table. */
+static int pg_insert_strings(db_conn *c, sqlite3 *scratch, const store_session_in *in, long long id) {
+    if (sqlite3_exec(scratch, "CREATE TEMP TABLE fp_strings(id INTEGER, s TEXT)", NULL, NULL, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_exec(scratch, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(scratch, "INSERT INTO fp_strings VALUES (?,?)", -1, &s, NULL) == SQLITE_OK ? 0 : ERR_DB;
+    for (size_t i = 0; i < intern_count(in->strings) && !rc; i++) {
+        sqlite3_bind_int64(s, 1, (long long)i);
+        sqlite3_bind_text(s, 2, intern_str(in->strings, (long)i), -1, SQLITE_STATIC);
+        rc = step_once(s);
+    }
+    sqlite3_finalize(s);
+    if (sqlite3_exec(scratch, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = ERR_DB;
+    if (!rc) rc = copy_rows(c, scratch, "COPY strings(session_id,id,s) FROM STDIN", "SELECT id, s FROM temp.fp_strings ORDER BY id", id);
+    sqlite3_exec(scratch, "DROP TABLE temp.fp_strings", NULL, NULL, NULL);
+    return rc;
+}
+
+static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
+    static const char *const copies[][2] = {
+        {"COPY operators(session_id,grouping,name,kind,input_shapes,calls,cpu_total,self_cpu,cuda_total,self_cuda,cpu_mem,"
+         "self_cpu_mem,cuda_mem,self_cuda_mem,rn) FROM STDIN",
+         "SELECT grouping, name, kind, input_shapes, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
+         " cuda_mem, self_cuda_mem, rowid FROM scratch.ops"},
+        {"COPY kernels(session_id,name,kind,calls,total_us,min_us,max_us,grid,block,regs,smem) FROM STDIN",
+         "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern"},
+        {"COPY phases(session_id,name,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
+         "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
+        {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data) FROM STDIN",
+         "SELECT track, seq, n, min_ts, max_end, data FROM scratch.chunks"},
+        {"COPY timeline_buckets(session_id,track,data) FROM STDIN", "SELECT track, data FROM scratch.tlb"},
+    };
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        int rc = copy_rows(c, scratch, copies[i][0], copies[i][1], id);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int pg_insert_analysis(db_conn *c, const store_session_in *in, long long id) {
+    char *g = json_dumps(in->gpu, JSON_COMPACT), *r = json_dumps(in->report, JSON_COMPACT), *t = json_dumps(in->timeline, JSON_COMPACT);
+    int rc = g && r && t ? 0 : ERR_NOMEM;
+    db_stmt *s = rc ? NULL : db_prepare(c, "INSERT INTO analysis(session_id,gpu,report,timeline) VALUES (?,?,?,?)");
+    if (!rc && !s) rc = ERR_DB;
+    if (!rc) {
+        db_bind_int64(s, 1, id);
+        db_bind_text(s, 2, g);
+        db_bind_text(s, 3, r);
+        db_bind_text(s, 4, t);
+        rc = pg_step_once(s);
+    }
+    db_finalize(s);
+    free(g);
+    free(r);
+    free(t);
+    return rc;
+}
+
+/* The same transaction as commit_sqlite's, on PostgreSQL; its last statement bumps the
+ * shared list generation (store.c: pg_gen), so no replica keeps a list without it. */
+static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, long long *id, char *err, size_t errlen) {
+    char *meta = json_dumps(in->meta, JSON_COMPACT), *summary = json_dumps(in->summary, JSON_COMPACT);
+    db_conn *c = store_get(st);
+    int rc = !meta || !summary ? ERR_NOMEM : !c ? ERR_DB : 0;
+    if (!rc) rc = db_exec(c, "BEGIN");
+    if (!rc) rc = pg_insert_session(c, in, meta, summary, id);
+    if (!rc) rc = pg_insert_labels(c, in, *id);
+    if (!rc) rc = pg_insert_strings(c, scratch, in, *id);
+    if (!rc) rc = pg_copy_scratch(c, scratch, *id);
+    if (!rc) rc = pg_insert_analysis(c, in, *id);
+    if (!rc) rc = db_exec(c, "UPDATE fp_generation SET lgen = lgen + 1");
+    if (!rc) rc = db_exec(c, "COMMIT");
+    if (rc) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : c ? db_errmsg(c) : "no database connection");
+    store_put(st, c); /* rolls back an open transaction */
+    free(meta);
+    free(summary);
+    return rc;
+}
+
+int store_commit_session(store *st, sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long *id, char *err,
+                         size_t errlen) {
+    return hold ? commit_sqlite(db_sqlite(hold), in, id, err, errlen) : commit_pg(st, scratch, in, id, err, errlen);
 }

@@ -1,7 +1,7 @@
 /* commit.h: the one transaction that stores an analysed upload as a session.
  *
- * The loader (ingest/load.c) fills a scratch database (schema: ingest/scratch.sql)
- * attached to a pooled connection as "scratch"; the analysis leaves its result tables
+ * The loader (ingest/load.c) fills a scratch database (schema: analysis/scratch.sql)
+ * attached to store_scratch_get's connection as "scratch"; the analysis leaves its result tables
  * there. store_commit_session copies everything the session owns into the main database
  * in ONE transaction (BEGIN IMMEDIATE ... COMMIT): so a 201 means committed, and a failure
  * or a crash before the COMMIT leaves nothing behind.
@@ -13,11 +13,11 @@
 #define FP_COMMIT_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stddef.h>
 
 #include "lib/intern.h"
 #include "session.h"
+#include "store/store.h"
 
 typedef struct store_session_in {
     const char *name;          /* NULL or "": named "session <id>" */
@@ -35,8 +35,12 @@ typedef struct store_session_in {
     const intern *strings;     /* the session's string table: id -> text */
 } store_session_in;
 
-/* db: a pooled connection with the scratch database attached and no transaction open.
- * 0 with *id set, or ERR_NOMEM / ERR_DB with a message in err (then rolled back). */
-int store_commit_session(sqlite3 *db, const store_session_in *in, long long *id, char *err, size_t errlen);
+/* scratch, hold: store_scratch_get's, with the scratch database attached as "scratch" and
+ * no transaction open. On SQLite the copy runs inside SQLite (INSERT ... SELECT); on
+ * PostgreSQL the scratch's rows are read here and sent with COPY on a pooled connection,
+ * the session id taken from the sequence. 0 with *id set, or ERR_NOMEM / ERR_DB with a
+ * message in err (then rolled back: nothing of the session is stored). */
+int store_commit_session(store *st, struct sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long *id, char *err,
+                         size_t errlen);
 
 #endif

@@ -1,6 +1,7 @@
 /* download.c: streams a session back as a Chrome trace (download.h). Owns one pooled
  * connection and one statement for the life of the download; gzip through zlib. */
 #include "store/download.h"
+#include "store/db.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,8 @@
 
 struct download {
     store *st;
-    sqlite3 *db;
-    sqlite3_stmt *chunks;
+    db_conn *db;
+    db_stmt *chunks;
     json_t *meta;
     int stage;        /* 0 header, 1 events, 2 trailer, 3 done */
     int first;        /* no event written yet */
@@ -35,21 +36,21 @@ download *download_open(store *s, long long id, int gzip, int *err) {
     d->db = store_get(s);
     *err = ERR_DB;
     if (!d->db) goto fail;
-    sqlite3_stmt *m;
-    if (sqlite3_prepare_v2(d->db, "SELECT meta FROM sessions WHERE id = ?", -1, &m, NULL) != SQLITE_OK) goto fail;
-    sqlite3_bind_int64(m, 1, id);
-    if (sqlite3_step(m) != SQLITE_ROW) {
-        sqlite3_finalize(m);
+    db_stmt *m;
+    if (!(m = db_prepare(d->db, "SELECT meta FROM sessions WHERE id = ?"))) goto fail;
+    db_bind_int64(m, 1, id);
+    if (db_step(m) != DB_ROW) {
+        db_finalize(m);
         *err = ERR_NOTFOUND;
         goto fail;
     }
     json_error_t je;
-    d->meta = json_loads((const char *)sqlite3_column_text(m, 0), 0, &je);
-    sqlite3_finalize(m);
+    d->meta = json_loads((const char *)db_column_text(m, 0), 0, &je);
+    db_finalize(m);
     if (!d->meta) goto fail;
-    if (sqlite3_prepare_v2(d->db, "SELECT data FROM event_chunks WHERE session_id = ? ORDER BY seq", -1, &d->chunks, NULL) != SQLITE_OK)
+    if (!(d->chunks = db_prepare(d->db, "SELECT data FROM event_chunks WHERE session_id = ? ORDER BY seq")))
         goto fail;
-    sqlite3_bind_int64(d->chunks, 1, id);
+    db_bind_int64(d->chunks, 1, id);
     /* windowBits 15+16: a gzip wrapper, what Content-Encoding: gzip means. */
     if (gzip && deflateInit2(&d->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) { *err = ERR_NOMEM; d->gzip = 0; goto fail; }
     *err = 0;
@@ -66,10 +67,10 @@ static int produce(download *d, buf *p) {
         d->stage = 1;
         return buf_put(p, "{\"traceEvents\":[\n", 17) ? -1 : 0;
     case 1: {
-        int rc = sqlite3_step(d->chunks);
-        if (rc == SQLITE_DONE) { d->stage = 2; return 0; }
-        if (rc != SQLITE_ROW) return -1;
-        if (chunk_inflate(sqlite3_column_blob(d->chunks, 0), (size_t)sqlite3_column_bytes(d->chunks, 0), &d->plain)) return -1;
+        int rc = db_step(d->chunks);
+        if (rc == DB_DONE) { d->stage = 2; return 0; }
+        if (rc != DB_ROW) return -1;
+        if (chunk_inflate(db_column_blob(d->chunks, 0, NULL), (size_t)db_column_bytes(d->chunks, 0), &d->plain)) return -1;
         size_t off = 0;
         chunk_rec r;
         const char *js;
@@ -151,7 +152,7 @@ long download_read(void *cls, unsigned long long pos, char *out, size_t max) {
 void download_free(void *cls) {
     download *d = cls;
     if (!d) return;
-    sqlite3_finalize(d->chunks);
+    db_finalize(d->chunks);
     if (d->db) store_put(d->st, d->db);
     if (d->gzip) deflateEnd(&d->z);
     json_decref(d->meta);

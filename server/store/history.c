@@ -17,9 +17,9 @@
 
 /* ---- small helpers ---- */
 
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+static db_stmt *prep(db_conn *db, const char *sql) {
+    db_stmt *s = NULL;
+    if (!(s = db_prepare(db, sql))) return NULL;
     return s;
 }
 
@@ -28,8 +28,8 @@ static json_t *iso_time(long long t) {
     return json_string(timefmt_utc(t, 0, out));
 }
 
-static json_t *col_text(sqlite3_stmt *s, int i) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static json_t *col_text(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
     return t ? json_string(t) : json_null();
 }
 
@@ -42,29 +42,29 @@ int history_name_valid(const char *name) {
     return 1;
 }
 
-static int session_exists(sqlite3 *db, long long id) {
-    sqlite3_stmt *s = prep(db, "SELECT 1 FROM sessions WHERE id = ?");
+static int session_exists(db_conn *db, long long id) {
+    db_stmt *s = prep(db, "SELECT 1 FROM sessions WHERE id = ?");
     if (!s) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s);
-    sqlite3_finalize(s);
-    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s);
+    db_finalize(s);
+    return st == DB_ROW ? 0 : st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
 }
 
 /* After a row loop: a failed step (SQLITE_CORRUPT, IOERR...) must not read as the end of the
  * rows, or a reply would be a truncated 200 (query.c's rule too). */
-static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
+static int step_rc(int st) { return st == DB_DONE || st == DB_ROW ? 0 : ERR_DB; }
 
 /* {key: value} of a baseline's labels, new reference; NULL when SQLite failed. */
-static json_t *baseline_labels(sqlite3 *db, const char *name) {
-    sqlite3_stmt *s = prep(db, "SELECT key, value FROM baseline_labels WHERE name = ? ORDER BY key");
+static json_t *baseline_labels(db_conn *db, const char *name) {
+    db_stmt *s = prep(db, "SELECT key, value FROM baseline_labels WHERE name = ? ORDER BY key");
     if (!s) return NULL;
     json_t *o = json_object();
     int st;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    while ((st = sqlite3_step(s)) == SQLITE_ROW)
-        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
-    sqlite3_finalize(s);
+    db_bind_text(s, 1, name);
+    while ((st = db_step(s)) == DB_ROW)
+        json_object_set_new(o, (const char *)db_column_text(s, 0), json_string((const char *)db_column_text(s, 1)));
+    db_finalize(s);
     if (step_rc(st)) {
         json_decref(o);
         return NULL;
@@ -78,66 +78,66 @@ static json_t *baseline_labels(sqlite3 *db, const char *name) {
 #define BASELINE_FROM " FROM baselines b JOIN sessions s ON s.id = b.session_id"
 
 /* One baseline (new reference), or NULL when its labels could not be read. */
-static json_t *baseline_row(sqlite3 *db, sqlite3_stmt *s) {
-    const char *name = (const char *)sqlite3_column_text(s, 0);
+static json_t *baseline_row(db_conn *db, db_stmt *s) {
+    const char *name = (const char *)db_column_text(s, 0);
     json_t *labels = baseline_labels(db, name);
     if (!labels) return NULL;
-    return json_pack("{s:s,s:I,s:o,s:o,s:o,s:o}", "name", name, "session_id", (json_int_t)sqlite3_column_int64(s, 1),
-                     "session_name", col_text(s, 2), "labels", labels, "created_at", iso_time(sqlite3_column_int64(s, 3)),
-                     "updated_at", iso_time(sqlite3_column_int64(s, 4)));
+    return json_pack("{s:s,s:I,s:o,s:o,s:o,s:o}", "name", name, "session_id", (json_int_t)db_column_int64(s, 1),
+                     "session_name", col_text(s, 2), "labels", labels, "created_at", iso_time(db_column_int64(s, 3)),
+                     "updated_at", iso_time(db_column_int64(s, 4)));
 }
 
-int history_baseline_get(sqlite3 *db, const char *name, json_t **out) {
-    sqlite3_stmt *s = prep(db, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE b.name = ?");
+int history_baseline_get(db_conn *db, const char *name, json_t **out) {
+    db_stmt *s = prep(db, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE b.name = ?");
     if (!s) return ERR_DB;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
+    db_bind_text(s, 1, name);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
         *out = baseline_row(db, s);
         rc = *out ? 0 : ERR_DB;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
 /* Runs one write statement: ?1 = name; with id, ?2 = id and ?3 = now (where the statement
  * has a third parameter). 0 or ERR_DB. */
-static int exec1(sqlite3 *db, const char *sql, const char *name, long long id) {
-    sqlite3_stmt *s = prep(db, sql);
+static int exec1(db_conn *db, const char *sql, const char *name, long long id) {
+    db_stmt *s = prep(db, sql);
     if (!s) return ERR_DB;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    if (id) sqlite3_bind_int64(s, 2, id);
-    if (id && sqlite3_bind_parameter_count(s) >= 3) sqlite3_bind_int64(s, 3, (long long)time(NULL));
-    int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
-    sqlite3_finalize(s);
+    db_bind_text(s, 1, name);
+    if (id) db_bind_int64(s, 2, id);
+    if (id) db_bind_int64(s, 3, (long long)time(NULL)); /* ignored by a statement with two */
+    int rc = db_step(s) == DB_DONE ? 0 : ERR_DB;
+    db_finalize(s);
     return rc;
 }
 
 /* The labels of a PUT body, or of the session when there are none in the body. */
-static int put_labels(sqlite3 *db, const char *name, long long session_id, const json_t *labels) {
+static int put_labels(db_conn *db, const char *name, long long session_id, const json_t *labels) {
     if (exec1(db, "DELETE FROM baseline_labels WHERE name = ?1", name, 0)) return ERR_DB;
     if (!labels)
         return exec1(db, "INSERT INTO baseline_labels(name, key, value) SELECT ?1, key, value FROM labels WHERE session_id = ?2",
                      name, session_id);
-    sqlite3_stmt *s = prep(db, "INSERT INTO baseline_labels(name, key, value) VALUES (?, ?, ?)");
+    db_stmt *s = prep(db, "INSERT INTO baseline_labels(name, key, value) VALUES (?, ?, ?)");
     if (!s) return ERR_DB;
     const char *k;
     json_t *v;
     int rc = 0;
     json_object_foreach((json_t *)labels, k, v) {
-        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 2, k, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, 3, json_string_value(v), -1, SQLITE_STATIC);
-        if (sqlite3_step(s) != SQLITE_DONE) { rc = ERR_DB; break; }
-        sqlite3_reset(s);
+        db_bind_text(s, 1, name);
+        db_bind_text(s, 2, k);
+        db_bind_text(s, 3, json_string_value(v));
+        if (db_step(s) != DB_DONE) { rc = ERR_DB; break; }
+        db_reset(s);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
-int history_baseline_put(sqlite3 *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out) {
+int history_baseline_put(db_conn *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out) {
     /* One write transaction: the existence checks and the writes see the same database. */
-    if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return ERR_DB;
+    if (db_begin_write(db) != 0) return ERR_DB;
     int rc = session_exists(db, session_id);
     json_t *old = NULL;
     if (!rc) {
@@ -153,20 +153,20 @@ int history_baseline_put(sqlite3 *db, const char *name, long long session_id, co
                        " updated_at = excluded.updated_at", name, session_id);
     }
     if (!rc) rc = put_labels(db, name, session_id, labels);
-    if (!rc && sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = ERR_DB;
+    if (!rc && db_exec(db, "COMMIT") != 0) rc = ERR_DB;
     if (rc) {
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+        db_exec(db, "ROLLBACK");
         return rc;
     }
     return history_baseline_get(db, name, out);
 }
 
-int history_baseline_delete(sqlite3 *db, const char *name) {
-    sqlite3_stmt *s = prep(db, "DELETE FROM baselines WHERE name = ?");
+int history_baseline_delete(db_conn *db, const char *name) {
+    db_stmt *s = prep(db, "DELETE FROM baselines WHERE name = ?");
     if (!s) return ERR_DB;
-    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(s) == SQLITE_DONE ? (sqlite3_changes(db) ? 0 : ERR_NOTFOUND) : ERR_DB;
-    sqlite3_finalize(s);
+    db_bind_text(s, 1, name);
+    int rc = db_step(s) == DB_DONE ? (db_changes(db) ? 0 : ERR_NOTFOUND) : ERR_DB;
+    db_finalize(s);
     return rc;
 }
 
@@ -176,28 +176,28 @@ static int label_clauses(char *sql, size_t len, int o, const char *fmt, const hi
         o += snprintf(sql + o, len - (size_t)o, fmt, first + 2 * i, first + 2 * i + 1);
     return o;
 }
-static void bind_labels(sqlite3_stmt *s, const hist_labels *f, int first) {
+static void bind_labels(db_stmt *s, const hist_labels *f, int first) {
     for (int i = 0; i < f->n; i++) {
-        sqlite3_bind_text(s, first + 2 * i, f->keys[i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, first + 2 * i + 1, f->values[i], -1, SQLITE_STATIC);
+        db_bind_text(s, first + 2 * i, f->keys[i]);
+        db_bind_text(s, first + 2 * i + 1, f->values[i]);
     }
 }
 
-int history_baseline_list(sqlite3 *db, const hist_labels *f, json_t **out) {
+int history_baseline_list(db_conn *db, const hist_labels *f, json_t **out) {
     char sql[4096];
-    int o = snprintf(sql, sizeof sql, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE 1");
+    int o = snprintf(sql, sizeof sql, "SELECT " BASELINE_COLS BASELINE_FROM " WHERE 1=1");
     o = label_clauses(sql, sizeof sql, o, " AND EXISTS (SELECT 1 FROM baseline_labels l WHERE l.name = b.name AND l.key = ?%d AND l.value = ?%d)", f, 1);
     snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY b.seq DESC");
-    sqlite3_stmt *s = prep(db, sql);
+    db_stmt *s = prep(db, sql);
     if (!s) return ERR_DB;
     bind_labels(s, f, 1);
     json_t *arr = json_array(), *row;
     int st, rc = 0;
-    while (!rc && (st = sqlite3_step(s)) == SQLITE_ROW) {
+    while (!rc && (st = db_step(s)) == DB_ROW) {
         if ((row = baseline_row(db, s))) json_array_append_new(arr, row);
         else rc = ERR_DB;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (rc || step_rc(st)) {
         json_decref(arr);
         return ERR_DB;
@@ -208,19 +208,19 @@ int history_baseline_list(sqlite3 *db, const hist_labels *f, json_t **out) {
 
 /* The newest baseline whose every label the session has; the session itself is skipped
  * (a session checked against itself is trivially clean). name gets it; ERR_NOTFOUND. */
-static int baseline_auto(sqlite3 *db, long long id, char *name, size_t len) {
-    sqlite3_stmt *s = prep(db, "SELECT b.name FROM baselines b WHERE b.session_id != ?1 AND NOT EXISTS ("
+static int baseline_auto(db_conn *db, long long id, char *name, size_t len) {
+    db_stmt *s = prep(db, "SELECT b.name FROM baselines b WHERE b.session_id != ?1 AND NOT EXISTS ("
                                " SELECT 1 FROM baseline_labels bl WHERE bl.name = b.name AND NOT EXISTS ("
                                "  SELECT 1 FROM labels l WHERE l.session_id = ?1 AND l.key = bl.key AND l.value = bl.value))"
                                " ORDER BY b.seq DESC LIMIT 1");
     if (!s) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
-        snprintf(name, len, "%s", sqlite3_column_text(s, 0));
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
+        snprintf(name, len, "%s", db_column_text(s, 0));
         rc = 0;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -255,25 +255,25 @@ static const kind_def kinds[] = {
 #define NKINDS (int)(sizeof kinds / sizeof kinds[0])
 
 /* {"category\x1fname": [metric values]} of one session, new reference; NULL on failure. */
-static json_t *load_rows(sqlite3 *db, const kind_def *k, long long id) {
-    sqlite3_stmt *s = prep(db, k->sql);
+static json_t *load_rows(db_conn *db, const kind_def *k, long long id) {
+    db_stmt *s = prep(db, k->sql);
     if (!s) return NULL;
     json_t *m = json_object();
     int st;
-    sqlite3_bind_int64(s, 1, id);
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+    db_bind_int64(s, 1, id);
+    while ((st = db_step(s)) == DB_ROW) {
         /* Kernel names run to kilobytes (C++ templates): the key is sized to fit. */
-        const char *c = (const char *)sqlite3_column_text(s, 0), *n = (const char *)sqlite3_column_text(s, 1);
+        const char *c = (const char *)db_column_text(s, 0), *n = (const char *)db_column_text(s, 1);
         size_t len = strlen(c ? c : "") + strlen(n ? n : "") + 2;
         char *key = malloc(len);
-        if (!key) { st = SQLITE_NOMEM; break; }
+        if (!key) { st = ERR_NOMEM; break; }
         snprintf(key, len, "%s\x1f%s", c ? c : "", n ? n : "");
         json_t *v = json_array();
-        for (int i = 0; i < k->nmetrics; i++) json_array_append_new(v, json_real(sqlite3_column_double(s, k->m[i].col)));
+        for (int i = 0; i < k->nmetrics; i++) json_array_append_new(v, json_real(db_column_double(s, k->m[i].col)));
         json_object_set_new(m, key, v);
         free(key);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) {
         json_decref(m);
         return NULL;
@@ -363,35 +363,35 @@ static void diff_kind(const kind_def *k, json_t *base, json_t *head, const hist_
 }
 
 /* Steps of a session: the count of its folded ProfilerStep* phase (0 without). */
-static double steps_of(sqlite3 *db, long long id) {
-    sqlite3_stmt *s = prep(db, "SELECT count FROM phases WHERE session_id = ? AND name = 'ProfilerStep*' AND kind = 'cpu'");
+static double steps_of(db_conn *db, long long id) {
+    db_stmt *s = prep(db, "SELECT count FROM phases WHERE session_id = ? AND name = 'ProfilerStep*' AND kind = 'cpu'");
     double n = 0;
     if (!s) return 0;
-    sqlite3_bind_int64(s, 1, id);
-    if (sqlite3_step(s) == SQLITE_ROW) n = sqlite3_column_double(s, 0);
-    sqlite3_finalize(s);
+    db_bind_int64(s, 1, id);
+    if (db_step(s) == DB_ROW) n = db_column_double(s, 0);
+    db_finalize(s);
     return n;
 }
 
 /* gpu_idle_fraction of a session from its precomputed summary into *v (NAN when unknown).
  * 0 or ERR_DB. */
-static int idle_of(sqlite3 *db, long long id, double *v, char *name, size_t len) {
-    sqlite3_stmt *s = prep(db, "SELECT summary, name FROM sessions WHERE id = ?");
+static int idle_of(db_conn *db, long long id, double *v, char *name, size_t len) {
+    db_stmt *s = prep(db, "SELECT summary, name FROM sessions WHERE id = ?");
     *v = NAN;
     if (!s) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s);
-    if (st == SQLITE_ROW) {
+    db_bind_int64(s, 1, id);
+    int st = db_step(s);
+    if (st == DB_ROW) {
         json_error_t e;
-        const char *txt = (const char *)sqlite3_column_text(s, 0);
+        const char *txt = (const char *)db_column_text(s, 0);
         json_t *sum = txt ? json_loads(txt, 0, &e) : NULL;
         json_t *x = json_object_get(sum, "gpu_idle_fraction");
         if (json_is_number(x)) *v = json_number_value(x);
         json_decref(sum);
-        if (name) snprintf(name, len, "%s", sqlite3_column_text(s, 1));
+        if (name) snprintf(name, len, "%s", db_column_text(s, 1));
     }
-    sqlite3_finalize(s);
-    return st == SQLITE_ROW ? 0 : ERR_DB;
+    db_finalize(s);
+    return st == DB_ROW ? 0 : ERR_DB;
 }
 
 static const char *item_str(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
@@ -437,7 +437,7 @@ static json_t *sorted(json_t *items, int *nreg) {
 
 /* Every item of head against base (unsorted), new reference; NULL when SQLite failed.
  * *bs says what the values are (per step or per call). */
-static json_t *all_items(sqlite3 *db, long long base, long long head, const hist_thresholds *t, basis *bs) {
+static json_t *all_items(db_conn *db, long long base, long long head, const hist_thresholds *t, basis *bs) {
     char hname[512] = "";
     double bi, hi;
     if (idle_of(db, base, &bi, NULL, 0) || idle_of(db, head, &hi, hname, sizeof hname)) return NULL;
@@ -462,7 +462,7 @@ static json_t *basis_json(const basis *bs) {
                      bs->head_steps);
 }
 
-int history_diff(sqlite3 *db, long long base, long long head, const hist_thresholds *t, json_t **out) {
+int history_diff(db_conn *db, long long base, long long head, const hist_thresholds *t, json_t **out) {
     basis bs;
     int nreg = 0;
     json_t *raw = all_items(db, base, head, t, &bs);
@@ -480,7 +480,7 @@ int history_diff(sqlite3 *db, long long base, long long head, const hist_thresho
     return 0;
 }
 
-int history_regressions(sqlite3 *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen) {
+int history_regressions(db_conn *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen) {
     int rc = session_exists(db, id);
     if (rc) {
         if (rc == ERR_NOTFOUND) snprintf(msg, msglen, "no session %lld", id);
@@ -544,13 +544,13 @@ const char *history_trend_metrics(void) {
 }
 
 /* The point's value: the operator column (5), or the idle fraction from the summary (4). */
-static json_t *trend_value(sqlite3_stmt *s, const char *metric, int needs_op) {
+static json_t *trend_value(db_stmt *s, const char *metric, int needs_op) {
     if (needs_op) {
-        if (sqlite3_column_type(s, 4) == SQLITE_NULL) return json_null();
-        return !strcmp(metric, "calls") ? json_integer(sqlite3_column_int64(s, 4)) : json_real(sqlite3_column_double(s, 4));
+        if (db_column_is_null(s, 4)) return json_null();
+        return !strcmp(metric, "calls") ? json_integer(db_column_int64(s, 4)) : json_real(db_column_double(s, 4));
     }
     json_error_t e;
-    const char *txt = (const char *)sqlite3_column_text(s, 3);
+    const char *txt = (const char *)db_column_text(s, 3);
     json_t *sum = txt ? json_loads(txt, 0, &e) : NULL, *x = json_object_get(sum, "gpu_idle_fraction");
     json_t *v = !json_is_number(x) ? json_null()
                 : !strcmp(metric, "gpu_utilization") ? json_real(1.0 - json_number_value(x)) : json_real(json_number_value(x));
@@ -558,50 +558,50 @@ static json_t *trend_value(sqlite3_stmt *s, const char *metric, int needs_op) {
     return v;
 }
 
-static sqlite3_stmt *trend_stmt(sqlite3 *db, const hist_trend_query *q, const char *col) {
+static db_stmt *trend_stmt(db_conn *db, const hist_trend_query *q, const char *col) {
     char sql[4096];
     /* col comes from trend_metrics[], never from the request. Without an operator the
      * subquery is a constant NULL. Several kinds of one name: the one with most CUDA time. */
 #define TREND_OP " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1" \
-                 " AND (?2 IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
+                 " AND (CAST(?2 AS TEXT) IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
     int o = snprintf(sql, sizeof sql,
                      "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s, (SELECT p.count FROM phases p WHERE p.session_id = s.id"
-                     " AND p.name = 'ProfilerStep*' AND p.kind = 'cpu'), %s FROM sessions s WHERE 1",
+                     " AND p.name = 'ProfilerStep*' AND p.kind = 'cpu'), %s FROM sessions s WHERE 1=1",
                      col ? "(SELECT o." : "NULL", col ? col : "", col ? TREND_OP : "", col ? "(SELECT o.calls" TREND_OP : "NULL");
     o = label_clauses(sql, sizeof sql, o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ?%d AND l.value = ?%d)",
                       &q->labels, 4);
     snprintf(sql + o, sizeof sql - (size_t)o, " ORDER BY s.id DESC LIMIT ?3");
-    sqlite3_stmt *s = prep(db, sql);
+    db_stmt *s = prep(db, sql);
     if (!s) return NULL;
-    if (q->op) sqlite3_bind_text(s, 1, q->op, -1, SQLITE_STATIC);
-    if (q->kind) sqlite3_bind_text(s, 2, q->kind, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, q->limit);
+    if (q->op) db_bind_text(s, 1, q->op);
+    if (q->kind) db_bind_text(s, 2, q->kind);
+    db_bind_int64(s, 3, q->limit);
     bind_labels(s, &q->labels, 4);
     return s;
 }
 
-int history_trends(sqlite3 *db, const hist_trend_query *q, json_t **out) {
+int history_trends(db_conn *db, const hist_trend_query *q, json_t **out) {
     int needs_op = 0;
     if (!history_trend_metric(q->metric, &needs_op) || (needs_op && !q->op)) return ERR_INVALID;
     const char *col = NULL;
     for (int i = 0; trend_metrics[i].name; i++)
         if (!strcmp(q->metric, trend_metrics[i].name)) col = trend_metrics[i].col;
-    sqlite3_stmt *s = trend_stmt(db, q, col);
+    db_stmt *s = trend_stmt(db, q, col);
     if (!s) return ERR_DB;
     json_t *newest_first = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((st = db_step(s)) == DB_ROW) {
         json_t *v = trend_value(s, q->metric, needs_op);
         /* beside the total: per step (the session has ProfilerStep#N ranges) and per call */
-        double steps = sqlite3_column_double(s, 5), calls = sqlite3_column_double(s, 6), x = json_number_value(v);
+        double steps = db_column_double(s, 5), calls = db_column_double(s, 6), x = json_number_value(v);
         int total = needs_op && json_is_number(v);
-        json_array_append_new(newest_first, json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "session_id", (json_int_t)sqlite3_column_int64(s, 0),
-                                                      "created_at", iso_time(sqlite3_column_int64(s, 1)), "name", col_text(s, 2),
+        json_array_append_new(newest_first, json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o}", "session_id", (json_int_t)db_column_int64(s, 0),
+                                                      "created_at", iso_time(db_column_int64(s, 1)), "name", col_text(s, 2),
                                                       "value", v, "steps", steps > 0 ? json_integer((json_int_t)steps) : json_null(),
                                                       "per_step", total && steps > 0 ? json_real(x / steps) : json_null(), "per_call",
                                                       total && calls > 0 && strcmp(q->metric, "calls") ? json_real(x / calls) : json_null()));
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) {
         json_decref(newest_first);
         return ERR_DB;

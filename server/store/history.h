@@ -24,7 +24,7 @@
 #define FP_HISTORY_H
 
 #include <jansson.h>
-#include <sqlite3.h>
+#include "store/db.h"
 #include <stddef.h>
 
 #define HIST_REL_DEFAULT 0.10      /* relative change, 10% */
@@ -58,24 +58,24 @@ int history_name_valid(const char *name);
 /* Creates or replaces baseline `name` -> session_id. labels: a JSON object of strings
  * (borrowed), or NULL for the session's own labels. *created is 1 when the name is new.
  * *out: the baseline (new reference). 0, ERR_NOTFOUND (no such session), ERR_DB. */
-int history_baseline_put(sqlite3 *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out);
+int history_baseline_put(db_conn *db, const char *name, long long session_id, const json_t *labels, int *created, json_t **out);
 /* 0 with *out (new reference), ERR_NOTFOUND, ERR_DB. */
-int history_baseline_get(sqlite3 *db, const char *name, json_t **out);
+int history_baseline_get(db_conn *db, const char *name, json_t **out);
 /* {"baselines":[...]} newest first, those whose labels hold every pair of f. */
-int history_baseline_list(sqlite3 *db, const hist_labels *f, json_t **out);
+int history_baseline_list(db_conn *db, const hist_labels *f, json_t **out);
 /* 0, ERR_NOTFOUND, ERR_DB. */
-int history_baseline_delete(sqlite3 *db, const char *name);
+int history_baseline_delete(db_conn *db, const char *name);
 
 /* Session id against baseline `name` (NULL: the newest baseline, other than the session
  * itself, whose labels are all among the session's). ERR_NOTFOUND with a sentence in msg
  * for an unknown session, an unknown baseline or no matching baseline. */
-int history_regressions(sqlite3 *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen);
+int history_regressions(db_conn *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen);
 
 /* The metric over the last q->limit sessions matching q->labels, oldest first:
  * {"metric","operator","kind","labels","points":[{"session_id","created_at","name","value"}]};
  * value null where the session lacks the operator (or the GPU facts). ERR_INVALID for an
  * unknown metric or an operator metric without q->op. */
-int history_trends(sqlite3 *db, const hist_trend_query *q, json_t **out);
+int history_trends(db_conn *db, const hist_trend_query *q, json_t **out);
 /* 1 for a known metric; *needs_op says whether it is an operator metric. */
 int history_trend_metric(const char *metric, int *needs_op);
 const char *history_trend_metrics(void); /* comma-separated, for error messages */
@@ -83,6 +83,6 @@ const char *history_trend_metrics(void); /* comma-separated, for error messages 
 /* head against base, as GET /api/v1/compare's per_step: {"basis":"per_step"|"per_call",
  * "base_steps","head_steps","thresholds","regressions":[items regressed],"items":[all]}
  * (items as in the regressions reply). 0 or ERR_DB. */
-int history_diff(sqlite3 *db, long long base, long long head, const hist_thresholds *t, json_t **out);
+int history_diff(db_conn *db, long long base, long long head, const hist_thresholds *t, json_t **out);
 
 #endif

@@ -10,26 +10,37 @@
 
 #define JOB_PHASES_MAX 10 /* phases compared across ranks */
 
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    return sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK ? s : NULL;
+static db_stmt *prep(db_conn *db, const char *sql) {
+    db_stmt *s = NULL;
+    return (s = db_prepare(db, sql)) ? s : NULL;
 }
 
-int jobs_list(sqlite3 *db, json_t **out) {
-    sqlite3_stmt *s = prep(db,
+/* sql with each "%s" the rank as a number the way SQLite's CAST(x AS INTEGER) reads it
+ * (its leading integer, 0 for none, NULL for NULL, NULLs first): on PostgreSQL fp_int()
+ * (schema_pg.sql) with NULLS FIRST, since a plain cast fails on "abc". */
+static db_stmt *prep_rank(db_conn *db, const char *sql, const char *col) {
+    char buf[1024], expr[96];
+    if (db_kind_of(db) == DB_PG) snprintf(expr, sizeof expr, "fp_int(%s) NULLS FIRST", col);
+    else snprintf(expr, sizeof expr, "CAST(%s AS INTEGER)", col);
+    snprintf(buf, sizeof buf, sql, expr);
+    return prep(db, buf);
+}
+
+int jobs_list(db_conn *db, json_t **out) {
+    db_stmt *s = prep(db,
         "SELECT l.value, COUNT(*), COUNT(DISTINCT r.value), MAX(l.session_id) FROM labels l"
         " LEFT JOIN labels r ON r.session_id = l.session_id AND r.key = 'rank'"
         " WHERE l.key = 'job' GROUP BY l.value ORDER BY MAX(l.session_id) DESC LIMIT ?1");
     if (!s) return ERR_DB;
-    sqlite3_bind_int(s, 1, JOBS_LIST_MAX);
+    db_bind_int64(s, 1, JOBS_LIST_MAX);
     json_t *jobs = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW)
-        json_array_append_new(jobs, json_pack("{s:s,s:I,s:I,s:I}", "job", (const char *)sqlite3_column_text(s, 0), "sessions",
-                                              sqlite3_column_int64(s, 1), "ranks", sqlite3_column_int64(s, 2), "newest_session_id",
-                                              sqlite3_column_int64(s, 3)));
-    sqlite3_finalize(s);
-    if (st != SQLITE_DONE) {
+    while ((st = db_step(s)) == DB_ROW)
+        json_array_append_new(jobs, json_pack("{s:s,s:I,s:I,s:I}", "job", (const char *)db_column_text(s, 0), "sessions",
+                                              db_column_int64(s, 1), "ranks", db_column_int64(s, 2), "newest_session_id",
+                                              db_column_int64(s, 3)));
+    db_finalize(s);
+    if (st != DB_DONE) {
         json_decref(jobs);
         return ERR_DB;
     }
@@ -40,15 +51,15 @@ int jobs_list(sqlite3 *db, json_t **out) {
 static double num(const json_t *o, const char *k) { return json_number_value(json_object_get(o, k)); }
 
 /* A rank's steps when it has no ProfilerStep#N: its most repeated CPU range (>= 2). */
-static json_t *range_steps(sqlite3_stmt *ph, long long id) {
-    sqlite3_bind_int64(ph, 1, id);
+static json_t *range_steps(db_stmt *ph, long long id) {
+    db_bind_int64(ph, 1, id);
     json_t *o = json_null();
-    if (sqlite3_step(ph) == SQLITE_ROW) {
-        double n = sqlite3_column_double(ph, 1), total = sqlite3_column_double(ph, 2);
-        o = json_pack("{s:s,s:I,s:f,s:n}", "range", (const char *)sqlite3_column_text(ph, 0), "count", (json_int_t)n, "mean_us",
+    if (db_step(ph) == DB_ROW) {
+        double n = db_column_double(ph, 1), total = db_column_double(ph, 2);
+        o = json_pack("{s:s,s:I,s:f,s:n}", "range", (const char *)db_column_text(ph, 0), "count", (json_int_t)n, "mean_us",
                       n > 0 ? total / n : 0, "p90_us");
     }
-    sqlite3_reset(ph);
+    db_reset(ph);
     return o;
 }
 
@@ -68,19 +79,19 @@ static json_t *comm_of(const json_t *sus) {
 }
 
 /* One rank's row from its session row (id, name, rank, world_size, summary, report). */
-static json_t *rank_row(sqlite3_stmt *s, sqlite3_stmt *ph) {
-    long long id = sqlite3_column_int64(s, 0);
+static json_t *rank_row(db_stmt *s, db_stmt *ph) {
+    long long id = db_column_int64(s, 0);
     json_error_t e;
-    const char *sum_t = (const char *)sqlite3_column_text(s, 4), *rep_t = (const char *)sqlite3_column_text(s, 5);
+    const char *sum_t = (const char *)db_column_text(s, 4), *rep_t = (const char *)db_column_text(s, 5);
     json_t *summary = sum_t ? json_loads(sum_t, 0, &e) : NULL, *report = rep_t ? json_loads(rep_t, 0, &e) : NULL;
     const json_t *sus = json_object_get(report, "suspects"), *steps = json_object_get(sus, "steps");
     json_t *st = json_is_object(steps) ? json_pack("{s:s,s:O,s:O,s:O}", "range", "ProfilerStep*", "count", json_object_get(steps, "count"),
                                                    "mean_us", json_object_get(steps, "mean_us"), "p90_us", json_object_get(steps, "p90_us"))
                                        : range_steps(ph, id);
     const json_t *top = json_array_get(json_object_get(sus, "suspects"), 0), *idle = json_object_get(summary, "gpu_idle_fraction");
-    const char *rank = (const char *)sqlite3_column_text(s, 2), *ws = (const char *)sqlite3_column_text(s, 3);
+    const char *rank = (const char *)db_column_text(s, 2), *ws = (const char *)db_column_text(s, 3);
     json_t *row = json_pack("{s:o,s:I,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "rank", rank ? json_integer(atoll(rank)) : json_null(), "session_id",
-                            (json_int_t)id, "name", (const char *)sqlite3_column_text(s, 1), "world_size",
+                            (json_int_t)id, "name", (const char *)db_column_text(s, 1), "world_size",
                             ws ? json_integer(atoll(ws)) : json_null(), "steps", st, "gpu_idle_fraction",
                             json_is_number(idle) ? json_real(json_number_value(idle)) : json_null(), "wall_us",
                             json_is_number(json_object_get(sus, "wall_us")) ? json_real(num(sus, "wall_us")) : json_null(), "top_suspect",
@@ -163,57 +174,57 @@ static json_t *straggler(json_t *ranks) {
 }
 
 /* Per phase name (CPU ranges), each rank's count and mean: the JOB_PHASES_MAX longest. */
-static json_t *phase_table(sqlite3 *db, const char *job) {
-    sqlite3_stmt *s = prep(db,
+static json_t *phase_table(db_conn *db, const char *job) {
+    db_stmt *s = prep_rank(db,
         "WITH js AS (SELECT l.session_id AS id, r.value AS rank FROM labels l LEFT JOIN labels r ON r.session_id = l.session_id"
         " AND r.key = 'rank' WHERE l.key = 'job' AND l.value = ?1),"
         " top AS (SELECT p.name FROM phases p JOIN js ON js.id = p.session_id WHERE p.kind = 'cpu' GROUP BY p.name"
         " ORDER BY SUM(p.total_us) DESC LIMIT ?2)"
         " SELECT p.name, js.rank, js.id, p.count, p.total_us FROM phases p JOIN js ON js.id = p.session_id JOIN top ON top.name = p.name"
-        " WHERE p.kind = 'cpu' ORDER BY p.name, CAST(js.rank AS INTEGER), js.id");
+        " WHERE p.kind = 'cpu' ORDER BY p.name, %s, js.id", "js.rank");
     json_t *out = json_array(), *cur = NULL;
     if (!s) return out;
-    sqlite3_bind_text(s, 1, job, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, JOB_PHASES_MAX);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(s, 0), *rank = (const char *)sqlite3_column_text(s, 1);
+    db_bind_text(s, 1, job);
+    db_bind_int64(s, 2, JOB_PHASES_MAX);
+    while (db_step(s) == DB_ROW) {
+        const char *name = (const char *)db_column_text(s, 0), *rank = (const char *)db_column_text(s, 1);
         if (!cur || strcmp(json_string_value(json_object_get(cur, "name")), name)) {
             cur = json_pack("{s:s,s:[]}", "name", name, "ranks");
             json_array_append_new(out, cur);
         }
-        double n = sqlite3_column_double(s, 3);
+        double n = db_column_double(s, 3);
         json_array_append_new(json_object_get(cur, "ranks"),
                               json_pack("{s:o,s:I,s:I,s:f}", "rank", rank ? json_integer(atoll(rank)) : json_null(), "session_id",
-                                        sqlite3_column_int64(s, 2), "count", (json_int_t)n, "mean_us",
-                                        n > 0 ? sqlite3_column_double(s, 4) / n : 0));
+                                        db_column_int64(s, 2), "count", (json_int_t)n, "mean_us",
+                                        n > 0 ? db_column_double(s, 4) / n : 0));
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return out;
 }
 
-int jobs_get(sqlite3 *db, const char *job, json_t **out) {
-    sqlite3_stmt *s = prep(db,
+int jobs_get(db_conn *db, const char *job, json_t **out) {
+    db_stmt *s = prep_rank(db,
         "SELECT s.id, s.name, r.value, w.value, s.summary, a.report FROM labels l JOIN sessions s ON s.id = l.session_id"
         " LEFT JOIN labels r ON r.session_id = s.id AND r.key = 'rank' LEFT JOIN labels w ON w.session_id = s.id AND w.key = 'world_size'"
         " LEFT JOIN analysis a ON a.session_id = s.id WHERE l.key = 'job' AND l.value = ?1"
-        " ORDER BY r.value IS NULL, CAST(r.value AS INTEGER), s.id LIMIT ?2");
-    sqlite3_stmt *ph = prep(db, "SELECT name, count, total_us FROM phases WHERE session_id = ?1 AND kind = 'cpu' AND count >= 2"
+        " ORDER BY r.value IS NULL, %s, s.id LIMIT ?2", "r.value");
+    db_stmt *ph = prep(db, "SELECT name, count, total_us FROM phases WHERE session_id = ?1 AND kind = 'cpu' AND count >= 2"
                                 " AND name != 'ProfilerStep*' ORDER BY count DESC, total_us DESC LIMIT 1");
     if (!s || !ph) {
-        sqlite3_finalize(s);
-        sqlite3_finalize(ph);
+        db_finalize(s);
+        db_finalize(ph);
         return ERR_DB;
     }
-    sqlite3_bind_text(s, 1, job, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 2, JOB_RANKS_MAX);
+    db_bind_text(s, 1, job);
+    db_bind_int64(s, 2, JOB_RANKS_MAX);
     json_t *ranks = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(ranks, rank_row(s, ph));
-    sqlite3_finalize(s);
-    sqlite3_finalize(ph);
-    if (st != SQLITE_DONE || !json_array_size(ranks)) {
+    while ((st = db_step(s)) == DB_ROW) json_array_append_new(ranks, rank_row(s, ph));
+    db_finalize(s);
+    db_finalize(ph);
+    if (st != DB_DONE || !json_array_size(ranks)) {
         json_decref(ranks);
-        return st != SQLITE_DONE ? ERR_DB : ERR_NOTFOUND;
+        return st != DB_DONE ? ERR_DB : ERR_NOTFOUND;
     }
     json_t *strag = straggler(ranks);
     size_t i;

@@ -16,16 +16,16 @@
 #define FP_JOBS_H
 
 #include <jansson.h>
-#include <sqlite3.h>
+#include "store/db.h"
 
 #define JOBS_LIST_MAX 1000 /* jobs listed at most, newest first */
 #define JOB_RANKS_MAX 4096 /* sessions of one job read at most */
 
 /* {"jobs":[{"job","sessions","ranks","newest_session_id"}]}, newest first. 0 or ERR_DB. */
-int jobs_list(sqlite3 *db, json_t **out);
+int jobs_list(db_conn *db, json_t **out);
 
 /* {"job","ranks":[...],"straggler":{...}|null,"phases":[...]}; ERR_NOTFOUND when no session
  * carries job:<job>; ERR_DB. */
-int jobs_get(sqlite3 *db, const char *job, json_t **out);
+int jobs_get(db_conn *db, const char *job, json_t **out);
 
 #endif

@@ -37,39 +37,39 @@ const char *query_sort_fields(void) {
            "cuda_memory_usage, self_cpu_memory_usage, self_cuda_memory_usage";
 }
 
-static json_t *col_json(sqlite3_stmt *s, int i) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static json_t *col_json(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
     json_error_t e;
     json_t *v = t ? json_loads(t, JSON_DECODE_ANY, &e) : NULL;
     return v ? v : json_object();
 }
-static json_t *col_str(sqlite3_stmt *s, int i) {
-    const char *t = (const char *)sqlite3_column_text(s, i);
+static json_t *col_str(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
     return t ? json_string(t) : json_null();
 }
 
-static int exists(sqlite3 *db, long long id) {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s);
-    sqlite3_finalize(s);
-    return st == SQLITE_ROW ? 0 : st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
+static int exists(db_conn *db, long long id) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT 1 FROM sessions WHERE id = ?"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s);
+    db_finalize(s);
+    return st == DB_ROW ? 0 : st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
 }
 
 /* After a row loop: 0 when the statement ran to its end (or stopped on a row on purpose),
  * ERR_DB when SQLite failed (SQLITE_CORRUPT, IOERR...). A read must not pass a failed
  * step off as the end of the rows: that would be a truncated 200. */
-static int step_rc(int st) { return st == SQLITE_DONE || st == SQLITE_ROW ? 0 : ERR_DB; }
+static int step_rc(int st) { return st == DB_DONE || st == DB_ROW ? 0 : ERR_DB; }
 
-static json_t *labels_of(sqlite3 *db, long long id) {
+static json_t *labels_of(db_conn *db, long long id) {
     json_t *o = json_object();
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key", -1, &s, NULL) != SQLITE_OK) return o;
-    sqlite3_bind_int64(s, 1, id);
-    while (sqlite3_step(s) == SQLITE_ROW)
-        json_object_set_new(o, (const char *)sqlite3_column_text(s, 0), json_string((const char *)sqlite3_column_text(s, 1)));
-    sqlite3_finalize(s);
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT key, value FROM labels WHERE session_id = ? ORDER BY key"))) return o;
+    db_bind_int64(s, 1, id);
+    while (db_step(s) == DB_ROW)
+        json_object_set_new(o, (const char *)db_column_text(s, 0), json_string((const char *)db_column_text(s, 1)));
+    db_finalize(s);
     return o;
 }
 
@@ -81,13 +81,13 @@ static const char *const summary_keys[][2] = {{"top_cuda_operator", "top_cuda_op
 #define SUMMARY_NKEYS (sizeof summary_keys / sizeof summary_keys[0])
 
 /* The columns of a session row before its summary keys; labels is the caller's (stolen). */
-static json_t *summary_head(sqlite3_stmt *s, json_t *labels) {
+static json_t *summary_head(db_stmt *s, json_t *labels) {
     char created[TIMEFMT_LEN];
-    timefmt_utc(sqlite3_column_int64(s, 3), 0, created);
-    double st = sqlite3_column_double(s, 4), en = sqlite3_column_double(s, 5);
-    return json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", sqlite3_column_int64(s, 0), "name", col_str(s, 1), "labels",
+    timefmt_utc(db_column_int64(s, 3), 0, created);
+    double st = db_column_double(s, 4), en = db_column_double(s, 5);
+    return json_pack("{s:I,s:o,s:o,s:o,s:s,s:f,s:f,s:f,s:I,s:o,s:I}", "id", db_column_int64(s, 0), "name", col_str(s, 1), "labels",
                      labels, "source", col_str(s, 2), "created_at", created, "start_us", st, "end_us", en, "duration_us", en - st,
-                     "event_count", sqlite3_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", sqlite3_column_int64(s, 9));
+                     "event_count", db_column_int64(s, 6), "hardware", col_str(s, 7), "bytes_in", db_column_int64(s, 9));
 }
 
 /* Appends the summary keys and smells; vals[i] is summary_keys[i]'s value and vals[SUMMARY_NKEYS]
@@ -100,8 +100,8 @@ static void summary_tail(json_t *o, json_t *const *vals) {
 
 /* One session's summary object; *sum_out, when not NULL, gets the parsed summary column
  * too (the caller's reference), so that a caller needing more of it parses it once. */
-static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
-    json_t *sum = col_json(s, 8), *o = summary_head(s, labels_of(db, sqlite3_column_int64(s, 0)));
+static json_t *summary_row(db_conn *db, db_stmt *s, json_t **sum_out) {
+    json_t *sum = col_json(s, 8), *o = summary_head(s, labels_of(db, db_column_int64(s, 0)));
     json_t *vals[SUMMARY_NKEYS + 1];
     for (size_t i = 0; i < SUMMARY_NKEYS; i++) vals[i] = json_object_get(sum, summary_keys[i][1]);
     vals[SUMMARY_NKEYS] = json_object_get(sum, "smells");
@@ -111,12 +111,12 @@ static json_t *summary_row(sqlite3 *db, sqlite3_stmt *s, json_t **sum_out) {
     return o;
 }
 
-int query_session(sqlite3 *db, long long id, json_t **out) {
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
+int query_session(db_conn *db, long long id, json_t **out) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
         json_t *sum = NULL, *o = summary_row(db, s, &sum);
         json_t *meta = col_json(s, 10);
         json_t *dp = json_object_get(meta, "deviceProperties");
@@ -136,7 +136,7 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
         *out = o;
         rc = 0;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -148,9 +148,14 @@ int query_session(sqlite3 *db, long long id, json_t **out) {
 #define LIST_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
     "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.top_cuda_operator', '$.self_cuda_time_total_us', " \
     "'$.self_cpu_time_total_us', '$.gpu_idle_fraction', '$.smells') END, bytes_in"
+/* The same on PostgreSQL: the json type (not jsonb) keeps each value's text too. A summary
+ * that is not JSON fails the statement there (the server only ever writes JSON). */
+#define LIST_COLS_PG "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
+    "json_build_array(summary::json->'top_cuda_operator', summary::json->'self_cuda_time_total_us', " \
+    "summary::json->'self_cpu_time_total_us', summary::json->'gpu_idle_fraction', summary::json->'smells')::text, bytes_in"
 
 /* A list row: labels stay empty here and page_labels fills them for the whole page. */
-static json_t *list_row(sqlite3_stmt *s) {
+static json_t *list_row(db_stmt *s) {
     json_t *o = summary_head(s, json_object()), *picked = col_json(s, 8);
     json_t *vals[SUMMARY_NKEYS + 1];
     for (size_t i = 0; i <= SUMMARY_NKEYS; i++) {
@@ -177,24 +182,29 @@ static char *id_list(const long long *ids, size_t n) {
 /* Fills the labels of every row of a page with one statement: one prepare per page, not one
  * per row (labels_of per row was 48 % of the list's CPU). rows[i] is session ids[i]; ids are
  * newest first and the statement returns them ascending, so a walk from the end pairs them. */
-static int page_labels(sqlite3 *db, json_t *rows, const long long *ids, size_t n) {
+static int page_labels(db_conn *db, json_t *rows, const long long *ids, size_t n) {
     if (!n) return 0;
     char *list = id_list(ids, n);
-    sqlite3_stmt *s = NULL;
+    db_stmt *s = NULL;
     if (!list) return ERR_NOMEM;
-    if (sqlite3_prepare_v2(db, "SELECT session_id, key, value FROM labels WHERE session_id IN (SELECT value FROM json_each(?1))"
-                               " ORDER BY session_id, key", -1, &s, NULL) != SQLITE_OK) { free(list); return ERR_DB; }
-    sqlite3_bind_text(s, 1, list, -1, SQLITE_STATIC);
+    if (!(s = db_prepare2(db, "SELECT session_id, key, value FROM labels WHERE session_id IN (SELECT value FROM json_each(?1))"
+                              " ORDER BY session_id, key",
+                          "SELECT session_id, key, value FROM labels WHERE session_id IN"
+                          " (SELECT value::bigint FROM json_array_elements_text(?1::json)) ORDER BY session_id, key"))) {
+        free(list);
+        return ERR_DB;
+    }
+    db_bind_text(s, 1, list);
     size_t i = n - 1;
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long sid = sqlite3_column_int64(s, 0);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long sid = db_column_int64(s, 0);
         while (i > 0 && ids[i] < sid) i--;
         if (ids[i] != sid) continue;
-        json_object_set_new(json_object_get(json_array_get(rows, i), "labels"), (const char *)sqlite3_column_text(s, 1),
-                            json_string((const char *)sqlite3_column_text(s, 2)));
+        json_object_set_new(json_object_get(json_array_get(rows, i), "labels"), (const char *)db_column_text(s, 1),
+                            json_string((const char *)db_column_text(s, 2)));
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     free(list);
     return step_rc(st);
 }
@@ -206,14 +216,15 @@ static int page_labels(sqlite3 *db, json_t *rows, const long long *ids, size_t n
  * label's share of the sessions. An EXISTS per row instead scanned every session newest
  * first: ~10 ms at 10,000 sessions for a rare or absent label (EXPLAIN QUERY PLAN: SCAN s).
  * CROSS JOIN keeps SQLite from putting sessions outside; the cursor bounds the index range. */
-static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
+static db_stmt *list_stmt(db_conn *db, const list_filter *f) {
     char sql[4096]; /* 16 labels and every filter: about 1,900 bytes */
-    int o, by_label = f->nlabels > 0;
+    int o, by_label = f->nlabels > 0, pg = db_kind_of(db) == DB_PG;
+    /* PostgreSQL has no CROSS JOIN ... ON, and plans the join by its statistics anyway. */
     if (by_label)
-        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM labels l0 CROSS JOIN sessions s ON s.id = l0.session_id"
-                                      " WHERE l0.key = ? AND l0.value = ?");
+        o = snprintf(sql, sizeof sql, "SELECT %s FROM labels l0 %s sessions s ON s.id = l0.session_id"
+                                      " WHERE l0.key = ? AND l0.value = ?", pg ? LIST_COLS_PG : LIST_COLS, pg ? "JOIN" : "CROSS JOIN");
     else
-        o = snprintf(sql, sizeof sql, "SELECT " LIST_COLS " FROM sessions s WHERE 1");
+        o = snprintf(sql, sizeof sql, "SELECT %s FROM sessions s WHERE 1=1", pg ? LIST_COLS_PG : LIST_COLS);
     for (int i = by_label; i < f->nlabels; i++)
         o += snprintf(sql + o, sizeof sql - (size_t)o, " AND EXISTS (SELECT 1 FROM labels l WHERE l.session_id = s.id AND l.key = ? AND l.value = ?)");
     if (f->name) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND name = ?");
@@ -223,40 +234,40 @@ static sqlite3_stmt *list_stmt(sqlite3 *db, const list_filter *f) {
     if (f->until) o += snprintf(sql + o, sizeof sql - (size_t)o, " AND created_at < ?");
     if (f->before_id) o += snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " AND l0.session_id < ?" : " AND id < ?");
     snprintf(sql + o, sizeof sql - (size_t)o, by_label ? " ORDER BY l0.session_id DESC LIMIT ?" : " ORDER BY id DESC LIMIT ?");
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return NULL;
     int p = 1;
     for (int i = 0; i < f->nlabels; i++) {
-        sqlite3_bind_text(s, p++, f->label_keys[i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(s, p++, f->label_values[i], -1, SQLITE_STATIC);
+        db_bind_text(s, p++, f->label_keys[i]);
+        db_bind_text(s, p++, f->label_values[i]);
     }
-    if (f->name) sqlite3_bind_text(s, p++, f->name, -1, SQLITE_STATIC);
-    if (f->q) sqlite3_bind_text(s, p++, f->q, -1, SQLITE_STATIC);
-    if (f->source) sqlite3_bind_text(s, p++, f->source, -1, SQLITE_STATIC);
-    if (f->since) sqlite3_bind_int64(s, p++, f->since);
-    if (f->until) sqlite3_bind_int64(s, p++, f->until);
-    if (f->before_id) sqlite3_bind_int64(s, p++, f->before_id);
-    sqlite3_bind_int(s, p++, f->limit + 1); /* one more tells whether a next page exists */
+    if (f->name) db_bind_text(s, p++, f->name);
+    if (f->q) db_bind_text(s, p++, f->q);
+    if (f->source) db_bind_text(s, p++, f->source);
+    if (f->since) db_bind_int64(s, p++, f->since);
+    if (f->until) db_bind_int64(s, p++, f->until);
+    if (f->before_id) db_bind_int64(s, p++, f->before_id);
+    db_bind_int64(s, p++, f->limit + 1); /* one more tells whether a next page exists */
     return s;
 }
 
-int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
-    sqlite3_stmt *s = list_stmt(db, f);
+int query_list(db_conn *db, const list_filter *f, json_t **out) {
+    db_stmt *s = list_stmt(db, f);
     long long *ids = s ? malloc((size_t)(f->limit > 0 ? f->limit : 1) * sizeof *ids) : NULL;
-    if (!ids) { sqlite3_finalize(s); return s ? ERR_NOMEM : ERR_DB; }
+    if (!ids) { db_finalize(s); return s ? ERR_NOMEM : ERR_DB; }
     json_t *arr = json_array();
     size_t n = 0; /* rows in arr, ids[] in step with them */
     long long last = 0;
     int taken = 0, more = 0, st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((st = db_step(s)) == DB_ROW) {
         if (taken == f->limit) { more = 1; break; }
         taken++;
-        last = sqlite3_column_int64(s, 0);
+        last = db_column_int64(s, 0);
         /* A row jansson refuses (text that is not UTF-8) is left out, as it always was; the
          * cursor still moves past it, and ids[] must not get an id without its row. */
         if (!json_array_append_new(arr, list_row(s))) ids[n++] = last;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     int rc = step_rc(st);
     if (!rc) rc = page_labels(db, arr, ids, n);
     char cur[32];
@@ -267,19 +278,24 @@ int query_list(sqlite3 *db, const list_filter *f, json_t **out) {
     return 0;
 }
 
+/* PostgreSQL's last tie-breaks of an operator sort: the order SQLite lists equal rows in,
+ * which is its scan of operators_session (cuda_total DESC, then rowid: rn, schema_pg.sql),
+ * kept by its sorter for rows equal in every ORDER BY term. */
+#define PG_OP_TIES ", cuda_total DESC, rn"
+
 /* One operator row, in the wire shape api/oprow.h defines. */
-static json_t *op_row(sqlite3_stmt *s, int by_shape) {
-    fp_op_row r = {(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
-                   by_shape ? (const char *)sqlite3_column_text(s, 11) : NULL, sqlite3_column_int64(s, 2),
-                   sqlite3_column_double(s, 3), sqlite3_column_double(s, 4), sqlite3_column_double(s, 5), sqlite3_column_double(s, 6),
-                   sqlite3_column_int64(s, 7), sqlite3_column_int64(s, 8), sqlite3_column_int64(s, 9), sqlite3_column_int64(s, 10)};
+static json_t *op_row(db_stmt *s, int by_shape) {
+    fp_op_row r = {(const char *)db_column_text(s, 0), (const char *)db_column_text(s, 1),
+                   by_shape ? (const char *)db_column_text(s, 11) : NULL, db_column_int64(s, 2),
+                   db_column_double(s, 3), db_column_double(s, 4), db_column_double(s, 5), db_column_double(s, 6),
+                   db_column_int64(s, 7), db_column_int64(s, 8), db_column_int64(s, 9), db_column_int64(s, 10)};
     if (!r.name) r.name = "";
     if (!r.kind) r.kind = "";
     if (by_shape && !r.input_shapes) r.input_shapes = "";
     return fp_op_row_to_json(&r);
 }
 
-int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+int query_operators(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = query_sort_column(sort);
@@ -288,32 +304,35 @@ int query_operators(sqlite3 *db, long long id, const char *sort, int limit, cons
     /* col comes from the whitelist above, never from the request. */
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
-             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (?3 IS NULL OR kind = ?3)"
-             " ORDER BY %s DESC, name LIMIT ?4", col);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, by_shape ? 1 : 0);
-    if (kind) sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 4, limit);
+             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)"
+             " ORDER BY %s DESC, name%s LIMIT ?4", col, db_kind_of(db) == DB_PG ? PG_OP_TIES : "");
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, by_shape ? 1 : 0);
+    if (kind) db_bind_text(s, 3, kind);
+    db_bind_int64(s, 4, limit);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) json_array_append_new(rows, op_row(s, by_shape));
-    sqlite3_finalize(s);
+    while ((st = db_step(s)) == DB_ROW) json_array_append_new(rows, op_row(s, by_shape));
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     double tcpu = 0, tcuda = 0;
     long long calls = 0;
-    if (sqlite3_prepare_v2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
-                           " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
-                           -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, id);
-        st = sqlite3_step(s);
-        if (st == SQLITE_ROW) {
-            tcpu = sqlite3_column_double(s, 0);
-            tcuda = sqlite3_column_double(s, 1);
-            calls = (long long)sqlite3_column_double(s, 2);
+    if ((s = db_prepare2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
+                             " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
+                         /* summed in SQLite's order (its operators_session scan), so that they round alike */
+                         "SELECT COALESCE(SUM(self_cpu ORDER BY cuda_total DESC, rn), 0), COALESCE(SUM(CASE WHEN kind IN"
+                         " ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END ORDER BY cuda_total DESC, rn), 0),"
+                         " COALESCE(SUM(calls), 0) FROM operators WHERE session_id = ? AND grouping = 0"))) {
+        db_bind_int64(s, 1, id);
+        st = db_step(s);
+        if (st == DB_ROW) {
+            tcpu = db_column_double(s, 0);
+            tcuda = db_column_double(s, 1);
+            calls = (long long)db_column_double(s, 2);
         }
-        sqlite3_finalize(s);
+        db_finalize(s);
         if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     }
     *out = json_pack("{s:o,s:{s:f,s:f,s:I},s:s,s:b}", "operators", rows, "totals", "self_cpu_time_total_us", tcpu,
@@ -330,13 +349,13 @@ static long long prop_num(const json_t *dp, const char *k) {
 
 /* The session's first deviceProperties entry: kernel rows aggregate over devices and do
  * not say which one ran them, and the GPUs of one trace are alike. 0 when it has none. */
-static int session_device(sqlite3 *db, long long id, occ_device *d) {
-    sqlite3_stmt *s;
+static int session_device(db_conn *db, long long id, occ_device *d) {
+    db_stmt *s;
     int ok = 0;
     memset(d, 0, sizeof *d);
-    if (sqlite3_prepare_v2(db, "SELECT meta FROM sessions WHERE id = ?", -1, &s, NULL) != SQLITE_OK) return 0;
-    sqlite3_bind_int64(s, 1, id);
-    if (sqlite3_step(s) == SQLITE_ROW) {
+    if (!(s = db_prepare(db, "SELECT meta FROM sessions WHERE id = ?"))) return 0;
+    db_bind_int64(s, 1, id);
+    if (db_step(s) == DB_ROW) {
         json_t *meta = col_json(s, 0), *dp = json_array_get(json_object_get(meta, "deviceProperties"), 0);
         if (json_is_object(dp)) {
             *d = (occ_device){(int)prop_num(dp, "computeMajor"), (int)prop_num(dp, "computeMinor"), (int)prop_num(dp, "numSms"),
@@ -349,7 +368,7 @@ static int session_device(sqlite3 *db, long long id, occ_device *d) {
         }
         json_decref(meta);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return ok;
 }
 
@@ -392,88 +411,91 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
                                                        cuda_uses_tensor_cores(json_string_value(json_object_get(r, "name")))));
 }
 
-int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out) {
+int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
     if (!col) return ERR_INVALID;
     char sql[512];
+    /* A share of nothing is NULL: SQLite's x / 0.0; PostgreSQL would fail the statement. */
     snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
-                              " total_us / (SELECT TOTAL(total_us) FROM kernels WHERE session_id = ?1)"
-                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2", col);
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, limit);
+                              " total_us / NULLIF((SELECT %s FROM kernels WHERE session_id = ?1), 0)"
+                              " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2",
+             /* the sum in SQLite's order (its kernels_session scan), so that it rounds alike */
+             db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us ORDER BY total_us DESC), 0)" : "TOTAL(total_us)", col);
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, limit);
     occ_device dev;
     int have_dev = session_device(db, id, &dev);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long calls = sqlite3_column_int64(s, 2);
-        double total = sqlite3_column_double(s, 3);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long calls = db_column_int64(s, 2);
+        double total = db_column_double(s, 3);
         json_t *r = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls", calls,
-                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", sqlite3_column_double(s, 4),
-                              "max_us", sqlite3_column_double(s, 5), "share", sqlite3_column_double(s, 10));
+                              "total_us", total, "mean_us", calls ? total / (double)calls : 0.0, "min_us", db_column_double(s, 4),
+                              "max_us", db_column_double(s, 5), "share", db_column_double(s, 10));
         /* grid/block are stored as "[1, 1, 1]": valid JSON arrays. */
-        json_object_set_new(r, "grid", sqlite3_column_type(s, 6) == SQLITE_NULL ? json_null() : col_json(s, 6));
-        json_object_set_new(r, "block", sqlite3_column_type(s, 7) == SQLITE_NULL ? json_null() : col_json(s, 7));
-        json_object_set_new(r, "registers_per_thread", sqlite3_column_type(s, 8) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 8)));
-        json_object_set_new(r, "shared_memory_bytes", sqlite3_column_type(s, 9) == SQLITE_NULL ? json_null() : json_integer(sqlite3_column_int64(s, 9)));
+        json_object_set_new(r, "grid", db_column_is_null(s, 6) ? json_null() : col_json(s, 6));
+        json_object_set_new(r, "block", db_column_is_null(s, 7) ? json_null() : col_json(s, 7));
+        json_object_set_new(r, "registers_per_thread", db_column_is_null(s, 8) ? json_null() : json_integer(db_column_int64(s, 8)));
+        json_object_set_new(r, "shared_memory_bytes", db_column_is_null(s, 9) ? json_null() : json_integer(db_column_int64(s, 9)));
         add_estimates(r, &dev, have_dev);
         json_array_append_new(rows, r);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "kernels", rows);
     return 0;
 }
 
-int query_phases(sqlite3 *db, long long id, json_t **out) {
+int query_phases(db_conn *db, long long id, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
-                               " WHERE session_id = ? ORDER BY total_us DESC, name", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
+    db_stmt *s;
+    if (!(s = db_prepare(db, "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM phases"
+                               " WHERE session_id = ? ORDER BY total_us DESC, name"))) return ERR_DB;
+    db_bind_int64(s, 1, id);
     json_t *rows = json_array();
     int st;
-    while ((st = sqlite3_step(s)) == SQLITE_ROW) {
-        long long count = sqlite3_column_int64(s, 2), k = sqlite3_column_int64(s, 5);
-        double total = sqlite3_column_double(s, 3), busy = sqlite3_column_double(s, 4), kus = sqlite3_column_double(s, 6);
+    while ((st = db_step(s)) == DB_ROW) {
+        long long count = db_column_int64(s, 2), k = db_column_int64(s, 5);
+        double total = db_column_double(s, 3), busy = db_column_double(s, 4), kus = db_column_double(s, 6);
         json_t *ph = json_pack("{s:o,s:o,s:I,s:f,s:f,s:f,s:I,s:f,s:f,s:f}", "name", col_str(s, 0), "kind", col_str(s, 1),
                                "count", count, "total_us", total, "mean_us", count ? total / (double)count : 0.0,
                                "gpu_busy_us", busy, "kernels", k, "kernel_mean_us", k ? kus / (double)k : 0.0,
-                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", sqlite3_column_double(s, 7));
+                               "cpu_only_us", total - busy > 0 ? total - busy : 0.0, "first_ts_us", db_column_double(s, 7));
         /* gpu_utilization = time with at least one GPU activity running / wall time of the
          * phase's instances: analyze.c's gpu_busy_us over total_us, null for an empty span. */
         json_object_set_new(ph, "gpu_utilization", total > 0 ? json_real(busy / total) : json_null());
         json_array_append_new(rows, ph);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     *out = json_pack("{s:o}", "phases", rows);
     return 0;
 }
 
-static int analysis_doc(sqlite3 *db, long long id, int col, json_t **out) {
+static int analysis_doc(db_conn *db, long long id, int col, json_t **out) {
     static const char *const sql[] = {"SELECT gpu FROM analysis WHERE session_id = ?", "SELECT report FROM analysis WHERE session_id = ?",
                                       "SELECT timeline FROM analysis WHERE session_id = ?"};
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, sql[col], -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_bind_int64(s, 1, id);
-    int st = sqlite3_step(s), rc = st == SQLITE_DONE ? ERR_NOTFOUND : ERR_DB;
-    if (st == SQLITE_ROW) {
+    db_stmt *s;
+    if (!(s = db_prepare(db, sql[col]))) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    if (st == DB_ROW) {
         *out = col_json(s, 0);
         rc = 0;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
 /* Adds gpu_utilization = gpu_busy_us / wall_us (time with at least one GPU activity over
  * the session span; 1 - gpu_idle_fraction), null where the idle fraction is (no GPU work). */
-int query_gpu(sqlite3 *db, long long id, json_t **out) {
+int query_gpu(db_conn *db, long long id, json_t **out) {
     int rc = analysis_doc(db, id, 0, out);
     if (rc) return rc;
     json_t *idle = json_object_get(*out, "gpu_idle_fraction");
@@ -482,28 +504,28 @@ int query_gpu(sqlite3 *db, long long id, json_t **out) {
     return 0;
 }
 
-int query_report(sqlite3 *db, long long id, json_t **out) {
+int query_report(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
     json_t *draft = json_object_get(doc, "draft");
     json_t *lines = json_deep_copy(draft), *edited = json_array();
-    sqlite3_stmt *s;
-    if (sqlite3_prepare_v2(db, "SELECT line, text FROM report_edits WHERE session_id = ?", -1, &s, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(s, 1, id);
-        while (sqlite3_step(s) == SQLITE_ROW) {
-            const char *line = (const char *)sqlite3_column_text(s, 0);
-            json_object_set_new(lines, line, json_string((const char *)sqlite3_column_text(s, 1)));
+    db_stmt *s;
+    if ((s = db_prepare(db, "SELECT line, text FROM report_edits WHERE session_id = ?"))) {
+        db_bind_int64(s, 1, id);
+        while (db_step(s) == DB_ROW) {
+            const char *line = (const char *)db_column_text(s, 0);
+            json_object_set_new(lines, line, json_string((const char *)db_column_text(s, 1)));
             json_array_append_new(edited, json_string(line));
         }
-        sqlite3_finalize(s);
+        db_finalize(s);
     }
     *out = json_pack("{s:o,s:O,s:o,s:O}", "lines", lines, "draft", draft, "edited", edited, "smells", json_object_get(doc, "smells"));
     json_decref(doc);
     return 0;
 }
 
-int query_suspects(sqlite3 *db, long long id, json_t **out) {
+int query_suspects(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -520,7 +542,7 @@ int query_suspects(sqlite3 *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_steps(sqlite3 *db, long long id, json_t **out) {
+int query_steps(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -533,7 +555,7 @@ int query_steps(sqlite3 *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_memory(sqlite3 *db, long long id, json_t **out) {
+int query_memory(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -543,22 +565,23 @@ int query_memory(sqlite3 *db, long long id, json_t **out) {
     if (!*out) return ERR_NOMEM;
     /* the operators that allocate: key_averages' memory columns, self first */
     json_t *ops = json_array();
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators"
-                               " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)"
-                               " ORDER BY self_cuda_mem + self_cpu_mem DESC, name LIMIT 20", -1, &s, NULL) != SQLITE_OK)
+    db_stmt *s = NULL;
+#define MEM_OPS "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators" \
+                " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)" \
+                " ORDER BY self_cuda_mem + self_cpu_mem DESC, name"
+    if (!(s = db_prepare2(db, MEM_OPS " LIMIT 20", MEM_OPS PG_OP_TIES " LIMIT 20")))
         rc = ERR_DB;
     if (!rc) {
-        sqlite3_bind_int64(s, 1, id);
+        db_bind_int64(s, 1, id);
         int st;
-        while ((st = sqlite3_step(s)) == SQLITE_ROW)
+        while ((st = db_step(s)) == DB_ROW)
             json_array_append_new(ops, json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I}", "name", col_str(s, 0), "kind", col_str(s, 1), "calls",
-                                                 sqlite3_column_int64(s, 2), "self_cuda_memory_usage_bytes", sqlite3_column_int64(s, 3),
-                                                 "cuda_memory_usage_bytes", sqlite3_column_int64(s, 4), "self_cpu_memory_usage_bytes",
-                                                 sqlite3_column_int64(s, 5), "cpu_memory_usage_bytes", sqlite3_column_int64(s, 6)));
-        if (st != SQLITE_DONE) rc = ERR_DB;
+                                                 db_column_int64(s, 2), "self_cuda_memory_usage_bytes", db_column_int64(s, 3),
+                                                 "cuda_memory_usage_bytes", db_column_int64(s, 4), "self_cpu_memory_usage_bytes",
+                                                 db_column_int64(s, 5), "cpu_memory_usage_bytes", db_column_int64(s, 6)));
+        if (st != DB_DONE) rc = ERR_DB;
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     json_object_set_new(*out, "top_operators", ops);
     json_object_set_new(*out, "session_id", json_integer(id));
     if (rc) json_decref(*out);
@@ -567,23 +590,23 @@ int query_memory(sqlite3 *db, long long id, json_t **out) {
 
 /* ---- compare ---- */
 
-static json_t *load_side(sqlite3 *db, long long id, int phases) {
+static json_t *load_side(db_conn *db, long long id, int phases) {
     json_t *m = json_object();
-    sqlite3_stmt *s;
+    db_stmt *s;
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
                              : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return m;
-    sqlite3_bind_int64(s, 1, id);
-    while (sqlite3_step(s) == SQLITE_ROW) {
+    if (!(s = db_prepare(db, sql))) return m;
+    db_bind_int64(s, 1, id);
+    while (db_step(s) == DB_ROW) {
         char key[1024];
-        snprintf(key, sizeof key, "%s\x1f%s", sqlite3_column_text(s, 1), sqlite3_column_text(s, 0));
-        json_t *v = phases ? json_pack("{s:I,s:f}", "count", sqlite3_column_int64(s, 2), "total_us", sqlite3_column_double(s, 3))
-                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", sqlite3_column_int64(s, 2), "cuda_time_total_us", sqlite3_column_double(s, 3),
-                                       "cpu_time_total_us", sqlite3_column_double(s, 4), "self_cuda_time_total_us", sqlite3_column_double(s, 5),
-                                       "self_cpu_time_total_us", sqlite3_column_double(s, 6));
+        snprintf(key, sizeof key, "%s\x1f%s", db_column_text(s, 1), db_column_text(s, 0));
+        json_t *v = phases ? json_pack("{s:I,s:f}", "count", db_column_int64(s, 2), "total_us", db_column_double(s, 3))
+                           : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", db_column_int64(s, 2), "cuda_time_total_us", db_column_double(s, 3),
+                                       "cpu_time_total_us", db_column_double(s, 4), "self_cuda_time_total_us", db_column_double(s, 5),
+                                       "self_cpu_time_total_us", db_column_double(s, 6));
         json_object_set_new(m, key, v);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return m;
 }
 
@@ -637,7 +660,7 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
     return arr;
 }
 
-int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
+int query_compare(db_conn *db, long long base, long long head, json_t **out) {
     json_t *bs, *hs;
     int rc = query_session(db, base, &bs);
     if (rc) return rc;
@@ -656,11 +679,11 @@ int query_compare(sqlite3 *db, long long base, long long head, json_t **out) {
 
 /* ---- timeline ---- */
 
-static const char *string_of(sqlite3_stmt *q, long long id, char *out, size_t n) {
-    sqlite3_bind_int64(q, 2, id);
+static const char *string_of(db_stmt *q, long long id, char *out, size_t n) {
+    db_bind_int64(q, 2, id);
     out[0] = '\0';
-    if (sqlite3_step(q) == SQLITE_ROW) snprintf(out, n, "%s", sqlite3_column_text(q, 0));
-    sqlite3_reset(q);
+    if (db_step(q) == DB_ROW) snprintf(out, n, "%s", db_column_text(q, 0));
+    db_reset(q);
     return out;
 }
 
@@ -683,23 +706,22 @@ static int by_start(const void *pa, const void *pb) {
  * earlier-starting events on the track still open when it starts (a stack of ends, the
  * same rule as analyze.c's nesting but without its partial-overlap exception, which
  * only matters for attributing time, not for drawing rows). */
-static json_t *track_events(sqlite3 *db, long long id, int track, double a, double b, sqlite3_stmt *names) {
-    sqlite3_stmt *s;
+static json_t *track_events(db_conn *db, long long id, int track, double a, double b, db_stmt *names) {
+    db_stmt *s;
     json_t *arr = json_array();
     /* No ORDER BY seq: with it SQLite walked the session's primary key, every chunk of
      * every track, for each track (quadratic: 50k tracks took 209 s, issue 22); on
      * event_chunks_track it reads only this track's chunks, and the events are sorted below. */
-    if (sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?",
-                           -1, &s, NULL) != SQLITE_OK) return arr;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, track);
-    sqlite3_bind_double(s, 3, b);
-    sqlite3_bind_double(s, 4, a);
+    if (!(s = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?"))) return arr;
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, track);
+    db_bind_double(s, 3, b);
+    db_bind_double(s, 4, a);
     buf in = {0};
     tl_ev *ev = NULL;
     size_t n = 0, cap = 0;
-    while (sqlite3_step(s) == SQLITE_ROW && n < TL_MAX_EVENTS * 2) {
-        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+    while (db_step(s) == DB_ROW && n < TL_MAX_EVENTS * 2) {
+        if (chunk_inflate(db_column_blob(s, 0, NULL), (size_t)db_column_bytes(s, 0), &in)) break;
         size_t off = 0;
         chunk_rec r;
         const char *js;
@@ -710,7 +732,7 @@ static json_t *track_events(sqlite3 *db, long long id, int track, double a, doub
         }
     }
     buf_free(&in);
-    sqlite3_finalize(s);
+    db_finalize(s);
     if (n) qsort(ev, n, sizeof *ev, by_start);
     double ends[64];
     int depth = 0;
@@ -762,17 +784,17 @@ static void acc_add(tl_acc *c, double ts, double dur, uint32_t name) {
     }
 }
 
-static long long track_count(sqlite3_stmt *s, long long id, int track, double a, double b, long long *gpu, tl_acc *acc) {
+static long long track_count(db_stmt *s, long long id, int track, double a, double b, long long *gpu, tl_acc *acc) {
     long long n = 0;
     *gpu = 0;
     if (!s) return 0;
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int(s, 2, track);
-    sqlite3_bind_double(s, 3, b);
-    sqlite3_bind_double(s, 4, a);
+    db_bind_int64(s, 1, id);
+    db_bind_int64(s, 2, track);
+    db_bind_double(s, 3, b);
+    db_bind_double(s, 4, a);
     buf in = {0};
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        if (chunk_inflate(sqlite3_column_blob(s, 0), (size_t)sqlite3_column_bytes(s, 0), &in)) break;
+    while (db_step(s) == DB_ROW) {
+        if (chunk_inflate(db_column_blob(s, 0, NULL), (size_t)db_column_bytes(s, 0), &in)) break;
         size_t off = 0;
         chunk_rec r;
         const char *js;
@@ -784,17 +806,17 @@ static long long track_count(sqlite3_stmt *s, long long id, int track, double a,
         }
     }
     buf_free(&in);
-    sqlite3_reset(s);
+    db_reset(s);
     return n;
 }
 
 /* A track's bucket records (TL_BLOB_RAW bytes, raw or inflated into scratch: tlblob.h), or
  * NULL when it has none; valid until tb is reset. */
-static const unsigned char *track_buckets(sqlite3_stmt *tb, long long id, int track, unsigned char *scratch) {
-    sqlite3_bind_int64(tb, 1, id);
-    sqlite3_bind_int(tb, 2, track);
-    if (sqlite3_step(tb) != SQLITE_ROW) return NULL;
-    return tl_blob_unpack(sqlite3_column_blob(tb, 0), (size_t)sqlite3_column_bytes(tb, 0), scratch);
+static const unsigned char *track_buckets(db_stmt *tb, long long id, int track, unsigned char *scratch) {
+    db_bind_int64(tb, 1, id);
+    db_bind_int64(tb, 2, track);
+    if (db_step(tb) != DB_ROW) return NULL;
+    return tl_blob_unpack(db_column_blob(tb, 0, NULL), (size_t)db_column_bytes(tb, 0), scratch);
 }
 
 /* The bucket grid of the stored pyramid: its span [s0, s1] in TL_BUCKETS buckets of w0. */
@@ -821,7 +843,7 @@ static double tl_estimate(const unsigned char *blob, const tl_grid *g, double a,
 }
 
 /* nb buckets over [a, b] resampled from the pyramid: busy share, count, the top name. */
-static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a, double b, int nb, sqlite3_stmt *names) {
+static json_t *tl_resample(const unsigned char *blob, const tl_grid *g, double a, double b, int nb, db_stmt *names) {
     json_t *bk = json_array();
     char name[512];
     double w = (b - a) / nb;
@@ -860,8 +882,8 @@ static json_t *in_window(const json_t *arr, double a, double b) {
 
 /* One track of the reply: its events when few are in the window, else resampled buckets,
  * and its exact event count (added to *ngpu, *ncpu); NULL for a track with no timed events. */
-static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
-                              sqlite3_stmt *tb, sqlite3_stmt *names, sqlite3_stmt *cnt, unsigned char *scratch, long long *ngpu,
+static json_t *timeline_track(db_conn *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
+                              db_stmt *tb, db_stmt *names, db_stmt *cnt, unsigned char *scratch, long long *ngpu,
                               long long *ncpu) {
     int idx = (int)json_integer_value(json_object_get(t, "index"));
     const unsigned char *blob = track_buckets(tb, id, idx, scratch);
@@ -876,7 +898,7 @@ static json_t *timeline_track(sqlite3 *db, long long id, const json_t *t, const 
         if (!strcmp(json_string_value(json_object_get(t, "kind")), "gpu")) *ngpu += gpu;
         else *ncpu += n;
     }
-    sqlite3_reset(tb);
+    db_reset(tb);
     return o;
 }
 
@@ -906,7 +928,7 @@ static void other_free(tl_other *o) {
     free(o->acc.busy); free(o->acc.cover); free(o->acc.topdur); free(o->acc.count); free(o->acc.top);
 }
 
-static json_t *other_track(tl_other *o, sqlite3_stmt *names) {
+static json_t *other_track(tl_other *o, db_stmt *names) {
     tl_acc *c = &o->acc;
     json_t *bk = json_array();
     char name[512], label[64];
@@ -941,7 +963,7 @@ static double draw_threshold(const double *est, size_t n) {
     return t < 0 ? -0.5 : t;
 }
 
-int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
+int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -949,10 +971,10 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, int (*
     if (!isfinite(a) || a < g.s0) a = g.s0;
     if (!isfinite(b) || b > g.s1 || b <= a) b = g.s1 > a ? g.s1 : a + 1;
     if (g.s1 - g.s0 > 0) g.w0 = (g.s1 - g.s0) / TL_BUCKETS;
-    sqlite3_stmt *names = NULL, *tb = NULL, *cnt = NULL;
-    sqlite3_prepare_v2(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", -1, &names, NULL);
-    sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?", -1, &tb, NULL);
-    sqlite3_prepare_v2(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?", -1, &cnt, NULL);
+    db_stmt *names = NULL, *tb = NULL, *cnt = NULL;
+    names = db_prepare(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2");
+    tb = db_prepare(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?");
+    cnt = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?");
     unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
     const json_t *all = json_object_get(doc, "tracks");
     size_t ntr = json_array_size(all);
@@ -962,7 +984,7 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, int (*
     size_t i;
     long long ngpu = 0, ncpu = 0;
     tl_other other = {0};
-    if (!rc) sqlite3_bind_int64(names, 1, id);
+    if (!rc) db_bind_int64(names, 1, id);
     /* Each track costs a few indexed lookups: linear in tracks. At most TL_MAX_TRACKS,
      * those with the most events, are drawn; the rest become one merged track. Between tracks the client is checked: a reply nobody reads
      * stops being computed (ERR_CONFLICT, never cached). */
@@ -989,9 +1011,9 @@ int query_timeline(sqlite3 *db, long long id, double a, double b, int nb, int (*
         other.gpu_only &= isgpu;
     }
     if (!rc && other.tracks) json_array_append_new(tracks, other_track(&other, names));
-    sqlite3_finalize(names);
-    sqlite3_finalize(tb);
-    sqlite3_finalize(cnt);
+    db_finalize(names);
+    db_finalize(tb);
+    db_finalize(cnt);
     free(scratch);
     free(est);
     other_free(&other);
@@ -1026,7 +1048,7 @@ static int key_cmp(const ev_key *x, const ev_key *y) {
 /* The chunks a statement selects (columns track, seq, min_ts, max_end, data), walked one
  * event at a time; min_ts and max_end are the current chunk's. */
 typedef struct ev_walk {
-    sqlite3_stmt *s;
+    db_stmt *s;
     buf in;
     size_t off;
     int track, i, open;
@@ -1040,12 +1062,12 @@ static int walk_next(ev_walk *w, chunk_rec *r, const char **js, ev_key *k) {
             *k = (ev_key){r->ts, w->track, w->seq, w->i++};
             return 1;
         }
-        if (sqlite3_step(w->s) != SQLITE_ROW) return 0;
-        w->track = sqlite3_column_int(w->s, 0);
-        w->seq = sqlite3_column_int64(w->s, 1);
-        w->min_ts = sqlite3_column_double(w->s, 2);
-        w->max_end = sqlite3_column_double(w->s, 3);
-        if (chunk_inflate(sqlite3_column_blob(w->s, 4), (size_t)sqlite3_column_bytes(w->s, 4), &w->in)) return 0;
+        if (db_step(w->s) != DB_ROW) return 0;
+        w->track = db_column_int(w->s, 0);
+        w->seq = db_column_int64(w->s, 1);
+        w->min_ts = db_column_double(w->s, 2);
+        w->max_end = db_column_double(w->s, 3);
+        if (chunk_inflate(db_column_blob(w->s, 4, NULL), (size_t)db_column_bytes(w->s, 4), &w->in)) return 0;
         w->off = 0;
         w->i = 0;
         w->open = 1;
@@ -1053,7 +1075,7 @@ static int walk_next(ev_walk *w, chunk_rec *r, const char **js, ev_key *k) {
 }
 
 static void walk_close(ev_walk *w) {
-    sqlite3_finalize(w->s);
+    db_finalize(w->s);
     buf_free(&w->in);
 }
 
@@ -1088,7 +1110,7 @@ static void hit_set(ev_hit *h, const ev_key *k, const chunk_rec *r, const char *
 }
 
 /* The reply object of a hit (new reference): ref, track, times, name, cat, args. */
-static json_t *hit_json(const ev_hit *h, const json_t *tracks, sqlite3_stmt *names) {
+static json_t *hit_json(const ev_hit *h, const json_t *tracks, db_stmt *names) {
     char ref[64], name[512], cat[64];
     snprintf(ref, sizeof ref, "%d:%lld:%d", h->k.track, h->k.seq, h->k.i);
     const json_t *t = json_array_get(tracks, (size_t)h->k.track);
@@ -1102,10 +1124,10 @@ static json_t *hit_json(const ev_hit *h, const json_t *tracks, sqlite3_stmt *nam
     return o;
 }
 
-static sqlite3_stmt *prep(sqlite3 *db, const char *sql, long long id) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return NULL;
-    sqlite3_bind_int64(s, 1, id);
+static db_stmt *prep(db_conn *db, const char *sql, long long id) {
+    db_stmt *s = NULL;
+    if (!(s = db_prepare(db, sql))) return NULL;
+    db_bind_int64(s, 1, id);
     return s;
 }
 
@@ -1114,11 +1136,11 @@ static sqlite3_stmt *prep(sqlite3 *db, const char *sql, long long id) {
 
 /* The event on track at ts (and of the duration nearest dur, when dur is a number:
  * an op and its first child start together). */
-static int find_at(sqlite3 *db, long long id, int track, double ts, double dur, ev_hit *h) {
+static int find_at(db_conn *db, long long id, int track, double ts, double dur, ev_hit *h) {
     ev_walk w = {.s = prep(db, EV_COLS " AND track = ?2 AND min_ts <= ?3 AND max_end >= ?3", id)};
     if (!w.s) return ERR_DB;
-    sqlite3_bind_int(w.s, 2, track);
-    sqlite3_bind_double(w.s, 3, ts);
+    db_bind_int64(w.s, 2, track);
+    db_bind_double(w.s, 3, ts);
     chunk_rec r;
     const char *js;
     ev_key k;
@@ -1131,13 +1153,13 @@ static int find_at(sqlite3 *db, long long id, int track, double ts, double dur, 
 }
 
 /* The event a ref ("TRACK:SEQ:I") names. */
-static int find_ref(sqlite3 *db, long long id, const char *ref, ev_hit *h) {
+static int find_ref(db_conn *db, long long id, const char *ref, ev_hit *h) {
     int track, i, n = 0;
     long long seq;
     if (sscanf(ref, "%d:%lld:%d%n", &track, &seq, &i, &n) != 3 || ref[n]) return ERR_PARAM;
     ev_walk w = {.s = prep(db, EV_COLS " AND seq = ?2", id)};
     if (!w.s) return ERR_DB;
-    sqlite3_bind_int64(w.s, 2, seq);
+    db_bind_int64(w.s, 2, seq);
     chunk_rec r;
     const char *js;
     ev_key k;
@@ -1160,19 +1182,19 @@ static int has_id(const long long *ids, size_t n, long long id) {
 }
 
 /* The string ids whose text contains q (any case), sorted. */
-static int name_ids(sqlite3 *db, long long id, const char *q, long long **ids, size_t *n) {
-    sqlite3_stmt *s = prep(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
+static int name_ids(db_conn *db, long long id, const char *q, long long **ids, size_t *n) {
+    db_stmt *s = prep(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
     size_t cap = 0;
     *ids = NULL;
     *n = 0;
     if (!s) return ERR_DB;
-    sqlite3_bind_text(s, 2, q, -1, SQLITE_STATIC);
+    db_bind_text(s, 2, q);
     int rc = 0;
-    while (!rc && sqlite3_step(s) == SQLITE_ROW) {
+    while (!rc && db_step(s) == DB_ROW) {
         if (VEC_RESERVE(*ids, cap, *n + 1, 64)) rc = ERR_NOMEM;
-        else (*ids)[(*n)++] = sqlite3_column_int64(s, 0);
+        else (*ids)[(*n)++] = db_column_int64(s, 0);
     }
-    sqlite3_finalize(s);
+    db_finalize(s);
     return rc;
 }
 
@@ -1180,14 +1202,14 @@ static int name_ids(sqlite3 *db, long long id, const char *q, long long **ids, s
  * track, seq, i) order. Why chunks in this order with an early stop: every event of a
  * chunk starts in [min_ts, max_end], so once a chunk starts after the best next match (or
  * ends before the best previous one) no later chunk can hold a better one. */
-static int find_name(sqlite3 *db, long long id, const char *q, const ev_key *cur, int dir, ev_hit *h) {
+static int find_name(db_conn *db, long long id, const char *q, const ev_key *cur, int dir, ev_hit *h) {
     long long *ids;
     size_t nids;
     int rc = name_ids(db, id, q, &ids, &nids);
     if (rc || !nids) { free(ids); return rc; }
     ev_walk w = {.s = prep(db, dir > 0 ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY max_end DESC", id)};
     if (!w.s) { free(ids); return ERR_DB; }
-    sqlite3_bind_double(w.s, 2, cur->ts);
+    db_bind_double(w.s, 2, cur->ts);
     chunk_rec r;
     const char *js;
     ev_key k;
@@ -1204,13 +1226,13 @@ static int find_name(sqlite3 *db, long long id, const char *q, const ev_key *cur
 /* The other end of an event's launch flow: the runtime call that launched a GPU activity
  * (same correlation, starting no later), or the GPU activities a runtime call launched
  * (starting no earlier; several for a graph launch, FLOW_MAX at most), appended to out. */
-static int flow_of(sqlite3 *db, long long id, const ev_hit *h, const json_t *tracks, sqlite3_stmt *names, json_t *out) {
+static int flow_of(db_conn *db, long long id, const ev_hit *h, const json_t *tracks, db_stmt *names, json_t *out) {
     long long corr = corr_of(h->js, h->r.json_len);
     int to_gpu = h->r.cls == EV_HOST_RT;
     if (!corr || (!to_gpu && h->r.cls != EV_GPU)) return 0;
     ev_walk w = {.s = prep(db, to_gpu ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY min_ts DESC", id)};
     if (!w.s) return ERR_DB;
-    sqlite3_bind_double(w.s, 2, h->r.ts);
+    db_bind_double(w.s, 2, h->r.ts);
     chunk_rec r;
     const char *js;
     ev_key k;
@@ -1229,7 +1251,7 @@ static int flow_of(sqlite3 *db, long long id, const ev_hit *h, const json_t *tra
     return 0;
 }
 
-int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out) {
+int query_event(db_conn *db, long long id, const event_query *q, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -1254,7 +1276,7 @@ int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out) {
             if (!strcmp(json_string_value(json_object_get(t, "id")), q->track)) rc = find_at(db, id, (int)i, q->ts_us, q->dur_us, &h);
         if (!rc && !h.found) rc = ERR_NOTFOUND;
     }
-    sqlite3_stmt *names = rc ? NULL : prep(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", id);
+    db_stmt *names = rc ? NULL : prep(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2", id);
     if (!rc && !names) rc = ERR_DB;
     json_t *launched_by = json_array(), *launches = json_array();
     if (!rc && h.found) rc = flow_of(db, id, &h, tracks, names, h.r.cls == EV_HOST_RT ? launches : launched_by);
@@ -1264,7 +1286,7 @@ int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out) {
                          json_incref(launches));
     json_decref(launched_by);
     json_decref(launches);
-    sqlite3_finalize(names);
+    db_finalize(names);
     free(h.js);
     json_decref(doc);
     return rc;
@@ -1298,12 +1320,12 @@ static double iv_total(const iv *v, size_t n) {
 }
 
 /* The GPU work (kernels, copies, memsets) of one track clipped to [a, b), appended to *v. */
-static int track_work(sqlite3 *db, long long id, int track, double a, double b, iv **v, size_t *n, size_t *cap) {
+static int track_work(db_conn *db, long long id, int track, double a, double b, iv **v, size_t *n, size_t *cap) {
     ev_walk w = {.s = prep(db, EV_COLS " AND track = ?2 AND min_ts < ?3 AND max_end > ?4", id)};
     if (!w.s) return ERR_DB;
-    sqlite3_bind_int(w.s, 2, track);
-    sqlite3_bind_double(w.s, 3, b);
-    sqlite3_bind_double(w.s, 4, a);
+    db_bind_int64(w.s, 2, track);
+    db_bind_double(w.s, 3, b);
+    db_bind_double(w.s, 4, a);
     chunk_rec r;
     const char *js;
     ev_key k;
@@ -1335,7 +1357,7 @@ static json_t *busy_slices(const iv *v, size_t n, double a, double b, int nb) {
 }
 
 /* One device: the union of its streams' work, each stream's own, and the slices. */
-static int busy_device(sqlite3 *db, long long id, const json_t *tracks, long long dev, double a, double b, int nb, json_t **out) {
+static int busy_device(db_conn *db, long long id, const json_t *tracks, long long dev, double a, double b, int nb, json_t **out) {
     iv *all = NULL, *v = NULL;
     size_t nall = 0, call = 0, cap = 0;
     json_t *streams = json_array(), *t;
@@ -1363,7 +1385,7 @@ static int busy_device(sqlite3 *db, long long id, const json_t *tracks, long lon
     return rc;
 }
 
-int query_busy(sqlite3 *db, long long id, double a, double b, int nb, json_t **out) {
+int query_busy(db_conn *db, long long id, double a, double b, int nb, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;

@@ -13,7 +13,7 @@
 #define COMPARE_REL 0.10
 #define COMPARE_ABS_US 1.0
 #define COMPARE_ABS_CALLS 1.0
-#include <sqlite3.h>
+#include "store/db.h"
 
 typedef struct list_filter {
     const char *label_keys[16], *label_values[16];
@@ -26,27 +26,27 @@ typedef struct list_filter {
     int limit;
 } list_filter;
 
-int query_session(sqlite3 *db, long long id, json_t **out);
-int query_list(sqlite3 *db, const list_filter *f, json_t **out);
+int query_session(db_conn *db, long long id, json_t **out);
+int query_list(db_conn *db, const list_filter *f, json_t **out);
 /* sort: one of the key_averages fields (validated by the caller through query_sort_column). */
-int query_operators(sqlite3 *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out);
-int query_kernels(sqlite3 *db, long long id, const char *sort, int limit, json_t **out);
-int query_phases(sqlite3 *db, long long id, json_t **out);
-int query_gpu(sqlite3 *db, long long id, json_t **out);
-int query_report(sqlite3 *db, long long id, json_t **out);
+int query_operators(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out);
+int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out);
+int query_phases(db_conn *db, long long id, json_t **out);
+int query_gpu(db_conn *db, long long id, json_t **out);
+int query_report(db_conn *db, long long id, json_t **out);
 /* The suspect list computed at ingest (analysis/suspects.c); a session stored before it
  * existed answers {"computed": false, "suspects": []}. */
-int query_suspects(sqlite3 *db, long long id, json_t **out);
+int query_suspects(db_conn *db, long long id, json_t **out);
 /* Where each step's (and each CPU phase's) time goes, by role (analysis/steps.c): empty
  * lists for a session without steps or record_function ranges. */
-int query_steps(sqlite3 *db, long long id, json_t **out);
+int query_steps(db_conn *db, long long id, json_t **out);
 /* Allocated memory over time per device (analysis/memory.c) and the operators that allocate. */
-int query_memory(sqlite3 *db, long long id, json_t **out);
-int query_compare(sqlite3 *db, long long base, long long head, json_t **out);
+int query_memory(db_conn *db, long long id, json_t **out);
+int query_compare(db_conn *db, long long base, long long head, json_t **out);
 /* gone (may be NULL): polled between tracks; when it returns 1 the query stops with
  * ERR_CONFLICT (the client hung up). At most 200 tracks are drawn, those with the most
  * events in the window; the rest are one merged track ("other": how many). */
-int query_timeline(sqlite3 *db, long long id, double start_us, double end_us, int buckets, int (*gone)(void *), void *gone_ctx,
+int query_timeline(db_conn *db, long long id, double start_us, double end_us, int buckets, int (*gone)(void *), void *gone_ctx,
                    json_t **out);
 
 /* GET /events: one event with its args and launch flow. Exactly one way to name it:
@@ -59,10 +59,10 @@ typedef struct event_query {
     double ts_us, dur_us; /* NAN when absent */
     int dir;
 } event_query;
-int query_event(sqlite3 *db, long long id, const event_query *q, json_t **out);
+int query_event(db_conn *db, long long id, const event_query *q, json_t **out);
 /* GET /busy: the union of GPU work (kernels, copies, memsets) in [start_us, end_us) per
  * device and per stream, and with buckets > 0 each device's busy share per slice. */
-int query_busy(sqlite3 *db, long long id, double start_us, double end_us, int buckets, json_t **out);
+int query_busy(db_conn *db, long long id, double start_us, double end_us, int buckets, json_t **out);
 
 /* The SQL column for an operator sort field, or NULL if the field is unknown. */
 const char *query_sort_column(const char *field);

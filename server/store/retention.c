@@ -17,6 +17,7 @@
  * no upload in flight: uploads are refused (503, retry) while it runs, rather than
  * waiting on the lock past the busy timeout and failing after their body was sent. */
 #include "store/retention.h"
+#include "store/db.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -54,24 +55,24 @@ typedef struct victim {
 
 /* 0 (v filled), ERR_NOTFOUND (nothing prunable) or ERR_DB. */
 static int next_victim(store *st, long long before, victim *v) {
-    sqlite3 *db = store_get(st);
+    db_conn *db = store_get(st);
     if (!db) return ERR_DB;
-    sqlite3_stmt *q = NULL;
+    db_stmt *q = NULL;
     int rc = ERR_DB;
-    if (sqlite3_prepare_v2(db, next_sql, -1, &q, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, before);
-        int s = sqlite3_step(q);
-        if (s == SQLITE_ROW) {
-            v->id = sqlite3_column_int64(q, 0);
-            v->created_at = sqlite3_column_int64(q, 1);
-            const unsigned char *n = sqlite3_column_text(q, 2);
+    if ((q = db_prepare(db, next_sql))) {
+        db_bind_int64(q, 1, before);
+        int s = db_step(q);
+        if (s == DB_ROW) {
+            v->id = db_column_int64(q, 0);
+            v->created_at = db_column_int64(q, 1);
+            const char *n = db_column_text(q, 2);
             snprintf(v->name, sizeof v->name, "%s", n ? (const char *)n : "");
             rc = 0;
-        } else if (s == SQLITE_DONE) {
+        } else if (s == DB_DONE) {
             rc = ERR_NOTFOUND;
         }
     }
-    sqlite3_finalize(q);
+    db_finalize(q);
     store_put(st, db);
     return rc;
 }
@@ -128,6 +129,8 @@ static int prune_by_size(store *st, const retention_cfg *c, const atomic_int *st
     return 0;
 }
 
+static int pass(store *st, const retention_cfg *cfg, const atomic_int *stop, retention_pass *out);
+
 /* VACUUM when it gives back much and no upload runs (see the top of the file). */
 static int maybe_vacuum(store *st, const retention_cfg *c, int *done) {
     store_usage u;
@@ -139,12 +142,12 @@ static int maybe_vacuum(store *st, const retention_cfg *c, int *done) {
         return 0;
     }
     long long before = store_size_bytes(st);
-    sqlite3 *db = store_get(st);
-    int rc = !db || sqlite3_exec(db, "VACUUM", NULL, NULL, NULL) != SQLITE_OK ? ERR_DB : 0;
+    db_conn *db = store_get(st);
+    int rc = !db || db_exec(db, "VACUUM") != 0 ? ERR_DB : 0;
     char q[600];
-    if (rc) log_line("error", "retention: VACUUM failed", "error=%s", logfmt_quote(db ? sqlite3_errmsg(db) : "no connection", q, sizeof q));
+    if (rc) log_line("error", "retention: VACUUM failed", "error=%s", logfmt_quote(db ? db_errmsg(db) : "no connection", q, sizeof q));
     /* TRUNCATE: the WAL that VACUUM filled is copied back and emptied, giving the disk back. */
-    if (!rc) sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
+    if (!rc) db_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
     store_put(st, db);
     if (c->resume_uploads) c->resume_uploads(c->ctx);
     if (!rc) log_line("info", "vacuum", "bytes_before=%lld bytes_after=%lld", before, store_size_bytes(st));
@@ -152,8 +155,24 @@ static int maybe_vacuum(store *st, const retention_cfg *c, int *done) {
     return rc;
 }
 
+/* The advisory lock key of retention passes ("fpretn" in ASCII): replicas sharing one
+ * PostgreSQL database run one pass at a time; the others skip theirs. */
+#define RETENTION_LOCK 0x66707265746eLL
+
 int retention_pass_run(store *st, const retention_cfg *cfg, const atomic_int *stop, retention_pass *out) {
     memset(out, 0, sizeof *out);
+    db_conn *held = NULL;
+    int got = store_exclusive_begin(st, RETENTION_LOCK, &held);
+    if (got <= 0) {
+        if (!got) log_line("info", "retention: pass skipped, another server runs one", "backend=%s", store_backend(st));
+        return got;
+    }
+    int rc = pass(st, cfg, stop, out);
+    store_exclusive_end(st, RETENTION_LOCK, held);
+    return rc;
+}
+
+static int pass(store *st, const retention_cfg *cfg, const atomic_int *stop, retention_pass *out) {
     long long now = (long long)time(NULL);
     int rc = prune_by_age(st, cfg, stop, now, &out->pruned_age);
     if (!rc) rc = prune_by_size(st, cfg, stop, now, &out->pruned_size);

@@ -1,11 +1,20 @@
-/* store.c: owns the database file, the schema, migrations and the connection pool.
+/* store.c: owns the database, the schema, migrations and the connection pool.
  *
- * The schema is schema.sql, embedded at build time (build/gen/schema_sql.h): only
- * store_open runs DDL. A new database gets schema.sql (always the newest schema) and
- * user_version STORE_SCHEMA_VERSION at once; an older one runs migrations[from..] in one
- * transaction each. Must not include microhttpd.h. */
+ * The schema is schema.sql (SQLite) or schema_pg.sql (PostgreSQL), embedded at build time
+ * (build/gen/schema_sql.h, schema_pg_sql.h): only store_open runs DDL. A new SQLite
+ * database gets schema.sql (always the newest schema) and user_version
+ * STORE_SCHEMA_VERSION at once; an older one runs migrations[from..] in one transaction
+ * each. PostgreSQL keeps its version in fp_meta and runs pg_migrations[] the same way,
+ * under an advisory lock so that replicas starting together migrate once. Must not
+ * include microhttpd.h. */
 #include "store/store.h"
+#include "store/db.h"
 #include "lib/err.h"
+#include "lib/log.h"
+#include "lib/logfmt.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,14 +27,20 @@
 #include <unistd.h>
 
 #include "schema_sql.h"
+#include "schema_pg_sql.h"
 
 #define POOL_MAX 32
 
 struct store {
-    char *path;
-    pthread_mutex_t lock; /* guards pool[] and npool */
-    sqlite3 *pool[POOL_MAX];
+    char *path;           /* what --db said: the file, or the PostgreSQL URI */
+    char *shown;          /* path with a URI's password blanked, for logs and replies */
+    int pg;               /* 1: PostgreSQL */
+    pthread_mutex_t lock; /* guards pool[], npool and nopen */
+    pthread_cond_t freed; /* signalled by store_put (PostgreSQL's cap on connections) */
+    db_conn *pool[POOL_MAX];
     int npool;
+    int nopen;            /* PostgreSQL: connections open, pooled or taken */
+    int maxopen;          /* PostgreSQL: FIRSTPASS_PG_POOL (default 16) */
     _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
     _Atomic unsigned long lgen; /* store_list_generation: gen's writes and uploads */
 };
@@ -77,35 +92,6 @@ static const char *const migrations[] = {
     "CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
-
-static sqlite3 *conn_open(const char *path, char *err, size_t errlen) {
-    sqlite3 *db = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-        if (err) snprintf(err, errlen, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
-        sqlite3_close(db);
-        return NULL;
-    }
-    /* WAL: readers never block the writer; NORMAL sync is durable across process
-     * crashes (what the SIGKILL test checks), losing at most the last commit on power loss. */
-    /* journal_size_limit: SQLite reuses a WAL from its start without shrinking it, so the
-     * -wal stayed the size of the largest upload for ever (issue 22); with it, a WAL that
-     * restarts is cut back to 16 MiB (and loader_free truncates it after a big upload). */
-    const char *setup =
-        "PRAGMA journal_mode=WAL;"
-        "PRAGMA synchronous=NORMAL;"
-        "PRAGMA foreign_keys=ON;"
-        "PRAGMA journal_size_limit=16777216;"
-        "PRAGMA temp_store=FILE;";
-    char *msg = NULL;
-    if (sqlite3_exec(db, setup, NULL, NULL, &msg) != SQLITE_OK) {
-        if (err) snprintf(err, errlen, "cannot set up %s: %s", path, msg ? msg : "?");
-        sqlite3_free(msg);
-        sqlite3_close(db);
-        return NULL;
-    }
-    sqlite3_busy_timeout(db, 30000);
-    return db;
-}
 
 /* 1 (and a message in *msg, sqlite3_malloc'd) when PRAGMA foreign_key_check finds a row
  * whose parent is missing; 0 when none. */
@@ -166,89 +152,313 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
  * (a later store, as in the unit tests, gets a harmless SQLITE_MISUSE). */
 static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
 
+/* ---- PostgreSQL: schema and migrations ---- */
+
+/* Forward migrations for PostgreSQL: pg_migrations[v] takes fp_meta.version v to v+1; 0 is
+ * "empty" and gets schema_pg.sql whole. Append, never edit (as migrations[] above). */
+static const char *const pg_migrations[] = {
+    schema_pg_sql,
+};
+_Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
+
+/* The advisory lock key of migrations ("fpmigr" in ASCII); retention.c has its own. */
+#define PG_MIGRATE_LOCK 0x66706d696772LL
+
+static long long one_int(db_conn *c, const char *sql) {
+    db_stmt *st = db_prepare(c, sql);
+    long long v = -1;
+    if (st && db_step(st) == DB_ROW) v = db_column_int64(st, 0);
+    db_finalize(st);
+    return v;
+}
+
+/* The schema version: fp_meta's, or 0 when the database is empty. */
+static long long pg_version(db_conn *c) {
+    if (one_int(c, "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'fp_meta'") != 1)
+        return 0;
+    return one_int(c, "SELECT version FROM fp_meta");
+}
+
+static int pg_migrate(db_conn *c, char *err, size_t errlen) {
+    /* A session-level advisory lock: replicas starting together wait for the first one,
+     * then find the schema current. */
+    char lock[96];
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", PG_MIGRATE_LOCK);
+    if (db_exec(c, lock)) return snprintf(err, errlen, "cannot lock for migrations: %s", db_errmsg(c)), ERR_DB;
+    long long version = pg_version(c);
+    long long target = STORE_PG_SCHEMA_VERSION;
+    int rc = 0;
+    if (version < 0) rc = ERR_DB, snprintf(err, errlen, "cannot read the schema version: %s", db_errmsg(c));
+    else if (version > target) rc = ERR_DB, snprintf(err, errlen, "database schema version %lld is newer than this server's %lld", version, target);
+    for (long long v = version; !rc && v < target; v++) {
+        long long to = v == 0 ? target : v + 1;
+        char set[96];
+        snprintf(set, sizeof set, "UPDATE fp_meta SET version = %lld", to);
+        if (db_exec(c, "BEGIN") || db_exec(c, pg_migrations[v]) || db_exec(c, set) || db_exec(c, "COMMIT")) {
+            snprintf(err, errlen, "migration to schema version %lld failed: %s", to, db_errmsg(c));
+            db_exec(c, "ROLLBACK");
+            rc = ERR_DB;
+        }
+        v = to - 1;
+    }
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%lld)", PG_MIGRATE_LOCK);
+    db_exec(c, lock);
+    return rc;
+}
+
+/* "postgresql://user:secret@host/db" -> "postgresql://user:***@host/db"; a conninfo's
+ * password=... likewise. */
+static char *redact(const char *uri) {
+    char *o = malloc(strlen(uri) + 8);
+    if (!o) return NULL;
+    strcpy(o, uri);
+    char *at = strchr(o, '@'), *scheme = strstr(o, "://");
+    if (scheme && at) {
+        char *colon = memchr(scheme + 3, ':', (size_t)(at - scheme - 3));
+        if (colon) {
+            memmove(colon + 4, at, strlen(at) + 1);
+            memcpy(colon, ":***", 4);
+        }
+    }
+    char *pw = strstr(o, "password=");
+    if (pw) {
+        char *end = pw + 9;
+        while (*end && *end != ' ') end++;
+        memmove(pw + 12, end, strlen(end) + 1);
+        memcpy(pw + 9, "***", 3);
+    }
+    return o;
+}
+
+static long env_long(const char *name, long dflt) {
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : dflt;
+}
+
+/* The first connection: PostgreSQL may be down (starting with the replicas, or restarting);
+ * retried once a second for FIRSTPASS_DB_WAIT_S, each failure on one log line. */
+static db_conn *first_conn(store *s, char *err, size_t errlen) {
+    long wait = s->pg ? env_long("FIRSTPASS_DB_WAIT_S", 30) : 0;
+    for (long tries = 0;; tries++) {
+        db_conn *c = db_open(s->path, err, errlen);
+        if (c || tries >= wait) {
+            if (c && tries) log_line("info", "database reachable", "backend=%s tries=%ld", store_backend(s), tries + 1);
+            return c;
+        }
+        char qdb[1100], qerr[600];
+        log_line("warn", "database unreachable, retrying", "backend=%s db=%s try=%ld of=%ld error=%s", store_backend(s),
+                 logfmt_quote(s->shown, qdb, sizeof qdb), tries + 1, wait + 1, logfmt_quote(err, qerr, sizeof qerr));
+        sleep(1);
+    }
+}
+
 store *store_open(const char *path, char *err, size_t errlen) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, sqlite_setup);
     store *s = calloc(1, sizeof *s);
-    if (!s || !(s->path = strdup(path))) {
+    if (!s || !(s->path = strdup(path)) || !(s->shown = redact(path))) {
         snprintf(err, errlen, "out of memory");
+        if (s) free(s->path);
         free(s);
         return NULL;
     }
+    s->pg = db_uri_is_pg(path);
+    s->maxopen = (int)env_long("FIRSTPASS_PG_POOL", 16);
+    if (s->maxopen < 1) s->maxopen = 1;
     pthread_mutex_init(&s->lock, NULL);
-    sqlite3 *db = conn_open(path, err, errlen);
+    pthread_cond_init(&s->freed, NULL);
+    db_conn *db = first_conn(s, err, errlen);
     if (!db) goto fail;
-    if (migrate(db, err, errlen)) {
-        sqlite3_close(db);
+    if (s->pg ? pg_migrate(db, err, errlen) : migrate(db_sqlite(db), err, errlen)) {
+        db_close(db);
         goto fail;
     }
+    s->nopen = 1;
     store_put(s, db);
     store_reserve(s); /* best effort: a full disk at start-up leaves it for later */
     return s;
 fail:
+    pthread_cond_destroy(&s->freed);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
+    free(s->shown);
     free(s);
     return NULL;
 }
 
 void store_close(store *s) {
     if (!s) return;
-    for (int i = 0; i < s->npool; i++) sqlite3_close(s->pool[i]);
+    for (int i = 0; i < s->npool; i++) db_close(s->pool[i]);
+    pthread_cond_destroy(&s->freed);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
+    free(s->shown);
     free(s);
 }
 
-const char *store_path(const store *s) { return s->path; }
+const char *store_path(const store *s) { return s->shown; }
 
-sqlite3 *store_get(store *s) {
-    pthread_mutex_lock(&s->lock);
-    sqlite3 *db = s->npool ? s->pool[--s->npool] : NULL;
-    pthread_mutex_unlock(&s->lock);
-    return db ? db : conn_open(s->path, NULL, 0);
+const char *store_redact(const char *uri, char *out, size_t n) {
+    char *r = redact(uri);
+    snprintf(out, n, "%s", r ? r : "");
+    free(r);
+    return out;
+}
+const char *store_backend(const store *s) { return s->pg ? "postgresql" : "sqlite"; }
+int store_is_pg(const store *s) { return s->pg; }
+
+/* PostgreSQL: at most maxopen connections per server (the database's max_connections is
+ * shared by every replica); a caller beyond it waits for one to come back. */
+static int pg_reserve(store *s) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ms = env_long("FIRSTPASS_PG_POOL_WAIT_MS", 10000);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+    int ok = 1;
+    while (!s->npool && s->nopen >= s->maxopen && ok) ok = pthread_cond_timedwait(&s->freed, &s->lock, &until) == 0;
+    if (!s->npool && s->nopen >= s->maxopen) return 0;
+    if (!s->npool) s->nopen++;
+    return 1;
 }
 
-void store_put(store *s, sqlite3 *db) {
+db_conn *store_get(store *s) {
+    pthread_mutex_lock(&s->lock);
+    int may = !s->pg || pg_reserve(s);
+    db_conn *db = may && s->npool ? s->pool[--s->npool] : NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (db || !may) return db;
+    char err[256];
+    db = db_open(s->path, err, sizeof err);
+    if (!db && s->pg) {
+        char q[600];
+        log_line("error", "database unreachable", "backend=postgresql error=%s", logfmt_quote(err, q, sizeof q));
+        pthread_mutex_lock(&s->lock);
+        s->nopen--;
+        pthread_cond_signal(&s->freed);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return db;
+}
+
+void store_put(store *s, db_conn *db) {
     if (!db) return;
     /* A connection left inside a transaction by an error path must not poison the pool. */
-    if (!sqlite3_get_autocommit(db)) sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (db_in_tx(db)) db_exec(db, "ROLLBACK");
+    int keep = db_alive(db);
     pthread_mutex_lock(&s->lock);
-    if (s->npool < POOL_MAX) {
+    if (keep && s->npool < POOL_MAX) {
         s->pool[s->npool++] = db;
         db = NULL;
+    } else if (s->pg) {
+        s->nopen--;
     }
+    pthread_cond_signal(&s->freed);
     pthread_mutex_unlock(&s->lock);
-    if (db) sqlite3_close(db);
+    db_close(db);
 }
 
-static int exec_one(store *s, const char *sql, long long id, const char *a, const char *b, int *changes) {
-    sqlite3 *db = store_get(s);
-    if (!db) return ERR_DB;
-    sqlite3_stmt *st = NULL;
-    int rc = ERR_DB;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) goto out;
-    sqlite3_bind_int64(st, 1, id);
-    if (a) sqlite3_bind_text(st, 2, a, -1, SQLITE_TRANSIENT);
-    if (b) sqlite3_bind_text(st, 3, b, -1, SQLITE_TRANSIENT);
-    if (b) sqlite3_bind_int64(st, 4, (long long)time(NULL));
-    if (sqlite3_step(st) == SQLITE_DONE) {
-        rc = 0;
-        if (changes) *changes = sqlite3_changes(db);
-        s->gen++; /* after the commit (autocommit), never before: see store_generation */
-        s->lgen++;
-    } else {
-        rc = store_errcode(db);
-    }
-out:
-    sqlite3_finalize(st);
-    store_put(s, db);
+int store_ping(store *s) {
+    db_conn *c = store_get(s);
+    if (!c) return ERR_DB;
+    int rc = db_exec(c, "SELECT 1");
+    store_put(s, c);
     return rc;
 }
 
-unsigned long store_generation(store *s) { return s->gen; }
-unsigned long store_list_generation(store *s) { return s->lgen; }
-void store_note_upload(store *s) { s->lgen++; }
+struct sqlite3 *store_scratch_get(store *s, db_conn **hold) {
+    *hold = NULL;
+    if (!s->pg) {
+        *hold = store_get(s);
+        return *hold ? db_sqlite(*hold) : NULL;
+    }
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+void store_scratch_put(store *s, struct sqlite3 *scratch, db_conn *hold) {
+    if (hold) store_put(s, hold);
+    else sqlite3_close(scratch);
+}
+
+int store_exclusive_begin(store *s, long long key, db_conn **held) {
+    *held = NULL;
+    if (!s->pg) return 1;
+    db_conn *c = store_get(s);
+    if (!c) return ERR_DB;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%lld)", key);
+    long long got = one_int(c, sql);
+    if (got == 1) {
+        *held = c;
+        return 1;
+    }
+    store_put(s, c);
+    return got == 0 ? 0 : ERR_DB;
+}
+
+void store_exclusive_end(store *s, long long key, db_conn *held) {
+    if (!held) return;
+    char sql[64];
+    snprintf(sql, sizeof sql, "SELECT pg_advisory_unlock(%lld)", key);
+    db_exec(held, sql);
+    store_put(s, held);
+}
+
+/* ---- the write generation ---- */
+
+/* On PostgreSQL the generations are the row of fp_generation, bumped inside each write
+ * transaction (as its last statement, so its row lock is held for a moment only): every
+ * replica reads the same counter, and a reader never sees a bump before the write it
+ * stands for has committed. A read that fails answers a number never answered before, so
+ * no cached reply is served on it. */
+static unsigned long pg_gen(store *s, const char *col) {
+    static _Atomic unsigned long miss = 1UL << 62;
+    db_conn *c = store_get(s);
+    long long v = -1;
+    if (c) {
+        v = one_int(c, col[0] == 'g' ? "SELECT gen FROM fp_generation" : "SELECT lgen FROM fp_generation");
+        store_put(s, c);
+    }
+    return v < 0 ? miss++ : (unsigned long)v;
+}
+
+static int exec_one(store *s, const char *sql, long long id, const char *a, const char *b, int *changes) {
+    db_conn *db = store_get(s);
+    if (!db) return ERR_DB;
+    int rc = s->pg ? db_begin_write(db) : 0;
+    db_stmt *st = rc ? NULL : db_prepare(db, sql);
+    if (!st) rc = ERR_DB;
+    if (!rc) {
+        db_bind_int64(st, 1, id);
+        if (a) db_bind_text(st, 2, a);
+        if (b) db_bind_text(st, 3, b);
+        if (b) db_bind_int64(st, 4, (long long)time(NULL));
+        rc = db_step(st) == DB_DONE ? 0 : db_sqlite(db) ? store_errcode(db_sqlite(db)) : ERR_DB;
+        if (changes) *changes = (int)db_changes(db);
+    }
+    db_finalize(st);
+    if (s->pg && !rc) rc = db_exec(db, "UPDATE fp_generation SET gen = gen + 1, lgen = lgen + 1");
+    if (s->pg && !rc) rc = db_exec(db, "COMMIT");
+    if (!rc && !s->pg) {
+        s->gen++; /* after the commit (autocommit), never before: see store_generation */
+        s->lgen++;
+    }
+    store_put(s, db); /* rolls back what failed */
+    return rc;
+}
+
+unsigned long store_generation(store *s) { return s->pg ? pg_gen(s, "gen") : s->gen; }
+unsigned long store_list_generation(store *s) { return s->pg ? pg_gen(s, "lgen") : s->lgen; }
+/* PostgreSQL: the commit bumped fp_generation.lgen itself (commit.c). */
+void store_note_upload(store *s) {
+    if (!s->pg) s->lgen++;
+}
 
 int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL ? ERR_FULL : ERR_DB; }
 
@@ -289,12 +499,12 @@ int store_delete_session(store *s, long long id) {
     if (!rc && changes) {
         /* the delete's WAL frames into the database (pages it freed are reused in place),
          * then the WAL emptied: its space comes back, and the reserve is taken again */
-        sqlite3 *db = store_get(s);
-        if (db) {
-            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-            store_put(s, db);
+        db_conn *c = s->pg ? NULL : store_get(s);
+        if (c) {
+            if (db_sqlite(c)) sqlite3_wal_checkpoint_v2(db_sqlite(c), NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+            store_put(s, c);
         }
-        store_reserve(s);
+        if (!s->pg) store_reserve(s);
     }
     return rc ? rc : changes ? 0 : ERR_NOTFOUND;
 }
@@ -307,7 +517,13 @@ int store_set_report_line(store *s, long long id, const char *line, const char *
     return exec_one(s, "DELETE FROM report_edits WHERE session_id = ?1 AND line = ?2", id, line, NULL, NULL);
 }
 
-long long store_size_bytes(const store *s) {
+long long store_size_bytes(store *s) {
+    if (s->pg) {
+        db_conn *c = store_get(s);
+        long long v = c ? one_int(c, "SELECT pg_database_size(current_database())") : -1;
+        store_put(s, c);
+        return v < 0 ? 0 : v;
+    }
     struct stat st;
     long long total = 0;
     char wal[4096];
@@ -317,28 +533,25 @@ long long store_size_bytes(const store *s) {
     return total;
 }
 
-/* The first column of the first row of sql, or -1. */
-static long long one_int(sqlite3 *db, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    long long v = -1;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    return v;
-}
-
 int store_usage_get(store *s, store_usage *u) {
-    sqlite3 *db = store_get(s);
+    db_conn *db = store_get(s);
     if (!db) return ERR_DB;
     /* One read transaction, so that the four numbers describe one snapshot. */
-    int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB;
-    if (!rc) {
+    int rc = db_exec(db, "BEGIN") ? ERR_DB : 0;
+    if (!rc && s->pg) {
+        u->sessions = one_int(db, "SELECT count(*) FROM sessions");
+        u->page_size = one_int(db, "SELECT current_setting('block_size')::bigint");
+        long long bytes = one_int(db, "SELECT pg_database_size(current_database())");
+        u->pages = u->page_size > 0 && bytes >= 0 ? bytes / u->page_size : -1;
+        u->free_pages = 0;
+    } else if (!rc) {
         u->sessions = one_int(db, "SELECT count(*) FROM sessions");
         u->pages = one_int(db, "PRAGMA page_count");
         u->free_pages = one_int(db, "PRAGMA freelist_count");
         u->page_size = one_int(db, "PRAGMA page_size");
-        if (u->sessions < 0 || u->pages < 0 || u->free_pages < 0 || u->page_size < 0) rc = ERR_DB;
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
+    if (!rc && (u->sessions < 0 || u->pages < 0 || u->free_pages < 0 || u->page_size < 0)) rc = ERR_DB;
+    if (!rc) db_exec(db, "COMMIT");
     store_put(s, db);
     return rc;
 }

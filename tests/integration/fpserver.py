@@ -9,12 +9,37 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRACES = os.path.normpath(os.path.join(ROOT, "..", "shared", "data", "traces"))
 SERVER = os.environ.get("FIRSTPASS_SERVER_BIN", os.path.join(ROOT, "build", "firstpass-server"))
+
+
+# FIRSTPASS_TEST_PG: the conninfo of a PostgreSQL cluster's admin database (tests/pg/run.sh
+# starts a throwaway one). Each Server then gets a fresh database of its own there instead
+# of a SQLite file, so the whole suite runs against PostgreSQL; tests that open the SQLite
+# file themselves are skipped (sqlite_only).
+PG = os.environ.get("FIRSTPASS_TEST_PG", "")
+PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
+sqlite_only = unittest.skipIf(bool(PG), "opens the SQLite database file itself")
+_pg_count = [0]
+
+
+def pg_new_db():
+    """A new, empty PostgreSQL database on the FIRSTPASS_TEST_PG cluster: its conninfo."""
+    _pg_count[0] += 1
+    name = "fp_%d_%d" % (os.getpid(), _pg_count[0])
+    subprocess.run([os.path.join(PGBIN, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", PG, "-c",
+                    'CREATE DATABASE "%s"' % name], check=True, stdout=subprocess.DEVNULL)
+    return PG.replace("dbname=postgres", "") + " dbname=" + name
+
+
+def new_db(dir):
+    """Where a new server keeps its sessions: a file in dir, or a new PostgreSQL database."""
+    return pg_new_db() if PG else os.path.join(dir, "db.sqlite")
 
 
 # Servers not stopped yet. Why: a test class whose setUpClass starts a server and then
@@ -45,7 +70,7 @@ class Server:
         """extra: more flags; db: an existing database file to serve (a restart);
         quiet=False keeps the access log (in self.log.name)."""
         self.dir = tempfile.mkdtemp(prefix="fp-it-")
-        self.db = db or os.path.join(self.dir, "db.sqlite")
+        self.db = db or new_db(self.dir)
         self.port = free_port()
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         self.proc = subprocess.Popen([SERVER, "--port", str(self.port), "--db", self.db, "--static",

@@ -8,7 +8,7 @@ import threading
 import time
 import unittest
 
-from fpserver import Server, TRACES
+from fpserver import Server, TRACES, sqlite_only
 
 SMALL = os.path.join(TRACES, "hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz")
 
@@ -176,6 +176,7 @@ class Contract(unittest.TestCase):
         finally:
             fresh.stop()
 
+    @sqlite_only
     def test_500_on_a_corrupt_database_is_a_json_error(self):
         """A fault the server cannot mend is a 500 with the JSON error body, never a
         truncated 200: the operators table's pages are overwritten on disk."""

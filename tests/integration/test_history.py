@@ -13,7 +13,7 @@ import tempfile
 import unittest
 import urllib.parse
 
-from fpserver import Server, TRACES, SERVER
+from fpserver import Server, TRACES, SERVER, sqlite_only
 
 UPLOAD = os.path.join(os.path.dirname(SERVER), "firstpass-upload")
 A100 = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0, "numSms": 108,
@@ -420,6 +420,7 @@ V1_SESSIONS = """CREATE TABLE sessions (
   meta TEXT NOT NULL DEFAULT '{}', summary TEXT NOT NULL DEFAULT '{}')"""
 
 
+@sqlite_only
 class Migration(unittest.TestCase):
     """A version-1 database (sessions without AUTOINCREMENT, no baselines tables) is brought
     to version 3 with the same DDL a new database gets from schema.sql, keeping every row."""

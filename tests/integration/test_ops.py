@@ -15,7 +15,7 @@ import threading
 import time
 import unittest
 
-from fpserver import Server, TRACES, SERVER
+from fpserver import Server, TRACES, SERVER, PG, sqlite_only
 
 SIMPLE = os.path.join(TRACES, "hta", "critical_path", "simple_add", "benchmark_result_493459_1694039959_trace.json.gz")
 BASE = os.path.join(TRACES, "hta", "trace_compare", "base", "base.json.gz")
@@ -177,6 +177,7 @@ class Metrics(unittest.TestCase):
         self.assertNotIn("/api/v1/sessions/%d/" % self.sid, text)
 
 
+@sqlite_only
 class Retention(unittest.TestCase):
     def setUp(self):
         self.servers = []
@@ -290,6 +291,7 @@ class Retention(unittest.TestCase):
         self.assertGreaterEqual(after, before * 0.9)  # freed pages stay in the file, for reuse
 
 
+@sqlite_only
 class Backup(unittest.TestCase):
     def setUp(self):
         self.servers = []

@@ -19,8 +19,11 @@
 #include "ingest/import.h"
 #include "ingest/load.h"
 #include "store/query.h"
+#include "store/db.h"
 #include "store/store.h"
 #include "lib/tlblob.h"
+
+#include <sqlite3.h>
 
 static store *st;
 static char dbpath[64];
@@ -68,10 +71,10 @@ static int import(const char *json, long long *id) {
 }
 
 static json_t *ops(long long id, int by_shape) {
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *out = NULL;
-    assert_int_equal(query_operators(db, id, "cuda_time_total", 1000, NULL, by_shape, &out), 0);
-    store_put(st, db);
+    assert_int_equal(query_operators(dbc, id, "cuda_time_total", 1000, NULL, by_shape, &out), 0);
+    store_put(st, dbc);
     return out;
 }
 static json_t *row(json_t *reply, const char *name) {
@@ -155,10 +158,10 @@ static void test_ingest_correlation_attributes_cuda_time(void **state) {
     assert_true(fabs(f(json_object_get(r, "totals"), "self_cuda_time_total_us") - 35) < 1e-9);
     json_decref(r);
 
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *g = NULL;
-    assert_int_equal(query_gpu(db, id, &g), 0);
-    store_put(st, db);
+    assert_int_equal(query_gpu(dbc, id, &g), 0);
+    store_put(st, dbc);
     /* Busy 35 of a 200 us wall; launch delays 15 and 20. */
     assert_true(fabs(json_number_value(json_object_get(g, "gpu_idle_fraction")) - (1 - 35.0 / 200)) < 1e-9);
     json_t *launch = json_object_get(g, "launch");
@@ -258,7 +261,8 @@ static void test_host_ops_on_a_gpu_track(void **state) {
 #undef G
     long long id;
     assert_int_equal(import(t, &id), 0);
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
+    sqlite3 *db = db_sqlite(dbc);
     sqlite3_stmt *q;
     assert_int_equal(sqlite3_prepare_v2(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = 0", -1, &q, NULL), SQLITE_OK);
     sqlite3_bind_int64(q, 1, id);
@@ -275,8 +279,8 @@ static void test_host_ops_on_a_gpu_track(void **state) {
     assert_int_equal(count, 4); /* two kernels, H and U */
     sqlite3_finalize(q);
     json_t *g = NULL;
-    assert_int_equal(query_gpu(db, id, &g), 0);
-    store_put(st, db);
+    assert_int_equal(query_gpu(dbc, id, &g), 0);
+    store_put(st, dbc);
     json_t *gap = json_array_get(json_object_get(json_object_get(json_array_get(json_object_get(g, "devices"), 0), "gaps"), "largest"), 0);
     assert_non_null(gap);
     assert_string_equal(json_string_value(json_object_get(gap, "host_op")), "U"); /* the innermost op at 30 */
@@ -300,10 +304,10 @@ static void test_gpu_busy_over_devices(void **state) {
     for (int i = 0; i < 2; i++) {
         long long id;
         assert_int_equal(import(i ? one : two, &id), 0);
-        sqlite3 *db = store_get(st);
+        db_conn *dbc = store_get(st);
         json_t *g = NULL;
-        assert_int_equal(query_gpu(db, id, &g), 0);
-        store_put(st, db);
+        assert_int_equal(query_gpu(dbc, id, &g), 0);
+        store_put(st, dbc);
         assert_true(fabs(json_number_value(json_object_get(g, "gpu_busy_us")) - 30) < 1e-9); /* [0, 20] and [40, 50] */
         assert_int_equal((int)json_array_size(json_object_get(g, "devices")), i ? 1 : 2);
         json_decref(g);
@@ -347,10 +351,10 @@ static void test_timeline_tracks_whoever_buckets_them(void **state) {
         snprintf(t + n, sizeof t - n, "]}");
         long long id;
         assert_int_equal(import(t, &id), 0);
-        sqlite3 *db = store_get(st);
+        db_conn *dbc = store_get(st);
         json_t *tl = NULL;
-        assert_int_equal(query_timeline(db, id, 0, 1000, 100, NULL, NULL, &tl), 0);
-        store_put(st, db);
+        assert_int_equal(query_timeline(dbc, id, 0, 1000, 100, NULL, NULL, &tl), 0);
+        store_put(st, dbc);
         assert_int_equal((int)json_array_size(json_object_get(tl, "tracks")), streams + 1);
         json_decref(tl);
     }
@@ -393,10 +397,10 @@ static void test_ingest_phases_count_kernels(void **state) {
     }
     snprintf(t + o, sizeof t - (size_t)o, "]}");
     assert_int_equal(import(t, &id), 0);
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *p = NULL;
-    assert_int_equal(query_phases(db, id, &p), 0);
-    store_put(st, db);
+    assert_int_equal(query_phases(dbc, id, &p), 0);
+    store_put(st, dbc);
     json_t *ph = json_array_get(json_object_get(p, "phases"), 0);
     assert_string_equal(json_string_value(json_object_get(ph, "name")), "decode_step");
     assert_int_equal(json_integer_value(json_object_get(ph, "count")), 3);
@@ -442,7 +446,8 @@ static void test_ingest_bad_input_codes(void **state) {
         {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":1,\"dur\":-1}]}", ERR_INVALID},
         {"{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"a\",\"ts\":{},\"dur\":1}]}", ERR_INVALID},
     };
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
+    sqlite3 *db = db_sqlite(dbc);
     sqlite3_stmt *s;
     sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sessions", -1, &s, NULL);
     sqlite3_step(s);
@@ -456,7 +461,7 @@ static void test_ingest_bad_input_codes(void **state) {
     sqlite3_step(s);
     assert_int_equal(sqlite3_column_int(s, 0), before);
     sqlite3_finalize(s);
-    store_put(st, db);
+    store_put(st, dbc);
 }
 
 static void test_ingest_unknown_categories_kept(void **state) {
@@ -465,10 +470,10 @@ static void test_ingest_unknown_categories_kept(void **state) {
     const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 10, "") ",{\"ph\":\"Q\",\"cat\":\"weird\",\"name\":\"q\",\"pid\":1,\"tid\":1},"
                     "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"main\"}}],\"extra\":{\"k\":[1,2]}}";
     assert_int_equal(import(t, &id), 0);
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *sj = NULL;
-    assert_int_equal(query_session(db, id, &sj), 0);
-    store_put(st, db);
+    assert_int_equal(query_session(dbc, id, &sj), 0);
+    store_put(st, dbc);
     assert_int_equal(json_integer_value(json_object_get(sj, "event_count")), 3);
     json_decref(sj);
 }
@@ -507,11 +512,11 @@ static void test_analyze_steps_folded_and_2021_ranges(void **state) {
     assert_string_equal(json_string_value(json_object_get(row(r, "## forward ##"), "kind")), "user_annotation");
     assert_string_equal(json_string_value(json_object_get(row(r, "aten::mm"), "kind")), "cpu_op");
     json_decref(r);
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *ph = NULL, *sus = NULL;
-    assert_int_equal(query_phases(db, id, &ph), 0);
-    assert_int_equal(query_suspects(db, id, &sus), 0);
-    store_put(st, db);
+    assert_int_equal(query_phases(dbc, id, &ph), 0);
+    assert_int_equal(query_suspects(dbc, id, &sus), 0);
+    store_put(st, dbc);
     int steps = 0;
     size_t i;
     json_t *p;
@@ -539,10 +544,10 @@ static void test_analyze_idle_labelled_by_python(void **state) {
                     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":25,\"args\":{\"correlation\":1,\"device\":0,\"stream\":7}},"
                     "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1002,\"dur\":25,\"args\":{\"correlation\":2,\"device\":0,\"stream\":7}}]}";
     assert_int_equal(import(t, &id), 0);
-    sqlite3 *db = store_get(st);
+    db_conn *dbc = store_get(st);
     json_t *sus = NULL;
-    assert_int_equal(query_suspects(db, id, &sus), 0);
-    store_put(st, db);
+    assert_int_equal(query_suspects(dbc, id, &sus), 0);
+    store_put(st, dbc);
     json_t *top = json_array_get(json_object_get(sus, "suspects"), 0);
     assert_non_null(top);
     assert_string_equal(json_string_value(json_object_get(top, "category")), "python_overhead");

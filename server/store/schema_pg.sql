@@ -1,0 +1,163 @@
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 1 (fp_meta.version = 1).
+--
+-- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
+-- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
+-- byte-wise (COLLATE "C"), as in SQLite, so that every reply lists rows in the same order
+-- on both backends whatever the cluster's locale. Embedded into the server at build time;
+-- store.c runs it on an empty database (under an advisory lock, so that replicas starting
+-- together run it once) and runs store.c's pg_migrations[] on older ones.
+--
+-- Invariants (as schema.sql's), and what PostgreSQL adds:
+--  * A session and everything below it is written in ONE transaction (commit.c).
+--  * Every child row carries session_id with ON DELETE CASCADE.
+--  * A session id comes from the sessions_id_seq sequence: never reused, whichever
+--    replica took it, even when its transaction rolled back (a gap, never a reuse).
+--  * fp_generation holds the reply cache's write generations, shared by every replica:
+--    each write transaction bumps it as its last statement (store.c, commit.c).
+
+CREATE TABLE fp_meta (version INTEGER NOT NULL);
+INSERT INTO fp_meta VALUES (0);
+
+CREATE TABLE fp_generation (
+  gen  BIGINT NOT NULL,                      -- store_generation: changes to stored sessions
+  lgen BIGINT NOT NULL                       -- store_list_generation: the above and uploads
+);
+INSERT INTO fp_generation VALUES (1, 1);
+
+CREATE TABLE sessions (
+  id          BIGSERIAL PRIMARY KEY,
+  name        TEXT COLLATE "C" NOT NULL,
+  source      TEXT COLLATE "C" NOT NULL,
+  created_at  BIGINT NOT NULL,
+  start_us    DOUBLE PRECISION NOT NULL,
+  end_us      DOUBLE PRECISION NOT NULL,
+  event_count BIGINT NOT NULL,
+  hardware    TEXT COLLATE "C" NOT NULL DEFAULT '',
+  bytes_in    BIGINT NOT NULL DEFAULT 0,
+  meta        TEXT NOT NULL DEFAULT '{}',
+  summary     TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
+
+CREATE TABLE labels (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  key        TEXT COLLATE "C" NOT NULL,
+  value      TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (session_id, key)
+);
+CREATE INDEX labels_kv ON labels(key, value, session_id);
+
+CREATE TABLE strings (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  id         BIGINT NOT NULL,
+  s          TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (session_id, id)
+);
+
+CREATE TABLE operators (
+  session_id    BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  grouping      BIGINT NOT NULL,
+  name          TEXT COLLATE "C" NOT NULL,
+  kind          TEXT COLLATE "C" NOT NULL,
+  input_shapes  TEXT COLLATE "C" NOT NULL DEFAULT '',
+  calls         BIGINT NOT NULL,
+  cpu_total     DOUBLE PRECISION NOT NULL,
+  self_cpu      DOUBLE PRECISION NOT NULL,
+  cuda_total    DOUBLE PRECISION NOT NULL,
+  self_cuda     DOUBLE PRECISION NOT NULL,
+  cpu_mem       BIGINT NOT NULL,
+  self_cpu_mem  BIGINT NOT NULL,
+  cuda_mem      BIGINT NOT NULL,
+  self_cuda_mem BIGINT NOT NULL,
+  rn            BIGINT NOT NULL              -- the row's place in the upload (SQLite's rowid
+                                            -- order): the last tie-break of every sort, so
+                                            -- that equal rows list as SQLite lists them
+);
+CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);
+
+CREATE TABLE kernels (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name       TEXT COLLATE "C" NOT NULL,
+  kind       TEXT COLLATE "C" NOT NULL,
+  calls      BIGINT NOT NULL,
+  total_us   DOUBLE PRECISION NOT NULL,
+  min_us     DOUBLE PRECISION NOT NULL,
+  max_us     DOUBLE PRECISION NOT NULL,
+  grid       TEXT COLLATE "C",
+  block      TEXT COLLATE "C",
+  regs       BIGINT,
+  smem       BIGINT
+);
+CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);
+
+CREATE TABLE phases (
+  session_id     BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name           TEXT COLLATE "C" NOT NULL,
+  kind           TEXT COLLATE "C" NOT NULL,
+  count          BIGINT NOT NULL,
+  total_us       DOUBLE PRECISION NOT NULL,
+  gpu_busy_us    DOUBLE PRECISION NOT NULL,
+  kernels        BIGINT NOT NULL,
+  kernel_us      DOUBLE PRECISION NOT NULL,
+  first_ts       DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX phases_session ON phases(session_id);
+
+CREATE TABLE analysis (
+  session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  gpu        TEXT NOT NULL,
+  report     TEXT NOT NULL,
+  timeline   TEXT NOT NULL
+);
+
+CREATE TABLE report_edits (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  line       TEXT COLLATE "C" NOT NULL,
+  text       TEXT NOT NULL,
+  edited_at  BIGINT NOT NULL,
+  PRIMARY KEY (session_id, line)
+);
+
+-- Event chunks as bytea (chunk.h's format, as in SQLite). Large values are TOASTed
+-- (stored out of line, compressed again only when it pays: zstd chunks seldom do).
+CREATE TABLE event_chunks (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  track      BIGINT NOT NULL,
+  seq        BIGINT NOT NULL,
+  n          BIGINT NOT NULL,
+  min_ts     DOUBLE PRECISION NOT NULL,
+  max_end    DOUBLE PRECISION NOT NULL,
+  data       BYTEA NOT NULL,
+  PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);
+
+CREATE TABLE timeline_buckets (
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  track      BIGINT NOT NULL,
+  data       BYTEA NOT NULL,
+  PRIMARY KEY (session_id, track)
+);
+
+CREATE TABLE baselines (
+  name       TEXT COLLATE "C" PRIMARY KEY,
+  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq        BIGINT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX baselines_session ON baselines(session_id);
+
+CREATE TABLE baseline_labels (
+  name  TEXT COLLATE "C" NOT NULL REFERENCES baselines(name) ON DELETE CASCADE ON UPDATE CASCADE,
+  key   TEXT COLLATE "C" NOT NULL,
+  value TEXT COLLATE "C" NOT NULL,
+  PRIMARY KEY (name, key)
+);
+
+-- SQLite's CAST(t AS INTEGER) for ORDER BY (jobs.c: ranks in label text): the leading
+-- integer of t, 0 when it has none, NULL for NULL; never an error.
+CREATE FUNCTION fp_int(t TEXT) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN t IS NULL THEN NULL
+              ELSE COALESCE(substring(t FROM '^\s*([-+]?[0-9]{1,18})')::BIGINT, 0) END
+$$;

@@ -1,0 +1,100 @@
+"""test_outage.py: the server when PostgreSQL is down, and when it comes back.
+
+Run by tests/pg/run.sh (it needs the PostgreSQL binaries; it starts a cluster of its own, so
+that stopping it does not disturb the other tests):
+  * start-up against a database that does not answer: one "database unreachable, retrying"
+    line a try for FIRSTPASS_DB_WAIT_S, then exit 1 with the reason;
+  * start-up while the database is still starting: the server waits, then serves;
+  * the database stops under a running server: /healthz says 503 database_unreachable with
+    backend postgresql, reads fail with 500 database_error (never a hang), and once the
+    database is back the same server answers 200 again with no restart."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
+import fpserver  # noqa: E402
+from test_replicas import psql, SIMPLE  # noqa: E402
+
+CLUSTER = os.path.join(HERE, "cluster.sh")
+
+
+def health(srv):
+    st, _, b = srv.get("/healthz")
+    return st, b.decode().strip()
+
+
+class Outage(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if subprocess.run([CLUSTER, "available"], capture_output=True).returncode:
+            raise unittest.SkipTest("PostgreSQL is not installed")
+        cls.dir = tempfile.mkdtemp(prefix="fp-pgout-")
+        os.chmod(cls.dir, 0o755)
+        cls.dir = os.path.join(cls.dir, "pg")
+        cls.conn = subprocess.run([CLUSTER, "start", cls.dir], check=True, capture_output=True, text=True).stdout.strip()
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run([CLUSTER, "stop", cls.dir])
+
+    def test_1_unreachable_at_start_retries_then_exits(self):
+        env = dict(os.environ, FIRSTPASS_DB_WAIT_S="2")
+        t0 = time.time()
+        p = subprocess.run([fpserver.SERVER, "--port", str(fpserver.free_port()), "--db", "host=/nonexistent-socket-dir dbname=x user=y"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        # three tries over two seconds: a line for each of the two that are retried
+        self.assertEqual(p.stderr.count("database unreachable, retrying"), 2, p.stderr)
+        self.assertIn("cannot open the database", p.stderr)
+        self.assertIn("backend=postgresql", p.stderr)
+        self.assertGreaterEqual(time.time() - t0, 2.0)
+
+    def test_2_waits_for_a_database_that_comes_up(self):
+        subprocess.run([CLUSTER, "halt", self.dir], check=True)
+        threading.Timer(2.0, lambda: subprocess.run([CLUSTER, "resume", self.dir], check=True)).start()
+        srv = fpserver.Server(db=self.conn, quiet=False)  # Server waits 5 s for /healthz
+        try:
+            self.assertEqual(health(srv)[0], 200)
+            log = open(srv.log.name).read()
+            self.assertIn("database unreachable, retrying", log)
+            self.assertIn("database reachable", log)
+        finally:
+            srv.stop()
+
+    def test_3_goes_away_and_comes_back_under_a_running_server(self):
+        srv = fpserver.Server(db=self.conn)
+        try:
+            sid = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=before")
+            self.assertEqual(health(srv), (200, '{"status":"ok","database":{"backend":"postgresql","reachable":true}}'))
+            subprocess.run([CLUSTER, "halt", self.dir], check=True)
+            st, body = health(srv)
+            self.assertEqual(st, 503, body)
+            self.assertEqual(json.loads(body), {"error": {"code": "database_unreachable",
+                                                          "message": "the postgresql database does not answer"}})
+            t0 = time.time()
+            st, _, b = srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)
+            self.assertEqual(st, 500, b)
+            self.assertIn(b"database_error", b)
+            self.assertLess(time.time() - t0, 20)
+            subprocess.run([CLUSTER, "resume", self.dir], check=True)
+            for _ in range(50):
+                if health(srv)[0] == 200:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(health(srv)[0], 200)
+            self.assertEqual(srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)[0], 200)
+            self.assertEqual(srv.upload(open(SIMPLE, "rb").read(), "?name=after")[0], 201)
+        finally:
+            srv.stop()
+
+
+if __name__ == "__main__":
+    res = unittest.main(verbosity=2, exit=False, warnings="ignore").result
+    sys.exit(0 if res.wasSuccessful() else 1)
