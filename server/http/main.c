@@ -234,10 +234,12 @@ int main(int argc, char **argv) {
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
-    /* The database's folder is created, like `make run`'s var/. */
+    /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL
+     * conninfo such as "host=/tmp/x dbname=y" once made a folder "host=" here). */
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", cfg.db);
-    char *slash = strrchr(dir, '/');
+    int pg = store_uri_is_pg(cfg.db);
+    char *slash = pg ? NULL : strrchr(dir, '/');
     if (slash && slash != dir) {
         *slash = '\0';
         mkdir(dir, 0755);

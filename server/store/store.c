@@ -470,7 +470,10 @@ int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_F
  * gives it up and tries again, and it is taken back once there is room. */
 static void reserve_path(const store *s, char *out, size_t n) { snprintf(out, n, "%s-reserve", s->path); }
 
+int store_uri_is_pg(const char *uri) { return db_uri_is_pg(uri); }
+
 int store_reserve(store *s) {
+    if (s->pg) return 0; /* the database's disk is PostgreSQL's to manage, not a file here */
     char p[4200];
     reserve_path(s, p, sizeof p);
     struct stat st;
@@ -487,6 +490,7 @@ int store_reserve(store *s) {
 }
 
 static int release_reserve(store *s) {
+    if (s->pg) return -1;
     char p[4200];
     reserve_path(s, p, sizeof p);
     return unlink(p) ? -1 : 0;
@@ -504,7 +508,7 @@ int store_delete_session(store *s, long long id) {
             if (db_sqlite(c)) sqlite3_wal_checkpoint_v2(db_sqlite(c), NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
             store_put(s, c);
         }
-        if (!s->pg) store_reserve(s);
+        store_reserve(s);
     }
     return rc ? rc : changes ? 0 : ERR_NOTFOUND;
 }

@@ -32,6 +32,9 @@ const char *store_redact(const char *uri, char *out, size_t n);
 /* "sqlite" or "postgresql". */
 const char *store_backend(const store *s);
 int store_is_pg(const store *s);
+/* 1 when uri names a PostgreSQL database (a postgresql:// URI or a libpq conninfo), 0 for a
+ * file: the caller makes no folder and no file beside it then. */
+int store_uri_is_pg(const char *uri);
 /* 0 when the database answers a trivial query now, else ERR_DB (for /healthz). */
 int store_ping(store *s);
 

@@ -29,5 +29,12 @@ if [ $# -eq 0 ]; then
         /usr/bin/python3 "$t" || rc=1
     done
 fi
+# A server on PostgreSQL writes no file beside its working directory: the full-disk
+# reserve ("<db>-reserve", SQLite's) once made "host=... dbname=...-reserve" here.
+stray=$(find . -maxdepth 1 \( -name 'host=*' -o -name 'postgres*:*' -o -name '*-reserve' \) -newer "$dir" 2>/dev/null | head -3)
+if [ -n "$stray" ]; then
+    echo "test-pg: files made in $(pwd) by a PostgreSQL server: $stray"
+    rc=1
+fi
 [ $rc = 0 ] && echo "test-pg: passed" || echo "test-pg: FAILED"
 exit $rc
