@@ -15,13 +15,7 @@ export SERVER # read by fp_start (lib.sh)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/fp-hostile-XXXXXX)
-DB=$TMP/fp.db
-trap fp_cleanup EXIT
-trap 'exit 130' INT TERM
-for tool in curl python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is needed"; fp_finish; exit 1; }
-done
+fp_setup hostile curl python3
 GEN="python3 $HERE/hostile_gen.py"
 TICKS=$(getconf CLK_TCK)
 

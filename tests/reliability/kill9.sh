@@ -25,18 +25,11 @@ RANDOM=${KILL9_SEED:-$$}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/fp-kill9-XXXXXX)
-DB=$TMP/fp.db
+fp_setup kill9 curl sqlite3 python3
 # The server's temporary files (scratch databases, nsys spools: server/lib/tmpfile.h) go here,
 # so the restart check below can see what the kills left and what the sweep removed.
 mkdir -p "$TMP/tmpdir"
 export TMPDIR=$TMP/tmpdir
-trap fp_cleanup EXIT
-trap 'exit 130' INT TERM
-
-for tool in curl sqlite3 python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is needed (apt-get install -y $tool)"; fp_finish; exit 1; }
-done
 [ -x "$SERVER" ] || { fail "$SERVER is not an executable"; fp_finish; exit 1; }
 TRACES=$(fp_traces)
 # From 1.6 KB to 1.1 MB compressed (33 to 75,718 events): small ones commit in

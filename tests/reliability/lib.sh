@@ -99,6 +99,21 @@ fp_term() {
     SPID=
 }
 
+# fp_setup NAME TOOL...: what every script here starts with: $TMP (mktemp -d
+# /tmp/fp-NAME-XXXXXX), $DB in it, fp_cleanup on EXIT (exit 130 on INT/TERM), and each TOOL
+# on the PATH (else a failure and exit 1).
+fp_setup() {
+    local name=$1 tool
+    shift
+    TMP=$(mktemp -d "/tmp/fp-$name-XXXXXX")
+    DB=$TMP/fp.db
+    trap fp_cleanup EXIT
+    trap 'exit 130' INT TERM
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || { fail "$tool is needed (apt-get install -y $tool)"; fp_finish; exit 1; }
+    done
+}
+
 # fp_cleanup: for the caller's EXIT trap. Kills the server and the background jobs this
 # shell started (by pid), then removes $TMP unless KEEP_TMP=1.
 fp_cleanup() {

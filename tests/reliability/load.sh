@@ -24,14 +24,7 @@ MAXWAIT=${LOAD_SECONDS_MAX:-300}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/fp-load-XXXXXX)
-DB=$TMP/fp.db
-trap fp_cleanup EXIT
-trap 'exit 130' INT TERM
-
-for tool in curl sqlite3 python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is needed (apt-get install -y $tool)"; fp_finish; exit 1; }
-done
+fp_setup load curl sqlite3 python3
 [ -x "$SERVER" ] || { fail "$SERVER is not an executable"; fp_finish; exit 1; }
 TRACES=$(fp_traces)
 FILES=()

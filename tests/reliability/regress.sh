@@ -18,13 +18,7 @@ export SERVER # read by fp_start (lib.sh)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/fp-regress-XXXXXX)
-DB=$TMP/fp.db
-trap fp_cleanup EXIT
-trap 'exit 130' INT TERM
-for tool in curl python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is needed"; fp_finish; exit 1; }
-done
+fp_setup regress curl python3
 TRACE=$(fp_traces)/hta/trace_compare/base/base.json.gz
 [ -f "$TRACE" ] || { fail "$TRACE not found"; fp_finish; exit 1; }
 if ! fp_start; then fail "the server did not start"; fp_finish; exit 1; fi

@@ -21,14 +21,7 @@ TRIALS=${SIGTERM_TRIALS:-10}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
-TMP=$(mktemp -d /tmp/fp-sigterm-XXXXXX)
-DB=$TMP/fp.db
-trap fp_cleanup EXIT
-trap 'exit 130' INT TERM
-
-for tool in curl sqlite3 python3; do
-    command -v "$tool" >/dev/null || { fail "$tool is needed (apt-get install -y $tool)"; fp_finish; exit 1; }
-done
+fp_setup sigterm curl sqlite3 python3
 [ -x "$SERVER" ] || { fail "$SERVER is not an executable"; fp_finish; exit 1; }
 TRACE=$(fp_traces)/hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz
 [ -f "$TRACE" ] || { fail "$TRACE not found"; fp_finish; exit 1; }
