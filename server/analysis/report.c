@@ -121,26 +121,26 @@ static const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
 /* Smell 1: one operator owns the run. CPU ops first (what the model calls); a trace with
  * only GPU rows (the collector's) falls back to kernels, a CPU-only one to self CPU. */
-static json_t *smell_owns(draft *d, op *top, int *ntop, const char **basis) {
+static json_t *smell_owns(draft *d, op *top, int *ntop) {
     static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
     *ntop = load_ops(d, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
-    *basis = d->rocm ? "self GPU" : "self CUDA";
+    const char *basis = d->rocm ? "self GPU" : "self CUDA";
     double denom = d->self_cuda_total;
     if (*ntop == 0) *ntop = load_ops(d, GPU_KINDS, "self_cuda", top, 8);
     if (*ntop == 0 && d->cpu_only) {
         *ntop = load_ops(d, "kind = 'cpu_op'", "self_cpu", top, 8);
-        *basis = "self CPU";
+        basis = "self CPU";
         denom = d->self_cpu_total;
     }
     if (*ntop == 0 || denom <= 0) return smell("one_operator_owns_the_run", "One operator owns the run", 0, "no operator time to compare", json_object());
     char buf[512], t1[32];
     double v = d->cpu_only ? top[0].self_cpu : top[0].self_cuda, share = v / denom;
     const char *cls = report_op_class(top[0].name);
-    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, *basis,
+    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,
              timefmt_us(v, t1, sizeof t1), top[0].calls, plural(top[0].calls),
              !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
     return smell("one_operator_owns_the_run", "One operator owns the run", fired_any(d->in, d->cpu_only ? cpu_cats : cats), buf,
-                 json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s}", "operator", top[0].name, "kind", top[0].kind, "basis", *basis, "share",
+                 json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s}", "operator", top[0].name, "kind", top[0].kind, "basis", basis, "share",
                            share, "time_us", v, "total_us", denom, "calls", top[0].calls, "class", cls));
 }
 
@@ -246,12 +246,14 @@ static void line_hardware(const draft *d, char *out, size_t n) {
         snprintf(out, n, "unknown: the trace carries no device properties");
 }
 
-static void line_top_gpu(const draft *d, const op *top, int ntop, const char *basis, char *out, size_t n) {
+/* top: smell_owns's operators, on GPU time here (only a CPU-only trace, answered first, has
+ * them on self CPU). */
+static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, size_t n) {
     if (d->cpu_only) {
         snprintf(out, n, "no GPU time: a CPU-only trace");
         return;
     }
-    if (ntop <= 0 || d->self_cuda_total <= 0 || !strcmp(basis, "self CPU")) {
+    if (ntop <= 0 || d->self_cuda_total <= 0) {
         snprintf(out, n, "no GPU time in the trace");
         return;
     }
@@ -322,15 +324,14 @@ int report_draft(const report_input *in, json_t **out) {
     d.self_cpu_total = sum_col(&d, "self_cpu");
     op top[8];
     int ntop = 0;
-    const char *basis = "self CUDA";
     json_t *smells = json_array();
-    json_array_append_new(smells, smell_owns(&d, top, &ntop, &basis));
+    json_array_append_new(smells, smell_owns(&d, top, &ntop));
     json_array_append_new(smells, smell_cheap(&d));
     json_array_append_new(smells, smell_idle(&d));
     char line[REPORT_LINES][1024];
     line_workload(&d, line[0], sizeof line[0]);
     line_hardware(&d, line[1], sizeof line[1]);
-    line_top_gpu(&d, top, ntop, basis, line[2], sizeof line[2]);
+    line_top_gpu(&d, top, ntop, line[2], sizeof line[2]);
     line_top_cpu(&d, line[3], sizeof line[3]);
     line_next(&d, line[4], sizeof line[4]);
     if (d.rc) {
