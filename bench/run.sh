@@ -13,27 +13,19 @@
 #                               depend on the server); default: measure them again
 set -euo pipefail
 
-SERVER=${1:?usage: bench/run.sh SERVER   (e.g. build/firstpass-server)}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-case "$SERVER" in /*) ;; *) SERVER=$PWD/$SERVER ;; esac
-[ -x "$SERVER" ] || { echo "bench: $SERVER is not an executable" >&2; exit 2; }
-OUT=${BENCH_OUT:-$ROOT/bench/out}
+[ $# -ge 1 ] || { echo "usage: bench/run.sh SERVER   (e.g. build/firstpass-server)" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"
+bench_init "$1" run
 SIZES=${BENCH_SIZES:-100 300 1000}
 NSESSIONS=${BENCH_SESSIONS:-10000}
 WRK_D=${BENCH_WRK_DURATION:-10s}
 WRK_C=${BENCH_WRK_CONNECTIONS:-32}
 WRK_T=${BENCH_WRK_THREADS:-2}
-PY=${BENCH_PYTHON:-python3}
-STATIC=$ROOT/static
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
 RES=$OUT/results.tsv     # one "key<TAB>value" line per measurement, rendered at the end
 : >"$RES"
 put() { printf '%s\t%s\n' "$1" "$2" >>"$RES"; }
-log() { printf 'bench: %s\n' "$*" >&2; }
 
 # ---- tools ----
-need() { command -v "$1" >/dev/null 2>&1; }
 if ! need wrk; then
   if [ "$(id -u)" = 0 ] && need apt-get; then
     log "installing wrk (Debian package)"
@@ -44,49 +36,6 @@ if ! need wrk; then
   fi
 fi
 for t in curl sqlite3 gzip cc "$PY" /usr/bin/time; do need "$t" || { log "missing tool: $t"; exit 2; }; done
-
-GEN=$OUT/gen_trace
-if [ ! -x "$GEN" ] || [ "$ROOT/bench/gen_trace.c" -nt "$GEN" ]; then
-  cc -O2 -std=c11 -Wall -Wextra -o "$GEN" "$ROOT/bench/gen_trace.c"
-fi
-
-# ---- server control ----
-SPID=""
-PORT=""
-TMPD=$(mktemp -d "$OUT/run.XXXXXX")
-# Run a private copy: a rebuild of $SERVER during the run must not mix two binaries in one table.
-cp "$SERVER" "$TMPD/firstpass-server"
-SERVER=$TMPD/firstpass-server
-TICK=$(getconf CLK_TCK)
-cleanup() {
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-  rm -rf "$TMPD"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# start_server DB LOG [extra flags...]: a fresh server, FIRSTPASS_TRACE_ANALYSIS=1, on a free port
-start_server() {
-  local db=$1 lg=$2; shift 2
-  PORT=$(free_port)
-  FIRSTPASS_TRACE_ANALYSIS=1 "$SERVER" --bind 127.0.0.1 --port "$PORT" --db "$db" --static "$STATIC" --quiet "$@" 2>"$lg" &
-  SPID=$!
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
-    kill -0 "$SPID" 2>/dev/null || { log "server exited at start:"; cat "$lg" >&2; exit 1; }
-    sleep 0.1
-  done
-  log "server did not answer /healthz"; exit 1
-}
-stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null || true; SPID=""; }
-# CPU seconds (user + system) the server has used so far
-cpu_s() { awk -v t="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$SPID/stat"; }
-hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$SPID/status"; }
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$SPID/status"; }
-# Peak RSS back to the current RSS (Linux >= 4.0), so the next phase's peak is its own.
-reset_hwm() { echo 5 >"/proc/$SPID/clear_refs" 2>/dev/null || true; }
 
 # wrk_run KEY URL: requests/s, p99 (ms), errors
 wrk_run() {

@@ -16,57 +16,25 @@
 #   BENCH_REPEAT=3         runs of the floor and of the upload (the best is reported)
 #   BENCH_SKIP_BASELINE=1  reuse json.load's cached seconds (bench/out/*.baseline)
 #   BENCH_PYTHON, BENCH_OUT as for bench/run.sh
+#   BENCH_STRICT=1         exit 1 when a target fails (x floor <= 2, x json.load >= 8, peak RSS
+#                          < 100 MB alone and two at once, each of two at once >= 0.6x alone)
 set -euo pipefail
 
-SERVER=${1:?usage: bench/shapes.sh SERVER   (e.g. build/firstpass-server)}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-case "$SERVER" in /*) ;; *) SERVER=$PWD/$SERVER ;; esac
-[ -x "$SERVER" ] || { echo "bench: $SERVER is not an executable" >&2; exit 2; }
-OUT=${BENCH_OUT:-$ROOT/bench/out}
+[ $# -ge 1 ] || { echo "usage: bench/shapes.sh SERVER   (e.g. build/firstpass-server)" >&2; exit 2; }
+. "$(dirname "$0")/lib.sh"
+bench_init "$1" shapes
 SHAPES=${BENCH_SHAPES:-llm flat cpu threads names}
 MB=${BENCH_SHAPE_MB:-100}
 REPEAT=${BENCH_REPEAT:-3}
-PY=${BENCH_PYTHON:-python3}
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-log() { printf 'bench: %s\n' "$*" >&2; }
-for t in curl cc make "$PY" /usr/bin/time; do command -v "$t" >/dev/null || { log "missing tool: $t"; exit 2; }; done
-
-GEN=$OUT/gen_trace
-if [ ! -x "$GEN" ] || [ "$ROOT/bench/gen_trace.c" -nt "$GEN" ]; then
-  cc -O2 -std=c11 -Wall -Wextra -o "$GEN" "$ROOT/bench/gen_trace.c"
-fi
+for t in curl cc make "$PY" /usr/bin/time; do need "$t" || { log "missing tool: $t"; exit 2; }; done
 FLOOR=$ROOT/bench/out/floor # make bench-floor
 make -s -C "$ROOT" bench-floor >/dev/null || { log "cannot build the floor (apt-get install libsimdjson-dev)"; exit 2; }
 
-TMPD=$(mktemp -d "$OUT/shapes.XXXXXX")
-cp "$SERVER" "$TMPD/firstpass-server" # a rebuild during the run cannot mix two binaries
-SERVER=$TMPD/firstpass-server
-TICK=$(getconf CLK_TCK)
-SPID=""
-cleanup() {
-  [ -n "$SPID" ] && kill "$SPID" 2>/dev/null && wait "$SPID" 2>/dev/null
-  rm -rf "$TMPD"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-start_server() {
-  PORT=$(free_port)
+# a server on an empty database (the floor has no state)
+fresh_server() {
   rm -f "$TMPD/db" "$TMPD/db-wal" "$TMPD/db-shm"
-  "$SERVER" --bind 127.0.0.1 --port "$PORT" --db "$TMPD/db" --static "$ROOT/static" --quiet 2>"$TMPD/server.log" &
-  SPID=$!
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" && return 0
-    kill -0 "$SPID" 2>/dev/null || { log "server exited at start:"; cat "$TMPD/server.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  log "server did not answer /healthz"; exit 1
+  start_server "$TMPD/db" "$TMPD/server.log"
 }
-stop_server() { kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null || true; SPID=""; }
-cpu_s() { awk -v t="$TICK" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' "/proc/$SPID/stat"; }
-hwm_mb() { awk '/^VmHWM:/ {printf "%.1f", $2/1024}' "/proc/$SPID/status"; }
 # upload F [TAG]: prints curl's time_total; fails unless 201
 upload() {
   local r tag=${2:-}
@@ -113,7 +81,7 @@ for item in $LIST; do
   # firstpass: each upload into a fresh server (an empty database, as the floor has no state)
   fp=""; cpu=""; rss=0
   for _ in $(seq "$REPEAT"); do
-    start_server
+    fresh_server
     c0=$(cpu_s)
     t=$(upload "$F")
     fp="$fp $t"
@@ -126,7 +94,7 @@ for item in $LIST; do
   best=$(echo "$fp" | min)
   cpu=$(echo "$cpu" | min)
   # two uploads at once into one server, each against the best alone
-  start_server
+  fresh_server
   upload "$F" a >"$TMPD/ta" &
   p1=$!
   upload "$F" b >"$TMPD/tb" &
@@ -142,17 +110,27 @@ for item in $LIST; do
     /usr/bin/time -f "%e" -o "$TMPD/time" "$PY" -c "$BASELINE" "$F"
     js=$(cat "$TMPD/time"); echo "$js" >"$F.baseline"
   fi
-  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" $two <<'EOF'
+  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" $two 2>>"$TMPD/fails" <<'EOF'
 import sys
 shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, a, b = sys.argv[1:]
 fl, flcpu, fp, js, cpu, a, b = map(float, (fl, flcpu, fp, js, cpu, a, b))
 print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | "
       f"{js:.2f} | **{js / fp:.2f}x** | {float(rss1):.1f} / {float(rss2):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
+# the targets (bench/README.md): a line each that fails, for BENCH_STRICT
+for ok, what in ((fp / fl <= 2, "x floor > 2"), (js / fp >= 8, "x json.load < 8"),
+                 (max(float(rss1), float(rss2)) < 100, "peak RSS >= 100 MB"), (min(fp / a, fp / b) >= 0.6, "two at once < 0.6x")):
+    if not ok:
+        print(f"FAIL {shape}: {what}", file=sys.stderr)
 EOF
 )
   echo "$line" >>"$RES"
   log "$line"
 done
 echo >>"$RES"
-echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB alone); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB for both); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
 cat "$RES"
+if [ -s "$TMPD/fails" ]; then
+  cat "$TMPD/fails" >&2
+  [ "${BENCH_STRICT:-0}" = 1 ] && exit 1
+fi
+exit 0
