@@ -12,6 +12,7 @@
 #define FP_AN_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 
@@ -155,10 +156,16 @@ typedef struct suspect_state {
 /* One ProfilerStep#N range on the host (name: its own, ProfilerStep#5). */
 typedef struct step { double ts, te, dur; long name; } step;
 
-/* steps.c's walk state. */
+/* A host range the step breakdown reads (steps.c). */
+typedef struct hspan { double ts, te; } hspan;
+
+/* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
+ * the outermost other ranges of each thread; a range that overlaps or touches the one
+ * before it on the same role is merged into it (the breakdown reads only their union). */
 typedef struct steps_state {
-    int on;              /* the trace has steps or record_function ranges: hspan is filled */
-    sqlite3_stmt *ins;   /* INSERT INTO scratch.hspan */
+    int on;              /* the trace has steps or record_function ranges: span is filled */
+    hspan *span[2];
+    size_t n[2], cap[2];
 } steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;
@@ -216,6 +223,23 @@ typedef struct gpu_job {
     int started, threaded;
 } gpu_job;
 
+/* Why: the step breakdown (100-600 ms at 100 MB) came after the host walk, on this thread,
+ * while the second core had finished gpu_facts and idled. It reads only what was committed
+ * before gpu_job started (scratch.ev and its indexes, ev_rt_ts among them) and what the walk
+ * left in memory (the steps, the host phases, the host ranges: steps_state), so it runs on
+ * a thread and connection of its own from the end of the walk, while suspects, the
+ * operator rows and the timeline go on here; it holds copies of the walk's arrays, which
+ * this side may still grow. */
+typedef struct steps_job {
+    A b;
+    char err[256];
+    steps_state st;
+    json_t *out;
+    int rc;
+    pthread_t th;
+    int started, threaded;
+} steps_job;
+
 /* The merged GPU intervals of scratch.busy / kbusy: rows (s0, data), data BUSY_BLOCK
  * triples (s, e, cum = busy before s) at most, s0 the first s; s strictly increases
  * across the table. Why blocks: a row per interval was an INSERT per GPU activity (two
@@ -245,6 +269,9 @@ sqlite3_stmt *an_prep(A *a, const char *sql);
 /* One (key, ts, te) row through *ins, prepared from sql on first use (the caller finalizes). */
 int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te);
 const char *an_str(A *a, long id);
+/* A second connection to the upload's scratch file, for a job on another thread (gpu_job,
+ * steps_job): it sees what this connection committed. 0 or ERR_DB (message in a->err). */
+int an_job_db(A *a, sqlite3 **db);
 
 /* host.c */
 int an_host_walk(A *a);
@@ -282,7 +309,13 @@ void an_suspects_free(A *a);
 
 /* steps.c: role 0 a DataLoader range, 1 an outermost other host range */
 int an_step_span(A *a, int role, double ts, double te);
+/* What the breakdown seeks through, created before gpu_job starts (the jobs read only what
+ * was committed then). */
+#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1;"
 int an_steps_doc(A *a, json_t **out);
+/* an_steps_doc on a steps_job, started once the walk is over; finish always after start. */
+int an_steps_job_start(A *a, steps_job *j);
+int an_steps_job_finish(A *a, steps_job *j, json_t **out);
 void an_steps_free(A *a);
 
 /* memory.c */

@@ -268,20 +268,7 @@ int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     j->gpu_busy = gpu_busy;
     j->gaps = json_array();
     if (!j->gaps) return ERR_NOMEM;
-    sqlite3 *db = NULL;
-    sqlite3_stmt *at = NULL;
-    int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
-             sqlite3_busy_timeout(db, 30000) == SQLITE_OK &&
-             sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
-             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE;
-    sqlite3_finalize(at);
-    j->b.db = db;
-    if (!ok) {
-        snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
-        sqlite3_close(db);
-        j->b.db = NULL;
-        return ERR_DB;
-    }
+    if (an_job_db(a, &j->b.db)) return ERR_DB;
     j->b.kbusy_q = an_prep(&j->b, BUSY_SQL("kbusy"));
     if (!j->b.kbusy_q) {
         snprintf(a->err, a->errlen, "%s", j->err);

@@ -54,9 +54,6 @@ CREATE TABLE scratch.tlb(track INT, data BLOB);
 CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
 -- The instances of the host phases (host.c), pid an index into A.phases: idle per phase.
 CREATE TABLE scratch.pinst(pid INT, ts REAL, te REAL);
--- Host ranges the step breakdown reads (steps.c): role 0 DataLoader ranges, 1 the outermost
--- other ranges of each thread.
-CREATE TABLE scratch.hspan(role INT, ts REAL, te REAL);
 -- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).
 CREATE TABLE scratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
 -- CPU-only traces: every labelled piece of every thread, by category (idle.c CSEG_*).

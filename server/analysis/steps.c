@@ -11,15 +11,20 @@
  * phases (record_function names other than steps, the 8 longest) are split the same way over
  * the union of their instances, host spans as they are.
  *
- * Owns scratch.hspan (host ranges the walk records: DataLoader ranges, and the outermost
- * other ranges of each thread) and the "breakdown" document (GET /sessions/{id}/steps).
- * Memory: one interval per role at a time (the unions are read merged, in start order). */
+ * Owns the host ranges the walk records (steps_state: DataLoader ranges, and the outermost
+ * other ranges of each thread), steps_job, and the "breakdown" document (GET
+ * /sessions/{id}/steps).
+ * Memory: one interval per role at a time for the GPU and runtime roles (read merged, in
+ * start order, from SQL); the host ranges are held, 16 bytes each once touching ones are
+ * merged (a flat trace's top-level ops: about 1.7 MB per 100 MB of trace). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/an.h"
+#include "lib/log.h"
+#include "lib/mono.h"
 #include "lib/err.h"
 #include "lib/vec.h"
 
@@ -31,54 +36,91 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 
 /* ---- what the walk records ---- */
 
+/* In memory, not a scratch table: the breakdown runs on a connection of its own
+ * (steps_job), which sees only what was committed before the walk. */
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
-    return an_span_insert(a, &s->ins, "INSERT INTO scratch.hspan(role, ts, te) VALUES (?, ?, ?)", role, ts, te);
+    hspan *last = s->n[role] ? &s->span[role][s->n[role] - 1] : NULL;
+    /* the walk gives each thread's ranges in start order: touching ones merge here as the
+     * union's reader (rs_next) would merge them, and the union is all it reads */
+    if (last && ts >= last->ts && ts <= last->te) {
+        if (te > last->te) last->te = te;
+        return 0;
+    }
+    if (VEC_RESERVE(s->span[role], s->cap[role], s->n[role] + 1, 256)) return ERR_NOMEM;
+    s->span[role][s->n[role]++] = (hspan){ts, te};
+    return 0;
 }
 
 /* ---- role streams ---- */
 
-/* One role's intervals read merged: cur = [s, e) the current union interval. */
+/* One role's intervals read merged: cur = [s, e) the current union interval. The rows come
+ * from q (GPU activity, runtime calls) or from span[0..n) (host ranges, sorted by ts). */
 typedef struct role_stream {
     sqlite3_stmt *q;
+    const hspan *span;
+    size_t n, i;
     int has_row, on;          /* a pending row; cur is valid */
     double ps, pe, s, e;
 } role_stream;
+
+/* The next row into (ps, pe): 0 when there is none. */
+static int rs_row(role_stream *r) {
+    if (!r->q) {
+        if (r->i >= r->n) return 0;
+        r->ps = r->span[r->i].ts;
+        r->pe = r->span[r->i++].te;
+        return 1;
+    }
+    if (sqlite3_step(r->q) != SQLITE_ROW) return 0;
+    r->ps = sqlite3_column_double(r->q, 0);
+    r->pe = sqlite3_column_double(r->q, 1);
+    return 1;
+}
 
 static void rs_next(role_stream *r) {
     r->on = r->has_row;
     if (!r->on) return;
     r->s = r->ps;
     r->e = r->pe;
-    while ((r->has_row = sqlite3_step(r->q) == SQLITE_ROW)) {
-        double ns = sqlite3_column_double(r->q, 0), ne = sqlite3_column_double(r->q, 1);
-        if (ns > r->e) { r->ps = ns; r->pe = ne; return; }
-        if (ne > r->e) r->e = ne;
+    while ((r->has_row = rs_row(r))) {
+        if (r->ps > r->e) return;
+        if (r->pe > r->e) r->e = r->pe;
     }
 }
 
 static void rs_start(role_stream *r) {
-    sqlite3_reset(r->q);
-    r->has_row = sqlite3_step(r->q) == SQLITE_ROW;
-    if (r->has_row) { r->ps = sqlite3_column_double(r->q, 0); r->pe = sqlite3_column_double(r->q, 1); }
+    if (r->q) sqlite3_reset(r->q);
+    r->i = 0;
+    r->has_row = rs_row(r);
     rs_next(r);
 }
 
+static int by_start(const void *x, const void *y) {
+    const hspan *p = x, *q = y;
+    return p->ts < q->ts ? -1 : p->ts > q->ts;
+}
+
 static int open_streams(A *a, role_stream *rs) {
-    static const char *const sql[R_CPU + 1] = {
+    static const char *const sql[R_RUNTIME + 1] = {
         "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) = 0 ORDER BY ts",
         "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
         "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
         "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) != 0 ORDER BY ts",
         "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts",
-        "SELECT ts, te FROM scratch.hspan WHERE role = 0 ORDER BY ts",
-        "SELECT ts, te FROM scratch.hspan WHERE role = 1 ORDER BY ts",
     };
-    long kinds[R_CPU + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind, -1, -1, -1};
-    for (int r = 0; r <= R_CPU; r++) {
+    long kinds[R_RUNTIME + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind, -1};
+    for (int r = 0; r <= R_RUNTIME; r++) {
         if (!(rs[r].q = an_prep(a, sql[r]))) return ERR_DB;
         if (kinds[r] >= 0) sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
         if (r == R_KERNEL || r == R_COMM) sqlite3_bind_int(rs[r].q, 2, NF_COMM_KERNEL);
+    }
+    /* the walk went thread by thread: each role's ranges in start order, as the union needs */
+    steps_state *s = a->steps_st;
+    for (int role = 0; role < 2; role++) {
+        qsort(s->span[role], s->n[role], sizeof *s->span[role], by_start);
+        rs[R_DATA + role].span = s->span[role];
+        rs[R_DATA + role].n = s->n[role];
     }
     return 0;
 }
@@ -224,8 +266,7 @@ int an_steps_doc(A *a, json_t **out) {
     double (*acc)[R_N] = a->nsteps ? calloc(a->nsteps, sizeof *acc) : NULL;
     int rc = a->nsteps && (!sp || !acc) ? ERR_NOMEM : 0;
     size_t n = 0;
-    /* The runtime calls' index first: device_spans seeks each step's calls through it. */
-    if (!rc) rc = an_run(a, "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1; CREATE INDEX scratch.hspan_role ON hspan(role, ts);");
+    /* device_spans seeks each step's runtime calls through ev_rt_ts (STEPS_INDEX_SQL). */
     if (!rc && a->nsteps) {
         memcpy(sp, a->steps, a->nsteps * sizeof *sp);
         qsort(sp, a->nsteps, sizeof *sp, by_ts);
@@ -261,5 +302,59 @@ int an_steps_doc(A *a, json_t **out) {
 }
 
 void an_steps_free(A *a) {
-    if (a->steps_st) sqlite3_finalize(a->steps_st->ins);
+    if (!a->steps_st) return;
+    for (int role = 0; role < 2; role++) free(a->steps_st->span[role]);
+    memset(a->steps_st->span, 0, sizeof a->steps_st->span);
+}
+
+/* ---- the breakdown on another core (steps_job, an.h) ---- */
+
+static void *steps_job_run(void *arg) {
+    steps_job *j = arg;
+    STEP_BEGIN();
+    j->rc = an_steps_doc(&j->b, &j->out);
+    STEP_END("steps");
+    return NULL;
+}
+
+int an_steps_job_start(A *a, steps_job *j) {
+    memset(j, 0, sizeof *j);
+    j->b = *a; /* the ids, kinds and flags; what this side still changes is copied below */
+    j->b.db = NULL;
+    j->b.err = j->err;
+    j->b.errlen = sizeof j->err;
+    j->b.busy_q = j->b.kbusy_q = NULL;
+    j->b.tl_ins = NULL;
+    j->b.mem_ins = NULL;
+    j->b.steps_st = &j->st;
+    j->st = *a->steps_st; /* the walk is over: the host ranges move to the job */
+    memset(a->steps_st->span, 0, sizeof a->steps_st->span);
+    memset(a->steps_st->n, 0, sizeof a->steps_st->n);
+    memset(a->steps_st->cap, 0, sizeof a->steps_st->cap);
+    j->b.steps = a->nsteps ? malloc(a->nsteps * sizeof *a->steps) : NULL;
+    j->b.phases = a->nphases ? malloc(a->nphases * sizeof *a->phases) : NULL; /* gpu_phases adds to a's */
+    j->started = 1; /* from here on finish frees what start took */
+    if ((a->nsteps && !j->b.steps) || (a->nphases && !j->b.phases)) return ERR_NOMEM;
+    if (a->nsteps) memcpy(j->b.steps, a->steps, a->nsteps * sizeof *a->steps);
+    if (a->nphases) memcpy(j->b.phases, a->phases, a->nphases * sizeof *a->phases);
+    if (an_job_db(a, &j->b.db)) return ERR_DB;
+    if (name_flags_sql(j->b.db, a->nflags, a->nnflags)) return ERR_NOMEM;
+    j->threaded = pthread_create(&j->th, NULL, steps_job_run, j) == 0;
+    if (!j->threaded) steps_job_run(j);
+    return j->threaded ? 0 : j->rc;
+}
+
+int an_steps_job_finish(A *a, steps_job *j, json_t **out) {
+    if (!j->started) return 0;
+    if (j->threaded) pthread_join(j->th, NULL);
+    int rc = j->rc;
+    if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
+    if (out) *out = j->out;
+    else json_decref(j->out);
+    free(j->b.steps);
+    free(j->b.phases);
+    an_steps_free(&j->b);
+    sqlite3_close(j->b.db);
+    memset(j, 0, sizeof *j);
+    return rc;
 }
