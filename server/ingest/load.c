@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,9 @@ struct loader {
     int attached;
     unsigned long long seen; /* events store_event took (the loader thread's count) */
     int failed_full;         /* loader_commit failed with ERR_FULL */
+    int counted;             /* counted in loaders_active (loader_new) */
+    int share;               /* the loaders_active the limits below were set for */
+    size_t pending_max;      /* LOAD_PENDING_MAX / share */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
@@ -229,15 +233,36 @@ static int add_hrec(loader *l, long tr, const hrec *h) {
     return b->len >= HBLK_RECS * sizeof *h ? flush_hblk(l, tr) : 0;
 }
 
-/* Keeps what the tracks hold unwritten under LOAD_PENDING_MAX: while it is over, the track
+/* What the uploads in flight share (issue 24): LOAD_PENDING_MAX of unwritten chunks and
+ * hrecs and LOAD_SCRATCH_CACHE_KIB of scratch page cache are each upload's when it is
+ * alone, and split evenly when several stream or analyse at once. Why: each upload held
+ * both whole, so two uploads of a 100 MB many-thread trace peaked at 153 MB of server RSS
+ * where one took 80 MB (bench/README.md). A loader applies its share on its own thread
+ * (set_share): on the loader thread while the body streams, then at loader_commit. */
+#define LOAD_PENDING_MAX (16u << 20)
+#define LOAD_SCRATCH_CACHE_KIB 16384 /* analysis/scratch.sql's scratch.cache_size */
+static atomic_int loaders_active;
+
+static int set_share(loader *l) {
+    int n = atomic_load(&loaders_active);
+    if (n < 1) n = 1;
+    if (n == l->share) return 0;
+    l->share = n;
+    l->pending_max = LOAD_PENDING_MAX / (size_t)n;
+    char sql[64]; /* a number of ours, not input: PRAGMA takes no bound parameter */
+    snprintf(sql, sizeof sql, "PRAGMA scratch.cache_size=-%d", LOAD_SCRATCH_CACHE_KIB / n);
+    return exec(l->t.db, sql);
+}
+
+/* Keeps what the tracks hold unwritten under pending_max: while it is over, the track
  * holding the most writes its chunk and hrecs early and gives their memory back. Why: each
  * track fills its own chunk (up to CHUNK_BYTES) and hrec block, so a trace of hundreds of
  * threads held most of itself here until the commit (233 MB of RSS for a 100 MB trace of
  * 384 threads, issue 24). A trace of up to 32 tracks never reaches the budget, so its
  * chunks, and the download's event order (chunks by seq), are what they were. */
-#define LOAD_PENDING_MAX (16u << 20)
 static int hold_budget(loader *l) {
-    while (l->pending > LOAD_PENDING_MAX) {
+    if (set_share(l)) return ERR_DB;
+    while (l->pending > l->pending_max) {
         size_t best = 0, most = 0;
         for (size_t i = 0; i < l->t.ntracks; i++) {
             size_t held = chunk_builder_bytes(&l->chunks[i]) + l->hblk[i].len;
@@ -580,6 +605,13 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
         loader_free(l);
         return NULL;
     }
+    atomic_fetch_add(&loaders_active, 1);
+    l->counted = 1;
+    if (set_share(l)) {
+        snprintf(err, errlen, "cannot size the scratch database: %s", sqlite3_errmsg(l->t.db));
+        loader_free(l);
+        return NULL;
+    }
     l->q = evq_new(store_event, l);
     if (!l->q) {
         snprintf(err, errlen, "cannot start the loader thread");
@@ -682,6 +714,10 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
         rc = ERR_INVALID;
         goto out;
     }
+    if (set_share(l)) { /* the loader thread is done: this thread has the connection now */
+        rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
+        goto out;
+    }
     l->t.source = l->source ? l->source
                   : json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
     rc = prepare_identity(l);
@@ -714,6 +750,7 @@ void loader_set_source(loader *l, const char *source) { l->source = source; }
 void loader_free(loader *l) {
     if (!l) return;
     evq_free(l->q); /* first: the loader thread may still be using the statements */
+    if (l->counted) atomic_fetch_sub(&loaders_active, 1);
     sqlite3_finalize(l->ins_ev);
     sqlite3_finalize(l->ins_chunk);
     sqlite3_finalize(l->ins_hblk);
