@@ -213,6 +213,11 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) rc = an_tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
     json_t *suspects = NULL, *breakdown = NULL, *memory = NULL;
+    /* The walk's writes are committed before the breakdown's connection opens: a write
+     * transaction that spilled its cache holds the scratch file's exclusive lock, which
+     * kept that connection from even attaching (two 150 MB uploads at once: 500 after the
+     * busy timeout). The COMMIT waits for gpu_facts' statement in flight, if any. */
+    if (!rc && stp.on) { STEP_BEGIN(); rc = an_run(&a, "COMMIT; BEGIN"); STEP_END("walk_commit"); }
     if (!rc && stp.on) rc = an_steps_job_start(&a, &sjob);
     if (!rc) { STEP_BEGIN(); rc = an_suspects(&a, gpu_busy, &suspects); STEP_END("suspects"); }
     if (!rc) { STEP_BEGIN(); rc = an_memory_doc(&a, &memory); STEP_END("memory"); }
