@@ -52,6 +52,7 @@ static inline void hrec_at(const void *blob, size_t i, hrec *h) { memcpy(h, (con
  * are the longest call's (the first in file order on a tie); -1 when it had none. */
 typedef struct gpu_agg {
     int cls;
+    int32_t next;         /* the next gpu_agg of the same name, -1 none (trace_ctx.gpu_agg_first) */
     long kind, name, grid, block;
     long long calls, regs, smem;
     double total, min, max; /* total summed in file order */
@@ -91,7 +92,10 @@ typedef struct trace_ctx {
     int has_launch_flows; /* the upload has ac2g / async_cpu_to_gpu flow events (synth.h) */
     gpu_agg *gpu_aggs;    /* (owned) see gpu_agg; ngpu_aggs of them, in order of first event */
     size_t ngpu_aggs, capgpu_aggs;
-    intern *gpu_agg_keys; /* (owned) (cls, kind, name) bytes -> index into gpu_aggs */
+    int32_t *gpu_agg_first; /* (owned) name id -> its first gpu_agg (then .next), -1 none;
+                             * capgpu_agg_first entries. Why not an intern of (cls, kind,
+                             * name): a copy and a slot a row, 6 MB at 100,000 kernel names. */
+    size_t capgpu_agg_first;
 } trace_ctx;
 
 #endif

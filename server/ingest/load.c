@@ -341,17 +341,25 @@ static int w_fail(loader *l, int code, const char *msg) {
  * here it is a hash lookup in a thread that waits for the parser anyway). */
 static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, long grid, long block, const ingest_event *e) {
     trace_ctx *t = &l->t;
-    long key[3] = {cls, kind, name};
-    int fresh;
-    long i = INTERN_SLOT(t->gpu_agg_keys, key, sizeof key, t->gpu_aggs, t->ngpu_aggs, t->capgpu_aggs, 64, &fresh);
-    if (i < 0) return ERR_NOMEM;
-    if (fresh) {
+    size_t had = t->capgpu_agg_first;
+    if ((size_t)name >= had) {
+        if (VEC_RESERVE(t->gpu_agg_first, t->capgpu_agg_first, (size_t)name + 1, 256)) return ERR_NOMEM;
+        memset(t->gpu_agg_first + had, 0xff, (t->capgpu_agg_first - had) * sizeof *t->gpu_agg_first); /* -1 */
+    }
+    long i = t->gpu_agg_first[name];
+    while (i >= 0 && (t->gpu_aggs[i].cls != cls || t->gpu_aggs[i].kind != kind)) i = t->gpu_aggs[i].next;
+    if (i < 0) { /* a new row, at the end: the rows stay in order of first event */
+        if (t->ngpu_aggs >= INT32_MAX || VEC_RESERVE(t->gpu_aggs, t->capgpu_aggs, t->ngpu_aggs + 1, 64)) return ERR_NOMEM;
+        i = (long)t->ngpu_aggs++;
         gpu_agg *g = &t->gpu_aggs[i];
+        memset(g, 0, sizeof *g);
         g->cls = cls;
         g->kind = kind;
         g->name = name;
         g->min = dur;
         g->max = -INFINITY;
+        g->next = t->gpu_agg_first[name];
+        t->gpu_agg_first[name] = (int32_t)i;
     }
     gpu_agg *g = &t->gpu_aggs[i];
     g->calls++;
@@ -575,10 +583,9 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.strs = intern_new();
     l->track_keys = intern_new();
     l->count_keys = intern_new();
-    l->t.gpu_agg_keys = intern_new();
     l->t.meta = json_object();
     l->cctx = ZSTD_createCCtx();
-    if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.gpu_agg_keys || !l->t.meta) goto oom;
+    if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
     l->t.db = store_scratch_get(st, &l->hold);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
@@ -790,7 +797,7 @@ void loader_free(loader *l) {
     json_decref(l->t.labels);
     intern_free(l->track_keys);
     intern_free(l->count_keys);
-    intern_free(l->t.gpu_agg_keys);
+    free(l->t.gpu_agg_first);
     free(l->t.gpu_aggs);
     free(l->counts);
     chunk_builder_free(&l->synth);
