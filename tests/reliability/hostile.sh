@@ -199,6 +199,26 @@ case_boolts() {
 # 9. disk: 100 distinct names of 1 MiB (107 KB gzip). Before: 201, 318 MB stored (db +
 #    WAL), 147 MB peak, 4 s of CPU.
 case_names() { resource names100 longnames 100 413 max-name-bytes-per-event 64 2 1; }
+# 9. each distinct text is stored once per session (strings), the operator, kernel and phase
+#    rows name it by id. Before: 30 names of 1 MiB (no name budget) stored 90 MB, each name
+#    in strings and in operators twice (both groupings); one 1 MiB "Input Dims" and one 1 MiB
+#    "grid" shared by 100 operators and 100 kernels (2 MiB of distinct text: within the
+#    default budget, 220 KB gzip) stored 438 MB (db + WAL), a copy per row. After: 30, 3.4 MB.
+case_names_once() {
+    local code
+    $GEN longnames 30 "$TMP/once.gz"
+    fresh --max-name-bytes-per-event 0 || return 0
+    code=$(post "$TMP/once.gz")
+    expect "names_once: 30 names of 1 MiB" "$code" 201
+    sleep 1 # the WAL is truncated once the reply is out
+    within "names_once: 30 names of 1 MiB stored" "$(stored_mb)" 40 MB
+    $GEN sharedtext 100 "$TMP/shared.gz"
+    fresh || return 0
+    code=$(post "$TMP/shared.gz")
+    expect "names_once: 1 MiB of shapes and of grid shared by 100 operators and 100 kernels" "$code" 201
+    sleep 1
+    within "names_once: shared shapes and grid stored" "$(stored_mb)" 8 MB
+}
 # 9. the WAL after a big upload. Before: the -wal stayed 95 MB after a 95 MB session.
 case_wal() {
     $GEN longnames 30 "$TMP/wal.gz"
@@ -427,7 +447,7 @@ PY
     within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
 }
 
-CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace timeline"
+CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

@@ -12,6 +12,8 @@ generated here, streamed through zlib, so the test needs no fixture files.
   longnames N   N distinct operator names of 1 MiB each, one event each
   bignames N    N events sharing one 1 MiB name
   distinct N    N events with distinct 200-byte names (each upload stores ~N x 0.5 KB)
+  sharedtext N  N operators (distinct names) sharing one 1 MiB "Input Dims", and N kernels
+                sharing one 1 MiB "grid": 2 MiB of distinct text named by 4N rows
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
 """
 import sys
@@ -67,6 +69,15 @@ def gen(kind, n):
         import os
         salt = os.urandom(4).hex()
         return events(ev(salt + "%08d" % i + "d" * 188, 1, 1, i) for i in range(n))
+    if kind == "sharedtext":
+        dims = ("[" + ",".join(["1"] * (1 << 19)) + "]").encode()  # 1 MiB
+        def body():
+            for i in range(n):
+                yield (b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"Input Dims":' % (i, i)
+                       + dims + b'}}')
+                yield (b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
+                       b'"args":{"device":0,"stream":7,"grid":' % (i, i) + dims + b'}}')
+        return events(body())
     if kind == "repeat":
         one = ev("aten::mm", 1, 1, 1)
         return events(one for _ in range(n))
