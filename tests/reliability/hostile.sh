@@ -63,6 +63,19 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
+# 1. the same through an Nsight Systems export (nsys.c): 100k kernels, each on a stream of
+#    its own (a 4 MB SQLite file). Without the cap (--max-tracks 0): 201 after 65 s of
+#    wall time, 444 MB peak.
+case_nsys_streams() {
+    $GEN nsysstreams 100000 "$TMP/streams.sqlite"
+    fresh || return 0
+    local code
+    code=$(post "$TMP/streams.sqlite")
+    expect "nsys_streams: 100k streams ($(stat -c %s "$TMP/streams.sqlite") bytes)" "$code" 413 max-tracks
+    within "nsys_streams peak RSS" "$(hwm_mb)" 64 MB
+    within "nsys_streams CPU" "$(cpu_s)" 3 s
+    within "nsys_streams stored" "$(stored_mb)" 1 MB
+}
 # 2. a 32 MiB top-level key (32 KB gzip). Before: 201, the key stored and served back,
 #    ~100 MB peak, quadratic CPU (100 MiB: 37 s, 573 MB).
 case_longkey() { resource longkey32m longkey 32 413 "top-level key" 32 1 1; }
@@ -447,7 +460,7 @@ PY
     within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
 }
 
-CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="diskfull csp labels framing tracks nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"
