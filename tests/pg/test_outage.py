@@ -6,8 +6,13 @@ that stopping it does not disturb the other tests):
     line a try for FIRSTPASS_DB_WAIT_S, then exit 1 with the reason;
   * start-up while the database is still starting: the server waits, then serves;
   * the database stops under a running server: /healthz says 503 database_unreachable with
-    backend postgresql, reads fail with 500 database_error (never a hang), and once the
-    database is back the same server answers 200 again with no restart."""
+    backend postgresql, reads and uploads fail with 503 database_unreachable (never a hang,
+    never a 500), and once the database is back the same server answers 200 again with no
+    restart;
+  * the database restarts under a running server whose pool holds connections (all dead,
+    unnoticed): the FIRST request after it, and every one after, is served (db.c reconnects
+    and runs a read or a BEGIN again). Before, that first request was a 500 database_error
+    (and as many more as there were pooled connections)."""
 import json
 import os
 import subprocess
@@ -80,8 +85,11 @@ class Outage(unittest.TestCase):
                                                           "message": "the postgresql database does not answer"}})
             t0 = time.time()
             st, _, b = srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)
-            self.assertEqual(st, 500, b)
-            self.assertIn(b"database_error", b)
+            self.assertEqual(st, 503, b)
+            self.assertIn(b"database_unreachable", b)
+            st, _, b = srv.upload(open(SIMPLE, "rb").read(), "?name=during")
+            self.assertEqual(st, 503, b)
+            self.assertEqual(b["error"]["code"], "database_unreachable", b)
             self.assertLess(time.time() - t0, 20)
             subprocess.run([CLUSTER, "resume", self.dir], check=True)
             for _ in range(50):
@@ -91,6 +99,39 @@ class Outage(unittest.TestCase):
             self.assertEqual(health(srv)[0], 200)
             self.assertEqual(srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)[0], 200)
             self.assertEqual(srv.upload(open(SIMPLE, "rb").read(), "?name=after")[0], 201)
+        finally:
+            srv.stop()
+
+    def test_4_first_request_after_a_restart_is_served(self):
+        srv = fpserver.Server(db=self.conn, quiet=False)
+        try:
+            sid = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=before-restart")
+            # several connections in the pool: reads at once, each holds one
+            out = []
+            ts = [threading.Thread(target=lambda: out.append(srv.get("/api/v1/sessions/%d/trace" % sid)[0])) for _ in range(6)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(out, [200] * 6)
+            # a restart: every pooled connection's backend is gone, and the server is not told
+            subprocess.run([CLUSTER, "halt", self.dir], check=True)
+            subprocess.run([CLUSTER, "resume", self.dir], check=True)
+            st, _, b = srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)
+            self.assertEqual(st, 200, b)  # the first request after the restart
+            # the next ones take the other dead connections: a read of every kind, a download
+            # (a cursor in a transaction), writes (their BEGIN is run again), then a delete
+            for path in ["/api/v1/sessions/%d" % sid, "/api/v1/sessions?limit=5", "/api/v1/sessions/%d/report" % sid,
+                         "/api/v1/sessions/%d/trace" % sid, "/api/v1/sessions/%d/timeline" % sid]:
+                st, _, b = srv.get(path)
+                self.assertEqual(st, 200, (path, b[:300]))
+            sid2 = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=after-restart")
+            st, _, b = srv.request("DELETE", "/api/v1/sessions/%d" % sid2)
+            self.assertEqual(st, 204, b)
+            self.assertEqual(health(srv)[0], 200)
+            log = open(srv.log.name).read()
+            self.assertIn("database reconnected", log)
+            self.assertNotIn(" 500 ", log)
         finally:
             srv.stop()
 
