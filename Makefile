@@ -91,12 +91,12 @@ test-unit: $(UNIT_TESTS)
 test-layers:
 	@python3 tests/layers.py $(CC)
 
-test-integration: server
+test-integration: server $(COL_UPLOAD)
 	@tests/integration/run.sh $(SERVER)
 
 # The same integration suite against PostgreSQL (a throwaway cluster of its own, tests/pg/),
 # then the multi-replica test; skipped with a message where postgresql-15 is not installed.
-test-pg: server
+test-pg: server $(COL_UPLOAD)
 	@tests/pg/run.sh $(SERVER)
 
 # The firstpass Python package with Debian's torch: a real torch.profiler run uploaded by

@@ -551,21 +551,21 @@ void an_gpu_agg_row(const gpu_agg *k, int g, agg *r) {
 /* The kernel table from the loader's sums (trace.h), sorted; the operator table's GPU rows
  * are written from the same sums (an_gpu_agg_row). */
 int an_gpu_rows(A *a) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)"); /* ids, not texts: scratch.sql */
     if (!ins) return ERR_DB;
     if (a->t->ngpu_aggs) qsort(a->t->gpu_aggs, a->t->ngpu_aggs, sizeof *a->t->gpu_aggs, gpu_agg_cmp); /* NULL when none */
     int rc = 0;
     for (size_t i = 0; i < a->t->ngpu_aggs && !rc; i++) {
         const gpu_agg *k = &a->t->gpu_aggs[i];
         if (k->cls != EV_GPU) continue;
-        sqlite3_bind_text(ins, 1, an_str(a, k->name), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 1, k->name);
         sqlite3_bind_text(ins, 2, an_str(a, k->kind), -1, SQLITE_STATIC);
         sqlite3_bind_int64(ins, 3, k->calls);
         sqlite3_bind_double(ins, 4, k->total);
         sqlite3_bind_double(ins, 5, k->min);
         sqlite3_bind_double(ins, 6, k->max);
-        if (k->grid >= 0) sqlite3_bind_text(ins, 7, an_str(a, k->grid), -1, SQLITE_STATIC);
-        if (k->block >= 0) sqlite3_bind_text(ins, 8, an_str(a, k->block), -1, SQLITE_STATIC);
+        if (k->grid >= 0) sqlite3_bind_int64(ins, 7, k->grid);
+        if (k->block >= 0) sqlite3_bind_int64(ins, 8, k->block);
         if (k->regs >= 0) sqlite3_bind_int64(ins, 9, k->regs);
         if (k->smem >= 0) sqlite3_bind_int64(ins, 10, k->smem);
         if (sqlite3_step(ins) != SQLITE_DONE) rc = an_dberr(a);
@@ -576,19 +576,34 @@ int an_gpu_rows(A *a) {
     return rc;
 }
 
+/* The text of string id into scratch.str once, for the scratch.ops view (scratch.sql). */
+static int note_str(A *a, sqlite3_stmt *str, long id) {
+    if (id < 0) return 0;
+    sqlite3_bind_int64(str, 1, id);
+    sqlite3_bind_text(str, 2, an_str(a, id), -1, SQLITE_STATIC);
+    int rc = sqlite3_step(str) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_reset(str);
+    return rc;
+}
+
 int an_write_ops(A *a) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ops VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!ins) return ERR_DB;
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *str = an_prep(a, "INSERT OR IGNORE INTO scratch.str(id, s) VALUES (?,?)");
+    if (!ins || !str) { sqlite3_finalize(ins); sqlite3_finalize(str); return ERR_DB; }
     int rc = 0;
     size_t ngpu = 2 * a->t->ngpu_aggs;
     for (size_t i = 0; i < a->naggs + ngpu && !rc; i++) {
         agg gpu_row;
         const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
         if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[(i - a->naggs) / 2], (int)((i - a->naggs) % 2), &gpu_row);
+        rc = note_str(a, str, g->name);
+        if (!rc) rc = note_str(a, str, g->shapes);
+        if (rc) break;
         sqlite3_bind_int(ins, 1, g->grouping);
-        sqlite3_bind_text(ins, 2, an_str(a, g->name), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 2, g->name);
         sqlite3_bind_text(ins, 3, an_str(a, g->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, g->shapes >= 0 ? an_str(a, g->shapes) : "", -1, SQLITE_STATIC);
+        if (g->shapes >= 0) sqlite3_bind_int64(ins, 4, g->shapes);
+        else sqlite3_bind_null(ins, 4);
         sqlite3_bind_int64(ins, 5, g->calls);
         sqlite3_bind_double(ins, 6, g->cpu_total);
         sqlite3_bind_double(ins, 7, g->self_cpu);
@@ -602,6 +617,7 @@ int an_write_ops(A *a) {
         sqlite3_reset(ins);
     }
     sqlite3_finalize(ins);
+    sqlite3_finalize(str);
     return rc;
 }
 /* GPU-side phases: gpu_user_annotation instances. */
@@ -638,7 +654,7 @@ int an_write_phases(A *a, json_t *tl_phases) {
     int rc = 0;
     for (size_t i = 0; i < a->nphases && !rc; i++) {
         phase *p = &a->phases[i];
-        sqlite3_bind_text(ins, 1, an_str(a, p->name), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 1, p->name); /* an id: scratch.sql */
         sqlite3_bind_text(ins, 2, p->gpu ? "gpu" : "cpu", -1, SQLITE_STATIC);
         sqlite3_bind_int64(ins, 3, p->count);
         sqlite3_bind_double(ins, 4, p->total);

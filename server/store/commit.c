@@ -90,10 +90,11 @@ static int insert_strings(sqlite3 *db, const store_session_in *in, long long id)
 /* The analysis left its tables in scratch; one INSERT ... SELECT each. */
 static int copy_scratch(sqlite3 *db, long long id) {
     static const char *const copies[] = {
-        ("INSERT INTO operators SELECT ?1, grouping, name, kind, input_shapes, calls, cpu_total, self_cpu,"
-         " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.ops"),
-        "INSERT INTO kernels SELECT ?1, name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern",
-        "INSERT INTO phases SELECT ?1, name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
+        /* in rowid order: equal rows of a sort list in the upload's order (query.c) */
+        ("INSERT INTO operator_rows SELECT ?1, grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu,"
+         " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.op_rows ORDER BY rowid"),
+        "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern",
+        "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
         "INSERT INTO event_chunks SELECT ?1, track, seq, n, min_ts, max_end, data FROM scratch.chunks",
         "INSERT INTO timeline_buckets SELECT ?1, track, data FROM scratch.tlb",
     };
@@ -280,14 +281,14 @@ static int pg_insert_strings(db_conn *c, sqlite3 *scratch, const store_session_i
 
 static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
     static const char *const copies[][2] = {
-        {"COPY operators(session_id,grouping,name,kind,input_shapes,calls,cpu_total,self_cpu,cuda_total,self_cuda,cpu_mem,"
+        {"COPY operator_rows(session_id,grouping,name_id,kind,shapes_id,calls,cpu_total,self_cpu,cuda_total,self_cuda,cpu_mem,"
          "self_cpu_mem,cuda_mem,self_cuda_mem,rn) FROM STDIN",
-         "SELECT grouping, name, kind, input_shapes, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
-         " cuda_mem, self_cuda_mem, rowid FROM scratch.ops"},
-        {"COPY kernels(session_id,name,kind,calls,total_us,min_us,max_us,grid,block,regs,smem) FROM STDIN",
-         "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem FROM scratch.kern"},
-        {"COPY phases(session_id,name,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
-         "SELECT name, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
+         "SELECT grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
+         " cuda_mem, self_cuda_mem, rowid FROM scratch.op_rows"},
+        {"COPY kernel_rows(session_id,name_id,kind,calls,total_us,min_us,max_us,grid_id,block_id,regs,smem) FROM STDIN",
+         "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern"},
+        {"COPY phase_rows(session_id,name_id,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
+         "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
         {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data) FROM STDIN",
          "SELECT track, seq, n, min_ts, max_end, data FROM scratch.chunks"},
         {"COPY timeline_buckets(session_id,track,data) FROM STDIN", "SELECT track, data FROM scratch.tlb"},
@@ -333,6 +334,8 @@ static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, lo
     if (!rc) rc = db_exec(c, "UPDATE fp_generation SET lgen = lgen + 1");
     if (!rc) rc = db_exec(c, "COMMIT");
     if (rc) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : c ? db_errmsg(c) : "no database connection");
+    /* a connection lost before COMMIT: nothing was stored, the client may send it again (503) */
+    rc = store_fail(st, c, rc);
     store_put(st, c); /* rolls back an open transaction */
     free(meta);
     free(summary);

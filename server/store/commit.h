@@ -6,9 +6,9 @@
  * in ONE transaction (BEGIN IMMEDIATE ... COMMIT): so a 201 means committed, and a failure
  * or a crash before the COMMIT leaves nothing behind.
  *
- * Reads scratch.ops, scratch.kern, scratch.ph, scratch.chunks and scratch.tlb; writes
- * sessions, labels, strings, operators, kernels, phases, event_chunks, timeline_buckets
- * and analysis (store/schema.sql). */
+ * Reads scratch.op_rows, scratch.kern, scratch.ph, scratch.chunks and scratch.tlb; writes
+ * sessions, labels, strings, operator_rows, kernel_rows, phase_rows (their texts are ids of
+ * strings), event_chunks, timeline_buckets and analysis (store/schema.sql). */
 #ifndef FP_COMMIT_H
 #define FP_COMMIT_H
 

@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 3 (PRAGMA user_version = 3).
+-- schema.sql: the firstpass database, version 4 (PRAGMA user_version = 4).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -52,14 +52,21 @@ CREATE TABLE strings (
   PRIMARY KEY (session_id, id)
 ) WITHOUT ROWID;
 
+-- The operator, kernel and phase tables name their texts (names, shapes, grids, blocks)
+-- by id in strings (session_id, id), never by a copy (version 4, issue 22): each distinct
+-- text is stored once per session, however many rows name it. The *_rows tables hold the
+-- ids; the views operators, kernels and phases put the texts back, with the columns the
+-- tables had up to version 3, and are what every reader selects from. No FOREIGN KEY to
+-- strings: a session's delete would then search the rows for each string it deletes.
+
 -- The operator table: torch.profiler key_averages() semantics (analyze.c says how).
 -- grouping 0: one row per (name, kind); grouping 1: per (name, kind, input_shapes).
-CREATE TABLE operators (
+CREATE TABLE operator_rows (
   session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   grouping      INTEGER NOT NULL,
-  name          TEXT NOT NULL,
+  name_id       INTEGER NOT NULL,            -- strings.id of the name
   kind          TEXT NOT NULL,               -- the event category: cpu_op, kernel, ...
-  input_shapes  TEXT NOT NULL DEFAULT '',    -- str(input_shapes) like torch; '' when none
+  shapes_id     INTEGER,                     -- strings.id of str(input_shapes) like torch; NULL when none
   calls         INTEGER NOT NULL,
   cpu_total     REAL NOT NULL,               -- CPU time total, us
   self_cpu      REAL NOT NULL,               -- minus direct children on the same thread
@@ -70,28 +77,38 @@ CREATE TABLE operators (
   cuda_mem      INTEGER NOT NULL,
   self_cuda_mem INTEGER NOT NULL
 );
-CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);
+CREATE INDEX operators_session ON operator_rows(session_id, grouping, cuda_total DESC);
+CREATE VIEW operators AS
+  SELECT o.session_id, o.grouping, n.s AS name, o.kind, COALESCE(sh.s, '') AS input_shapes, o.calls, o.cpu_total,
+         o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem
+  FROM operator_rows o JOIN strings n ON n.session_id = o.session_id AND n.id = o.name_id
+  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.id = o.shapes_id;
 
 -- The kernel table: one row per GPU activity name (kernels, copies, memsets).
-CREATE TABLE kernels (
+CREATE TABLE kernel_rows (
   session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  name       TEXT NOT NULL,
+  name_id    INTEGER NOT NULL,                -- strings.id of the name
   kind       TEXT NOT NULL,
   calls      INTEGER NOT NULL,
   total_us   REAL NOT NULL,
   min_us     REAL NOT NULL,
   max_us     REAL NOT NULL,
-  grid       TEXT,                            -- "[1, 1, 1]" of one launch, NULL if unknown
-  block      TEXT,
+  grid_id    INTEGER,                         -- strings.id of "[1, 1, 1]" of one launch, NULL if unknown
+  block_id   INTEGER,
   regs       INTEGER,                         -- registers per thread
   smem       INTEGER                          -- shared memory bytes
 );
-CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);
+CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);
+CREATE VIEW kernels AS
+  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem
+  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id
+  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id
+  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;
 
 -- Phases: NVTX ranges / record_function (user_annotation) and gpu_user_annotation.
-CREATE TABLE phases (
+CREATE TABLE phase_rows (
   session_id     INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  name           TEXT NOT NULL,
+  name_id        INTEGER NOT NULL,            -- strings.id of the name
   kind           TEXT NOT NULL,               -- 'cpu' (user_annotation) | 'gpu'
   count          INTEGER NOT NULL,
   total_us       REAL NOT NULL,               -- wall time summed over instances
@@ -100,7 +117,10 @@ CREATE TABLE phases (
   kernel_us      REAL NOT NULL,               -- their summed duration
   first_ts       REAL NOT NULL                -- start of the first instance
 );
-CREATE INDEX phases_session ON phases(session_id);
+CREATE INDEX phases_session ON phase_rows(session_id);
+CREATE VIEW phases AS
+  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts
+  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;
 
 -- Everything else the analysis computed, as JSON documents: GPU facts, the report
 -- draft and the smells. Small (kilobytes), read whole.

@@ -1,4 +1,4 @@
--- schema_pg.sql: the firstpass database on PostgreSQL, version 1 (fp_meta.version = 1).
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 2 (fp_meta.version = 2).
 --
 -- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
 -- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
@@ -54,12 +54,13 @@ CREATE TABLE strings (
   PRIMARY KEY (session_id, id)
 );
 
-CREATE TABLE operators (
+-- Texts by id in strings, read through views (schema.sql says why; version 2).
+CREATE TABLE operator_rows (
   session_id    BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   grouping      BIGINT NOT NULL,
-  name          TEXT COLLATE "C" NOT NULL,
+  name_id       BIGINT NOT NULL,
   kind          TEXT COLLATE "C" NOT NULL,
-  input_shapes  TEXT COLLATE "C" NOT NULL DEFAULT '',
+  shapes_id     BIGINT,
   calls         BIGINT NOT NULL,
   cpu_total     DOUBLE PRECISION NOT NULL,
   self_cpu      DOUBLE PRECISION NOT NULL,
@@ -73,26 +74,36 @@ CREATE TABLE operators (
                                             -- order): the last tie-break of every sort, so
                                             -- that equal rows list as SQLite lists them
 );
-CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);
+CREATE INDEX operators_session ON operator_rows(session_id, grouping, cuda_total DESC);
+CREATE VIEW operators AS
+  SELECT o.session_id, o.grouping, n.s AS name, o.kind, COALESCE(sh.s, '') AS input_shapes, o.calls, o.cpu_total,
+         o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.rn
+  FROM operator_rows o JOIN strings n ON n.session_id = o.session_id AND n.id = o.name_id
+  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.id = o.shapes_id;
 
-CREATE TABLE kernels (
+CREATE TABLE kernel_rows (
   session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  name       TEXT COLLATE "C" NOT NULL,
+  name_id    BIGINT NOT NULL,
   kind       TEXT COLLATE "C" NOT NULL,
   calls      BIGINT NOT NULL,
   total_us   DOUBLE PRECISION NOT NULL,
   min_us     DOUBLE PRECISION NOT NULL,
   max_us     DOUBLE PRECISION NOT NULL,
-  grid       TEXT COLLATE "C",
-  block      TEXT COLLATE "C",
+  grid_id    BIGINT,
+  block_id   BIGINT,
   regs       BIGINT,
   smem       BIGINT
 );
-CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);
+CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);
+CREATE VIEW kernels AS
+  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem
+  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id
+  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id
+  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;
 
-CREATE TABLE phases (
+CREATE TABLE phase_rows (
   session_id     BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-  name           TEXT COLLATE "C" NOT NULL,
+  name_id        BIGINT NOT NULL,
   kind           TEXT COLLATE "C" NOT NULL,
   count          BIGINT NOT NULL,
   total_us       DOUBLE PRECISION NOT NULL,
@@ -101,7 +112,10 @@ CREATE TABLE phases (
   kernel_us      DOUBLE PRECISION NOT NULL,
   first_ts       DOUBLE PRECISION NOT NULL
 );
-CREATE INDEX phases_session ON phases(session_id);
+CREATE INDEX phases_session ON phase_rows(session_id);
+CREATE VIEW phases AS
+  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts
+  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;
 
 CREATE TABLE analysis (
   session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,

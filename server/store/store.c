@@ -90,6 +90,96 @@ static const char *const migrations[] = {
     "DROP TABLE sessions;\n"
     "ALTER TABLE sessions_v3 RENAME TO sessions;\n"
     "CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);\n",
+    /* 3 -> 4: operators, kernels and phases name their texts by strings.id (schema.sql,
+     * issue 22). A text missing from a session's strings (none should be) is added with a
+     * new id above its largest; each row is copied in rowid order, so that rows equal in a
+     * sort still list in the order they did; the views keep the old tables' columns. The
+     * index on strings' texts serves this lookup only. */
+    "CREATE INDEX strings_text_v4 ON strings(session_id, s);\n"
+    "INSERT INTO strings(session_id, id, s)\n"
+    "  SELECT m.session_id, (SELECT COALESCE(MAX(x.id), -1) FROM strings x WHERE x.session_id = m.session_id)\n"
+    "         + ROW_NUMBER() OVER (PARTITION BY m.session_id ORDER BY m.s), m.s\n"
+    "  FROM (SELECT session_id, name AS s FROM operators\n"
+    "        UNION SELECT session_id, input_shapes FROM operators WHERE input_shapes != ''\n"
+    "        UNION SELECT session_id, name FROM kernels\n"
+    "        UNION SELECT session_id, grid FROM kernels WHERE grid IS NOT NULL\n"
+    "        UNION SELECT session_id, block FROM kernels WHERE block IS NOT NULL\n"
+    "        UNION SELECT session_id, name FROM phases) m\n"
+    "  WHERE NOT EXISTS (SELECT 1 FROM strings t WHERE t.session_id = m.session_id AND t.s = m.s);\n"
+    "CREATE TABLE operator_rows (\n"
+    "  session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  grouping      INTEGER NOT NULL,\n"
+    "  name_id       INTEGER NOT NULL,\n"
+    "  kind          TEXT NOT NULL,\n"
+    "  shapes_id     INTEGER,\n"
+    "  calls         INTEGER NOT NULL,\n"
+    "  cpu_total     REAL NOT NULL,\n"
+    "  self_cpu      REAL NOT NULL,\n"
+    "  cuda_total    REAL NOT NULL,\n"
+    "  self_cuda     REAL NOT NULL,\n"
+    "  cpu_mem       INTEGER NOT NULL,\n"
+    "  self_cpu_mem  INTEGER NOT NULL,\n"
+    "  cuda_mem      INTEGER NOT NULL,\n"
+    "  self_cuda_mem INTEGER NOT NULL\n"
+    ");\n"
+    "CREATE TABLE kernel_rows (\n"
+    "  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  name_id    INTEGER NOT NULL,\n"
+    "  kind       TEXT NOT NULL,\n"
+    "  calls      INTEGER NOT NULL,\n"
+    "  total_us   REAL NOT NULL,\n"
+    "  min_us     REAL NOT NULL,\n"
+    "  max_us     REAL NOT NULL,\n"
+    "  grid_id    INTEGER,\n"
+    "  block_id   INTEGER,\n"
+    "  regs       INTEGER,\n"
+    "  smem       INTEGER\n"
+    ");\n"
+    "CREATE TABLE phase_rows (\n"
+    "  session_id     INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  name_id        INTEGER NOT NULL,\n"
+    "  kind           TEXT NOT NULL,\n"
+    "  count          INTEGER NOT NULL,\n"
+    "  total_us       REAL NOT NULL,\n"
+    "  gpu_busy_us    REAL NOT NULL,\n"
+    "  kernels        INTEGER NOT NULL,\n"
+    "  kernel_us      REAL NOT NULL,\n"
+    "  first_ts       REAL NOT NULL\n"
+    ");\n"
+    "INSERT INTO operator_rows\n"
+    "  SELECT o.session_id, o.grouping, (SELECT MIN(t.id) FROM strings t WHERE t.session_id = o.session_id AND t.s = o.name), o.kind,\n"
+    "         CASE WHEN o.input_shapes != '' THEN (SELECT MIN(t.id) FROM strings t WHERE t.session_id = o.session_id AND t.s = o.input_shapes) END,\n"
+    "         o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem\n"
+    "  FROM operators o ORDER BY o.rowid;\n"
+    "INSERT INTO kernel_rows\n"
+    "  SELECT k.session_id, (SELECT MIN(t.id) FROM strings t WHERE t.session_id = k.session_id AND t.s = k.name), k.kind, k.calls,\n"
+    "         k.total_us, k.min_us, k.max_us, (SELECT MIN(t.id) FROM strings t WHERE t.session_id = k.session_id AND t.s = k.grid),\n"
+    "         (SELECT MIN(t.id) FROM strings t WHERE t.session_id = k.session_id AND t.s = k.block), k.regs, k.smem\n"
+    "  FROM kernels k ORDER BY k.rowid;\n"
+    "INSERT INTO phase_rows\n"
+    "  SELECT p.session_id, (SELECT MIN(t.id) FROM strings t WHERE t.session_id = p.session_id AND t.s = p.name), p.kind, p.count,\n"
+    "         p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
+    "  FROM phases p ORDER BY p.rowid;\n"
+    "DROP TABLE operators;\n"
+    "DROP TABLE kernels;\n"
+    "DROP TABLE phases;\n"
+    "CREATE INDEX operators_session ON operator_rows(session_id, grouping, cuda_total DESC);\n"
+    "CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);\n"
+    "CREATE INDEX phases_session ON phase_rows(session_id);\n"
+    "CREATE VIEW operators AS\n"
+    "  SELECT o.session_id, o.grouping, n.s AS name, o.kind, COALESCE(sh.s, '') AS input_shapes, o.calls, o.cpu_total,\n"
+    "         o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem\n"
+    "  FROM operator_rows o JOIN strings n ON n.session_id = o.session_id AND n.id = o.name_id\n"
+    "  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.id = o.shapes_id;\n"
+    "CREATE VIEW kernels AS\n"
+    "  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem\n"
+    "  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id\n"
+    "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n"
+    "CREATE VIEW phases AS\n"
+    "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
+    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
+    "DROP INDEX strings_text_v4;\n"
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -158,6 +248,92 @@ static void sqlite_setup(void) { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
  * "empty" and gets schema_pg.sql whole. Append, never edit (as migrations[] above). */
 static const char *const pg_migrations[] = {
     schema_pg_sql,
+    /* 1 -> 2: operators, kernels and phases name their texts by strings.id, as SQLite's
+     * 3 -> 4 (schema.sql); joined on the texts here (a hash join: PostgreSQL's B-tree
+     * cannot index texts of kilobytes). rn keeps each row's place. */
+    "INSERT INTO strings(session_id, id, s)\n"
+    "  SELECT m.session_id, COALESCE((SELECT MAX(x.id) FROM strings x WHERE x.session_id = m.session_id), -1)\n"
+    "         + ROW_NUMBER() OVER (PARTITION BY m.session_id ORDER BY m.s), m.s\n"
+    "  FROM (SELECT session_id, name AS s FROM operators\n"
+    "        UNION SELECT session_id, input_shapes FROM operators WHERE input_shapes != ''\n"
+    "        UNION SELECT session_id, name FROM kernels\n"
+    "        UNION SELECT session_id, grid FROM kernels WHERE grid IS NOT NULL\n"
+    "        UNION SELECT session_id, block FROM kernels WHERE block IS NOT NULL\n"
+    "        UNION SELECT session_id, name FROM phases) m\n"
+    "  WHERE NOT EXISTS (SELECT 1 FROM strings t WHERE t.session_id = m.session_id AND t.s = m.s);\n"
+    "CREATE TABLE operator_rows (\n"
+    "  session_id    BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  grouping      BIGINT NOT NULL,\n"
+    "  name_id       BIGINT NOT NULL,\n"
+    "  kind          TEXT COLLATE \"C\" NOT NULL,\n"
+    "  shapes_id     BIGINT,\n"
+    "  calls         BIGINT NOT NULL,\n"
+    "  cpu_total     DOUBLE PRECISION NOT NULL,\n"
+    "  self_cpu      DOUBLE PRECISION NOT NULL,\n"
+    "  cuda_total    DOUBLE PRECISION NOT NULL,\n"
+    "  self_cuda     DOUBLE PRECISION NOT NULL,\n"
+    "  cpu_mem       BIGINT NOT NULL,\n"
+    "  self_cpu_mem  BIGINT NOT NULL,\n"
+    "  cuda_mem      BIGINT NOT NULL,\n"
+    "  self_cuda_mem BIGINT NOT NULL,\n"
+    "  rn            BIGINT NOT NULL\n"
+    ");\n"
+    "CREATE TABLE kernel_rows (\n"
+    "  session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  name_id    BIGINT NOT NULL,\n"
+    "  kind       TEXT COLLATE \"C\" NOT NULL,\n"
+    "  calls      BIGINT NOT NULL,\n"
+    "  total_us   DOUBLE PRECISION NOT NULL,\n"
+    "  min_us     DOUBLE PRECISION NOT NULL,\n"
+    "  max_us     DOUBLE PRECISION NOT NULL,\n"
+    "  grid_id    BIGINT,\n"
+    "  block_id   BIGINT,\n"
+    "  regs       BIGINT,\n"
+    "  smem       BIGINT\n"
+    ");\n"
+    "CREATE TABLE phase_rows (\n"
+    "  session_id     BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  name_id        BIGINT NOT NULL,\n"
+    "  kind           TEXT COLLATE \"C\" NOT NULL,\n"
+    "  count          BIGINT NOT NULL,\n"
+    "  total_us       DOUBLE PRECISION NOT NULL,\n"
+    "  gpu_busy_us    DOUBLE PRECISION NOT NULL,\n"
+    "  kernels        BIGINT NOT NULL,\n"
+    "  kernel_us      DOUBLE PRECISION NOT NULL,\n"
+    "  first_ts       DOUBLE PRECISION NOT NULL\n"
+    ");\n"
+    "INSERT INTO operator_rows\n"
+    "  SELECT o.session_id, o.grouping, n.id, o.kind, sh.id, o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda,\n"
+    "         o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.rn\n"
+    "  FROM operators o JOIN strings n ON n.session_id = o.session_id AND n.s = o.name\n"
+    "  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.s = o.input_shapes AND o.input_shapes != '';\n"
+    "INSERT INTO kernel_rows\n"
+    "  SELECT k.session_id, n.id, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.id, b.id, k.regs, k.smem\n"
+    "  FROM kernels k JOIN strings n ON n.session_id = k.session_id AND n.s = k.name\n"
+    "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.s = k.grid\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.s = k.block;\n"
+    "INSERT INTO phase_rows\n"
+    "  SELECT p.session_id, n.id, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
+    "  FROM phases p JOIN strings n ON n.session_id = p.session_id AND n.s = p.name;\n"
+    "DROP TABLE operators;\n"
+    "DROP TABLE kernels;\n"
+    "DROP TABLE phases;\n"
+    "CREATE INDEX operators_session ON operator_rows(session_id, grouping, cuda_total DESC);\n"
+    "CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);\n"
+    "CREATE INDEX phases_session ON phase_rows(session_id);\n"
+    "CREATE VIEW operators AS\n"
+    "  SELECT o.session_id, o.grouping, n.s AS name, o.kind, COALESCE(sh.s, '') AS input_shapes, o.calls, o.cpu_total,\n"
+    "         o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.rn\n"
+    "  FROM operator_rows o JOIN strings n ON n.session_id = o.session_id AND n.id = o.name_id\n"
+    "  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.id = o.shapes_id;\n"
+    "CREATE VIEW kernels AS\n"
+    "  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem\n"
+    "  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id\n"
+    "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n"
+    "CREATE VIEW phases AS\n"
+    "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
+    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 
@@ -359,6 +535,10 @@ void store_put(store *s, db_conn *db) {
     db_close(db);
 }
 
+int store_fail(store *s, db_conn *db, int rc) {
+    return rc == ERR_DB && s->pg && (!db || !db_alive(db)) ? ERR_DBDOWN : rc;
+}
+
 int store_ping(store *s) {
     db_conn *c = store_get(s);
     if (!c) return ERR_DB;
@@ -430,7 +610,7 @@ static unsigned long pg_gen(store *s, const char *col) {
 
 static int exec_one(store *s, const char *sql, long long id, const char *a, const char *b, int *changes) {
     db_conn *db = store_get(s);
-    if (!db) return ERR_DB;
+    if (!db) return store_fail(s, NULL, ERR_DB);
     int rc = s->pg ? db_begin_write(db) : 0;
     db_stmt *st = rc ? NULL : db_prepare(db, sql);
     if (!st) rc = ERR_DB;
@@ -445,6 +625,7 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
     db_finalize(st);
     if (s->pg && !rc) rc = db_exec(db, "UPDATE fp_generation SET gen = gen + 1, lgen = lgen + 1");
     if (s->pg && !rc) rc = db_exec(db, "COMMIT");
+    rc = store_fail(s, db, rc);
     if (!rc && !s->pg) {
         s->gen++; /* after the commit (autocommit), never before: see store_generation */
         s->lgen++;
@@ -539,7 +720,7 @@ long long store_size_bytes(store *s) {
 
 int store_usage_get(store *s, store_usage *u) {
     db_conn *db = store_get(s);
-    if (!db) return ERR_DB;
+    if (!db) return store_fail(s, NULL, ERR_DB);
     /* One read transaction, so that the four numbers describe one snapshot. */
     int rc = db_exec(db, "BEGIN") ? ERR_DB : 0;
     if (!rc && s->pg) {
@@ -556,6 +737,7 @@ int store_usage_get(store *s, store_usage *u) {
     }
     if (!rc && (u->sessions < 0 || u->pages < 0 || u->free_pages < 0 || u->page_size < 0)) rc = ERR_DB;
     if (!rc) db_exec(db, "COMMIT");
+    rc = store_fail(s, db, rc);
     store_put(s, db);
     return rc;
 }

@@ -179,12 +179,12 @@ class Contract(unittest.TestCase):
     @sqlite_only
     def test_500_on_a_corrupt_database_is_a_json_error(self):
         """A fault the server cannot mend is a 500 with the JSON error body, never a
-        truncated 200: the operators table's pages are overwritten on disk."""
+        truncated 200: the operator table's pages (operator_rows) are overwritten on disk."""
         with open(SMALL, "rb") as f:
             sid = self.srv.upload_ok(f.read())
         self.srv.stop()
         db = sqlite3.connect(self.srv.db)
-        pages = [r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE name = 'operators'")]
+        pages = [r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE name = 'operator_rows'")]
         psize = db.execute("PRAGMA page_size").fetchone()[0]
         db.close()
         self.assertTrue(pages)

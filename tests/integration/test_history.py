@@ -419,13 +419,62 @@ V1_SESSIONS = """CREATE TABLE sessions (
   hardware TEXT NOT NULL DEFAULT '', bytes_in INTEGER NOT NULL DEFAULT 0,
   meta TEXT NOT NULL DEFAULT '{}', summary TEXT NOT NULL DEFAULT '{}')"""
 
+# Version 3's tables of texts (schema.sql before version 4), and the tables of ids after.
+V3_TABLES = {
+    "operators": """CREATE TABLE operators (
+  session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  grouping      INTEGER NOT NULL,
+  name          TEXT NOT NULL,
+  kind          TEXT NOT NULL,
+  input_shapes  TEXT NOT NULL DEFAULT '',
+  calls         INTEGER NOT NULL,
+  cpu_total     REAL NOT NULL,
+  self_cpu      REAL NOT NULL,
+  cuda_total    REAL NOT NULL,
+  self_cuda     REAL NOT NULL,
+  cpu_mem       INTEGER NOT NULL,
+  self_cpu_mem  INTEGER NOT NULL,
+  cuda_mem      INTEGER NOT NULL,
+  self_cuda_mem INTEGER NOT NULL
+)""",
+    "kernels": """CREATE TABLE kernels (
+  session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name       TEXT NOT NULL,
+  kind       TEXT NOT NULL,
+  calls      INTEGER NOT NULL,
+  total_us   REAL NOT NULL,
+  min_us     REAL NOT NULL,
+  max_us     REAL NOT NULL,
+  grid       TEXT,
+  block      TEXT,
+  regs       INTEGER,
+  smem       INTEGER
+)""",
+    "phases": """CREATE TABLE phases (
+  session_id     INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  name           TEXT NOT NULL,
+  kind           TEXT NOT NULL,
+  count          INTEGER NOT NULL,
+  total_us       REAL NOT NULL,
+  gpu_busy_us    REAL NOT NULL,
+  kernels        INTEGER NOT NULL,
+  kernel_us      REAL NOT NULL,
+  first_ts       REAL NOT NULL
+)""",
+}
+ROWS = {"operators": "operator_rows", "kernels": "kernel_rows", "phases": "phase_rows"}
+
 
 @sqlite_only
 class Migration(unittest.TestCase):
     """A version-1 database (sessions without AUTOINCREMENT, no baselines tables) is brought
-    to version 3 with the same DDL a new database gets from schema.sql, keeping every row."""
+    to the newest version with the same DDL a new database gets from schema.sql, keeping every
+    row. (Version 3 -> 4, texts by id: test_migration_3_to_4 and tests/replies/snapshot.py migrate.)"""
 
-    TABLES = ("baseline_labels", "baselines", "baselines_session", "sessions", "sessions_created")
+    TABLES = ("baseline_labels", "baselines", "baselines_session", "kernel_rows", "kernels", "kernels_session",
+              "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "sessions",
+              "sessions_created")
+    NEWEST = 4
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -437,8 +486,28 @@ class Migration(unittest.TestCase):
         finally:
             c.close()
 
+    def make_v3(self, db, drop_string=None):
+        """Turns a new database back into what version 3 had: operators, kernels and phases
+        as tables holding their texts (foreign keys are off here). drop_string: a text to
+        delete from strings, as a database whose strings missed a name would be."""
+        c = sqlite3.connect(db)
+        script = ""
+        for t, ddl in V3_TABLES.items():
+            cols = ", ".join(ln.split()[0] for ln in ddl.splitlines()[1:] if ln.strip() and not ln.startswith(")"))
+            script += ("CREATE TABLE %s_v3 AS SELECT %s FROM %s;" % (t, cols, t) + "DROP VIEW %s; DROP TABLE %s;" % (t, ROWS[t])
+                       + ddl + ";" + "INSERT INTO %s SELECT * FROM %s_v3; DROP TABLE %s_v3;" % (t, t, t))
+        script += ("CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);"
+                   "CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);"
+                   "CREATE INDEX phases_session ON phases(session_id);PRAGMA user_version = 3;")
+        c.executescript(script)
+        if drop_string:
+            c.execute("DELETE FROM strings WHERE s = ?", (drop_string,))
+            c.commit()
+        c.close()
+
     def make_v1(self, db):
         """Turns a new database back into what version 1 had (foreign keys are off here)."""
+        self.make_v3(db)
         c = sqlite3.connect(db)
         # Renaming sessions itself would rewrite the children's REFERENCES: build, drop, rename.
         c.executescript("DROP TABLE baseline_labels; DROP TABLE baselines;" + V1_SESSIONS.replace("sessions", "sessions_v1") + ";"
@@ -448,19 +517,54 @@ class Migration(unittest.TestCase):
                         "PRAGMA user_version = 1;")
         c.close()
 
-    def test_migration_1_to_3(self):
+    def test_migration_3_to_4(self):
+        """Operators, kernels and phases of version 3 (texts in the rows) become ids of strings;
+        every reply reads the same, a text missing from strings included (added with a new id)."""
+        srv = Server()
+        db = srv.db
+        a = srv.upload_ok(BASE, "?name=a")
+        b = srv.upload_ok(stepped(3), "?name=b")
+        shaped = json.dumps({"traceEvents": [ev("aten::mm", "cpu_op", 0, 10, **{"Input Dims": [[2, 3], [3, 4]]}),
+                                             ev("aten::mm", "cpu_op", 20, 10, **{"Input Dims": [[5, 3], [3, 4]]})]}).encode()
+        c = srv.upload_ok(shaped, "?name=c")
+        paths = ["/api/v1/sessions/%d%s" % (i, p) for i in (a, b, c)
+                 for p in ("/operators", "/operators?group_by=input_shape", "/kernels", "/phases", "/report")]
+        paths += ["/api/v1/compare?base=%d&head=%d" % (a, b), "/api/v1/trends?operator=aten::mm"]
+        before = [srv.json(p) for p in paths]
+        srv.stop()
+        self.make_v3(db, drop_string="gemm")
+        self.assertEqual(self.schema(db)[0], 3)
+        srv2 = Server(db=db)
+        try:
+            after = [srv2.json(p) for p in paths]
+        finally:
+            srv2.stop()
+        for p, x, y in zip(paths, before, after):
+            self.assertEqual(x, y, p)
+        self.assertEqual(self.schema(db)[0], self.NEWEST)
+        con = sqlite3.connect(db)
+        try:
+            # every text once per session: no row holds a text, and strings has no duplicate
+            dup = con.execute("SELECT count(*) FROM (SELECT session_id, s FROM strings GROUP BY 1, 2 HAVING count(*) > 1)").fetchone()[0]
+            gemm = con.execute("SELECT count(*) FROM strings WHERE s = 'gemm'").fetchone()[0]
+        finally:
+            con.close()
+        self.assertEqual((dup, gemm), (0, 2))
+
+    def test_migration_1_to_newest(self):
         srv = Server()
         db = srv.db
         sid = srv.upload_ok(BASE, "?name=m&label=k:v")
         ops = srv.json("/api/v1/sessions/%d/operators" % sid)
         srv.stop()
         fresh_version, fresh = self.schema(db)
-        self.assertEqual(fresh_version, 3)
+        self.assertEqual(fresh_version, self.NEWEST)
         self.assertEqual([n for n, _ in fresh], list(self.TABLES))
         self.assertIn("AUTOINCREMENT", dict(fresh)["sessions"])
         self.make_v1(db)
         v, old = self.schema(db)
-        self.assertEqual((v, [n for n, _ in old]), (1, ["sessions", "sessions_created"]))
+        self.assertEqual((v, [n for n, _ in old]), (1, ["kernels", "kernels_session", "operators", "operators_session", "phases",
+                                                      "phases_session", "sessions", "sessions_created"]))
         srv2 = Server("--db", db)  # the later --db wins
         try:
             # The rebuild of sessions cascaded nothing: the session and its rows are all there.
@@ -476,7 +580,7 @@ class Migration(unittest.TestCase):
         finally:
             srv2.stop()
         version, migrated = self.schema(db)
-        self.assertEqual(version, 3)
+        self.assertEqual(version, self.NEWEST)
         # Same DDL modulo whitespace, comments and the quotes ALTER TABLE RENAME adds.
         norm = lambda s: None if s is None else " ".join(
             " ".join(line.split("--")[0] for line in s.replace('"', "").splitlines()).replace("( ", "(").split())

@@ -63,6 +63,19 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
+# 1. the same through an Nsight Systems export (nsys.c): 100k kernels, each on a stream of
+#    its own (a 4 MB SQLite file). Without the cap (--max-tracks 0): 201 after 65 s of
+#    wall time, 444 MB peak.
+case_nsys_streams() {
+    $GEN nsysstreams 100000 "$TMP/streams.sqlite"
+    fresh || return 0
+    local code
+    code=$(post "$TMP/streams.sqlite")
+    expect "nsys_streams: 100k streams ($(stat -c %s "$TMP/streams.sqlite") bytes)" "$code" 413 max-tracks
+    within "nsys_streams peak RSS" "$(hwm_mb)" 64 MB
+    within "nsys_streams CPU" "$(cpu_s)" 3 s
+    within "nsys_streams stored" "$(stored_mb)" 1 MB
+}
 # 2. a 32 MiB top-level key (32 KB gzip). Before: 201, the key stored and served back,
 #    ~100 MB peak, quadratic CPU (100 MiB: 37 s, 573 MB).
 case_longkey() { resource longkey32m longkey 32 413 "top-level key" 32 1 1; }
@@ -199,6 +212,26 @@ case_boolts() {
 # 9. disk: 100 distinct names of 1 MiB (107 KB gzip). Before: 201, 318 MB stored (db +
 #    WAL), 147 MB peak, 4 s of CPU.
 case_names() { resource names100 longnames 100 413 max-name-bytes-per-event 64 2 1; }
+# 9. each distinct text is stored once per session (strings), the operator, kernel and phase
+#    rows name it by id. Before: 30 names of 1 MiB (no name budget) stored 90 MB, each name
+#    in strings and in operators twice (both groupings); one 1 MiB "Input Dims" and one 1 MiB
+#    "grid" shared by 100 operators and 100 kernels (2 MiB of distinct text: within the
+#    default budget, 220 KB gzip) stored 438 MB (db + WAL), a copy per row. After: 30, 3.4 MB.
+case_names_once() {
+    local code
+    $GEN longnames 30 "$TMP/once.gz"
+    fresh --max-name-bytes-per-event 0 || return 0
+    code=$(post "$TMP/once.gz")
+    expect "names_once: 30 names of 1 MiB" "$code" 201
+    sleep 1 # the WAL is truncated once the reply is out
+    within "names_once: 30 names of 1 MiB stored" "$(stored_mb)" 40 MB
+    $GEN sharedtext 100 "$TMP/shared.gz"
+    fresh || return 0
+    code=$(post "$TMP/shared.gz")
+    expect "names_once: 1 MiB of shapes and of grid shared by 100 operators and 100 kernels" "$code" 201
+    sleep 1
+    within "names_once: shared shapes and grid stored" "$(stored_mb)" 8 MB
+}
 # 9. the WAL after a big upload. Before: the -wal stayed 95 MB after a 95 MB session.
 case_wal() {
     $GEN longnames 30 "$TMP/wal.gz"
@@ -427,7 +460,7 @@ PY
     within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
 }
 
-CASES="diskfull csp labels framing tracks longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names wal timeline_range infsum head_trace timeline"
+CASES="diskfull csp labels framing tracks nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

@@ -12,7 +12,11 @@ generated here, streamed through zlib, so the test needs no fixture files.
   longnames N   N distinct operator names of 1 MiB each, one event each
   bignames N    N events sharing one 1 MiB name
   distinct N    N events with distinct 200-byte names (each upload stores ~N x 0.5 KB)
+  sharedtext N  N operators (distinct names) sharing one 1 MiB "Input Dims", and N kernels
+                sharing one 1 MiB "grid": 2 MiB of distinct text named by 4N rows
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
+  nsysstreams N an Nsight Systems SQLite export (not gzip'd) of N kernels, each on a GPU
+                stream of its own (the columns server/ingest/nsys.c reads, as nsys 2024 writes them)
 """
 import sys
 import zlib
@@ -67,14 +71,46 @@ def gen(kind, n):
         import os
         salt = os.urandom(4).hex()
         return events(ev(salt + "%08d" % i + "d" * 188, 1, 1, i) for i in range(n))
+    if kind == "sharedtext":
+        dims = ("[" + ",".join(["1"] * (1 << 19)) + "]").encode()  # 1 MiB
+        def body():
+            for i in range(n):
+                yield (b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"Input Dims":' % (i, i)
+                       + dims + b'}}')
+                yield (b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
+                       b'"args":{"device":0,"stream":7,"grid":' % (i, i) + dims + b'}}')
+        return events(body())
     if kind == "repeat":
         one = ev("aten::mm", 1, 1, 1)
         return events(one for _ in range(n))
     raise SystemExit("unknown kind " + kind)
 
 
+def nsys(n, out):
+    import os
+    import sqlite3
+    if os.path.exists(out):
+        os.unlink(out)
+    c = sqlite3.connect(out)
+    c.executescript("""
+        CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
+            contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
+            demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread INTEGER NOT NULL,
+            gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL,
+            blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL,
+            dynamicSharedMemory INTEGER NOT NULL);
+        INSERT INTO StringIds VALUES (1, 'k');""")
+    c.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,1,?,?,NULL,1,1,NULL,32,1,1,1,128,1,1,0,0)",
+                  ((1000 * i, 1000 * i + 500, 7 + i, i + 1) for i in range(n)))
+    c.commit()
+    c.close()
+
+
 def main():
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if kind == "nsysstreams":
+        return nsys(n, out)
     plain = out.endswith(".json")
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
     with open(out, "wb") as f:

@@ -4,11 +4,13 @@
     tests/replies/snapshot.py take SERVER_BIN OUTDIR     # uploads every trace, saves every reply
     tests/replies/snapshot.py diff OLDDIR NEWDIR         # exit 1 and a list when any reply differs
     tests/replies/snapshot.py check OLD_BIN NEW_BIN      # both of the above in one go
+    tests/replies/snapshot.py migrate OLD_BIN NEW_BIN    # OLD_BIN's database read by NEW_BIN
 
 Why: a change that must not change behaviour (the layout issue, the ingest speed issue) is
 proved by the replies of the real traces being identical, byte for byte, before and after.
 Each trace is uploaded to a fresh server (one per binary), in a fixed order, so session ids
-match; volatile fields (created_at, the upload's duration) are blanked in JSON replies before
+match; `migrate` uploads to OLD_BIN only, then starts NEW_BIN on that database (which
+migrates it) and compares what NEW_BIN reads back with what OLD_BIN answered. Volatile fields (created_at, the upload's duration) are blanked in JSON replies before
 they are saved. The download is saved gunzipped. Standard library only.
 Traces: $FP_TRACES or ../shared/data/traces next to the repository."""
 import csv
@@ -83,10 +85,34 @@ def fname(path):
     return path.strip("/").replace("/", "_").replace("?", "__").replace("&", "_").replace("=", "-") or "root"
 
 
-def take(server_bin, out):
+def read_all(srv, out, sids):
+    """Every read reply of the sessions sids ({case number: session id}) and the lists."""
+    for i, sid in sorted(sids.items()):
+        for p in PER_SESSION:
+            st, h, b = srv.get("/api/v1/sessions/%d%s" % (sid, p))
+            save(out, "%02d_%s" % (i, fname(p)), st, h, b)
+        st, h, b = srv.get("/api/v1/sessions/%d/trace" % sid)
+        save(out, "%02d_trace" % i, st, h, b)
+    for p in ["/api/v1/sessions?limit=100", "/api/v1/sessions?format=csv&limit=100",
+              "/api/v1/sessions?label=case:3", "/api/v1/compare?base=12&head=13",
+              "/api/v1/compare?base=12&head=13&format=text", "/api/v1/trends?label=case:12&limit=5"]:
+        st, h, b = srv.get(p)
+        save(out, "all_" + fname(p), st, h, b)
+
+
+def read_regressions(srv, out):
+    for p in ["/api/v1/sessions/13/regressions?baseline=b", "/api/v1/sessions/13/regressions?baseline=b&format=text"]:
+        st, h, b = srv.get(p)
+        save(out, "all_" + fname(p), st, h, b)
+
+
+def take(server_bin, out, keep_db=None):
+    """Uploads every trace to a fresh server and saves every reply; with keep_db (a
+    directory) the database is made there and kept. The session ids by case number."""
     os.makedirs(out, exist_ok=True)
     fpserver.SERVER = server_bin
-    srv = fpserver.Server()
+    srv = fpserver.Server(db=os.path.join(keep_db, "db.sqlite") if keep_db else None)
+    sids = {}
     try:
         files = traces()
         if not files:
@@ -100,24 +126,32 @@ def take(server_bin, out):
             if st != 201:
                 print("snapshot: %s: upload %d" % (rel, st))
                 continue
-            sid = json.loads(b)["id"]
-            for p in PER_SESSION:
-                st, h, b = srv.get("/api/v1/sessions/%d%s" % (sid, p))
-                save(out, "%02d_%s" % (i, fname(p)), st, h, b)
-            st, h, b = srv.get("/api/v1/sessions/%d/trace" % sid)
-            save(out, "%02d_trace" % i, st, h, b)
-        for p in ["/api/v1/sessions?limit=100", "/api/v1/sessions?format=csv&limit=100",
-                  "/api/v1/sessions?label=case:3", "/api/v1/compare?base=12&head=13",
-                  "/api/v1/compare?base=12&head=13&format=text", "/api/v1/trends?label=case:12&limit=5"]:
-            st, h, b = srv.get(p)
-            save(out, "all_" + fname(p), st, h, b)
+            sids[i] = json.loads(b)["id"]
+        read_all(srv, out, sids)
         srv.request("PUT", "/api/v1/baselines/b", json.dumps({"session_id": 12}).encode(),
                     {"Content-Type": "application/json"})
-        for p in ["/api/v1/sessions/13/regressions?baseline=b", "/api/v1/sessions/13/regressions?baseline=b&format=text"]:
-            st, h, b = srv.get(p)
-            save(out, "all_" + fname(p), st, h, b)
+        read_regressions(srv, out)
     finally:
         srv.stop()
+    return sids
+
+
+def migrate(old_bin, new_bin, tmp):
+    """OLD_BIN's database, with every trace in it, served by NEW_BIN: the same replies."""
+    sids = take(old_bin, os.path.join(tmp, "old"), keep_db=tmp)
+    new = os.path.join(tmp, "new")
+    os.makedirs(new)
+    for n in os.listdir(os.path.join(tmp, "old")):
+        if n.endswith("_upload"):
+            shutil.copy(os.path.join(tmp, "old", n), new)
+    fpserver.SERVER = new_bin
+    srv = fpserver.Server(db=os.path.join(tmp, "db.sqlite"))
+    try:
+        read_all(srv, new, sids)
+        read_regressions(srv, new)
+    finally:
+        srv.stop()
+    return diff(os.path.join(tmp, "old"), new)
 
 
 def diff(a, b):
@@ -145,6 +179,12 @@ def main():
             take(os.path.abspath(sys.argv[2]), os.path.join(tmp, "old"))
             take(os.path.abspath(sys.argv[3]), os.path.join(tmp, "new"))
             return diff(os.path.join(tmp, "old"), os.path.join(tmp, "new"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    if len(sys.argv) == 4 and sys.argv[1] == "migrate":
+        tmp = tempfile.mkdtemp(prefix="fp-migrate-")
+        try:
+            return migrate(os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3]), tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print(__doc__, file=sys.stderr)
