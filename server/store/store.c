@@ -179,7 +179,13 @@ static const char *const migrations[] = {
     "CREATE VIEW phases AS\n"
     "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
     "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
-    "DROP INDEX strings_text_v4;\n"
+    "DROP INDEX strings_text_v4;\n",
+    /* 4 -> 5: per-chunk counts for the timeline (schema.sql); NULL in the chunks already
+     * stored, which the timeline keeps decoding. */
+    "ALTER TABLE event_chunks ADD COLUMN drawn INTEGER;\n"
+    "ALTER TABLE event_chunks ADD COLUMN gpu INTEGER;\n"
+    "DROP INDEX event_chunks_track;\n"
+    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -333,7 +339,11 @@ static const char *const pg_migrations[] = {
     "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n"
     "CREATE VIEW phases AS\n"
     "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
-    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
+    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n",
+    /* 2 -> 3: per-chunk counts, as SQLite's 4 -> 5. */
+    "ALTER TABLE event_chunks ADD COLUMN drawn BIGINT, ADD COLUMN gpu BIGINT;\n"
+    "DROP INDEX event_chunks_track;\n"
+    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n"
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 
