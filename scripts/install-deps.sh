@@ -3,20 +3,28 @@
 #
 # Idempotent: it asks dpkg which packages are missing and does nothing when none are.
 # Only root can install; anyone else gets the list and the command to run.
-# Usage: scripts/install-deps.sh [build|test|all]   (default: build)
+# Usage: scripts/install-deps.sh [build|test|containers|all]   (default: build)
 #   build: compilers' libraries for the server, collector and unit tests
 #   test:  build + what the test suite drives (python3-torch oracle, pip and venv for the
 #          Python package's install test, chromium, node, ...)
+#   containers: podman and what docker/ci.sh needs to build and run the images of docker/
+#          without a registry (a local base image made with mmdebstrap; runc, since crun
+#          refuses this host's hybrid cgroups; netavark + aardvark-dns for compose's service
+#          names); ../shared/design/containers.md
+#   all:   test + containers
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libpq-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
 TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv clang libclang-rt-14-dev valgrind chromium nodejs npm wrk postgresql-15"
+CONTAINER_PKGS="podman podman-compose runc netavark aardvark-dns mmdebstrap curl python3"
 
 what=${1:-build}
 case "$what" in
   build) pkgs=$BUILD_PKGS ;;
-  test|all) pkgs="$BUILD_PKGS $TEST_PKGS" ;;
-  *) echo "usage: $0 [build|test|all]" >&2; exit 2 ;;
+  test) pkgs="$BUILD_PKGS $TEST_PKGS" ;;
+  containers) pkgs=$CONTAINER_PKGS ;;
+  all) pkgs="$BUILD_PKGS $TEST_PKGS $CONTAINER_PKGS" ;;
+  *) echo "usage: $0 [build|test|containers|all]" >&2; exit 2 ;;
 esac
 
 missing=""

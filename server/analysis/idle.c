@@ -14,6 +14,9 @@
  *    a DataLoader range anywhere on the stack taking it; a gap that starts as a blocking sync
  *    call returns is the sync's (less its DataLoader instants). A kernel-wait gap is labelled
  *    with the innermost cpu_op around its launch.
+ *  - the lead-in (trace start to the first GPU activity) is labelled like a host-wait gap on
+ *    the thread that launched that activity (no sync rule): its labels (LB_LEAD*) feed the
+ *    startup suspect and are not idle (they are outside the GPU window).
  *  - an_idle_by_phase, after the walk: the gap time of each class inside each host phase.
  * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
  * instead (one thread at a time; suspects.c takes each category's largest thread).
@@ -31,6 +34,7 @@
 #include "lib/vec.h"
 
 #define SYNC_SLACK_US 2.0 /* a gap starting this soon after a sync call returned is the sync's */
+_Static_assert(GAP_LEAD_IN == 3, "the queries below name the lead-in's class as 3");
 
 /* One row of the sums: a label and its idle (or, CPU-only, labelled) time. */
 static int add_label(A *a, int type, long name, long track, double us) {
@@ -50,23 +54,23 @@ static int add_label(A *a, int type, long name, long track, double us) {
 #define GAP_INS "INSERT INTO scratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
 #define LAUNCH_SQL "SELECT ts, track FROM scratch.ev WHERE corr = ?1 AND cls = 1 LIMIT 1"
 
-/* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
-static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, double g0, double g1, int has_corr, long long corr) {
+/* The launch of correlation corr (has_corr 0: none): 1 with its start and thread, else 0. */
+static int find_launch(sqlite3_stmt *launch, int has_corr, long long corr, double *lts, long long *track) {
     int found = 0;
-    double lts = 0;
-    long long track = -1;
-    if (has_corr) {
-        sqlite3_bind_int64(launch, 1, corr);
-        if (sqlite3_step(launch) == SQLITE_ROW) {
-            found = 1;
-            lts = sqlite3_column_double(launch, 0);
-            track = sqlite3_column_int64(launch, 1);
-        }
-        sqlite3_reset(launch);
+    *lts = 0;
+    *track = -1;
+    if (!has_corr) return 0;
+    sqlite3_bind_int64(launch, 1, corr);
+    if (sqlite3_step(launch) == SQLITE_ROW) {
+        found = 1;
+        *lts = sqlite3_column_double(launch, 0);
+        *track = sqlite3_column_int64(launch, 1);
     }
-    int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
-    a->idle->by_class[cls] += g1 - g0;
-    if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
+    sqlite3_reset(launch);
+    return found;
+}
+
+static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, int cls, double g0, double g1, double lts, long long corr) {
     sqlite3_bind_int64(ins, 1, dev);
     sqlite3_bind_int64(ins, 2, track);
     sqlite3_bind_int(ins, 3, cls);
@@ -76,6 +80,39 @@ static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev,
     sqlite3_bind_int64(ins, 7, corr);
     int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
     sqlite3_reset(ins);
+    return rc;
+}
+
+/* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
+static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, double g0, double g1, int has_corr, long long corr) {
+    double lts;
+    long long track;
+    int found = find_launch(launch, has_corr, corr, &lts, &track);
+    int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
+    a->idle->by_class[cls] += g1 - g0;
+    if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
+    return insert_gap(a, ins, dev, track, cls, g0, g1, lts, corr);
+}
+
+/* The lead-in: the trace's start to its first GPU activity (ties: the lowest correlation,
+ * as for a gap's end). Why label it: a GPU with no work yet is the host holding the clock
+ * (CUDA context creation, lazy init, model load, the first batch) and no gap sees it. It is
+ * labelled on the thread of that activity's launch; with no launch found, all of it is
+ * "(untraced)". */
+static int lead_in_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch) {
+    sqlite3_stmt *q = an_prep(a, "SELECT ts, corr FROM scratch.ev WHERE cls = 2 ORDER BY ts, corr IS NULL, corr LIMIT 1");
+    if (!q) return ERR_DB;
+    int rc = 0;
+    double g0 = a->t->start_us;
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_double(q, 0) > g0) {
+        double g1 = sqlite3_column_double(q, 0), lts;
+        long long corr = sqlite3_column_int64(q, 1), track;
+        if (find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track))
+            rc = insert_gap(a, ins, -1, track, GAP_LEAD_IN, g0, g1, lts, corr);
+        else
+            rc = add_label(a, LB_LEAD, -1, -1, g1 - g0);
+    }
+    sqlite3_finalize(q);
     return rc;
 }
 
@@ -130,6 +167,7 @@ int an_idle_gaps(A *a) {
         s->ndevices++;
         rc = device_gaps(a, q, ins, launch, sqlite3_column_int64(devs, 0), s->devices);
     }
+    if (!rc && s->ndevices) rc = lead_in_gap(a, ins, launch);
     sqlite3_finalize(devs);
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
@@ -155,7 +193,7 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
         return 0;
     }
     if (!w->hw) {
-        w->hw = an_prep(a, "SELECT g0, g1 FROM scratch.igap WHERE track = ?1 AND cls = 1 ORDER BY g0");
+        w->hw = an_prep(a, "SELECT g0, g1, cls FROM scratch.igap WHERE track = ?1 AND cls IN (1, 3) ORDER BY g0");
         w->kw = w->hw ? an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr") : NULL;
         if (!w->kw) return ERR_DB;
     }
@@ -209,19 +247,21 @@ static int count_piece(A *a, idle_walk *w, double x, double y, int type, long na
         const open_gap *g = &w->open[i];
         double lo = x > g->g0 ? x : g->g0, hi = y < g->g1 ? y : g->g1;
         if (hi <= lo) continue;
-        if (type == LB_DATALOADER || g->sync_name < 0) rc = add_label(a, type, name, -1, hi - lo);
+        if (g->lead) rc = add_label(a, type == LB_DATALOADER ? LB_LEAD_DATA : LB_LEAD, name, -1, hi - lo);
+        else if (type == LB_DATALOADER || g->sync_name < 0) rc = add_label(a, type, name, -1, hi - lo);
         else rc = add_label(a, LB_SYNC, g->sync_name, -1, hi - lo);
     }
     return rc;
 }
 
-/* A host-wait gap opens at its start: is it a sync's (sync call S on the thread with
- * S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
+/* A host-wait gap (or the lead-in) opens at its start: is it a sync's (sync call S on the
+ * thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
 static int open_next_gap(idle_walk *w) {
     if (VEC_RESERVE(w->open, w->capopen, (size_t)w->nopen + 1, 4)) return ERR_NOMEM;
     double g0 = sqlite3_column_double(w->hw, 0), g1 = sqlite3_column_double(w->hw, 1);
-    int sync = w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
-    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1};
+    int lead = sqlite3_column_int(w->hw, 2) == GAP_LEAD_IN;
+    int sync = !lead && w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
+    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1, lead};
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
     return 0;
 }
@@ -385,8 +425,8 @@ static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
     long long *open = calloc(a->nphases, sizeof *open); /* instances open per phase */
     sqlite3_stmt *pts = an_prep(a, "SELECT t, pid, s FROM (SELECT ts AS t, pid, -1 AS s FROM scratch.pinst"
                                    " UNION ALL SELECT te, pid, 1 FROM scratch.pinst) ORDER BY t, s");
-    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM scratch.igap ORDER BY g0", base);
-    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM scratch.igap ORDER BY g1", base);
+    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM scratch.igap WHERE cls < 3 ORDER BY g0", base);
+    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM scratch.igap WHERE cls < 3 ORDER BY g1", base);
     while (!rc && sqlite3_step(pts) == SQLITE_ROW) {
         double t = sqlite3_column_double(pts, 0) - base;
         long pid = (long)sqlite3_column_int64(pts, 1);

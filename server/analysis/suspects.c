@@ -17,6 +17,8 @@
  *   copies_casts     the union of GPU work launched under a copy/cast op, and DtoD copies
  *   pageable_memcpy  the union of copies to or from pageable host memory
  *   compute_bound_op one non-GEMM, non-copy op holding > COMPUTE_SHARE of the GPU time
+ *   startup          the lead-in (trace start to first GPU activity) but its DataLoader
+ *                    instants (data_loading's), labelled on the first launch's thread
  * A suspect fires at FIRE_FRACTION of the wall; healthy = GPU busy >= HEALTHY_BUSY of the
  * wall and nothing fired. A CPU-only trace labels every host instant of every thread; a
  * category's at stake is then its largest thread's. */
@@ -36,9 +38,9 @@
 #define SHORT_MIN_CALLS 10          /* short-kernel op: at least this many calls, ... */
 #define SHORT_MAX_MEAN_HOST_US 1000 /* ... at most this host time per call, and less kernel time than host time */
 
-enum { C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_N };
+enum { C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_N };
 static const char *const cat_ids[C_N] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
-                                         "communication", "copies_casts", "pageable_memcpy", "compute_bound_op"};
+                                         "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup"};
 
 /* ---- the walk's statistics ---- */
 
@@ -140,7 +142,8 @@ static int credit(tally *t, int cat, long name, long track, double us) {
 static int category_of(const A *a, const idle_sum *s) {
     unsigned f = an_flags(a, s->name);
     switch (s->type) {
-    case LB_DATALOADER: return C_DATA;
+    case LB_DATALOADER: case LB_LEAD_DATA: return C_DATA;
+    case LB_LEAD: return C_START;
     case LB_SYNC: return C_SYNC;
     case LB_KWAIT_OP: return is_short(a, s->name) ? C_LAUNCH : C_N;
     case LB_NO_LAUNCH: case LB_KWAIT_RANGE: case LB_KWAIT_RT: return C_N;
@@ -435,8 +438,16 @@ static json_t *steps_doc(A *a) {
     return o;
 }
 
+/* How to leave one-time start-up out of the next capture, by who made the trace. */
+static const char *steady_window(const char *source) {
+    if (!strcmp(source, "nsys")) return "capture a steady-state window (nsys profile --capture-range=cudaProfilerApi around the loop, or --delay)";
+    if (!strcmp(source, "firstpass"))
+        return "record a longer run (the collector records the whole process) with the loop in an NVTX range, and compare that phase";
+    return "profile a steady-state window after warm-up steps (torch.profiler.schedule(wait=1, warmup=1, active=3))";
+}
+
 /* The next experiment of a category, naming its culprit. */
-static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, char *out, size_t n) {
+static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, char *out, size_t n) {
     switch (cat) {
     case C_DATA:
         snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
@@ -474,6 +485,12 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
     case C_PAGE:
         snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
                  "so %s overlaps compute instead of blocking the host", culprit);
+        return;
+    case C_START:
+        snprintf(out, n, "%s%s before the GPU gets any work: if it is one-time start-up (%s context creation, lazy init, model load, "
+                 "cudnn.benchmark autotuning), %s; if it recurs per request (tokenization, preprocessing), overlap it with the previous "
+                 "step's GPU work", strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
+                 strcmp(culprit, "(untraced)") ? " runs" : " passes", rocm ? "HIP" : "CUDA", steady_window(source));
         return;
     default:
         snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
@@ -554,9 +571,9 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
         int c = order[i];
         const char *name = culprit[c] >= 0 ? an_str(a, culprit[c]) : "(untraced)";
         char next[1024];
-        next_experiment(c, name, cpu_only, rocm, next, sizeof next);
+        next_experiment(c, name, cpu_only, rocm, a->t->source ? a->t->source : "kineto", next, sizeof next);
         static const char *const smell[C_N] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
-                                               NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates"};
+                                               NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy"};
         json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
                                               smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at[c], "at_stake_fraction",
                                               at[c] / wall, "at_stake_per_step_us",
@@ -583,6 +600,7 @@ static json_t *idle_doc(A *a, json_t *phases) {
     for (; nused < 25; nused++) { /* the 25 largest labels */
         int best = -1;
         for (size_t i = 0; i < s->nsums; i++) {
+            if (s->sums[i].type >= LB_LEAD_DATA) continue; /* the lead-in is not idle */
             int dup = 0;
             for (int j = 0; j < nused; j++) dup |= used[j] == (int)i;
             if (!dup && (best < 0 || s->sums[i].us > s->sums[best].us)) best = (int)i;
@@ -612,6 +630,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc && !cpu_only) rc = copies(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
+    if (!rc && !cpu_only && is->w0 > a->t->start_us && !(t.evidence[C_START] = json_pack("{s:f}", "lead_in_us", is->w0 - a->t->start_us)))
+        rc = ERR_NOMEM;
     double cpu_at[C_N] = {0};
     if (!rc && cpu_only) rc = cpu_priority(a, &t, cpu_at);
     json_t *by_phase = NULL;

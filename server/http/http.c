@@ -232,16 +232,19 @@ static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
 
 static void upload_end(struct conn *c, http_reply *out) {
     long long id = 0;
-    unsigned long long events = 0;
+    unsigned long long events = 0, received = import_received(c->im);
     int rc = import_finish(c->im, &id, &events);
-    if (rc) {
-        http_error(out, rc, "%s", import_error(c->im));
-        return;
-    }
+    if (rc) http_error(out, rc, "%s", import_error(c->im));
+    /* The importer (and its --max-uploads slot) goes before the reply is queued, not in
+     * on_completed: that runs after the reply went out, so a client posting its next
+     * upload as soon as it read this one's reply got 503 too_many_uploads. */
+    import_free(c->im);
+    c->im = NULL;
+    if (rc) return;
     snprintf(out->location, sizeof out->location, "/api/v1/sessions/%lld", id);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    metrics_ingest(import_received(c->im), events, (double)(t1.tv_sec - c->t0.tv_sec) + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e9);
+    metrics_ingest(received, events, (double)(t1.tv_sec - c->t0.tv_sec) + (double)(t1.tv_nsec - c->t0.tv_nsec) / 1e9);
     http_json(out, 201, json_pack("{s:I,s:s,s:I}", "id", id, "url", out->location, "events", (json_int_t)events));
 }
 

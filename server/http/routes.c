@@ -71,6 +71,7 @@ static int num_param(http_req *rq, http_reply *out, const char *key, double *v) 
 static int db_fail(http_reply *out, int rc, long long id) {
     if (rc == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session %lld", id);
     if (rc == ERR_FULL) return http_error(out, ERR_FULL, "the disk is full: delete sessions to free space");
+    if (rc == ERR_DBDOWN) return http_error(out, ERR_DBDOWN, "the database does not answer: try again later");
     return http_error(out, rc, "the query failed");
 }
 
@@ -78,8 +79,8 @@ static int db_fail(http_reply *out, int rc, long long id) {
 #define WITH_DB(a, out, call)                                                           \
     do {                                                                                \
         db_conn *db_ = store_get((a)->st);                                               \
-        if (!db_) return http_error(out, ERR_DB, "no database connection");       \
-        rc_ = call;                                                                     \
+        if (!db_) return http_error(out, store_fail((a)->st, NULL, ERR_DB), "no database connection"); \
+        rc_ = store_fail((a)->st, db_, call);                                           \
         store_put((a)->st, db_);                                                        \
     } while (0)
 

@@ -35,7 +35,7 @@ enum {
     ERR_BACKUP = -22,       /* a backup could not be written: 500 backup_failed */
     ERR_REQUEST = -23,      /* the request's framing is ambiguous or unsupported: 400 bad_request */
     ERR_FULL = -24,         /* the disk (or the database's limit) is full: 507 insufficient_storage */
-    ERR_DBDOWN = -25,       /* the database does not answer (GET /healthz): 503 database_unreachable */
+    ERR_DBDOWN = -25,       /* the database does not answer (GET /healthz; PostgreSQL gone under a request, store_fail): 503 database_unreachable */
     ERR_LAST = -25          /* the lowest value: tests walk ERR_LAST..-1 */
 };
 

@@ -335,6 +335,8 @@ static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, lo
     if (!rc) rc = db_exec(c, "UPDATE fp_generation SET lgen = lgen + 1");
     if (!rc) rc = db_exec(c, "COMMIT");
     if (rc) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : c ? db_errmsg(c) : "no database connection");
+    /* a connection lost before COMMIT: nothing was stored, the client may send it again (503) */
+    rc = store_fail(st, c, rc);
     store_put(st, c); /* rolls back an open transaction */
     free(meta);
     free(summary);

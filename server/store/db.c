@@ -17,8 +17,11 @@
 
 typedef struct pg_prepared {
     char *sql;     /* the SQLite-placeholder text, the cache key */
+    char *pgsql;   /* the translated text, kept to prepare it again on a new session */
     char name[16]; /* "fp<n>", or "" for an unnamed statement */
     int nparams;   /* the highest $n in the translated text */
+    int epoch;     /* the connection's epoch it was prepared in (pg_reconnect) */
+    int retry;     /* a read (or BEGIN): safe to run again on a new connection */
     unsigned char used[PG_MAX_PARAMS]; /* 1: $n+1 appears in the text */
 } pg_prepared;
 
@@ -29,7 +32,10 @@ struct db_conn {
     pg_prepared *cache; /* PG_CACHE entries, open addressing on the SQL text's hash */
     int ncached;
     long long changes;  /* PostgreSQL: rows of the last command */
-    int unnamed;        /* an unnamed statement is prepared (it is replaced by the next one) */
+    int epoch;          /* bumped by each reconnection: statements prepared before are gone */
+    int broken;         /* the connection was lost inside a transaction: never pooled again */
+    char setup[160];    /* the session's SETs, run again after a reconnection */
+    int streaming;      /* a db_prepare_stream cursor is open (one at a time: its name is fixed) */
     char err[512];
 };
 
@@ -37,8 +43,14 @@ struct db_stmt {
     db_conn *c;
     sqlite3_stmt *lite;
     /* PostgreSQL */
-    const pg_prepared *p;
+    pg_prepared *p;
     pg_prepared own;                 /* an unnamed statement's description */
+    /* db_prepare_stream: p declares the cursor, fetch reads its next batch rows */
+    pg_prepared *fetch;
+    pg_prepared fetch_own;
+    int batch;                       /* 0: not a stream */
+    int cursor;                      /* the cursor is open */
+    int own_tx;                      /* the stream opened the transaction it runs in */
     char *vals[PG_MAX_PARAMS];       /* parameter values, owned (NULL: SQL NULL) */
     int lens[PG_MAX_PARAMS], fmts[PG_MAX_PARAMS];
     PGresult *res;                   /* the whole result, after the first step */
@@ -127,10 +139,9 @@ static db_conn *pg_open(const char *uri, char *err, size_t errlen) {
         return NULL;
     }
     const char *t = getenv("FIRSTPASS_PG_STATEMENT_TIMEOUT_MS");
-    char sql[160];
-    snprintf(sql, sizeof sql, "SET statement_timeout = %ld; SET client_min_messages = warning; SET extra_float_digits = 1",
+    snprintf(c->setup, sizeof c->setup, "SET statement_timeout = %ld; SET client_min_messages = warning; SET extra_float_digits = 1",
              t && *t ? strtol(t, NULL, 10) : 60000L);
-    if (db_exec(c, sql)) {
+    if (db_exec(c, c->setup)) {
         if (err) snprintf(err, errlen, "cannot set up the PostgreSQL session: %s", c->err);
         db_close(c);
         return NULL;
@@ -147,7 +158,7 @@ void db_close(db_conn *c) {
     if (c->kind == DB_SQLITE) sqlite3_close(c->lite);
     else {
         PQfinish(c->pg);
-        for (int i = 0; i < PG_CACHE; i++) free(c->cache[i].sql);
+        for (int i = 0; i < PG_CACHE; i++) free(c->cache[i].sql), free(c->cache[i].pgsql);
         free(c->cache);
     }
     free(c);
@@ -158,11 +169,83 @@ struct sqlite3 *db_sqlite(db_conn *c) { return c->kind == DB_SQLITE ? c->lite : 
 
 const char *db_errmsg(db_conn *c) { return c->kind == DB_SQLITE ? sqlite3_errmsg(c->lite) : c->err; }
 
-int db_alive(db_conn *c) { return c->kind == DB_SQLITE || PQstatus(c->pg) == CONNECTION_OK; }
+int db_alive(db_conn *c) { return c->kind == DB_SQLITE || (!c->broken && PQstatus(c->pg) == CONNECTION_OK); }
 
 int db_in_tx(db_conn *c) {
     if (c->kind == DB_SQLITE) return !sqlite3_get_autocommit(c->lite);
     return PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQtransactionStatus(c->pg) != PQTRANS_UNKNOWN;
+}
+
+/* ---- a connection that broke ---- */
+
+/* A pooled connection whose server went away (a restart, a failover, a network cut) is
+ * only found out when it is next used: the statement fails with the server's FATAL
+ * (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now), a class 08
+ * connection error, or libpq's "server closed the connection unexpectedly". The first
+ * request after a PostgreSQL restart got a 500 from that. Now db.c reconnects (PQreset)
+ * and runs the statement once more, where that is safe: the connection was idle (outside a
+ * transaction, so nothing of the caller's is lost) and the statement is a read, a SET or a
+ * BEGIN (running it twice does no harm). A write, or anything inside a transaction, fails
+ * with the connection marked broken (db_alive 0): the transaction is gone, the caller
+ * answers 503 database_unreachable (store_fail) and the pool drops the connection. */
+static int pg_broken(db_conn *c, const PGresult *r) {
+    if (PQstatus(c->pg) == CONNECTION_BAD) return 1;
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    if (!st) return !r; /* no result at all: the connection failed under it */
+    return !strncmp(st, "08", 2) || !strcmp(st, "57P01") || !strcmp(st, "57P02") || !strcmp(st, "57P03");
+}
+
+/* 1 when running sql again on a new connection is harmless: a SELECT (a read; nextval and
+ * the advisory locks only take another value or a lock the dead session gave back), VALUES,
+ * SHOW, SET, BEGIN. */
+static int pg_retryable(const char *sql) {
+    static const char *const ok[] = {"SELECT", "VALUES", "SHOW", "SET", "BEGIN", NULL};
+    while (*sql == ' ' || *sql == '\n' || *sql == '(') sql++;
+    for (int i = 0; ok[i]; i++) {
+        size_t n = strlen(ok[i]);
+        if (!strncasecmp(sql, ok[i], n) && (sql[n] == ' ' || sql[n] == '\0' || sql[n] == '\n' || sql[n] == ';')) return 1;
+    }
+    return 0;
+}
+
+/* A new session on c's connection parameters: 0, or ERR_DB with c->err set. Statements
+ * prepared on the old one are prepared again when next run (pg_send, by epoch). */
+static int pg_reconnect(db_conn *c) {
+    PQreset(c->pg);
+    c->epoch++;
+    c->streaming = 0;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        set_err(c, PQerrorMessage(c->pg));
+        log_err(c, "reconnect");
+        return c->broken = 1, ERR_DB;
+    }
+    c->broken = 0;
+    PGresult *r = PQexec(c->pg, c->setup);
+    int ok = r && PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
+    PQclear(r);
+    if (ok) log_line("info", "database reconnected", "backend=postgresql");
+    return ok ? 0 : ERR_DB;
+}
+
+/* After a failed statement r (not cleared), run while the connection was idle when
+ * `idle`: 1 when the caller should run it once more on the new connection made here. */
+static int pg_should_retry(db_conn *c, const PGresult *r, int idle, int retryable) {
+    if (!pg_broken(c, r)) return 0;
+    set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
+    if (!*c->err) set_err(c, PQerrorMessage(c->pg));
+    log_line("warn", "database connection lost", "backend=postgresql retry=%s", idle && retryable ? "yes" : "no");
+    /* not retried: the transaction (or the write's outcome) is lost whatever the
+     * connection does now; db_alive says 0 so that the pool closes it */
+    if (!idle || !retryable) return c->broken = 1, 0;
+    return pg_reconnect(c) == 0;
+}
+
+static int pg_idle(db_conn *c) { return PQtransactionStatus(c->pg) == PQTRANS_IDLE; }
+
+static int pg_ok(const PGresult *r) {
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_COPY_IN;
 }
 
 /* ---- statements without parameters ---- */
@@ -180,7 +263,13 @@ static int pg_check(db_conn *c, PGresult *r) {
 int db_exec(db_conn *c, const char *sql) {
     if (c->kind == DB_SQLITE) return sqlite3_exec(c->lite, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB;
     /* PQexec runs several statements; the last result tells, earlier errors stop it. */
-    return pg_check(c, PQexec(c->pg, sql));
+    int idle = pg_idle(c);
+    PGresult *r = PQexec(c->pg, sql);
+    if (!pg_ok(r) && pg_should_retry(c, r, idle, pg_retryable(sql))) {
+        PQclear(r);
+        r = PQexec(c->pg, sql);
+    }
+    return pg_check(c, r);
 }
 
 int db_begin_write(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN"); }
@@ -229,9 +318,18 @@ static unsigned long hash_str(const char *s) {
     return h;
 }
 
+/* PQprepare of e on c's session. A parameter the text never names (a statement built
+ * without one of its filters) has no type to infer: PostgreSQL refuses it unless told
+ * one; text is as good as any. */
+static PGresult *pg_prepare(db_conn *c, const pg_prepared *e) {
+    Oid types[PG_MAX_PARAMS] = {0};
+    for (int i = 0; i < e->nparams; i++) types[i] = e->used[i] ? 0 : 25 /* TEXTOID */;
+    return PQprepare(c->pg, e->name, e->pgsql, e->nparams, types);
+}
+
 /* The prepared statement for sql on c: from the cache, or prepared now while the cache
  * has room; past it, *own describes a statement sent whole each time. NULL with c->err set. */
-static const pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *text, pg_prepared *own) {
+static pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *text, pg_prepared *own) {
     /* sql is the cache key, text what runs (the same string today) */
     unsigned long h = hash_str(sql);
     pg_prepared *slot = NULL;
@@ -253,6 +351,7 @@ static const pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *tex
         memset(own, 0, sizeof *own);
         own->sql = pgsql;
         own->nparams = np;
+        own->retry = pg_retryable(text);
         memcpy(own->used, used, sizeof used);
         return own;
     }
@@ -260,14 +359,23 @@ static const pg_prepared *pg_lookup(db_conn *c, const char *sql, const char *tex
     memset(e, 0, sizeof *e);
     snprintf(e->name, sizeof e->name, "fp%d", c->ncached);
     e->nparams = np;
-    /* A parameter the text never names (a statement built without one of its filters) has
-     * no type to infer: PostgreSQL refuses it unless told one; text is as good as any. */
-    Oid types[PG_MAX_PARAMS] = {0};
-    for (int i = 0; i < np; i++) types[i] = used[i] ? 0 : 25 /* TEXTOID */;
-    int rc = pg_check(c, PQprepare(c->pg, e->name, pgsql, np, types));
-    free(pgsql);
-    if (rc) return NULL;
-    if (!(e->sql = strdup(sql))) return set_err(c, "out of memory"), NULL;
+    e->retry = pg_retryable(text);
+    memcpy(e->used, used, sizeof used);
+    e->pgsql = pgsql;
+    /* preparing has no effect but on this session: on a connection found dead, prepared again */
+    int idle = pg_idle(c);
+    PGresult *r = pg_prepare(c, e);
+    if (!pg_ok(r) && pg_should_retry(c, r, idle, 1)) {
+        PQclear(r);
+        r = pg_prepare(c, e);
+    }
+    if (pg_check(c, r) || !(e->sql = strdup(sql))) {
+        if (!*c->err) set_err(c, "out of memory");
+        free(e->pgsql);
+        memset(e, 0, sizeof *e);
+        return NULL;
+    }
+    e->epoch = c->epoch;
     c->ncached++;
     return e;
 }
@@ -289,21 +397,83 @@ static void pg_set(db_stmt *s, int i, char *v, int len, int fmt) {
     s->fmts[i - 1] = fmt;
 }
 
-/* Runs the statement once; its whole result is kept for the steps. */
-static int pg_run(db_stmt *s) {
+/* Runs p (s->p or s->fetch; own: its unnamed alternative) once with s's parameters,
+ * preparing it first on a session that does not have it yet (after a reconnection). */
+static PGresult *pg_send(db_stmt *s, pg_prepared *p, const pg_prepared *own) {
     db_conn *c = s->c;
     const char *const *v = (const char *const *)s->vals;
+    if (p != own && p->epoch != c->epoch) {
+        PGresult *r = pg_prepare(c, p);
+        if (!pg_ok(r)) return r;
+        PQclear(r);
+        p->epoch = c->epoch;
+    }
     Oid types[PG_MAX_PARAMS] = {0};
-    for (int i = 0; i < s->own.nparams; i++) types[i] = s->own.used[i] ? 0 : 25 /* TEXTOID: see pg_lookup */;
-    PGresult *r = s->p == &s->own ? PQexecParams(c->pg, s->own.sql, s->own.nparams, types, v, s->lens, s->fmts, 0)
-                                  : PQexecPrepared(c->pg, s->p->name, s->p->nparams, v, s->lens, s->fmts, 0);
+    for (int i = 0; i < own->nparams; i++) types[i] = own->used[i] ? 0 : 25 /* TEXTOID: see pg_prepare */;
+    return p == own ? PQexecParams(c->pg, own->sql, own->nparams, types, v, s->lens, s->fmts, 0)
+                    : PQexecPrepared(c->pg, p->name, p->nparams, v, s->lens, s->fmts, 0);
+}
+
+/* Runs p with s's parameters, once more on a new connection when the old one turned out
+ * dead and that is safe (pg_should_retry): its result, or NULL with c->err set. */
+static PGresult *pg_exec_stmt(db_stmt *s, pg_prepared *p, const pg_prepared *own) {
+    db_conn *c = s->c;
+    int idle = pg_idle(c);
+    PGresult *r = pg_send(s, p, own);
+    if (!pg_ok(r) && pg_should_retry(c, r, idle, p->retry)) {
+        PQclear(r);
+        r = pg_send(s, p, own);
+    }
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
         log_err(c, "query");
         PQclear(r);
-        return ERR_DB;
+        return NULL;
     }
+    return r;
+}
+
+/* A stream's next batch: FETCH on its cursor, opened first (in a read-only transaction of
+ * its own when the connection is not in one: a cursor lives in a transaction). 0 or ERR_DB. */
+static int pg_stream_fetch(db_stmt *s) {
+    db_conn *c = s->c;
+    if (!s->cursor) {
+        if (c->streaming) return set_err(c, "a stream is already open on this connection"), ERR_DB;
+        if (!db_in_tx(c)) {
+            if (db_exec(c, "BEGIN READ ONLY")) return ERR_DB;
+            s->own_tx = 1;
+        }
+        PGresult *d = pg_exec_stmt(s, s->p, &s->own);
+        if (!d) return ERR_DB;
+        PQclear(d);
+        s->cursor = 1;
+        c->streaming = 1;
+    }
+    PQclear(s->res);
+    s->res = pg_exec_stmt(s, s->fetch, &s->fetch_own);
+    if (!s->res) return ERR_DB;
+    s->nrows = PQntuples(s->res);
+    s->row = -1;
+    s->ran = 1;
+    return 0;
+}
+
+/* Closes a stream's cursor (and ends the transaction it opened), so that the connection
+ * can run another stream, or go back to the pool idle. */
+static void pg_stream_close(db_stmt *s) {
+    if (!s->cursor) return;
+    db_exec(s->c, s->own_tx ? "COMMIT" : "CLOSE fp_stream");
+    s->cursor = s->own_tx = 0;
+    s->c->streaming = 0;
+}
+
+/* Runs the statement once; its whole result is kept for the steps. */
+static int pg_run(db_stmt *s) {
+    db_conn *c = s->c;
+    if (s->batch) return pg_stream_fetch(s);
+    PGresult *r = pg_exec_stmt(s, s->p, &s->own);
+    if (!r) return ERR_DB;
     c->changes = strtoll(PQcmdTuples(r), NULL, 10);
     s->res = r;
     s->nrows = PQntuples(r);
@@ -332,6 +502,35 @@ db_stmt *db_prepare2(db_conn *c, const char *sqlite_sql, const char *pg_sql) {
     if (!s) { sqlite3_finalize(st); return NULL; }
     s->c = c;
     s->lite = st;
+    return s;
+}
+
+/* The cursor's name is fixed (one stream a connection at a time), so that its DECLARE and
+ * FETCH texts are constants, prepared once per connection like any other statement. */
+db_stmt *db_prepare_stream(db_conn *c, const char *sql, int batch) {
+    if (c->kind != DB_PG) return db_prepare(c, sql); /* SQLite reads row by row already */
+    if (batch < 1) batch = 1;
+    static const char decl[] = "DECLARE fp_stream NO SCROLL CURSOR FOR ";
+    char *text = malloc(sizeof decl + strlen(sql));
+    db_stmt *s = calloc(1, sizeof *s);
+    if (!text || !s) {
+        free(text);
+        free(s);
+        return set_err(c, "out of memory"), NULL;
+    }
+    memcpy(text, decl, sizeof decl - 1);
+    strcpy(text + sizeof decl - 1, sql);
+    char fetch[48];
+    snprintf(fetch, sizeof fetch, "FETCH %d FROM fp_stream", batch);
+    s->c = c;
+    s->batch = batch;
+    s->p = pg_lookup(c, text, text, &s->own);
+    free(text);
+    if (s->p && !(s->fetch = pg_lookup(c, fetch, fetch, &s->fetch_own))) {
+        if (s->p == &s->own) free(s->own.sql);
+        s->p = NULL;
+    }
+    if (!s->p) return free(s), NULL;
     return s;
 }
 
@@ -381,6 +580,8 @@ int db_step(db_stmt *s) {
     if (!s->ran && pg_run(s)) return ERR_DB;
     free(s->blob);
     s->blob = NULL;
+    /* a stream's batch is used up: the next one, unless this one came short (the end) */
+    if (s->batch && s->row + 1 >= s->nrows && s->nrows == s->batch && pg_stream_fetch(s)) return ERR_DB;
     if (s->row + 1 < s->nrows) {
         s->row++;
         return DB_ROW;
@@ -391,7 +592,7 @@ int db_step(db_stmt *s) {
 
 void db_reset(db_stmt *s) {
     if (s->lite) sqlite3_reset(s->lite);
-    else pg_clear_result(s);
+    else pg_stream_close(s), pg_clear_result(s);
 }
 
 void db_clear_bindings(db_stmt *s) {
@@ -407,9 +608,11 @@ void db_finalize(db_stmt *s) {
     if (!s) return;
     if (s->lite) sqlite3_finalize(s->lite);
     else {
+        pg_stream_close(s);
         pg_clear_result(s);
         db_clear_bindings(s);
         if (s->p == &s->own) free(s->own.sql);
+        if (s->fetch == &s->fetch_own) free(s->fetch_own.sql);
     }
     free(s);
 }

@@ -12,6 +12,8 @@
 #include "lib/chunk.h"
 #include "lib/err.h"
 
+#define DOWNLOAD_BATCH 4 /* event chunks a fetch on PostgreSQL; each is at most ~CHUNK_BYTES inflated */
+
 struct download {
     store *st;
     db_conn *db;
@@ -48,7 +50,10 @@ download *download_open(store *s, long long id, int gzip, int *err) {
     d->meta = json_loads((const char *)db_column_text(m, 0), 0, &je);
     db_finalize(m);
     if (!d->meta) goto fail;
-    if (!(d->chunks = db_prepare(d->db, "SELECT data FROM event_chunks WHERE session_id = ? ORDER BY seq")))
+    /* A stream, DOWNLOAD_BATCH chunks at a time: a plain statement's first step fetched every
+     * chunk of the session into one PostgreSQL result, as hex text (2x), so a download held
+     * the whole session in memory (about 60 MB for a 1M-event one). */
+    if (!(d->chunks = db_prepare_stream(d->db, "SELECT data FROM event_chunks WHERE session_id = ? ORDER BY seq", DOWNLOAD_BATCH)))
         goto fail;
     db_bind_int64(d->chunks, 1, id);
     /* windowBits 15+16: a gzip wrapper, what Content-Encoding: gzip means. */
@@ -56,6 +61,7 @@ download *download_open(store *s, long long id, int gzip, int *err) {
     *err = 0;
     return d;
 fail:
+    if (*err == ERR_DB) *err = store_fail(s, d->db, ERR_DB);
     download_free(d);
     return NULL;
 }

@@ -2,7 +2,8 @@
  *
  * Events come back chunk by chunk from event_chunks, exactly as uploaded (args kept,
  * metadata and flow events included), wrapped in {"traceEvents":[...], <top-level keys>}.
- * Memory per download: one inflated chunk plus the output window. */
+ * Memory per download: one inflated chunk plus the output window, and on PostgreSQL one
+ * batch of compressed chunks (a cursor, db_prepare_stream), whatever the session's size. */
 #ifndef FP_DOWNLOAD_H
 #define FP_DOWNLOAD_H
 

@@ -545,6 +545,10 @@ void store_put(store *s, db_conn *db) {
     db_close(db);
 }
 
+int store_fail(store *s, db_conn *db, int rc) {
+    return rc == ERR_DB && s->pg && (!db || !db_alive(db)) ? ERR_DBDOWN : rc;
+}
+
 int store_ping(store *s) {
     db_conn *c = store_get(s);
     if (!c) return ERR_DB;
@@ -616,7 +620,7 @@ static unsigned long pg_gen(store *s, const char *col) {
 
 static int exec_one(store *s, const char *sql, long long id, const char *a, const char *b, int *changes) {
     db_conn *db = store_get(s);
-    if (!db) return ERR_DB;
+    if (!db) return store_fail(s, NULL, ERR_DB);
     int rc = s->pg ? db_begin_write(db) : 0;
     db_stmt *st = rc ? NULL : db_prepare(db, sql);
     if (!st) rc = ERR_DB;
@@ -631,6 +635,7 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
     db_finalize(st);
     if (s->pg && !rc) rc = db_exec(db, "UPDATE fp_generation SET gen = gen + 1, lgen = lgen + 1");
     if (s->pg && !rc) rc = db_exec(db, "COMMIT");
+    rc = store_fail(s, db, rc);
     if (!rc && !s->pg) {
         s->gen++; /* after the commit (autocommit), never before: see store_generation */
         s->lgen++;
@@ -725,7 +730,7 @@ long long store_size_bytes(store *s) {
 
 int store_usage_get(store *s, store_usage *u) {
     db_conn *db = store_get(s);
-    if (!db) return ERR_DB;
+    if (!db) return store_fail(s, NULL, ERR_DB);
     /* One read transaction, so that the four numbers describe one snapshot. */
     int rc = db_exec(db, "BEGIN") ? ERR_DB : 0;
     if (!rc && s->pg) {
@@ -742,6 +747,7 @@ int store_usage_get(store *s, store_usage *u) {
     }
     if (!rc && (u->sessions < 0 || u->pages < 0 || u->free_pages < 0 || u->page_size < 0)) rc = ERR_DB;
     if (!rc) db_exec(db, "COMMIT");
+    rc = store_fail(s, db, rc);
     store_put(s, db);
     return rc;
 }

@@ -43,6 +43,11 @@ int store_ping(store *s);
  * back with store_put: a broken one is closed, not pooled. */
 db_conn *store_get(store *s);
 void store_put(store *s, db_conn *db);
+/* rc as the caller should answer it: ERR_DBDOWN (503 database_unreachable: retry later)
+ * when rc is ERR_DB because PostgreSQL is out of reach, that is no connection could be had
+ * (db NULL) or db was lost under a statement that could not be run again (db.c); else rc.
+ * Call it before store_put(db). */
+int store_fail(store *s, db_conn *db, int rc);
 
 /* The upload's scratch workspace (ingest/load.c): a SQLite connection with no transaction
  * open on which the loader attaches its scratch file. On SQLite it is a pooled connection

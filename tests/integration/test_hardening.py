@@ -158,3 +158,17 @@ class Sigterm(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class UploadSlot(unittest.TestCase):
+    def test_next_upload_after_a_reply_finds_the_slot_free(self):
+        """The upload slot was given back only when MHD called the completion callback,
+        after the 201 had gone out: a client that posted its next upload (on a new
+        connection) as soon as it read the reply could get 503 too_many_uploads with
+        --max-uploads 1 (seen once in test-openapi)."""
+        srv = Server("--max-uploads", "1")
+        try:
+            got = [srv.upload(TRACE, "?name=slot%d" % i)[0] for i in range(150)]
+        finally:
+            srv.stop()
+        self.assertEqual([s for s in got if s != 201], [], "statuses other than 201")

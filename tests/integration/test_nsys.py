@@ -259,6 +259,24 @@ class RealExports(NsysBase):
             self.assertEqual(s["hardware"], ref_hardware(db))
             self.assertEqual(s["trace"]["nsys_invalid_rows"], 0)
 
+    def test_startup_suspect_is_the_lead_in_with_nsys_advice(self):
+        """The wall before the first GPU activity (CUDA context creation in cloverleaf: 43%)
+        is the startup suspect, its advice says how to capture with nsys, not torch."""
+        seen = 0
+        for p, sid, db in self.each():
+            s = self.srv.json("/api/v1/sessions/%d/suspects" % sid)
+            lead, wall = s["gpu"]["lead_in_us"], s["wall_us"]
+            st = [x for x in s["suspects"] if x["category"] == "startup"]
+            if lead < 0.05 * wall:
+                self.assertEqual(st, [])
+                continue
+            seen += 1
+            self.assertEqual(len(st), 1)
+            self.assertAlmostEqual(st[0]["at_stake_us"], lead, delta=1e-6 * wall)
+            self.assertIn("--capture-range=cudaProfilerApi", st[0]["next_experiment"])
+            self.assertNotIn("torch.profiler", st[0]["next_experiment"])
+        self.assertGreater(seen, 0, "no export with a lead-in over 5% of the wall")
+
     def test_kernel_table(self):
         for p, sid, db in self.each():
             got = self.kernels(sid)

@@ -70,7 +70,8 @@ test('every schema compiles under ajv strict mode (no misspelt keywords)', () =>
 test('operations are complete: ids, descriptions, JSON error bodies', () => {
   const ids = new Set();
   const errorRef = '#/components/schemas/Error';
-  const isError = (s) => s.$ref === errorRef || (s.allOf ?? []).some((p) => p.$ref === errorRef) || (s.$ref && isError(resolvePointer(s.$ref)));
+  const isError = (s) => s.$ref === errorRef || (s.allOf ?? []).some((p) => p.$ref === errorRef) || (s.$ref && isError(resolvePointer(s.$ref)))
+    || (s.oneOf?.length > 0 && s.oneOf.every(isError));
   for (const [template, item] of Object.entries(spec.paths)) {
     for (const m of METHODS) {
       const op = item[m];

@@ -6,10 +6,19 @@ that stopping it does not disturb the other tests):
     line a try for FIRSTPASS_DB_WAIT_S, then exit 1 with the reason;
   * start-up while the database is still starting: the server waits, then serves;
   * the database stops under a running server: /healthz says 503 database_unreachable with
-    backend postgresql, reads fail with 500 database_error (never a hang), and once the
-    database is back the same server answers 200 again with no restart."""
+    backend postgresql, reads and uploads fail with 503 database_unreachable (never a hang,
+    never a 500), and once the database is back the same server answers 200 again with no
+    restart;
+  * the database restarts under a running server whose pool holds connections (all dead,
+    unnoticed): the FIRST request after it, and every one after, is served (db.c reconnects
+    and runs a read or a BEGIN again). Before, that first request was a 500 database_error
+    (and as many more as there were pooled connections);
+  * a download's connection killed between two FETCHes of its cursor (not retried: the
+    cursor is gone): the client sees the response cut short, never a shorter trace that
+    ends like a complete one, and the server serves the next requests."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "integration"))
 import fpserver  # noqa: E402
 from test_replicas import psql, SIMPLE  # noqa: E402
+
+NCCL = os.path.join(fpserver.TRACES, "hta", "nccl_parser_config", "nccl_data.json.gz")
 
 CLUSTER = os.path.join(HERE, "cluster.sh")
 
@@ -80,8 +91,11 @@ class Outage(unittest.TestCase):
                                                           "message": "the postgresql database does not answer"}})
             t0 = time.time()
             st, _, b = srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)
-            self.assertEqual(st, 500, b)
-            self.assertIn(b"database_error", b)
+            self.assertEqual(st, 503, b)
+            self.assertIn(b"database_unreachable", b)
+            st, _, b = srv.upload(open(SIMPLE, "rb").read(), "?name=during")
+            self.assertEqual(st, 503, b)
+            self.assertEqual(b["error"]["code"], "database_unreachable", b)
             self.assertLess(time.time() - t0, 20)
             subprocess.run([CLUSTER, "resume", self.dir], check=True)
             for _ in range(50):
@@ -91,6 +105,78 @@ class Outage(unittest.TestCase):
             self.assertEqual(health(srv)[0], 200)
             self.assertEqual(srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)[0], 200)
             self.assertEqual(srv.upload(open(SIMPLE, "rb").read(), "?name=after")[0], 201)
+        finally:
+            srv.stop()
+
+    def test_4_first_request_after_a_restart_is_served(self):
+        srv = fpserver.Server(db=self.conn, quiet=False)
+        try:
+            sid = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=before-restart")
+            # several connections in the pool: reads at once, each holds one
+            out = []
+            ts = [threading.Thread(target=lambda: out.append(srv.get("/api/v1/sessions/%d/trace" % sid)[0])) for _ in range(6)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(out, [200] * 6)
+            # a restart: every pooled connection's backend is gone, and the server is not told
+            subprocess.run([CLUSTER, "halt", self.dir], check=True)
+            subprocess.run([CLUSTER, "resume", self.dir], check=True)
+            st, _, b = srv.get("/api/v1/sessions/%d/operators?limit=3" % sid)
+            self.assertEqual(st, 200, b)  # the first request after the restart
+            # the next ones take the other dead connections: a read of every kind, a download
+            # (a cursor in a transaction), writes (their BEGIN is run again), then a delete
+            for path in ["/api/v1/sessions/%d" % sid, "/api/v1/sessions?limit=5", "/api/v1/sessions/%d/report" % sid,
+                         "/api/v1/sessions/%d/trace" % sid, "/api/v1/sessions/%d/timeline" % sid]:
+                st, _, b = srv.get(path)
+                self.assertEqual(st, 200, (path, b[:300]))
+            sid2 = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=after-restart")
+            st, _, b = srv.request("DELETE", "/api/v1/sessions/%d" % sid2)
+            self.assertEqual(st, 204, b)
+            self.assertEqual(health(srv)[0], 200)
+            log = open(srv.log.name).read()
+            self.assertIn("database reconnected", log)
+            self.assertNotIn(" 500 ", log)
+        finally:
+            srv.stop()
+
+    def test_5_a_download_whose_connection_is_lost_fails_visibly(self):
+        """A download is a cursor in a transaction: its connection lost between two FETCHes
+        cannot be retried (the cursor is gone). The client must see the response cut short
+        (never a shorter trace that parses), and the server serve the next requests."""
+        srv = fpserver.Server(db=self.conn)
+        try:
+            sid = srv.upload_ok(open(NCCL, "rb").read(), "?name=cut")
+            chunks = int(psql(self.conn, "SELECT count(*) FROM event_chunks WHERE session_id = %d" % sid))
+            self.assertGreater(chunks, 8, "the trace needs more than two fetches of 4 chunks")
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"GET /api/v1/sessions/%d/trace HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % sid)
+            got = s.recv(4096)
+            self.assertIn(b" 200 ", got.split(b"\r\n")[0])
+            # not reading on: the server holds its first fetch's ~3 MB (of 7.8) in its output
+            # buffer and waits for the socket, its transaction idle between two fetches
+            killed = ""
+            for _ in range(50):
+                killed = psql(self.conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE application_name = 'firstpass-server' AND state = 'idle in transaction'")
+                if killed:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(killed, "t", "no download transaction to cut")
+            s.settimeout(60)
+            while True:
+                b = s.recv(1 << 16)
+                if not b:
+                    break
+                got += b
+            s.close()
+            # chunked transfer: a complete body ends with the zero-length chunk
+            self.assertFalse(got.endswith(b"\r\n0\r\n\r\n"), "the cut download ended like a complete one")
+            st, _, b = srv.get("/api/v1/sessions/%d/trace" % sid)
+            self.assertEqual(st, 200)
+            self.assertEqual(len(json.loads(b)["traceEvents"]) > 0, True)
+            self.assertEqual(srv.get("/api/v1/sessions/%d" % sid)[0], 200)
         finally:
             srv.stop()
 

@@ -448,12 +448,15 @@ def embedding(k):
 
 # ---------------------------------------------------------------- the cases
 
-def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6):
+def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6, prelude=None):
     """A healthy decode loop: per step embedding, `layers` decoder layers, lm_head, argmax
     on the GPU, then `.item()` of the token (one tiny sync) and a few us of Python. The host
-    runs ahead inside a step, so the GPU is packed (GEMMs ~80% of GPU time, >95% busy)."""
+    runs ahead inside a step, so the GPU is packed (GEMMs ~80% of GPU time, >95% busy).
+    prelude(k), if given, runs first."""
     k = KTrace(seed)
     k.host(40)
+    if prelude:
+        prelude(k)
     for s in range(steps):
         with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
             embedding(k)
@@ -470,6 +473,20 @@ def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.
 
 def case_healthy():
     return decode_loop(1001, 45)
+
+
+def lazy_cuda_init(k):
+    """The first `model.to('cuda')` of a process: creating the CUDA context shows as one long
+    runtime call under aten::to -> aten::_to_copy -> aten::empty_strided, with no GPU work."""
+    with k.op("aten::to", pre=3.0, dims=[[4096, 4096], [], [], [], []]):
+        with k.op("aten::_to_copy", pre=2.0):
+            with k.op("aten::empty_strided", pre=0.5, post=0.3):
+                k.runtime_only("cudaDeviceGetStreamPriorityRange", 120000.0)
+    k.host(25)
+
+
+def case_startup():
+    return decode_loop(9001, 30, name="startup", prelude=lazy_cuda_init)
 
 
 def case_compare_37():
@@ -886,6 +903,7 @@ CASES = {
     "compute_bound_op": case_compute_bound_op,
     "communication": case_communication,
     "healthy": case_healthy,
+    "startup": case_startup,
     "phases": case_phases,
     "compare_37": case_compare_37,
     "compare_45_slow": case_compare_45_slow,

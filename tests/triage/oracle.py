@@ -67,8 +67,15 @@ Idle intervals (per device, every maximal gap of the busy union inside the windo
  - Per culprit, the idle is summed; per class; per phase (idle inside the union of a
    user_annotation name's instances, "ProfilerStep#*" folded).
 
+Lead-in (not idle: it lies before the GPU window, in no class, not in `idle`)
+ - [wall start, first GPU activity start] (the union over devices; ties: the lowest
+   correlation). N = that activity, R = its runtime call on thread T. Each instant is
+   labelled on T as in a host_wait gap (b), with no sync rule; R not found: all of it is
+   "(untraced)".
+
 Categories (ids as in the reply; the category of each idle label or GPU set)
- - data_loading: host_wait idle labelled by a DataLoader range.
+ - data_loading: host_wait idle labelled by a DataLoader range, and the lead-in's instants
+   labelled so.
  - host_sync: host_wait idle of the sync rule (a), less its DataLoader instants.
  - python_overhead: host_wait idle labelled by a python_function, a user_annotation's own
    time (incl. ProfilerStep#*) or "(untraced)".
@@ -88,6 +95,8 @@ Categories (ids as in the reply; the category of each idle label or GPU set)
  - copies_casts: union of GPU activity launched with a copy/cast op on the stack, and every
    Memcpy DtoD, less HtoD/DtoH copies. Culprit: the outermost copy/cast op by time.
  - pageable_memcpy: union of copies whose name contains "Pageable". Culprit: that copy name.
+ - startup: the lead-in's instants but its DataLoader ones (those are data_loading's).
+   Culprit: the label with the most of it.
  - compute_bound_op: the non-GEMM-like, non-copy, non-comm op (innermost cpu_op around the
    launch; key_averages self CUDA; kernels only) with the most GPU time, if it holds > 50%
    of all GPU activity time and is not short-kernel; at stake = its GPU time.
@@ -567,6 +576,13 @@ def analyze(doc, want_ops=False, want_gaps=0):
                                  "busy_fraction": r3((blen / (w1 - w0)) if w1 > w0 else 1.0),
                                  "lead_in_us": r3(w0 - t.wall0), "tail_us": r3(t.wall1 - w1),
                                  "idle_by_class_us": {k: r3(v) for k, v in sorted(dcls.items())}}
+        # the lead-in, labelled on the thread that launched the first GPU activity
+        first = min(t.gpu, key=lambda g: (g.ts, g.corr if isinstance(g.corr, (int, float)) else 1e30))
+        if first.ts > t.wall0:
+            r = t.rt_by_corr.get(first.corr) if first.corr is not None else None
+            labs = t.labels_in((r.pid, r.tid), t.wall0, first.ts) if r is not None else {(UNTRACED, "untraced"): first.ts - t.wall0}
+            for (lab, kind), us in labs.items():
+                idle_rows[("lead_in", lab, kind, "data_loading" if kind == "dataloader" else "startup")] += us
         ub = union(all_act)
         w0, w1 = ub[0][0], ub[-1][1]
         bl = length(ub)
@@ -587,7 +603,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
     res["gpu"] = gpu
 
     if gpu is not None:
-        rows = sorted(idle_rows.items(), key=lambda kv: -kv[1])
+        rows = sorted(((k, v) for k, v in idle_rows.items() if k[0] != "lead_in"), key=lambda kv: -kv[1])
         res["idle"] = {
             "by_class_us": {k: r3(v) for k, v in sorted(idle_class.items())},
             "by_culprit": [{"class": c, "culprit": n, "kind": k, "category": cat, "idle_us": r3(v),
