@@ -598,7 +598,13 @@ static json_t *load_side(db_conn *db, long long id, int phases) {
     db_stmt *s;
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
                              : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    if (!(s = db_prepare(db, sql))) return m;
+    /* The rows' order breaks diff's ties (an unstable sort of the keys in this order).
+     * SQLite lists operators by its operators_session scan (cuda_total DESC, then rowid);
+     * PostgreSQL is told to (rn): its order without ORDER BY is its plan's, which changed
+     * after the migration to version 2 (operator_rows joined to strings). */
+    char pg[256];
+    snprintf(pg, sizeof pg, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC, rn");
+    if (!(s = db_prepare2(db, sql, pg))) return m;
     db_bind_int64(s, 1, id);
     while (db_step(s) == DB_ROW) {
         char key[1024];
