@@ -25,7 +25,7 @@ CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT 
 CREATE TABLE scratch.hblk(track INT NOT NULL, n INT NOT NULL, data BLOB NOT NULL);
 -- The event chunks of the session (lib/chunk.h), as the commit copies them.
 CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,
- min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL);
+ min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL, drawn INT NOT NULL, gpu INT NOT NULL);
 
 -- @analysis  (analyze_run: after the last event, once the host ops of GPU tracks are in ev)
 -- Why partial indexes: building an index sorts its rows, and the three over every event

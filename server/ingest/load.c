@@ -182,7 +182,7 @@ static long track_of(loader *l, const ingest_event *e) {
 
 /* Compresses b into one scratch.chunks row of track tr and empties b. */
 static int write_chunk(loader *l, long tr, chunk_builder *b, double mn, double mx) {
-    long long n = b->n;
+    long long n = b->n, drawn = b->drawn, gpu = b->gpu;
     int rc = chunk_finish(b, l->cctx, &l->zbuf);
     if (rc) return rc;
     sqlite3_stmt *s = l->ins_chunk;
@@ -192,6 +192,8 @@ static int write_chunk(loader *l, long tr, chunk_builder *b, double mn, double m
     sqlite3_bind_double(s, 4, mn);
     sqlite3_bind_double(s, 5, mx);
     sqlite3_bind_blob(s, 6, l->zbuf.p, (int)l->zbuf.len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 7, drawn);
+    sqlite3_bind_int64(s, 8, gpu);
     if (sqlite3_step(s) != SQLITE_DONE) rc = ERR_DB;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
@@ -606,7 +608,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
                            "shapes,grid,block,regs,smem,dur,seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.hblk(track,n,data) VALUES (?,?,?)", -1, &l->ins_hblk, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data) VALUES (?,?,?,?,?,?)",
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data,drawn,gpu) VALUES (?,?,?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot prepare the scratch database: %s", sqlite3_errmsg(l->t.db));
         loader_free(l);

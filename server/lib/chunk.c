@@ -258,6 +258,8 @@ int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json) {
     }
     if (put_varint(&b->col[CB_JLEN], js->len - before)) return ERR_NOMEM;
     b->n++;
+    b->drawn += chunk_drawn_cls(r->cls);
+    b->gpu += r->cls == EV_GPU;
     return 0;
 }
 
@@ -276,7 +278,7 @@ int chunk_finish(chunk_builder *b, void *cctx, buf *z) {
     if (ZSTD_isError(zn)) return ERR_IO;
     z->len = zn;
     for (int i = 0; i < CB_NCOLS; i++) buf_reset(&b->col[i]);
-    b->n = 0;
+    b->n = b->drawn = b->gpu = 0;
     b->prev_ts = 0;
     return 0;
 }

@@ -54,6 +54,10 @@ enum ev_class {
     EV_OTHER = 5      /* python_function, flows, metadata, Trace spans, cuda_sync...: kept, not analysed */
 };
 
+/* Whether an event of class cls is drawn on the timeline (and counted in its tracks'
+ * count): the timed classes, not [memory] instants nor the unanalysed rest. */
+static inline int chunk_drawn_cls(int cls) { return cls <= EV_GPU_ANN && cls != EV_MEMORY; }
+
 #define CHUNK_EVENTS 2048        /* events per chunk at most */
 #define CHUNK_BYTES (512u << 10) /* JSON bytes per chunk, about */
 #define CHUNK_HDR 32
@@ -76,6 +80,7 @@ enum { CB_CLS, CB_PH, CB_NAME, CB_KIND, CB_TPOS, CB_TDEC, CB_TVAL, CB_DPOS, CB_D
 typedef struct chunk_builder {
     buf col[CB_NCOLS];
     long long n;
+    long long drawn, gpu; /* of n: chunk_drawn_cls events, and EV_GPU ones (event_chunks.drawn, .gpu) */
     long long prev_ts; /* mantissa of the last cut ts */
     buf raw;           /* chunk_finish: the columns laid end to end */
 } chunk_builder;
@@ -86,7 +91,8 @@ typedef struct chunk_builder {
 int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json);
 /* JSON bytes held, for the CHUNK_BYTES limit. */
 size_t chunk_builder_bytes(const chunk_builder *b);
-/* Compresses the chunk into z (reset first) and empties the builder. cctx is a ZSTD_CCtx
+/* Compresses the chunk into z (reset first) and empties the builder (n, drawn and gpu
+ * too: read them first). cctx is a ZSTD_CCtx
  * (void * so that this header does not need zstd.h). 0, ERR_NOMEM or ERR_IO. */
 int chunk_finish(chunk_builder *b, void *cctx, buf *z);
 void chunk_builder_free(chunk_builder *b);

@@ -95,7 +95,8 @@ static int copy_scratch(sqlite3 *db, long long id) {
          " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.op_rows ORDER BY rowid"),
         "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern",
         "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
-        "INSERT INTO event_chunks SELECT ?1, track, seq, n, min_ts, max_end, data FROM scratch.chunks",
+        "INSERT INTO event_chunks(session_id, track, seq, n, min_ts, max_end, data, drawn, gpu)"
+        " SELECT ?1, track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks",
         "INSERT INTO timeline_buckets SELECT ?1, track, data FROM scratch.tlb",
     };
     for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
@@ -289,8 +290,8 @@ static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
          "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern"},
         {"COPY phase_rows(session_id,name_id,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
          "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
-        {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data) FROM STDIN",
-         "SELECT track, seq, n, min_ts, max_end, data FROM scratch.chunks"},
+        {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data,drawn,gpu) FROM STDIN",
+         "SELECT track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks"},
         {"COPY timeline_buckets(session_id,track,data) FROM STDIN", "SELECT track, data FROM scratch.tlb"},
     };
     for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {

@@ -319,12 +319,14 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
     if (step_rc(st)) { json_decref(rows); return ERR_DB; }
     double tcpu = 0, tcuda = 0;
     long long calls = 0;
+    /* The totals need no name: from operator_rows, not the view, whose join to strings
+     * was most of the time at 100k kernel names (schema.sql). */
     if ((s = db_prepare2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
-                             " TOTAL(calls) FROM operators WHERE session_id = ? AND grouping = 0",
+                             " TOTAL(calls) FROM operator_rows WHERE session_id = ? AND grouping = 0",
                          /* summed in SQLite's order (its operators_session scan), so that they round alike */
                          "SELECT COALESCE(SUM(self_cpu ORDER BY cuda_total DESC, rn), 0), COALESCE(SUM(CASE WHEN kind IN"
                          " ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END ORDER BY cuda_total DESC, rn), 0),"
-                         " COALESCE(SUM(calls), 0) FROM operators WHERE session_id = ? AND grouping = 0"))) {
+                         " COALESCE(SUM(calls), 0) FROM operator_rows WHERE session_id = ? AND grouping = 0"))) {
         db_bind_int64(s, 1, id);
         st = db_step(s);
         if (st == DB_ROW) {
@@ -417,9 +419,10 @@ int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t
     const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
     if (!col) return ERR_INVALID;
     char sql[512];
-    /* A share of nothing is NULL: SQLite's x / 0.0; PostgreSQL would fail the statement. */
+    /* A share of nothing is NULL: SQLite's x / 0.0; PostgreSQL would fail the statement.
+     * The sum from kernel_rows: the view would look up three texts a row for nothing. */
     snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
-                              " total_us / NULLIF((SELECT %s FROM kernels WHERE session_id = ?1), 0)"
+                              " total_us / NULLIF((SELECT %s FROM kernel_rows WHERE session_id = ?1), 0)"
                               " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2",
              /* the sum in SQLite's order (its kernels_session scan), so that it rounds alike */
              db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us ORDER BY total_us DESC), 0)" : "TOTAL(total_us)", col);
@@ -595,7 +598,13 @@ static json_t *load_side(db_conn *db, long long id, int phases) {
     db_stmt *s;
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
                              : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    if (!(s = db_prepare(db, sql))) return m;
+    /* The rows' order breaks diff's ties (an unstable sort of the keys in this order).
+     * SQLite lists operators by its operators_session scan (cuda_total DESC, then rowid);
+     * PostgreSQL is told to (rn): its order without ORDER BY is its plan's, which changed
+     * after the migration to version 2 (operator_rows joined to strings). */
+    char pg[256];
+    snprintf(pg, sizeof pg, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC, rn");
+    if (!(s = db_prepare2(db, sql, pg))) return m;
     db_bind_int64(s, 1, id);
     while (db_step(s) == DB_ROW) {
         char key[1024];
@@ -726,7 +735,7 @@ static json_t *track_events(db_conn *db, long long id, int track, double a, doub
         chunk_rec r;
         const char *js;
         while (chunk_next(&in, &off, &r, &js) == 1 && n < TL_MAX_EVENTS * 2) {
-            if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
+            if (!chunk_drawn_cls(r.cls) || r.ts >= b || r.ts + r.dur <= a) continue;
             if (VEC_RESERVE(ev, cap, n + 1, 256)) break;
             ev[n++] = (tl_ev){r.ts, r.dur, r.name, r.kind};
         }
@@ -784,10 +793,28 @@ static void acc_add(tl_acc *c, double ts, double dur, uint32_t name) {
     }
 }
 
-static long long track_count(db_stmt *s, long long id, int track, double a, double b, long long *gpu, tl_acc *acc) {
+/* The counts of a track in [a, b): with inside (the sums of the chunks wholly inside the
+ * window, version 5's event_chunks.drawn and .gpu), s need select only the other chunks,
+ * which are decoded (a window's edges; chunks stored before version 5). Why: decoding
+ * every chunk was 1.1 s of a whole-session /timeline of 1M events. Every event of a
+ * chunk with min_ts > a and max_end < b is in the window (ts >= min_ts > a, ts + dur <=
+ * max_end < b). Without inside (acc given: the merged track needs each event), s selects
+ * every chunk of the window. */
+static long long track_count(db_stmt *s, db_stmt *inside, long long id, int track, double a, double b, long long *gpu, tl_acc *acc) {
     long long n = 0;
     *gpu = 0;
     if (!s) return 0;
+    if (inside) {
+        db_bind_int64(inside, 1, id);
+        db_bind_int64(inside, 2, track);
+        db_bind_double(inside, 3, b);
+        db_bind_double(inside, 4, a);
+        if (db_step(inside) == DB_ROW) {
+            n = db_column_int64(inside, 0);
+            *gpu = db_column_int64(inside, 1);
+        }
+        db_reset(inside);
+    }
     db_bind_int64(s, 1, id);
     db_bind_int64(s, 2, track);
     db_bind_double(s, 3, b);
@@ -799,7 +826,7 @@ static long long track_count(db_stmt *s, long long id, int track, double a, doub
         chunk_rec r;
         const char *js;
         while (chunk_next(&in, &off, &r, &js) == 1) {
-            if (r.cls > EV_GPU_ANN || r.cls == EV_MEMORY || r.ts >= b || r.ts + r.dur <= a) continue;
+            if (!chunk_drawn_cls(r.cls) || r.ts >= b || r.ts + r.dur <= a) continue;
             n++;
             if (r.cls == EV_GPU) (*gpu)++;
             if (acc) acc_add(acc, r.ts, r.dur, r.name);
@@ -883,8 +910,8 @@ static json_t *in_window(const json_t *arr, double a, double b) {
 /* One track of the reply: its events when few are in the window, else resampled buckets,
  * and its exact event count (added to *ngpu, *ncpu); NULL for a track with no timed events. */
 static json_t *timeline_track(db_conn *db, long long id, const json_t *t, const tl_grid *g, double a, double b, int nb,
-                              db_stmt *tb, db_stmt *names, db_stmt *cnt, unsigned char *scratch, long long *ngpu,
-                              long long *ncpu) {
+                              db_stmt *tb, db_stmt *names, db_stmt *edge, db_stmt *inside, unsigned char *scratch,
+                              long long *ngpu, long long *ncpu) {
     int idx = (int)json_integer_value(json_object_get(t, "index"));
     const unsigned char *blob = track_buckets(tb, id, idx, scratch);
     json_t *o = NULL;
@@ -893,7 +920,7 @@ static json_t *timeline_track(db_conn *db, long long id, const json_t *t, const 
         int few = tl_estimate(blob, g, a, b) <= TL_MAX_EVENTS;
         json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
         json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
-        long long gpu, n = track_count(cnt, id, idx, a, b, &gpu, NULL);
+        long long gpu, n = track_count(edge, inside, id, idx, a, b, &gpu, NULL);
         json_object_set_new(o, "count", json_integer(n));
         if (!strcmp(json_string_value(json_object_get(t, "kind")), "gpu")) *ngpu += gpu;
         else *ncpu += n;
@@ -971,15 +998,20 @@ int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*
     if (!isfinite(a) || a < g.s0) a = g.s0;
     if (!isfinite(b) || b > g.s1 || b <= a) b = g.s1 > a ? g.s1 : a + 1;
     if (g.s1 - g.s0 > 0) g.w0 = (g.s1 - g.s0) / TL_BUCKETS;
-    db_stmt *names = NULL, *tb = NULL, *cnt = NULL;
+    db_stmt *names = NULL, *tb = NULL, *cnt = NULL, *edge = NULL, *inside = NULL;
     names = db_prepare(db, "SELECT s FROM strings WHERE session_id = ?1 AND id = ?2");
     tb = db_prepare(db, "SELECT data FROM timeline_buckets WHERE session_id = ? AND track = ?");
     cnt = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?");
+    /* track_count's two halves; event_chunks_track covers the first (no chunk is read) */
+    inside = db_prepare(db, "SELECT CAST(COALESCE(SUM(drawn), 0) AS BIGINT), CAST(COALESCE(SUM(gpu), 0) AS BIGINT) FROM event_chunks"
+                            " WHERE session_id = ?1 AND track = ?2 AND min_ts > ?4 AND max_end < ?3 AND drawn IS NOT NULL");
+    edge = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ?1 AND track = ?2 AND min_ts < ?3 AND max_end > ?4"
+                          " AND NOT (min_ts > ?4 AND max_end < ?3 AND drawn IS NOT NULL)");
     unsigned char *scratch = malloc(TL_BLOB_RAW); /* a packed blob's records (tlblob.h) */
     const json_t *all = json_object_get(doc, "tracks");
     size_t ntr = json_array_size(all);
     double *est = calloc(ntr + 1, sizeof *est);
-    rc = !names || !tb || !cnt ? ERR_DB : !scratch || !est ? ERR_NOMEM : 0;
+    rc = !names || !tb || !cnt || !inside || !edge ? ERR_DB : !scratch || !est ? ERR_NOMEM : 0;
     json_t *tracks = json_array(), *t;
     size_t i;
     long long ngpu = 0, ncpu = 0;
@@ -994,7 +1026,7 @@ int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*
     if (!rc) json_array_foreach(all, i, t) {
         if (!(i % 64) && gone && gone(gone_ctx)) { rc = ERR_CONFLICT; break; }
         if (est[i] >= thr && drawn < TL_MAX_TRACKS) {
-            json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, cnt, scratch, &ngpu, &ncpu);
+            json_t *o = timeline_track(db, id, t, &g, a, b, nb, tb, names, edge, inside, scratch, &ngpu, &ncpu);
             if (o) json_array_append_new(tracks, o), drawn++;
             continue;
         }
@@ -1002,7 +1034,7 @@ int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*
         int idx = (int)json_integer_value(json_object_get(t, "index"));
         const char *kind = json_string_value(json_object_get(t, "kind"));
         int isgpu = kind && !strcmp(kind, "gpu");
-        long long gpu, n = track_count(cnt, id, idx, a, b, &gpu, &other.acc);
+        long long gpu, n = track_count(cnt, NULL, id, idx, a, b, &gpu, &other.acc);
         if (isgpu) ngpu += gpu;
         else ncpu += n;
         if (!n) continue; /* no timed event in the window: not drawn, like timeline_track's */
@@ -1014,6 +1046,8 @@ int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*
     db_finalize(names);
     db_finalize(tb);
     db_finalize(cnt);
+    db_finalize(inside);
+    db_finalize(edge);
     free(scratch);
     free(est);
     other_free(&other);
@@ -1080,7 +1114,7 @@ static void walk_close(ev_walk *w) {
 }
 
 /* An event the timeline draws: what track_events keeps. */
-static int drawn(const chunk_rec *r) { return r->cls <= EV_GPU_ANN && r->cls != EV_MEMORY; }
+static int drawn(const chunk_rec *r) { return chunk_drawn_cls(r->cls); }
 
 /* args.correlation of an event's JSON, 0 when it has none. A text scan, not a parse: the
  * flow lookups test every runtime call or kernel of the chunks they read. */

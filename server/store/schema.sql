@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 4 (PRAGMA user_version = 4).
+-- schema.sql: the firstpass database, version 5 (PRAGMA user_version = 5).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -144,6 +144,8 @@ CREATE TABLE report_edits (
 -- Each chunk holds up to CHUNK_EVENTS events of ONE track in file order: a zstd column
 -- store (version 2) or, in databases written before 2026-12-03, deflated records
 -- (version 1); chunk.h documents both. Chunks of a track do not overlap in seq.
+-- drawn and gpu (version 5) let a timeline count a chunk that lies wholly inside its
+-- window without decoding it; NULL in chunks stored before, which are decoded.
 CREATE TABLE event_chunks (
   session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   track      INTEGER NOT NULL,                -- index into analysis.timeline tracks
@@ -152,9 +154,12 @@ CREATE TABLE event_chunks (
   min_ts     REAL NOT NULL,                   -- earliest start in the chunk
   max_end    REAL NOT NULL,                   -- latest end in the chunk
   data       BLOB NOT NULL,
+  drawn INTEGER,                              -- of n, the events a timeline draws (chunk_drawn_cls)
+  gpu INTEGER,                                -- of drawn, GPU activities (EV_GPU)
   PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
-CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);
+-- Covers the counts (query.c track_count): summing them reads no chunk.
+CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);
 
 -- Per-track busy buckets at a fixed resolution, for zoomed-out timeline views.
 CREATE TABLE timeline_buckets (

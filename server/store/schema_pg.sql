@@ -1,4 +1,4 @@
--- schema_pg.sql: the firstpass database on PostgreSQL, version 2 (fp_meta.version = 2).
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 3 (fp_meta.version = 3).
 --
 -- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
 -- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
@@ -142,9 +142,11 @@ CREATE TABLE event_chunks (
   min_ts     DOUBLE PRECISION NOT NULL,
   max_end    DOUBLE PRECISION NOT NULL,
   data       BYTEA NOT NULL,
+  drawn      BIGINT,                         -- version 3: as schema.sql's (NULL: decode)
+  gpu        BIGINT,
   PRIMARY KEY (session_id, seq)
 );
-CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);
+CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);
 
 CREATE TABLE timeline_buckets (
   session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,

@@ -179,7 +179,13 @@ static const char *const migrations[] = {
     "CREATE VIEW phases AS\n"
     "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
     "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
-    "DROP INDEX strings_text_v4;\n"
+    "DROP INDEX strings_text_v4;\n",
+    /* 4 -> 5: per-chunk counts for the timeline (schema.sql); NULL in the chunks already
+     * stored, which the timeline keeps decoding. */
+    "ALTER TABLE event_chunks ADD COLUMN drawn INTEGER;\n"
+    "ALTER TABLE event_chunks ADD COLUMN gpu INTEGER;\n"
+    "DROP INDEX event_chunks_track;\n"
+    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -250,7 +256,9 @@ static const char *const pg_migrations[] = {
     schema_pg_sql,
     /* 1 -> 2: operators, kernels and phases name their texts by strings.id, as SQLite's
      * 3 -> 4 (schema.sql); joined on the texts here (a hash join: PostgreSQL's B-tree
-     * cannot index texts of kilobytes). rn keeps each row's place. */
+     * cannot index texts of kilobytes). rn keeps each row's place, and the rows are
+     * written in their old physical order (ctid): a read without ORDER BY (compare's
+     * load_side) lists them as before, and its unstable sort breaks ties alike. */
     "INSERT INTO strings(session_id, id, s)\n"
     "  SELECT m.session_id, COALESCE((SELECT MAX(x.id) FROM strings x WHERE x.session_id = m.session_id), -1)\n"
     "         + ROW_NUMBER() OVER (PARTITION BY m.session_id ORDER BY m.s), m.s\n"
@@ -306,15 +314,18 @@ static const char *const pg_migrations[] = {
     "  SELECT o.session_id, o.grouping, n.id, o.kind, sh.id, o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda,\n"
     "         o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.rn\n"
     "  FROM operators o JOIN strings n ON n.session_id = o.session_id AND n.s = o.name\n"
-    "  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.s = o.input_shapes AND o.input_shapes != '';\n"
+    "  LEFT JOIN strings sh ON sh.session_id = o.session_id AND sh.s = o.input_shapes AND o.input_shapes != ''\n"
+    "  ORDER BY o.ctid;\n"
     "INSERT INTO kernel_rows\n"
     "  SELECT k.session_id, n.id, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.id, b.id, k.regs, k.smem\n"
     "  FROM kernels k JOIN strings n ON n.session_id = k.session_id AND n.s = k.name\n"
     "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.s = k.grid\n"
-    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.s = k.block;\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.s = k.block\n"
+    "  ORDER BY k.ctid;\n"
     "INSERT INTO phase_rows\n"
     "  SELECT p.session_id, n.id, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
-    "  FROM phases p JOIN strings n ON n.session_id = p.session_id AND n.s = p.name;\n"
+    "  FROM phases p JOIN strings n ON n.session_id = p.session_id AND n.s = p.name\n"
+    "  ORDER BY p.ctid;\n"
     "DROP TABLE operators;\n"
     "DROP TABLE kernels;\n"
     "DROP TABLE phases;\n"
@@ -333,7 +344,11 @@ static const char *const pg_migrations[] = {
     "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n"
     "CREATE VIEW phases AS\n"
     "  SELECT p.session_id, n.s AS name, p.kind, p.count, p.total_us, p.gpu_busy_us, p.kernels, p.kernel_us, p.first_ts\n"
-    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n"
+    "  FROM phase_rows p JOIN strings n ON n.session_id = p.session_id AND n.id = p.name_id;\n",
+    /* 2 -> 3: per-chunk counts, as SQLite's 4 -> 5. */
+    "ALTER TABLE event_chunks ADD COLUMN drawn BIGINT, ADD COLUMN gpu BIGINT;\n"
+    "DROP INDEX event_chunks_track;\n"
+    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n"
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 

@@ -471,10 +471,10 @@ class Migration(unittest.TestCase):
     to the newest version with the same DDL a new database gets from schema.sql, keeping every
     row. (Version 3 -> 4, texts by id: test_migration_3_to_4 and tests/replies/snapshot.py migrate.)"""
 
-    TABLES = ("baseline_labels", "baselines", "baselines_session", "kernel_rows", "kernels", "kernels_session",
+    TABLES = ("baseline_labels", "baselines", "baselines_session", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "sessions",
               "sessions_created")
-    NEWEST = 4
+    NEWEST = 5
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -496,6 +496,9 @@ class Migration(unittest.TestCase):
             cols = ", ".join(ln.split()[0] for ln in ddl.splitlines()[1:] if ln.strip() and not ln.startswith(")"))
             script += ("CREATE TABLE %s_v3 AS SELECT %s FROM %s;" % (t, cols, t) + "DROP VIEW %s; DROP TABLE %s;" % (t, ROWS[t])
                        + ddl + ";" + "INSERT INTO %s SELECT * FROM %s_v3; DROP TABLE %s_v3;" % (t, t, t))
+        # version 5's chunk counts out again
+        script += ("DROP INDEX event_chunks_track; ALTER TABLE event_chunks DROP COLUMN drawn; ALTER TABLE event_chunks DROP COLUMN gpu;"
+                   "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);")
         script += ("CREATE INDEX operators_session ON operators(session_id, grouping, cuda_total DESC);"
                    "CREATE INDEX kernels_session ON kernels(session_id, total_us DESC);"
                    "CREATE INDEX phases_session ON phases(session_id);PRAGMA user_version = 3;")
@@ -563,7 +566,7 @@ class Migration(unittest.TestCase):
         self.assertIn("AUTOINCREMENT", dict(fresh)["sessions"])
         self.make_v1(db)
         v, old = self.schema(db)
-        self.assertEqual((v, [n for n, _ in old]), (1, ["kernels", "kernels_session", "operators", "operators_session", "phases",
+        self.assertEqual((v, [n for n, _ in old]), (1, ["event_chunks", "event_chunks_track", "kernels", "kernels_session", "operators", "operators_session", "phases",
                                                       "phases_session", "sessions", "sessions_created"]))
         srv2 = Server("--db", db)  # the later --db wins
         try:

@@ -106,12 +106,12 @@ def read_regressions(srv, out):
         save(out, "all_" + fname(p), st, h, b)
 
 
-def take(server_bin, out, keep_db=None):
-    """Uploads every trace to a fresh server and saves every reply; with keep_db (a
-    directory) the database is made there and kept. The session ids by case number."""
+def take(server_bin, out, db=None):
+    """Uploads every trace to a fresh server and saves every reply; db: an empty database
+    to use (and keep) instead of a new one. The session ids by case number."""
     os.makedirs(out, exist_ok=True)
     fpserver.SERVER = server_bin
-    srv = fpserver.Server(db=os.path.join(keep_db, "db.sqlite") if keep_db else None)
+    srv = fpserver.Server(db=db)
     sids = {}
     try:
         files = traces()
@@ -137,15 +137,17 @@ def take(server_bin, out, keep_db=None):
 
 
 def migrate(old_bin, new_bin, tmp):
-    """OLD_BIN's database, with every trace in it, served by NEW_BIN: the same replies."""
-    sids = take(old_bin, os.path.join(tmp, "old"), keep_db=tmp)
+    """OLD_BIN's database, with every trace in it, served by NEW_BIN: the same replies.
+    On PostgreSQL when FIRSTPASS_TEST_PG names a cluster (tests/pg/cluster.sh)."""
+    db = fpserver.pg_new_db() if fpserver.PG else os.path.join(tmp, "db.sqlite")
+    sids = take(old_bin, os.path.join(tmp, "old"), db=db)
     new = os.path.join(tmp, "new")
     os.makedirs(new)
     for n in os.listdir(os.path.join(tmp, "old")):
         if n.endswith("_upload"):
             shutil.copy(os.path.join(tmp, "old", n), new)
     fpserver.SERVER = new_bin
-    srv = fpserver.Server(db=os.path.join(tmp, "db.sqlite"))
+    srv = fpserver.Server(db=db)
     try:
         read_all(srv, new, sids)
         read_regressions(srv, new)

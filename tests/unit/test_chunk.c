@@ -96,8 +96,15 @@ static void test_v2_round_trip_is_exact(void **state) {
     for (int round = 0; round < 2; round++) { /* a builder is reused after chunk_finish */
         add_all(&b);
         assert_int_equal(b.n, NEV);
+        /* the counts event_chunks.drawn / .gpu store (cls i % 5): all but [memory], and kernels */
+        long long drawn = 0, gpu = 0;
+        for (size_t i = 0; i < NEV; i++) drawn += i % 5 != EV_MEMORY, gpu += i % 5 == EV_GPU;
+        assert_int_equal(b.drawn, drawn);
+        assert_int_equal(b.gpu, gpu);
+        assert_int_equal(drawn, 18);
         assert_int_equal(chunk_finish(&b, cctx, &z), 0);
         assert_int_equal(b.n, 0);
+        assert_int_equal(b.drawn + b.gpu, 0);
         assert_int_equal(chunk_inflate(z.p, z.len, &plain), 0);
         check_all(&plain);
     }
