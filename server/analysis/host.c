@@ -648,6 +648,19 @@ int an_gpu_phases(A *a) {
     return rc;
 }
 
+/* A timeline band's name: at most BAND_NAME_MAX bytes, cut at a UTF-8 character boundary
+ * and ended with an ellipsis. Why: the bands repeat their phase's name once per instance (up
+ * to 5,000 of them), and 50 instances of one 1 MiB record_function name made a 52 MB
+ * timeline document; the whole name stays in /phases. */
+#define BAND_NAME_MAX 256
+static const char *band_name(const char *s, char *buf, size_t n) {
+    size_t cut = BAND_NAME_MAX;
+    if (strlen(s) <= cut) return s;
+    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--; /* not inside a character */
+    snprintf(buf, n, "%.*s\xe2\x80\xa6", (int)cut, s);
+    return buf;
+}
+
 int an_write_phases(A *a, json_t *tl_phases) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ph VALUES (?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;
@@ -671,8 +684,9 @@ int an_write_phases(A *a, json_t *tl_phases) {
                               " ORDER BY dur DESC, ts LIMIT 5000");
     if (!s) return ERR_DB;
     sqlite3_bind_int64(s, 1, a->ua_kind);
+    char cut[BAND_NAME_MAX + 4];
     while (!rc && sqlite3_step(s) == SQLITE_ROW)
-        json_array_append_new(tl_phases, json_pack("{s:s,s:f,s:f}", "name", an_str(a, (long)sqlite3_column_int64(s, 0)),
+        json_array_append_new(tl_phases, json_pack("{s:s,s:f,s:f}", "name", band_name(an_str(a, (long)sqlite3_column_int64(s, 0)), cut, sizeof cut),
                                                    "ts_us", sqlite3_column_double(s, 1), "dur_us", sqlite3_column_double(s, 2)));
     sqlite3_finalize(s);
     return rc;

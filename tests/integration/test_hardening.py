@@ -172,3 +172,31 @@ class UploadSlot(unittest.TestCase):
         finally:
             srv.stop()
         self.assertEqual([s for s in got if s != 201], [], "statuses other than 201")
+
+
+class LongPhaseNames(unittest.TestCase):
+    def test_timeline_bands_cut_long_names_phases_keep_them(self):
+        """Each timeline band repeated its record_function's name whole, once per instance:
+        50 instances of one 1 MiB name stored (and sent) a 52 MB timeline document. A band's
+        name is cut at 256 bytes (a UTF-8 character kept whole, then an ellipsis); /phases
+        keeps the whole name."""
+        name = "é" * 40000 + "x"  # 80,001 bytes, a 2-byte character at the cut
+        evs = []
+        for i in range(50):
+            evs.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1, "ts": i * 100, "dur": 50})
+            evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": i * 100 + 1, "dur": 40})
+        srv = Server("--max-name-bytes-per-event", "1048576")
+        try:
+            sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode())
+            st, _, body = srv.get("/api/v1/sessions/%d/timeline" % sid)
+            self.assertEqual(st, 200)
+            self.assertLess(len(body), 100000, "the timeline sends the long name per band")
+            bands = json.loads(body)["phases"]
+            self.assertEqual(len(bands), 50)
+            for b in bands:
+                self.assertEqual(b["name"], "é" * 128 + "\u2026")
+            phases = srv.json("/api/v1/sessions/%d/phases" % sid)
+            rows = phases["phases"] if isinstance(phases, dict) else phases
+            self.assertIn(name, [r["name"] for r in rows])
+        finally:
+            srv.stop()
