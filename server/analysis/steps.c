@@ -118,7 +118,7 @@ static int open_streams(A *a, role_stream *rs) {
     /* the walk went thread by thread: each role's ranges in start order, as the union needs */
     steps_state *s = a->steps_st;
     for (int role = 0; role < 2; role++) {
-        qsort(s->span[role], s->n[role], sizeof *s->span[role], by_start);
+        if (s->n[role]) qsort(s->span[role], s->n[role], sizeof *s->span[role], by_start); /* NULL when none: UB for qsort */
         rs[R_DATA + role].span = s->span[role];
         rs[R_DATA + role].n = s->n[role];
     }
