@@ -69,11 +69,22 @@ int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, dou
     sqlite3_reset(*ins);
     return rc;
 }
+/* The connection's busy timeout in ms (PRAGMA busy_timeout), 0 when it has none. */
+static int busy_ms(sqlite3 *db) {
+    sqlite3_stmt *s = NULL;
+    int ms = sqlite3_prepare_v2(db, "PRAGMA busy_timeout", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    sqlite3_finalize(s);
+    return ms;
+}
+
+/* A job's connection waits for the scratch file's locks as long as the upload's own does
+ * (store/db.h: DB_BUSY_TIMEOUT_MS, set by whoever opened t->db): both sides wait, neither
+ * fails at once with "database is locked" while the other's statement runs. */
 int an_job_db(A *a, sqlite3 **out) {
     sqlite3 *db = NULL;
     sqlite3_stmt *at = NULL;
     int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
-             sqlite3_busy_timeout(db, 30000) == SQLITE_OK &&
+             sqlite3_busy_timeout(db, busy_ms(a->db)) == SQLITE_OK &&
              sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
              sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE;
     sqlite3_finalize(at);
@@ -233,9 +244,11 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
      * (a cache under a few uploads' share, load.c), it holds the scratch file's exclusive
      * lock, and a job's next read waits for that lock: waiting for the job while holding it
      * stalled two 150 MB many-name uploads for 305 s (the jobs' busy timeouts, one statement
-     * after another). The jobs only read, so they go on from here. */
+     * after another). The jobs only read, so they go on from here. A COMMIT that failed
+     * (busy, disk full) still holds its locks: it is rolled back too (a failed COMMIT here
+     * once held the pending lock while the jobs waited 30 s per statement for it). */
     if (!rc) rc = an_run(&a, "COMMIT; BEGIN");
-    else sqlite3_exec(a.db, "ROLLBACK; BEGIN", NULL, NULL, NULL);
+    if (rc) sqlite3_exec(a.db, "ROLLBACK; BEGIN", NULL, NULL, NULL);
     {
         STEP_BEGIN();
         int jrc = an_gpu_job_finish(&a, &job, &out->gpu, &gaps);

@@ -108,7 +108,7 @@ static db_conn *lite_open(const char *path, char *err, size_t errlen) {
         sqlite3_free(msg);
         goto fail;
     }
-    sqlite3_busy_timeout(c->lite, 30000);
+    sqlite3_busy_timeout(c->lite, DB_BUSY_TIMEOUT_MS);
     return c;
 fail:
     sqlite3_close(c->lite);

@@ -34,6 +34,12 @@ enum { DB_ROW = 1, DB_DONE = 2 };
  * conninfo with key=value pairs such as "host=db dbname=firstpass"); 0 for a file path. */
 int db_uri_is_pg(const char *uri);
 
+/* How long an SQLite connection waits for another's lock before SQLITE_BUSY ("database is
+ * locked"): the store's connections and the upload's scratch connection on either backend
+ * (store_scratch_get), whose analysis jobs read the scratch file from connections of their
+ * own (analysis/analyze.c: an_job_db copies this connection's timeout). */
+#define DB_BUSY_TIMEOUT_MS 30000
+
 /* A new connection: SQLite (WAL, foreign keys on, busy timeout) or PostgreSQL (connect
  * timeout, statement timeout). NULL with a message in err. */
 db_conn *db_open(const char *uri, char *err, size_t errlen);

@@ -568,8 +568,13 @@ struct sqlite3 *store_scratch_get(store *s, db_conn **hold) {
         *hold = store_get(s);
         return *hold ? db_sqlite(*hold) : NULL;
     }
+    /* Why the busy timeout: the analysis reads the scratch file it attaches from job
+     * connections too (analyze.c); without one, its COMMIT while a job's statement held a
+     * shared lock failed at once, "analysis failed: database is locked" (CI of stop 29:
+     * 66 uploads on PostgreSQL under load; test_scratch_lock.py). */
     sqlite3 *db = NULL;
-    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        sqlite3_busy_timeout(db, DB_BUSY_TIMEOUT_MS) != SQLITE_OK) {
         sqlite3_close(db);
         return NULL;
     }
