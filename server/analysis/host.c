@@ -2,6 +2,7 @@
  * operator table (scratch.ops: host rows from the walk, GPU rows from the loader's sums) and
  * the phases (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -576,9 +577,15 @@ int an_gpu_rows(A *a) {
     return rc;
 }
 
-/* The text of string id into scratch.str once, for the scratch.ops view (scratch.sql). */
-static int note_str(A *a, sqlite3_stmt *str, long id) {
+/* The text of string id into scratch.str once, for the scratch.ops view (scratch.sql).
+ * Why the bitmap: a name is noted by two rows at least (grouping 0 and 1), and each
+ * INSERT OR IGNORE that finds its key is a B-tree search (100,000 kernel names: 200,000
+ * rows noted 200,000 names and shapes twice). */
+static int note_str(A *a, sqlite3_stmt *str, unsigned char *noted, long id) {
     if (id < 0) return 0;
+    assert((size_t)id < intern_count(a->t->strs)); /* noted has a bit for each id */
+    if (noted[id / 8] & (1u << (id % 8))) return 0;
+    noted[id / 8] |= (unsigned char)(1u << (id % 8));
     sqlite3_bind_int64(str, 1, id);
     sqlite3_bind_text(str, 2, an_str(a, id), -1, SQLITE_STATIC);
     int rc = sqlite3_step(str) == SQLITE_DONE ? 0 : an_dberr(a);
@@ -589,15 +596,22 @@ static int note_str(A *a, sqlite3_stmt *str, long id) {
 int an_write_ops(A *a) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
     sqlite3_stmt *str = an_prep(a, "INSERT OR IGNORE INTO scratch.str(id, s) VALUES (?,?)");
-    if (!ins || !str) { sqlite3_finalize(ins); sqlite3_finalize(str); return ERR_DB; }
+    /* a bit per string id: the string table grows no more while this loop runs */
+    unsigned char *noted = calloc(intern_count(a->t->strs) / 8 + 1, 1);
+    if (!ins || !str || !noted) {
+        sqlite3_finalize(ins);
+        sqlite3_finalize(str);
+        free(noted);
+        return ins && str ? ERR_NOMEM : ERR_DB;
+    }
     int rc = 0;
     size_t ngpu = 2 * a->t->ngpu_aggs;
     for (size_t i = 0; i < a->naggs + ngpu && !rc; i++) {
         agg gpu_row;
         const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
         if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[(i - a->naggs) / 2], (int)((i - a->naggs) % 2), &gpu_row);
-        rc = note_str(a, str, g->name);
-        if (!rc) rc = note_str(a, str, g->shapes);
+        rc = note_str(a, str, noted, g->name);
+        if (!rc) rc = note_str(a, str, noted, g->shapes);
         if (rc) break;
         sqlite3_bind_int(ins, 1, g->grouping);
         sqlite3_bind_int64(ins, 2, g->name);
@@ -618,6 +632,7 @@ int an_write_ops(A *a) {
     }
     sqlite3_finalize(ins);
     sqlite3_finalize(str);
+    free(noted);
     return rc;
 }
 /* GPU-side phases: gpu_user_annotation instances. */
