@@ -309,7 +309,7 @@
 
   // ---- pictures -----------------------------------------------------------------------------
   const CAT_COLORS = { data_loading: '#e15759', host_sync: '#f28e2b', python_overhead: '#b07aa1', launch_bound: '#edc948',
-    cpu_bound_op: '#4e79a7', communication: '#76b7b2', copies_casts: '#9c755f', pageable_memcpy: '#ff9da7', compute_bound_op: '#59a14f', startup: '#d37295' };
+    cpu_bound_op: '#4e79a7', communication: '#76b7b2', copies_casts: '#9c755f', pageable_memcpy: '#ff9da7', compute_bound_op: '#59a14f', startup: '#d37295', tail: '#bab0ac' };
   const ROLE_COLORS = { kernel: '#59a14f', memcpy: '#edc948', memset: '#9c755f', communication: '#76b7b2', runtime: '#f28e2b',
     data_loading: '#e15759', cpu_exec: '#4e79a7', other: '#bab0ac' };
   const QUESTIONS = { kernels_packed: 'Are the kernels packed?', cpu_ranges_align: 'Do CPU ranges line up with their GPU work?',

@@ -73,8 +73,11 @@ enum { GAP_OTHER, GAP_HOST_WAIT, GAP_KERNEL_WAIT, GAP_NCLASSES };
 extern const char *const gap_class_names[GAP_NCLASSES];
 /* The lead-in [trace start, first GPU activity] (scratch.igap.cls, one row at most): not idle
  * (it is outside the GPU window) and in no class above, but labelled like a host-wait gap on
- * the thread that launched the first activity, for the startup suspect. */
+ * the thread that launched the first activity, for the startup suspect. The tail [last GPU
+ * activity's end, trace end] likewise, on the thread that launched the last activity to
+ * end, for the tail suspect. */
 #define GAP_LEAD_IN GAP_NCLASSES
+#define GAP_TAIL (GAP_NCLASSES + 1)
 
 /* What an instant of idle (or, CPU-only, of host time) is labelled with. */
 enum {
@@ -91,6 +94,8 @@ enum {
     LB_OP,           /* a cpu_op's own time */
     LB_LEAD_DATA,    /* lead-in: a DataLoader range on the stack */
     LB_LEAD,         /* lead-in: the innermost range (name -1: none, or no launch found) */
+    LB_TAIL_DATA,    /* tail: a DataLoader range on the stack */
+    LB_TAIL,         /* tail: the innermost range (name -1: none, or no launch found) */
 };
 
 typedef struct idle_sum {
@@ -119,8 +124,9 @@ typedef struct idle_state {
 
 /* One range of the labelling stack. */
 typedef struct label_frame { double te; long name; int type; } label_frame;
-/* A host-wait gap being labelled; sync_name >= 0: the sync's. */
-typedef struct open_gap { double g0, g1; long sync_name; int lead; } open_gap;
+/* A host-wait gap being labelled; sync_name >= 0: the sync's; edge GAP_LEAD_IN or GAP_TAIL
+ * for those (no sync rule), else 0. */
+typedef struct open_gap { double g0, g1; long sync_name; int edge; } open_gap;
 
 /* The walk's labelling state for the thread being walked. */
 typedef struct idle_walk {

@@ -16,7 +16,9 @@
  *    with the innermost cpu_op around its launch.
  *  - the lead-in (trace start to the first GPU activity) is labelled like a host-wait gap on
  *    the thread that launched that activity (no sync rule): its labels (LB_LEAD*) feed the
- *    startup suspect and are not idle (they are outside the GPU window).
+ *    startup suspect and are not idle (they are outside the GPU window). The tail (the last
+ *    GPU activity's end to the trace's end) likewise on the thread that launched the last
+ *    activity to end: its labels (LB_TAIL*) feed the tail suspect.
  *  - an_idle_by_phase, after the walk: the gap time of each class inside each host phase.
  * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
  * instead (one thread at a time; suspects.c takes each category's largest thread).
@@ -34,7 +36,7 @@
 #include "lib/vec.h"
 
 #define SYNC_SLACK_US 2.0 /* a gap starting this soon after a sync call returned is the sync's */
-_Static_assert(GAP_LEAD_IN == 3, "the queries below name the lead-in's class as 3");
+_Static_assert(GAP_LEAD_IN == 3 && GAP_TAIL == 4, "the queries below name the lead-in's class as 3, the tail's as 4");
 
 /* One row of the sums: a label and its idle (or, CPU-only, labelled) time. */
 static int add_label(A *a, int type, long name, long track, double us) {
@@ -116,6 +118,28 @@ static int lead_in_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch) {
     return rc;
 }
 
+/* The tail: the end of the last GPU activity to the trace's end (ties: the highest
+ * correlation, the latest launched). Why label it: the host holding the clock after the GPU
+ * finished (post-processing, .cpu() copies, logging, or a profiling window that runs past
+ * the work) is in no gap either. Labelled on the thread of that activity's launch; with no
+ * launch found, all of it is "(untraced)". */
+static int tail_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch) {
+    sqlite3_stmt *q = an_prep(a, "SELECT te, corr FROM scratch.ev WHERE cls = 2 ORDER BY te DESC, corr IS NOT NULL DESC, corr DESC LIMIT 1");
+    if (!q) return ERR_DB;
+    int rc = 0;
+    double g1 = a->t->end_us;
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_double(q, 0) < g1) {
+        double g0 = sqlite3_column_double(q, 0), lts;
+        long long corr = sqlite3_column_int64(q, 1), track;
+        if (find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track))
+            rc = insert_gap(a, ins, -1, track, GAP_TAIL, g0, g1, lts, corr);
+        else
+            rc = add_label(a, LB_TAIL, -1, -1, g1 - g0);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
 /* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
  * the activity a gap ends in); the union's end so far marks a gap when the next starts after. */
 static int device_gaps(A *a, sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, json_t *devices) {
@@ -168,6 +192,7 @@ int an_idle_gaps(A *a) {
         rc = device_gaps(a, q, ins, launch, sqlite3_column_int64(devs, 0), s->devices);
     }
     if (!rc && s->ndevices) rc = lead_in_gap(a, ins, launch);
+    if (!rc && s->ndevices) rc = tail_gap(a, ins, launch);
     sqlite3_finalize(devs);
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
@@ -193,7 +218,7 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
         return 0;
     }
     if (!w->hw) {
-        w->hw = an_prep(a, "SELECT g0, g1, cls FROM scratch.igap WHERE track = ?1 AND cls IN (1, 3) ORDER BY g0");
+        w->hw = an_prep(a, "SELECT g0, g1, cls FROM scratch.igap WHERE track = ?1 AND cls IN (1, 3, 4) ORDER BY g0");
         w->kw = w->hw ? an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr") : NULL;
         if (!w->kw) return ERR_DB;
     }
@@ -247,21 +272,22 @@ static int count_piece(A *a, idle_walk *w, double x, double y, int type, long na
         const open_gap *g = &w->open[i];
         double lo = x > g->g0 ? x : g->g0, hi = y < g->g1 ? y : g->g1;
         if (hi <= lo) continue;
-        if (g->lead) rc = add_label(a, type == LB_DATALOADER ? LB_LEAD_DATA : LB_LEAD, name, -1, hi - lo);
+        if (g->edge == GAP_LEAD_IN) rc = add_label(a, type == LB_DATALOADER ? LB_LEAD_DATA : LB_LEAD, name, -1, hi - lo);
+        else if (g->edge == GAP_TAIL) rc = add_label(a, type == LB_DATALOADER ? LB_TAIL_DATA : LB_TAIL, name, -1, hi - lo);
         else if (type == LB_DATALOADER || g->sync_name < 0) rc = add_label(a, type, name, -1, hi - lo);
         else rc = add_label(a, LB_SYNC, g->sync_name, -1, hi - lo);
     }
     return rc;
 }
 
-/* A host-wait gap (or the lead-in) opens at its start: is it a sync's (sync call S on the
- * thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
+/* A host-wait gap (or the lead-in, or the tail) opens at its start: is it a sync's (sync
+ * call S on the thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
 static int open_next_gap(idle_walk *w) {
     if (VEC_RESERVE(w->open, w->capopen, (size_t)w->nopen + 1, 4)) return ERR_NOMEM;
     double g0 = sqlite3_column_double(w->hw, 0), g1 = sqlite3_column_double(w->hw, 1);
-    int lead = sqlite3_column_int(w->hw, 2) == GAP_LEAD_IN;
-    int sync = !lead && w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
-    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1, lead};
+    int cls = sqlite3_column_int(w->hw, 2), edge = cls == GAP_LEAD_IN || cls == GAP_TAIL ? cls : 0;
+    int sync = !edge && w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
+    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1, edge};
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
     return 0;
 }

@@ -183,7 +183,7 @@ static json_t *smell_cheap(draft *d) {
 /* Smell 3: CPU time large while CUDA time is sparse (the GPU waits on the host). The title
  * says GPU on a ROCm trace: its kernels are HIP's, and "CUDA" there misleads. */
 static json_t *smell_idle(draft *d) {
-    static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", NULL};
+    static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", "tail", NULL};
     op host[3], syncs[3];
     char buf[512];
     int nh = load_ops(d, "kind = 'cpu_op'", "self_cpu", host, 3);
@@ -269,7 +269,7 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
  * most self CPU time. */
 static void line_top_cpu(draft *d, char *out, size_t n) {
     static const char *const host_cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "launch_bound", "communication",
-                                            "startup", NULL};
+                                            "startup", "tail", NULL};
     const json_t *best = NULL, *s;
     size_t i;
     json_array_foreach(json_object_get(d->in->suspects, "suspects"), i, s) {

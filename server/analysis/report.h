@@ -12,8 +12,8 @@
  *   one_operator_owns_the_run    compute_bound_op or copies_casts fired (a CPU-only trace:
  *                                cpu_bound_op)
  *   cheap_operator_called_often  launch_bound fired
- *   gpu_idle_host_bound          data_loading, host_sync, python_overhead, cpu_bound_op or
- *                                startup fired, in a trace with GPU activity
+ *   gpu_idle_host_bound          data_loading, host_sync, python_overhead, cpu_bound_op,
+ *                                startup or tail fired, in a trace with GPU activity
  * Their evidence stays what it was: the top operator's share, the cheapest busy operator,
  * the GPU idle fraction with the host's top ops and syncs. */
 #define SMELL_CHEAP_CALLS 1000     /* evidence of smell 2: an op with this many calls ... */

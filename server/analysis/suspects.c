@@ -19,6 +19,8 @@
  *   compute_bound_op one non-GEMM, non-copy op holding > COMPUTE_SHARE of the GPU time
  *   startup          the lead-in (trace start to first GPU activity) but its DataLoader
  *                    instants (data_loading's), labelled on the first launch's thread
+ *   tail             the tail (last GPU activity's end to trace end) but its DataLoader
+ *                    instants, labelled on the thread that launched the last activity
  * A suspect fires at FIRE_FRACTION of the wall; healthy = GPU busy >= HEALTHY_BUSY of the
  * wall and nothing fired. A CPU-only trace labels every host instant of every thread; a
  * category's at stake is then its largest thread's. */
@@ -38,9 +40,10 @@
 #define SHORT_MIN_CALLS 10          /* short-kernel op: at least this many calls, ... */
 #define SHORT_MAX_MEAN_HOST_US 1000 /* ... at most this host time per call, and less kernel time than host time */
 
-enum { C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_N };
-static const char *const cat_ids[C_N] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
-                                         "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup"};
+enum { C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_TAIL, C_N };
+static const char *const cat_ids[] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
+                                      "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup", "tail"};
+_Static_assert(sizeof cat_ids / sizeof cat_ids[0] == C_N, "one id per category");
 
 /* ---- the walk's statistics ---- */
 
@@ -142,8 +145,9 @@ static int credit(tally *t, int cat, long name, long track, double us) {
 static int category_of(const A *a, const idle_sum *s) {
     unsigned f = an_flags(a, s->name);
     switch (s->type) {
-    case LB_DATALOADER: case LB_LEAD_DATA: return C_DATA;
+    case LB_DATALOADER: case LB_LEAD_DATA: case LB_TAIL_DATA: return C_DATA;
     case LB_LEAD: return C_START;
+    case LB_TAIL: return C_TAIL;
     case LB_SYNC: return C_SYNC;
     case LB_KWAIT_OP: return is_short(a, s->name) ? C_LAUNCH : C_N;
     case LB_NO_LAUNCH: case LB_KWAIT_RANGE: case LB_KWAIT_RT: return C_N;
@@ -446,6 +450,14 @@ static const char *steady_window(const char *source) {
     return "profile a steady-state window after warm-up steps (torch.profiler.schedule(wait=1, warmup=1, active=3))";
 }
 
+/* How to end the next capture with the work, by who made the trace. */
+static const char *end_window(const char *source) {
+    if (!strcmp(source, "nsys")) return "end the capture with the loop (cudaProfilerStop() with nsys profile --capture-range=cudaProfilerApi, or --duration)";
+    if (!strcmp(source, "firstpass"))
+        return "put the loop in an NVTX range and compare that phase (the collector records until the process exits)";
+    return "end it with the last step's GPU work (call prof.step() right after each step and stop the profiler there)";
+}
+
 /* The next experiment of a category, naming its culprit. */
 static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, char *out, size_t n) {
     switch (cat) {
@@ -491,6 +503,12 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                  "cudnn.benchmark autotuning), %s; if it recurs per request (tokenization, preprocessing), overlap it with the previous "
                  "step's GPU work", strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
                  strcmp(culprit, "(untraced)") ? " runs" : " passes", rocm ? "HIP" : "CUDA", steady_window(source));
+        return;
+    case C_TAIL:
+        snprintf(out, n, "%s%s after the GPU's last work: if it is post-processing of the results (decoding, .cpu() copies, metrics, "
+                 "logging), overlap it with the next step's GPU work or move it out of the loop; if the capture runs past the work, %s",
+                 strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
+                 strcmp(culprit, "(untraced)") ? " runs" : " passes", end_window(source));
         return;
     default:
         snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
@@ -572,8 +590,9 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
         const char *name = culprit[c] >= 0 ? an_str(a, culprit[c]) : "(untraced)";
         char next[1024];
         next_experiment(c, name, cpu_only, rocm, a->t->source ? a->t->source : "kineto", next, sizeof next);
-        static const char *const smell[C_N] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
-                                               NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy"};
+        static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
+                                            NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy"};
+        _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
         json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
                                               smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at[c], "at_stake_fraction",
                                               at[c] / wall, "at_stake_per_step_us",
@@ -600,7 +619,7 @@ static json_t *idle_doc(A *a, json_t *phases) {
     for (; nused < 25; nused++) { /* the 25 largest labels */
         int best = -1;
         for (size_t i = 0; i < s->nsums; i++) {
-            if (s->sums[i].type >= LB_LEAD_DATA) continue; /* the lead-in is not idle */
+            if (s->sums[i].type >= LB_LEAD_DATA) continue; /* the lead-in and the tail are not idle */
             int dup = 0;
             for (int j = 0; j < nused; j++) dup |= used[j] == (int)i;
             if (!dup && (best < 0 || s->sums[i].us > s->sums[best].us)) best = (int)i;
@@ -631,6 +650,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
     if (!rc && !cpu_only && is->w0 > a->t->start_us && !(t.evidence[C_START] = json_pack("{s:f}", "lead_in_us", is->w0 - a->t->start_us)))
+        rc = ERR_NOMEM;
+    if (!rc && !cpu_only && is->w1 < a->t->end_us && !(t.evidence[C_TAIL] = json_pack("{s:f}", "tail_us", a->t->end_us - is->w1)))
         rc = ERR_NOMEM;
     double cpu_at[C_N] = {0};
     if (!rc && cpu_only) rc = cpu_priority(a, &t, cpu_at);

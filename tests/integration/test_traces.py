@@ -93,7 +93,7 @@ class RealTraces(unittest.TestCase):
                     # the smells fire by the suspect list's evidence (server/analysis/report.h)
                     cats = {x["category"] for x in self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]}
                     if sm["id"] == "gpu_idle_host_bound":
-                        host = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup"}
+                        host = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", "tail"}
                         self.assertEqual(sm["fired"], ev.get("gpu_idle_fraction") is not None and bool(cats & host), (sm, cats))
                     if sm["id"] == "cheap_operator_called_often":
                         self.assertEqual(sm["fired"], "launch_bound" in cats, (sm, cats))

@@ -448,11 +448,11 @@ def embedding(k):
 
 # ---------------------------------------------------------------- the cases
 
-def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6, prelude=None):
+def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6, prelude=None, postlude=None):
     """A healthy decode loop: per step embedding, `layers` decoder layers, lm_head, argmax
     on the GPU, then `.item()` of the token (one tiny sync) and a few us of Python. The host
     runs ahead inside a step, so the GPU is packed (GEMMs ~80% of GPU time, >95% busy).
-    prelude(k), if given, runs first."""
+    prelude(k), if given, runs first; postlude(k) after the last step."""
     k = KTrace(seed)
     k.host(40)
     if prelude:
@@ -467,6 +467,8 @@ def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.
             argmax(k)
             item_sync(k)
             k.host(12)
+    if postlude:
+        postlude(k)
     k.host(30)
     return k.doc(name=name)
 
@@ -487,6 +489,19 @@ def lazy_cuda_init(k):
 
 def case_startup():
     return decode_loop(9001, 30, name="startup", prelude=lazy_cuda_init)
+
+
+def detokenize_on_host(k):
+    """After generation: the tokens decoded and scored on the host with no GPU work left,
+    ~90 ms of a record_function("detokenize") around one long host op."""
+    with k.ann("detokenize", pre=5.0):
+        with k.op("aten::to", pre=2.0, dims=[[1, 4096], [], [], [], []]):
+            k.host(2000)
+        k.host(88000)
+
+
+def case_tail():
+    return decode_loop(9002, 30, name="tail", postlude=detokenize_on_host)
 
 
 def case_compare_37():
@@ -904,6 +919,7 @@ CASES = {
     "communication": case_communication,
     "healthy": case_healthy,
     "startup": case_startup,
+    "tail": case_tail,
     "phases": case_phases,
     "compare_37": case_compare_37,
     "compare_45_slow": case_compare_45_slow,

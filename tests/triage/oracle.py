@@ -72,6 +72,9 @@ Lead-in (not idle: it lies before the GPU window, in no class, not in `idle`)
    correlation). N = that activity, R = its runtime call on thread T. Each instant is
    labelled on T as in a host_wait gap (b), with no sync rule; R not found: all of it is
    "(untraced)".
+Tail (not idle either: it lies after the GPU window)
+ - [last GPU activity end, wall end]; N = the activity that ends last (ties: one with a
+   correlation, the highest), R its runtime call on thread T; labelled as the lead-in.
 
 Categories (ids as in the reply; the category of each idle label or GPU set)
  - data_loading: host_wait idle labelled by a DataLoader range, and the lead-in's instants
@@ -97,6 +100,7 @@ Categories (ids as in the reply; the category of each idle label or GPU set)
  - pageable_memcpy: union of copies whose name contains "Pageable". Culprit: that copy name.
  - startup: the lead-in's instants but its DataLoader ones (those are data_loading's).
    Culprit: the label with the most of it.
+ - tail: the tail's instants but its DataLoader ones (data_loading's). Culprit: as startup.
  - compute_bound_op: the non-GEMM-like, non-copy, non-comm op (innermost cpu_op around the
    launch; key_averages self CUDA; kernels only) with the most GPU time, if it holds > 50%
    of all GPU activity time and is not short-kernel; at stake = its GPU time.
@@ -583,6 +587,13 @@ def analyze(doc, want_ops=False, want_gaps=0):
             labs = t.labels_in((r.pid, r.tid), t.wall0, first.ts) if r is not None else {(UNTRACED, "untraced"): first.ts - t.wall0}
             for (lab, kind), us in labs.items():
                 idle_rows[("lead_in", lab, kind, "data_loading" if kind == "dataloader" else "startup")] += us
+        # the tail, labelled on the thread that launched the GPU activity that ends last
+        last = max(t.gpu, key=lambda g: (g.te, g.corr is not None, g.corr if isinstance(g.corr, (int, float)) else -1e30))
+        if last.te < t.wall1:
+            r = t.rt_by_corr.get(last.corr) if last.corr is not None else None
+            labs = t.labels_in((r.pid, r.tid), last.te, t.wall1) if r is not None else {(UNTRACED, "untraced"): t.wall1 - last.te}
+            for (lab, kind), us in labs.items():
+                idle_rows[("tail", lab, kind, "data_loading" if kind == "dataloader" else "tail")] += us
         ub = union(all_act)
         w0, w1 = ub[0][0], ub[-1][1]
         bl = length(ub)
@@ -603,7 +614,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
     res["gpu"] = gpu
 
     if gpu is not None:
-        rows = sorted(((k, v) for k, v in idle_rows.items() if k[0] != "lead_in"), key=lambda kv: -kv[1])
+        rows = sorted(((k, v) for k, v in idle_rows.items() if k[0] not in ("lead_in", "tail")), key=lambda kv: -kv[1])
         res["idle"] = {
             "by_class_us": {k: r3(v) for k, v in sorted(idle_class.items())},
             "by_culprit": [{"class": c, "culprit": n, "kind": k, "category": cat, "idle_us": r3(v),

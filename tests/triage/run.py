@@ -38,7 +38,7 @@ import oracle  # noqa: E402
 
 RAN = 0
 CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
-              "compute_bound_op", "communication", "cpu_bound_op", "startup"}
+              "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail"}
 SMELLS = {"cpu_heavy", "one_op_dominates", "many_small_calls", None}
 
 
