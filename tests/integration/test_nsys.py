@@ -12,6 +12,7 @@ import time
 import unittest
 
 from fpserver import Server, TRACES
+from nsys_schema import SCHEMA
 
 NSYS_DIR = os.path.join(TRACES, "pipit_nsys")
 
@@ -119,27 +120,8 @@ def ref_hardware(db):
     return "%s x%d" % (names[0], len(names)) if len(set(names)) == 1 else None
 
 
-# ---- a fixture with the documented schema (column names and types as nsys writes them) ----
+# ---- a fixture with the documented schema (nsys_schema.py) ----
 
-SCHEMA = """
-CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
-  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-  demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread INTEGER NOT NULL,
-  gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL,
-  blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL,
-  dynamicSharedMemory INTEGER NOT NULL, localMemoryPerThread INTEGER NOT NULL, gridId INTEGER NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
-  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER);
-CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
-  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-  bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER);
-CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
-  category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
-CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, totalMemory INTEGER,
-  smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER, threadsPerWarp INTEGER, maxThreadsPerBlock INTEGER,
-  maxWarpsPerSm INTEGER);
-"""
 
 PID, TID = 4242, 4243
 GTID = (1 << 56) | (PID << 24) | TID

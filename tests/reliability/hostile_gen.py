@@ -87,22 +87,20 @@ def gen(kind, n):
 
 
 def nsys(n, out):
+    """An Nsight Systems export of n kernels, each on a stream of its own (the documented
+    schema, tests/integration/nsys_schema.py, shared with test_nsys.py)."""
     import os
     import sqlite3
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+    from nsys_schema import SCHEMA
     if os.path.exists(out):
         os.unlink(out)
     c = sqlite3.connect(out)
-    c.executescript("""
-        CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
-            contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-            demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER, registersPerThread INTEGER NOT NULL,
-            gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL,
-            blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL, staticSharedMemory INTEGER NOT NULL,
-            dynamicSharedMemory INTEGER NOT NULL);
-        INSERT INTO StringIds VALUES (1, 'k');""")
-    c.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,1,?,?,NULL,1,1,NULL,32,1,1,1,128,1,1,0,0)",
-                  ((1000 * i, 1000 * i + 500, 7 + i, i + 1) for i in range(n)))
+    c.executescript(SCHEMA + "INSERT INTO StringIds VALUES (1, 'k');")
+    c.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, contextId, streamId, correlationId, demangledName,"
+                  " shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ, staticSharedMemory,"
+                  " dynamicSharedMemory, localMemoryPerThread, gridId) VALUES (?,?,0,1,?,?,1,1,32,1,1,1,128,1,1,0,0,0,?)",
+                  ((1000 * i, 1000 * i + 500, 7 + i, i + 1, i + 1) for i in range(n)))
     c.commit()
     c.close()
 
