@@ -471,6 +471,9 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                  culprit);
         return;
     case C_PY:
+        /* "(untraced)" is no place: the time is outside every traced range (CPU-only traces
+         * leave such time unlabelled, idle.c: cpu_piece) */
+        if (!strcmp(culprit, "(untraced)")) culprit = "the host time outside any traced range (untraced; re-profile with with_stack=True to name it)";
         if (cpu_only)
             snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
