@@ -731,9 +731,16 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
                   : json_object_get(l->t.meta, "firstpass") ? "firstpass" : l->legacy ? "legacy" : "kineto";
     rc = prepare_identity(l);
     if (rc) goto out;
-    for (size_t i = 0; i < l->t.ntracks && !rc; i++) rc = flush_chunk(l, (long)i);
-    for (size_t i = 0; i < l->t.ntracks && !rc; i++)
+    /* Each track's last chunk and host block, then their buffers: the stream is over, and
+     * what they held (their capacity) would stay through the analysis. */
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++) {
+        rc = flush_chunk(l, (long)i);
+        chunk_builder_free(&l->chunks[i]);
+    }
+    for (size_t i = 0; i < l->t.ntracks && !rc; i++) {
         if ((rc = flush_hblk(l, (long)i))) set_err(l, rc, sqlite3_errmsg(l->t.db));
+        buf_free(&l->hblk[i]);
+    }
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     log_step("scratch_commit", &t0);
     if (!rc) rc = analyze_run(&l->t, &a, l->err, sizeof l->err);

@@ -92,7 +92,8 @@ int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json);
 /* JSON bytes held, for the CHUNK_BYTES limit. */
 size_t chunk_builder_bytes(const chunk_builder *b);
 /* Compresses the chunk into z (reset first) and empties the builder (n, drawn and gpu
- * too: read them first). cctx is a ZSTD_CCtx
+ * too: read them first; the columns keep their capacity, the laid-out copy does not).
+ * cctx is a ZSTD_CCtx
  * (void * so that this header does not need zstd.h). 0, ERR_NOMEM or ERR_IO. */
 int chunk_finish(chunk_builder *b, void *cctx, buf *z);
 void chunk_builder_free(chunk_builder *b);

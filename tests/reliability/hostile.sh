@@ -63,6 +63,19 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
+# 1. not hostile, but many threads: bench/gen_trace.c's threads shape (384 threads, 40 MB).
+#    Each track's chunk builder kept its last chunk laid out end to end, and every builder
+#    its buffers through the analysis: 72 MB peak before (26 MB of it those buffers,
+#    massif), 52.5 MB after. The bound sits between.
+case_threads() {
+    cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" || { fail "threads: cannot build bench/gen_trace.c"; return; }
+    "$TMP/gen_trace" --shape threads -s 40M -o "$TMP/threads.json" >/dev/null 2>&1
+    fresh || return 0
+    local code
+    code=$(post "$TMP/threads.json")
+    expect "threads: 384 threads ($(stat -c %s "$TMP/threads.json") bytes)" "$code" 201
+    within "threads peak RSS" "$(hwm_mb)" 62 MB
+}
 # 1. the same through an Nsight Systems export (nsys.c): 100k kernels, each on a stream of
 #    its own (a 4 MB SQLite file). Without the cap (--max-tracks 0): 201 after 65 s of
 #    wall time, 444 MB peak.
@@ -460,7 +473,7 @@ PY
     within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
 }
 
-CASES="diskfull csp labels framing tracks nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="diskfull csp labels framing tracks threads nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"
