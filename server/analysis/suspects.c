@@ -596,10 +596,12 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
         static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
                                             NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy"};
         _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
+        /* the lead-in and the tail happen once: a share per step would read as a cost of each */
+        int per_step = a->nsteps && c != C_START && c != C_TAIL;
         json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
                                               smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at[c], "at_stake_fraction",
                                               at[c] / wall, "at_stake_per_step_us",
-                                              a->nsteps ? json_real(at[c] / (double)a->nsteps) : json_null(), "evidence",
+                                              per_step ? json_real(at[c] / (double)a->nsteps) : json_null(), "evidence",
                                               evidence_of(a, t, c, cpu_only), "next_experiment", next));
     }
     *nfired = n;

@@ -101,6 +101,7 @@ Categories (ids as in the reply; the category of each idle label or GPU set)
  - startup: the lead-in's instants but its DataLoader ones (those are data_loading's).
    Culprit: the label with the most of it.
  - tail: the tail's instants but its DataLoader ones (data_loading's). Culprit: as startup.
+   Startup and tail happen once: their at_stake_per_step_us is null.
  - compute_bound_op: the non-GEMM-like, non-copy, non-comm op (innermost cpu_op around the
    launch; key_averages self CUDA; kernels only) with the most GPU time, if it holds > 50%
    of all GPU activity time and is not short-kernel; at stake = its GPU time.
@@ -145,6 +146,7 @@ from collections import defaultdict
 
 SYNC_SLACK_US = 2.0
 FIRE_FRACTION = 0.05
+ONCE = ("startup", "tail")  # once per trace: at_stake_per_step_us is null
 HEALTHY_BUSY = 0.9
 COMPUTE_SHARE = 0.5
 SHORT_MIN_CALLS = 10
@@ -777,7 +779,7 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
         ev = dict(evidence.get(cat, {}))
         ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in sorted(m.items(), key=lambda kv: -kv[1])[:5]]
         out.append({"category": cat, "culprit": culprit, "at_stake_us": r3(tot), "at_stake_fraction": r3(tot / wall),
-                    "at_stake_per_step_us": r3(tot / steps["count"]) if steps else None, "evidence": ev})
+                    "at_stake_per_step_us": r3(tot / steps["count"]) if steps and cat not in ONCE else None, "evidence": ev})
     out.sort(key=lambda s: -s["at_stake_us"])
     return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
 

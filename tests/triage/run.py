@@ -138,7 +138,10 @@ def check_reply(c, doc, reply, sid=None, from_oracle=False):
         if not isinstance(f, (int, float)) or abs(f - a / wall) > 0.005:
             e.append("%s.at_stake_fraction %r != at_stake_us / wall_us %.3f" % (tag, f, a / wall))
         ps = x.get("at_stake_per_step_us", "absent")
-        if nsteps:
+        if x.get("category") in ("startup", "tail"):  # once per trace, not per step
+            if ps is not None:
+                e.append("%s.at_stake_per_step_us %r for a one-time category (null expected)" % (tag, ps))
+        elif nsteps:
             if not isinstance(ps, (int, float)) or abs(ps - a / nsteps) > 0.01 * a / nsteps + 0.5:
                 e.append("%s.at_stake_per_step_us %r != at_stake_us / %d" % (tag, ps, nsteps))
         elif ps is not None:
