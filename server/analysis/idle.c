@@ -96,45 +96,28 @@ static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev,
     return insert_gap(a, ins, dev, track, cls, g0, g1, lts, corr);
 }
 
-/* The lead-in: the trace's start to its first GPU activity (ties: the lowest correlation,
- * as for a gap's end). Why label it: a GPU with no work yet is the host holding the clock
- * (CUDA context creation, lazy init, model load, the first batch) and no gap sees it. It is
- * labelled on the thread of that activity's launch; with no launch found, all of it is
- * "(untraced)". */
-static int lead_in_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch) {
-    sqlite3_stmt *q = an_prep(a, "SELECT ts, corr FROM scratch.ev WHERE cls = 2 ORDER BY ts, corr IS NULL, corr LIMIT 1");
-    if (!q) return ERR_DB;
-    int rc = 0;
-    double g0 = a->t->start_us;
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_double(q, 0) > g0) {
-        double g1 = sqlite3_column_double(q, 0), lts;
-        long long corr = sqlite3_column_int64(q, 1), track;
-        if (find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track))
-            rc = insert_gap(a, ins, -1, track, GAP_LEAD_IN, g0, g1, lts, corr);
-        else
-            rc = add_label(a, LB_LEAD, -1, -1, g1 - g0);
-    }
-    sqlite3_finalize(q);
-    return rc;
-}
-
-/* The tail: the end of the last GPU activity to the trace's end (ties: the highest
- * correlation, the latest launched). Why label it: the host holding the clock after the GPU
- * finished (post-processing, .cpu() copies, logging, or a profiling window that runs past
- * the work) is in no gap either. Labelled on the thread of that activity's launch; with no
+/* The lead-in (cls GAP_LEAD_IN): the trace's start to its first GPU activity (ties: the
+ * lowest correlation, as for a gap's end). Why label it: a GPU with no work yet is the host
+ * holding the clock (CUDA context creation, lazy init, model load, the first batch) and no
+ * gap sees it. The tail (GAP_TAIL): the end of the last GPU activity to the trace's end
+ * (ties: one with a correlation, the highest: the latest launched), the host holding the
+ * clock after the GPU finished (post-processing, .cpu() copies, logging, or a capture that
+ * runs past the work). Each is labelled on the thread of that activity's launch; with no
  * launch found, all of it is "(untraced)". */
-static int tail_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch) {
-    sqlite3_stmt *q = an_prep(a, "SELECT te, corr FROM scratch.ev WHERE cls = 2 ORDER BY te DESC, corr IS NOT NULL DESC, corr DESC LIMIT 1");
+static int edge_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, int cls) {
+    int lead = cls == GAP_LEAD_IN;
+    sqlite3_stmt *q = an_prep(a, lead ? "SELECT ts, corr FROM scratch.ev WHERE cls = 2 ORDER BY ts, corr IS NULL, corr LIMIT 1"
+                                      : "SELECT te, corr FROM scratch.ev WHERE cls = 2 ORDER BY te DESC, corr IS NOT NULL DESC, corr DESC LIMIT 1");
     if (!q) return ERR_DB;
     int rc = 0;
-    double g1 = a->t->end_us;
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_double(q, 0) < g1) {
-        double g0 = sqlite3_column_double(q, 0), lts;
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        double t = sqlite3_column_double(q, 0), lts;
+        double g0 = lead ? a->t->start_us : t, g1 = lead ? t : a->t->end_us;
         long long corr = sqlite3_column_int64(q, 1), track;
-        if (find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track))
-            rc = insert_gap(a, ins, -1, track, GAP_TAIL, g0, g1, lts, corr);
-        else
-            rc = add_label(a, LB_TAIL, -1, -1, g1 - g0);
+        if (g1 > g0)
+            rc = find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track)
+                     ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, corr)
+                     : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
     }
     sqlite3_finalize(q);
     return rc;
@@ -191,8 +174,8 @@ int an_idle_gaps(A *a) {
         s->ndevices++;
         rc = device_gaps(a, q, ins, launch, sqlite3_column_int64(devs, 0), s->devices);
     }
-    if (!rc && s->ndevices) rc = lead_in_gap(a, ins, launch);
-    if (!rc && s->ndevices) rc = tail_gap(a, ins, launch);
+    if (!rc && s->ndevices) rc = edge_gap(a, ins, launch, GAP_LEAD_IN);
+    if (!rc && s->ndevices) rc = edge_gap(a, ins, launch, GAP_TAIL);
     sqlite3_finalize(devs);
     sqlite3_finalize(q);
     sqlite3_finalize(ins);
