@@ -19,6 +19,7 @@
 #include "lib/log.h"
 #include "lib/mono.h"
 #include "lib/tlblob.h"
+#include "lib/utf8.h"
 #include "lib/vec.h"
 
 /* ---- operator aggregation ---- */
@@ -669,10 +670,9 @@ int an_gpu_phases(A *a) {
  * timeline document; the whole name stays in /phases. */
 #define BAND_NAME_MAX 256
 static const char *band_name(const char *s, char *buf, size_t n) {
-    size_t cut = BAND_NAME_MAX;
-    if (strlen(s) <= cut) return s;
-    while (cut > 0 && ((unsigned char)s[cut] & 0xC0) == 0x80) cut--; /* not inside a character */
-    snprintf(buf, n, "%.*s\xe2\x80\xa6", (int)cut, s);
+    size_t len = strlen(s);
+    if (len <= BAND_NAME_MAX) return s;
+    snprintf(buf, n, "%.*s\xe2\x80\xa6", (int)utf8_cut(s, len, BAND_NAME_MAX), s);
     return buf;
 }
 

@@ -15,6 +15,7 @@
 
 #include "analysis/an.h"
 #include "lib/timefmt.h"
+#include "lib/utf8.h"
 
 #define PACKED_BUSY 0.90        /* kernels packed: the GPU busy this share of its window */
 #define ALIGNED_SHARE 0.50      /* a CPU range lines up: this share of the GPU work it launched runs inside it */
@@ -34,9 +35,9 @@ static json_t *kernels_packed(const json_t *sus) {
     char s[512];
     const json_t *top = json_array_get(json_object_get(json_object_get(sus, "idle"), "by_culprit"), 0);
     if (busy >= PACKED_BUSY)
-        snprintf(s, sizeof s, "yes: the GPU is busy %.1f%% of its window", busy * 100);
+        utf8_snprintf(s, sizeof s, "yes: the GPU is busy %.1f%% of its window", busy * 100);
     else
-        snprintf(s, sizeof s, "no: the GPU is busy %.1f%% of its window; its idle time waits on the %s (%.0f%% of it)%s%s", busy * 100,
+        utf8_snprintf(s, sizeof s, "no: the GPU is busy %.1f%% of its window; its idle time waits on the %s (%.0f%% of it)%s%s", busy * 100,
                  hw >= kw ? "host issuing launches" : "launched kernels starting late", 100 * (hw >= kw ? hw : kw) / (hw + kw > 0 ? hw + kw : 1),
                  top ? ", most of all under " : "", top ? json_string_value(json_object_get(top, "culprit")) : "");
     return answer(busy >= PACKED_BUSY ? "yes" : "no", s,
@@ -63,7 +64,7 @@ static json_t *cpu_ranges_align(A *a) {
     }
     double share = inside / launched;
     char s[256];
-    snprintf(s, sizeof s, "%s: %.0f%% of the GPU work launched in record_function ranges runs while its range is open%s",
+    utf8_snprintf(s, sizeof s, "%s: %.0f%% of the GPU work launched in record_function ranges runs while its range is open%s",
              share >= ALIGNED_SHARE ? "yes" : "no", share * 100, share >= ALIGNED_SHARE ? "" : " (the GPU trails the host)");
     return answer(share >= ALIGNED_SHARE ? "yes" : "no", s, json_pack("{s:f,s:o}", "share_inside", share, "ranges", rows));
 }
@@ -84,7 +85,7 @@ static json_t *prefill_decode(A *a) {
     double pk = pf->kernels ? pf->kernel_us / (double)pf->kernels : 0, dk = dc->kernels ? dc->kernel_us / (double)dc->kernels : 0;
     int dense = pk > 0 && dk > 0 && pk >= DENSE_RATIO * dk && dc->count >= pf->count;
     char s[512], t1[32], t2[32];
-    snprintf(s, sizeof s, "%s: %s x%lld, mean kernel %s; %s x%lld, mean kernel %s", dense ? "yes" : "no", an_str(a, pf->name),
+    utf8_snprintf(s, sizeof s, "%s: %s x%lld, mean kernel %s; %s x%lld, mean kernel %s", dense ? "yes" : "no", an_str(a, pf->name),
              pf->count, timefmt_us(pk, t1, sizeof t1), an_str(a, dc->name), dc->count, timefmt_us(dk, t2, sizeof t2));
     return answer(dense ? "yes" : "no", s,
                   json_pack("{s:{s:s,s:I,s:f},s:{s:s,s:I,s:f}}", "prefill", "name", an_str(a, pf->name), "count", (json_int_t)pf->count,
@@ -104,7 +105,7 @@ static json_t *copies_critical(const json_t *gpu, double wall) {
     if (total <= 0) return answer("n/a", "no copies or memsets in the trace", NULL);
     double share = wall > 0 ? crit / wall : 0;
     char s[256], t1[32];
-    snprintf(s, sizeof s, "%s: %s of copies and memsets on the critical path (%.1f%% of the wall)", share >= CRITICAL_COPY_SHARE ? "yes" : "no",
+    utf8_snprintf(s, sizeof s, "%s: %s of copies and memsets on the critical path (%.1f%% of the wall)", share >= CRITICAL_COPY_SHARE ? "yes" : "no",
              timefmt_us(crit, t1, sizeof t1), share * 100);
     return answer(share >= CRITICAL_COPY_SHARE ? "yes" : "no", s,
                   json_pack("{s:f,s:f,s:f}", "critical_path_us", crit, "copy_us", total, "share_of_wall", share));

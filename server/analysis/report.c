@@ -13,6 +13,7 @@
 
 #include "lib/err.h"
 #include "lib/timefmt.h"
+#include "lib/utf8.h"
 
 const char *const report_line_keys[REPORT_LINES] = {"workload", "hardware", "top_cuda_time", "top_cpu_cost", "next_experiment"};
 const char *const report_line_titles[REPORT_LINES] = {"Workload", "Hardware", "Top CUDA time", "Top CPU / orchestration cost",
@@ -68,8 +69,8 @@ static int load_ops(draft *d, const char *where, const char *order, op *ops, int
     int n = 0, st;
     while (n < max && (st = sqlite3_step(s)) == SQLITE_ROW) {
         op *o = &ops[n++];
-        snprintf(o->name, sizeof o->name, "%s", (const char *)sqlite3_column_text(s, 0));
-        snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
+        utf8_snprintf(o->name, sizeof o->name, "%s", (const char *)sqlite3_column_text(s, 0));
+        utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
         o->calls = sqlite3_column_int64(s, 2);
         o->self_cpu = sqlite3_column_double(s, 3);
         o->self_cuda = sqlite3_column_double(s, 4);
@@ -136,7 +137,7 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     char buf[512], t1[32];
     double v = d->cpu_only ? top[0].self_cpu : top[0].self_cuda, share = v / denom;
     const char *cls = report_op_class(top[0].name);
-    snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,
+    utf8_snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,
              timefmt_us(v, t1, sizeof t1), top[0].calls, plural(top[0].calls),
              !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
     return smell("one_operator_owns_the_run", "One operator owns the run", fired_any(d->in, d->cpu_only ? cpu_cats : cats), buf,
@@ -161,18 +162,18 @@ static json_t *smell_cheap(draft *d) {
     int fired = fired_any(d->in, cats);
     const json_t *lb = suspect_of(d->in, "launch_bound");
     if (!nc && lb) { /* the suspect list's launch-bound op is the evidence */
-        snprintf(buf, sizeof buf, "%s: kernels shorter than their launches, %s of the wall at stake",
+        utf8_snprintf(buf, sizeof buf, "%s: kernels shorter than their launches, %s of the wall at stake",
                  json_string_value(json_object_get(lb, "culprit")), timefmt_us(json_number_value(json_object_get(lb, "at_stake_us")), t1, sizeof t1));
         return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
                      json_pack("{s:O,s:O,s:s}", "culprit", json_object_get(lb, "culprit"), "at_stake_us", json_object_get(lb, "at_stake_us"),
                                "category", "launch_bound"));
     }
     if (!nc) {
-        snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
+        utf8_snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
         return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf, json_object());
     }
     double t = on_gpu ? c[0].self_cuda : c[0].self_cpu;
-    snprintf(buf, sizeof buf, "%s: %lld calls at %s each, %s in all (%.1f%% of %s time)", c[0].name, c[0].calls,
+    utf8_snprintf(buf, sizeof buf, "%s: %lld calls at %s each, %s in all (%.1f%% of %s time)", c[0].name, c[0].calls,
              timefmt_us(t / (double)c[0].calls, t1, sizeof t1), timefmt_us(t, t2, sizeof t2), share * 100, basis);
     return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
                  json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:s,s:i,s:f}", "operator", c[0].name, "kind", c[0].kind, "calls", c[0].calls, "mean_us",
@@ -198,12 +199,12 @@ static json_t *smell_idle(draft *d) {
     for (int i = 0; i < ns; i++)
         json_array_append_new(syncj, json_pack("{s:s,s:f,s:I}", "call", syncs[i].name, "self_cpu_us", syncs[i].self_cpu, "calls", syncs[i].calls));
     if (!d->cpu_only) {
-        int o = snprintf(buf, sizeof buf, "GPU idle %.1f%% of the wall time", idle * 100);
-        if (nh) o += snprintf(buf + o, sizeof buf - (size_t)o, "; host: %s", host[0].name);
-        if (ns && o < (int)sizeof buf) snprintf(buf + o, sizeof buf - (size_t)o, "; syncs: %s (%lld call%s)", syncs[0].name, syncs[0].calls,
+        int o = utf8_snprintf(buf, sizeof buf, "GPU idle %.1f%% of the wall time", idle * 100);
+        if (nh) o += utf8_snprintf(buf + o, sizeof buf - (size_t)o, "; host: %s", host[0].name);
+        if (ns && o < (int)sizeof buf) utf8_snprintf(buf + o, sizeof buf - (size_t)o, "; syncs: %s (%lld call%s)", syncs[0].name, syncs[0].calls,
                                                         plural(syncs[0].calls));
     } else {
-        snprintf(buf, sizeof buf, "no GPU activity in the trace");
+        utf8_snprintf(buf, sizeof buf, "no GPU activity in the trace");
     }
     return smell("gpu_idle_host_bound", d->rocm ? "CPU time large while GPU time is sparse" : "CPU time large while CUDA time is sparse", !d->cpu_only && fired_any(d->in, cats), buf,
                  json_pack("{s:o,s:o,s:o}", "gpu_idle_fraction", d->cpu_only ? json_null() : json_real(idle), "host_ops", hosts, "syncs", syncj));
@@ -213,22 +214,22 @@ static json_t *smell_idle(draft *d) {
 
 static void line_workload(const draft *d, char *out, size_t n) {
     const report_input *in = d->in;
-    int o = snprintf(out, n, "%s", in->name && *in->name ? in->name : "unnamed session");
+    int o = utf8_snprintf(out, n, "%s", in->name && *in->name ? in->name : "unnamed session");
     const char *k;
     json_t *v;
     int first = 1;
     json_object_foreach((json_t *)in->labels, k, v) {
         if (o >= (int)n) break;
-        o += snprintf(out + o, n - (size_t)o, "%s%s=%s", first ? " (" : ", ", k, json_string_value(v));
+        o += utf8_snprintf(out + o, n - (size_t)o, "%s%s=%s", first ? " (" : ", ", k, json_string_value(v));
         first = 0;
     }
-    if (!first && o < (int)n) o += snprintf(out + o, n - (size_t)o, ")");
+    if (!first && o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, ")");
     char t1[32], t2[32];
-    if (o < (int)n) o += snprintf(out + o, n - (size_t)o, "; %lld events over %s", in->events, timefmt_us(in->wall_us, t1, sizeof t1));
+    if (o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, "; %lld events over %s", in->events, timefmt_us(in->wall_us, t1, sizeof t1));
     const json_t *steps = json_object_get(in->suspects, "steps");
     long long ns = (long long)json_integer_value(json_object_get(steps, "count"));
     if (json_is_object(steps) && o < (int)n)
-        snprintf(out + o, n - (size_t)o, "; %lld step%s, mean %s (p90 %s)", ns, ns == 1 ? "" : "s",
+        utf8_snprintf(out + o, n - (size_t)o, "; %lld step%s, mean %s (p90 %s)", ns, ns == 1 ? "" : "s",
                  timefmt_us(json_number_value(json_object_get(steps, "mean_us")), t1, sizeof t1),
                  timefmt_us(json_number_value(json_object_get(steps, "p90_us")), t2, sizeof t2));
 }
@@ -237,31 +238,31 @@ static void line_hardware(const draft *d, char *out, size_t n) {
     const report_input *in = d->in;
     const json_t *rv = json_object_get(in->meta, "cuda_runtime_version");
     if (in->hardware && *in->hardware && rv && !d->rocm)
-        snprintf(out, n, "%s, CUDA runtime %lld", in->hardware, (long long)json_integer_value(rv));
+        utf8_snprintf(out, n, "%s, CUDA runtime %lld", in->hardware, (long long)json_integer_value(rv));
     else if (in->hardware && *in->hardware)
-        snprintf(out, n, "%s%s", in->hardware, d->rocm ? ", ROCm" : "");
+        utf8_snprintf(out, n, "%s%s", in->hardware, d->rocm ? ", ROCm" : "");
     else if (d->cpu_only)
-        snprintf(out, n, "CPU only: the trace has no GPU activity and no device properties");
+        utf8_snprintf(out, n, "CPU only: the trace has no GPU activity and no device properties");
     else
-        snprintf(out, n, "unknown: the trace carries no device properties");
+        utf8_snprintf(out, n, "unknown: the trace carries no device properties");
 }
 
 /* top: smell_owns's operators, on GPU time here (only a CPU-only trace, answered first, has
  * them on self CPU). */
 static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, size_t n) {
     if (d->cpu_only) {
-        snprintf(out, n, "no GPU time: a CPU-only trace");
+        utf8_snprintf(out, n, "no GPU time: a CPU-only trace");
         return;
     }
     if (ntop <= 0 || d->self_cuda_total <= 0) {
-        snprintf(out, n, "no GPU time in the trace");
+        utf8_snprintf(out, n, "no GPU time in the trace");
         return;
     }
     char t1[32];
     const char *word = d->rocm ? "self GPU" : "self CUDA";
-    int o = snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
+    int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
                      timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), report_op_class(top[0].name));
-    if (ntop > 1 && o < (int)n) snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
+    if (ntop > 1 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
 }
 
 /* The host's largest cost: the largest host-side suspect (a DataLoader range, a sync, Python,
@@ -280,35 +281,35 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
     char t1[32];
     int o = 0;
     if (best)
-        o = snprintf(out, n, "%s (%s): %s, %.1f%% of the wall%s", json_string_value(json_object_get(best, "culprit")),
+        o = utf8_snprintf(out, n, "%s (%s): %s, %.1f%% of the wall%s", json_string_value(json_object_get(best, "culprit")),
                      json_string_value(json_object_get(best, "category")),
                      timefmt_us(json_number_value(json_object_get(best, "at_stake_us")), t1, sizeof t1),
                      json_number_value(json_object_get(best, "at_stake_fraction")) * 100, d->cpu_only ? "" : " with the GPU waiting");
     op h[1];
     int nh = load_ops(d, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
     if (nh && d->self_cpu_total > 0 && o < (int)n)
-        o += snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top self CPU: " : "", h[0].name,
+        o += utf8_snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top self CPU: " : "", h[0].name,
                       h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls,
                       plural(h[0].calls));
     else if (!o)
-        o = snprintf(out, n, "no host operators in the trace");
+        o = utf8_snprintf(out, n, "no host operators in the trace");
     const json_t *gpu = json_object_get(d->in->suspects, "gpu");
     if (json_is_object(gpu) && o < (int)n)
-        snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
+        utf8_snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
 }
 
 /* The top suspect's next experiment, naming its culprit; or what a healthy run is told. */
 static void line_next(const draft *d, char *out, size_t n) {
     const json_t *top = json_array_get(json_object_get(d->in->suspects, "suspects"), 0);
     if (top) {
-        snprintf(out, n, "%s", json_string_value(json_object_get(top, "next_experiment")));
+        utf8_snprintf(out, n, "%s", json_string_value(json_object_get(top, "next_experiment")));
     } else if (json_is_true(json_object_get(d->in->suspects, "healthy"))) {
         const json_t *gpu = json_object_get(d->in->suspects, "gpu");
-        snprintf(out, n, "Healthy: the GPU is busy %.1f%% of the wall and no suspect holds 5%% of it; keep this session as a baseline "
+        utf8_snprintf(out, n, "Healthy: the GPU is busy %.1f%% of the wall and no suspect holds 5%% of it; keep this session as a baseline "
                  "(PUT /api/v1/baselines/NAME) and compare the next change against it per step",
                  json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
     } else {
-        snprintf(out, n, "No suspect holds 5%% of the wall: profile a longer steady-state window, or compare against a baseline session "
+        utf8_snprintf(out, n, "No suspect holds 5%% of the wall: profile a longer steady-state window, or compare against a baseline session "
                  "per step");
     }
 }

@@ -33,6 +33,7 @@
 #include "analysis/names.h"
 #include "lib/err.h"
 #include "lib/vec.h"
+#include "lib/utf8.h"
 
 #define FIRE_FRACTION 0.05          /* a suspect fires at this share of the wall */
 #define HEALTHY_BUSY 0.90           /* healthy: GPU busy this share of the wall, nothing fired */
@@ -462,11 +463,11 @@ static const char *end_window(const char *source) {
 static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, char *out, size_t n) {
     switch (cat) {
     case C_DATA:
-        snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
+        utf8_snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
                  "so that %s overlaps the GPU; re-profile and compare GPU idle per step", culprit);
         return;
     case C_SYNC:
-        snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "
+        utf8_snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "
                  "read it every N steps or with a non_blocking copy to pinned memory, so the host queues the next step while the GPU works",
                  culprit);
         return;
@@ -475,46 +476,46 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
          * leave such time unlabelled, idle.c: cpu_piece) */
         if (!strcmp(culprit, "(untraced)")) culprit = "the host time outside any traced range (untraced; re-profile with with_stack=True to name it)";
         if (cpu_only)
-            snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
+            utf8_snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
         else
-            snprintf(out, n, "Take Python out of the launch path in %s: torch.compile the step or capture it in a %s, vectorize the "
+            utf8_snprintf(out, n, "Take Python out of the launch path in %s: torch.compile the step or capture it in a %s, vectorize the "
                      "per-token work, so launches queue ahead of the GPU; compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_LAUNCH:
-        snprintf(out, n, "Launches of %s cost more than their kernels: capture the loop in a %s (torch.compile mode=\"reduce-overhead\") "
+        utf8_snprintf(out, n, "Launches of %s cost more than their kernels: capture the loop in a %s (torch.compile mode=\"reduce-overhead\") "
                  "or fuse the small ops with torch.compile; compare launches and GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_CPU:
-        snprintf(out, n, "%s holds the host: check its inputs (shapes, dtype, device), first-call work (lazy init, cudnn.benchmark "
+        utf8_snprintf(out, n, "%s holds the host: check its inputs (shapes, dtype, device), first-call work (lazy init, cudnn.benchmark "
                  "autotuning) and run it outside the measured window, or profile it with_stack=True", culprit);
         return;
     case C_COMM:
-        snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
+        utf8_snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
                  "messages); check the interconnect's bandwidth against the message sizes", culprit);
         return;
     case C_COPY:
-        snprintf(out, n, "Cut the copies and casts of %s: keep tensors in their final dtype and device, cast once at load, avoid "
+        utf8_snprintf(out, n, "Cut the copies and casts of %s: keep tensors in their final dtype and device, cast once at load, avoid "
                  ".to()/.contiguous() inside the loop; re-profile its GPU share", culprit);
         return;
     case C_PAGE:
-        snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
+        utf8_snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
                  "so %s overlaps compute instead of blocking the host", culprit);
         return;
     case C_START:
-        snprintf(out, n, "%s%s before the GPU gets any work: if it is one-time start-up (%s context creation, lazy init, model load, "
+        utf8_snprintf(out, n, "%s%s before the GPU gets any work: if it is one-time start-up (%s context creation, lazy init, model load, "
                  "cudnn.benchmark autotuning), %s; if it recurs per request (tokenization, preprocessing), overlap it with the previous "
                  "step's GPU work", strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
                  strcmp(culprit, "(untraced)") ? " runs" : " passes", rocm ? "HIP" : "CUDA", steady_window(source));
         return;
     case C_TAIL:
-        snprintf(out, n, "%s%s after the GPU's last work: if it is post-processing of the results (decoding, .cpu() copies, metrics, "
+        utf8_snprintf(out, n, "%s%s after the GPU's last work: if it is post-processing of the results (decoding, .cpu() copies, metrics, "
                  "logging), overlap it with the next step's GPU work or move it out of the loop; if the capture runs past the work, %s",
                  strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
                  strcmp(culprit, "(untraced)") ? " runs" : " passes", end_window(source));
         return;
     default:
-        snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
+        utf8_snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
                  "throughput, try a fused or library kernel (SDPA / FlashAttention for attention), lower precision", culprit,
                  rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
         return;

@@ -174,6 +174,38 @@ class UploadSlot(unittest.TestCase):
         self.assertEqual([s for s in got if s != 201], [], "statuses other than 201")
 
 
+class NonAsciiNamesCut(unittest.TestCase):
+    def test_a_name_cut_inside_a_character_keeps_its_suspects(self):
+        """The analysis formats names into fixed buffers (next experiment 1 KiB, report
+        lines, operator names 256 B); snprintf cut a long non-ASCII name inside a character,
+        Jansson refused the invalid UTF-8, and the suspects, report lines and smell evidence
+        that quoted it vanished: the list came back empty for two of these three offsets.
+        lib/utf8.c drops the cut character."""
+        srv = Server()
+        try:
+            for pad in range(3):
+                name = "aten::" + "a" * pad + "é" * 2000
+                evs = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+                       {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+                        "args": {"correlation": 1}},
+                       {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 900,
+                        "args": {"device": 0, "stream": 7, "correlation": 1}}]
+                with self.subTest(pad=pad):
+                    sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode())
+                    sus = srv.json("/api/v1/sessions/%d/suspects" % sid)
+                    top = sus["suspects"][0] if sus["suspects"] else {}
+                    self.assertEqual(top.get("category"), "compute_bound_op", sus["suspects"])
+                    self.assertEqual(top["culprit"], name)  # whole where it is not formatted
+                    self.assertTrue(top["next_experiment"].startswith(name[:500]))
+                    rep = srv.json("/api/v1/sessions/%d/report" % sid)
+                    self.assertEqual(sorted(rep["lines"]), sorted(["workload", "hardware", "top_cuda_time", "top_cpu_cost",
+                                                                   "next_experiment"]))
+                    owns = [sm for sm in rep["smells"] if sm["id"] == "one_operator_owns_the_run"][0]
+                    self.assertTrue(owns["fired"] and owns["evidence"], owns)
+        finally:
+            srv.stop()
+
+
 class LongPhaseNames(unittest.TestCase):
     def test_timeline_bands_cut_long_names_phases_keep_them(self):
         """Each timeline band repeated its record_function's name whole, once per instance:

@@ -1,0 +1,48 @@
+/* test_utf8.c: lib/utf8.c, cuts that never split a UTF-8 character. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "lib/utf8.h"
+
+/* Every cut of "aé€😀" (1 + 2 + 3 + 4 bytes) ends at one of its five boundaries. */
+static void test_utf8_cut_boundaries(void **state) {
+    (void)state;
+    const char *s = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    const size_t want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 10};
+    for (size_t max = 0; max < sizeof want / sizeof want[0]; max++) assert_int_equal(utf8_cut(s, strlen(s), max), want[max]);
+}
+
+/* utf8_snprintf cut inside a character drops its leading bytes; whole ones stay; the
+ * return value is what snprintf returns. */
+static void test_utf8_snprintf_drops_partial_tail(void **state) {
+    (void)state;
+    char b[8];
+    /* "ab" + "é" x 3 = 8 bytes: 7 fit, the third é is cut after its first byte */
+    assert_int_equal(utf8_snprintf(b, sizeof b, "ab%s", "\xc3\xa9\xc3\xa9\xc3\xa9"), 8);
+    assert_string_equal(b, "ab\xc3\xa9\xc3\xa9");
+    /* a 4-byte character cut after 1, 2, 3 bytes */
+    for (size_t n = 2; n <= 4; n++) {
+        char c[8];
+        utf8_snprintf(c, n + 1, "x%s", "\xf0\x9f\x98\x80");
+        assert_string_equal(c, "x");
+    }
+    char d[16];
+    assert_int_equal(utf8_snprintf(d, sizeof d, "%s", "\xe2\x82\xac"), 3); /* not cut: unchanged */
+    assert_string_equal(d, "\xe2\x82\xac");
+    assert_int_equal(utf8_snprintf(d, 4, "%s", "abcdef"), 6); /* ASCII cut as snprintf cuts */
+    assert_string_equal(d, "abc");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_utf8_cut_boundaries),
+        cmocka_unit_test(test_utf8_snprintf_drops_partial_tail),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
