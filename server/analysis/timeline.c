@@ -17,6 +17,7 @@
 #include "lib/log.h"
 #include "lib/mono.h"
 #include "lib/tlblob.h"
+#include "lib/utf8.h"
 #include "lib/vec.h"
 
 /* ---- timeline buckets ---- */
@@ -132,8 +133,8 @@ json_t *an_timeline_doc(A *a, json_t *phases, json_t *gaps) {
             snprintf(id, sizeof id, "gpu:%lld:%lld", ti->device, ti->stream);
             snprintf(label, sizeof label, "GPU %lld stream %lld", ti->device, ti->stream);
         } else {
-            snprintf(id, sizeof id, "cpu:%s:%s", ti->pid, ti->tid);
-            snprintf(label, sizeof label, "thread %s (pid %s)", ti->tid, ti->pid);
+            utf8_snprintf(id, sizeof id, "cpu:%s:%s", ti->pid, ti->tid);
+            utf8_snprintf(label, sizeof label, "thread %s (pid %s)", ti->tid, ti->pid);
         }
         json_array_append_new(tracks, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:I}", "index", (json_int_t)i, "id", id,
                                                 "kind", ti->gpu ? "gpu" : "cpu", "label", label, "pid", ti->pid, "tid", ti->tid,

@@ -32,6 +32,7 @@
 #include "lib/mono.h"
 #include "ingest/synth.h"
 #include "lib/tmpfile.h"
+#include "lib/utf8.h"
 #include "analysis/trace.h"
 #include "lib/log.h"
 #include "lib/vec.h"
@@ -653,8 +654,8 @@ static char *hardware_of(json_t *meta) {
         if (nm && !strcmp(nm, first)) same++;
     }
     char out[512];
-    if (same == n) snprintf(out, sizeof out, "%s x%zu", first, n);
-    else snprintf(out, sizeof out, "%s x%zu (+%zu other)", first, same, n - same);
+    if (same == n) utf8_snprintf(out, sizeof out, "%s x%zu", first, n);
+    else utf8_snprintf(out, sizeof out, "%s x%zu (+%zu other)", first, same, n - same);
     return strdup(out);
 }
 

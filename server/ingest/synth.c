@@ -8,6 +8,7 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/utf8.h"
 
 /* Appends a string literal (its length known at compile time). */
 #define PUTS(b, lit) buf_put((b), (lit), sizeof(lit) - 1)
@@ -77,7 +78,7 @@ static void gpu_label(const trace_ctx *t, long long dev, char *out, size_t n) {
         json_t *id = json_object_get(d, "id");
         const char *nm = json_string_value(json_object_get(d, "name"));
         if (json_is_integer(id) && json_integer_value(id) == dev && nm) {
-            snprintf(out, n, "GPU %lld (%s)", dev, nm);
+            utf8_snprintf(out, n, "GPU %lld (%s)", dev, nm);
             return;
         }
     }

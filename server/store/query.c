@@ -18,6 +18,7 @@
 #include "lib/tlblob.h"
 #include "lib/vec.h"
 #include "lib/timefmt.h"
+#include "lib/utf8.h"
 #include "store/history.h"
 
 static const struct { const char *field, *col; } sorts[] = {
@@ -607,13 +608,18 @@ static json_t *load_side(db_conn *db, long long id, int phases) {
     if (!(s = db_prepare2(db, sql, pg))) return m;
     db_bind_int64(s, 1, id);
     while (db_step(s) == DB_ROW) {
-        char key[1024];
-        snprintf(key, sizeof key, "%s\x1f%s", db_column_text(s, 1), db_column_text(s, 0));
+        /* sized to fit: kernel names run to kilobytes, and two cut to one prefix were one row */
+        const char *k = (const char *)db_column_text(s, 1), *nm = (const char *)db_column_text(s, 0);
+        size_t len = strlen(k ? k : "") + strlen(nm ? nm : "") + 2;
+        char *key = malloc(len);
+        if (!key) break;
+        snprintf(key, len, "%s\x1f%s", k ? k : "", nm ? nm : "");
         json_t *v = phases ? json_pack("{s:I,s:f}", "count", db_column_int64(s, 2), "total_us", db_column_double(s, 3))
                            : json_pack("{s:I,s:f,s:f,s:f,s:f}", "calls", db_column_int64(s, 2), "cuda_time_total_us", db_column_double(s, 3),
                                        "cpu_time_total_us", db_column_double(s, 4), "self_cuda_time_total_us", db_column_double(s, 5),
                                        "self_cpu_time_total_us", db_column_double(s, 6));
         json_object_set_new(m, key, v);
+        free(key);
     }
     db_finalize(s);
     return m;
@@ -691,7 +697,7 @@ int query_compare(db_conn *db, long long base, long long head, json_t **out) {
 static const char *string_of(db_stmt *q, long long id, char *out, size_t n) {
     db_bind_int64(q, 2, id);
     out[0] = '\0';
-    if (db_step(q) == DB_ROW) snprintf(out, n, "%s", db_column_text(q, 0));
+    if (db_step(q) == DB_ROW) utf8_snprintf(out, n, "%s", db_column_text(q, 0)); /* cut whole characters: json_pack refuses half of one */
     db_reset(q);
     return out;
 }

@@ -206,6 +206,50 @@ class NonAsciiNamesCut(unittest.TestCase):
             srv.stop()
 
 
+    def test_timeline_keeps_events_and_tracks_with_long_non_ascii_names(self):
+        """The timeline cuts event names at 511 bytes and track labels at 159: cut inside a
+        character, the event (or the whole track) was left out of the reply."""
+        name, tid = "é" * 600, "线程" * 40
+        evs = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": tid, "ts": 0, "dur": 100},
+               {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": tid, "ts": 200, "dur": 100}]
+        srv = Server()
+        try:
+            sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode())
+            tl = srv.json("/api/v1/sessions/%d/timeline" % sid)
+            tracks = [t for t in tl["tracks"] if t["kind"] == "cpu"]
+            self.assertEqual(len(tracks), 1, tl["tracks"])
+            self.assertTrue(tracks[0]["label"].startswith("thread " + tid[:20]), tracks[0]["label"])
+            got = [e["name"] for e in tracks[0].get("events", [])]
+            self.assertEqual(got, ["é" * 255, "aten::mm"])
+        finally:
+            srv.stop()
+
+
+class LongNamesCompare(unittest.TestCase):
+    def test_compare_keeps_long_names_apart_and_whole(self):
+        """/compare keyed its rows by kind and name cut at 1 KiB: two kernels whose names
+        share their first 1,100 bytes (C++ templates do) were one row, and a name of 'é'
+        cut inside a character made the row vanish. Keys are sized to fit now."""
+        prefix = "void cutlass::Kernel<" + "x" * 1100
+        names = [prefix + "A>", prefix + "B>", "k" + "é" * 700]
+
+        def trace(us):
+            evs = []
+            for i, (nm, d) in enumerate(zip(names, us)):
+                evs.append({"ph": "X", "cat": "kernel", "name": nm, "pid": 0, "tid": 7, "ts": i * 1000, "dur": d,
+                            "args": {"device": 0, "stream": 7}})
+            return json.dumps({"traceEvents": evs}).encode()
+        srv = Server()
+        try:
+            b = srv.upload_ok(trace([100, 200, 300]))
+            h = srv.upload_ok(trace([150, 200, 330]))
+            rows = srv.json("/api/v1/compare?base=%d&head=%d" % (b, h))["operators"]
+            got = sorted(r["name"] for r in rows if r["kind"] == "kernel")
+            self.assertEqual(got, sorted(names))
+        finally:
+            srv.stop()
+
+
 class LongPhaseNames(unittest.TestCase):
     def test_timeline_bands_cut_long_names_phases_keep_them(self):
         """Each timeline band repeated its record_function's name whole, once per instance:
