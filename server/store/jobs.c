@@ -105,8 +105,11 @@ static json_t *rank_row(db_stmt *s, db_stmt *ph) {
     size_t i;
     double nsteps = num(st, "count");
     json_array_foreach(json_object_get(sus, "suspects"), i, x) { /* per the rank's steps, whichever range they are */
-        double v = num(x, "at_stake_us") / (nsteps > 0 ? nsteps : 1);
-        json_object_set_new(per, json_string_value(json_object_get(x, "category")), json_real(v));
+        const char *cat = json_string_value(json_object_get(x, "category"));
+        /* startup and tail happen once (their at_stake_per_step_us is null): a longer tail
+         * on one rank is no per-step difference */
+        if (!cat || !strcmp(cat, "startup") || !strcmp(cat, "tail")) continue;
+        json_object_set_new(per, cat, json_real(num(x, "at_stake_us") / (nsteps > 0 ? nsteps : 1)));
     }
     json_object_set_new(row, "_per_step", per);
     json_decref(summary);

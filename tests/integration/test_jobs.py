@@ -88,3 +88,47 @@ class Jobs(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def gpu_rank(slow, tail_us):
+    """A generated rank trace: 4 ProfilerSteps of one aten::mm launch each; the slow rank
+    spends 20 ms more per step in aten::slow_op before its launch (cpu_bound_op), and
+    tail_us of host work after its last kernel (a tail)."""
+    evs, t, corr = [], 0, 0
+    for s in range(4):
+        step_start = t
+        t += 10
+        if slow:
+            evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::slow_op", "pid": 1, "tid": 1, "ts": t, "dur": 20000})
+            t += 20000
+        corr += 1
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t, "dur": 30})
+        evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5, "dur": 10,
+                    "args": {"correlation": corr}})
+        evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 20, "dur": 1000,
+                    "args": {"device": 0, "stream": 7, "correlation": corr}})
+        t += 1100
+        evs.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (s + 1), "pid": 1, "tid": 1,
+                    "ts": step_start, "dur": t - step_start})
+    if tail_us:
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::postprocess", "pid": 1, "tid": 1, "ts": t + 10, "dur": tail_us})
+    return json.dumps({"traceEvents": evs}).encode()
+
+
+class OnceCategories(unittest.TestCase):
+    def test_straggler_differs_leaves_startup_and_tail_out(self):
+        """The straggler's 'differs' compares at stake per step; startup and tail happen
+        once (their own at_stake_per_step_us is null), so a rank's longer tail is not a
+        per-step difference. It was listed as one (tail, 125 ms 'per step')."""
+        srv = Server()
+        try:
+            for r, (slow, tail) in enumerate(((False, 0), (True, 500000))):
+                srv.upload_ok(gpu_rank(slow, tail), "?label=job:once&label=rank:%d&label=world_size:2" % r)
+            s = srv.json("/api/v1/jobs/once")["straggler"]
+            self.assertEqual(s["rank"], 1, s)
+            cats = [d["category"] for d in s["differs"]]
+            self.assertIn("cpu_bound_op", cats, s)
+            self.assertNotIn("tail", cats, s)
+            self.assertNotIn("startup", cats, s)
+        finally:
+            srv.stop()
