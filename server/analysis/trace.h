@@ -53,7 +53,7 @@ static inline void hrec_at(const void *blob, size_t i, hrec *h) { memcpy(h, (con
 typedef struct gpu_agg {
     int cls;
     int32_t next;         /* the next gpu_agg of the same name, -1 none (trace_ctx.gpu_agg_first) */
-    long kind, name, grid, block;
+    int32_t kind, name, grid, block; /* string ids (intern ids are < INT32_MAX), -1 none */
     long long calls, regs, smem;
     double total, min, max; /* total summed in file order */
 } gpu_agg;

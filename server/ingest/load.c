@@ -357,8 +357,8 @@ static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, lon
         gpu_agg *g = &t->gpu_aggs[i];
         memset(g, 0, sizeof *g);
         g->cls = cls;
-        g->kind = kind;
-        g->name = name;
+        g->kind = (int32_t)kind;
+        g->name = (int32_t)name;
         g->min = dur;
         g->max = -INFINITY;
         g->next = t->gpu_agg_first[name];
@@ -370,8 +370,8 @@ static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, lon
     if (dur < g->min) g->min = dur;
     if (dur > g->max) {
         g->max = dur;
-        g->grid = grid;
-        g->block = block;
+        g->grid = (int32_t)grid;
+        g->block = (int32_t)block;
         g->regs = e->has_regs ? e->regs : -1;
         g->smem = e->has_smem ? e->smem : -1;
     }
@@ -741,6 +741,11 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) {
         if ((rc = flush_hblk(l, (long)i))) set_err(l, rc, sqlite3_errmsg(l->t.db));
         buf_free(&l->hblk[i]);
+    }
+    /* The GPU rows grew by doubling (100,000 names: room for 131,072); no row comes now */
+    if (l->t.ngpu_aggs && l->t.ngpu_aggs < l->t.capgpu_aggs) {
+        gpu_agg *fit = realloc(l->t.gpu_aggs, l->t.ngpu_aggs * sizeof *fit);
+        if (fit) l->t.gpu_aggs = fit, l->t.capgpu_aggs = l->t.ngpu_aggs;
     }
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     log_step("scratch_commit", &t0);
