@@ -461,6 +461,9 @@ static const char *end_window(const char *source) {
 
 /* The next experiment of a category, naming its culprit. */
 static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, char *out, size_t n) {
+    /* "(untraced)" names no place: the time is outside every traced range */
+    int untraced = !strcmp(culprit, "(untraced)");
+    const char *who = untraced ? "Host time outside any traced range (untraced)" : culprit, *runs = untraced ? " passes" : " runs";
     switch (cat) {
     case C_DATA:
         utf8_snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
@@ -472,9 +475,8 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                  culprit);
         return;
     case C_PY:
-        /* "(untraced)" is no place: the time is outside every traced range (CPU-only traces
-         * leave such time unlabelled, idle.c: cpu_piece) */
-        if (!strcmp(culprit, "(untraced)")) culprit = "the host time outside any traced range (untraced; re-profile with with_stack=True to name it)";
+        /* CPU-only traces leave untraced time unlabelled (idle.c: cpu_piece): GPU traces only */
+        if (untraced) culprit = "the host time outside any traced range (untraced; re-profile with with_stack=True to name it)";
         if (cpu_only)
             utf8_snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
@@ -505,14 +507,12 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
     case C_START:
         utf8_snprintf(out, n, "%s%s before the GPU gets any work: if it is one-time start-up (%s context creation, lazy init, model load, "
                  "cudnn.benchmark autotuning), %s; if it recurs per request (tokenization, preprocessing), overlap it with the previous "
-                 "step's GPU work", strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
-                 strcmp(culprit, "(untraced)") ? " runs" : " passes", rocm ? "HIP" : "CUDA", steady_window(source));
+                 "step's GPU work", who, runs, rocm ? "HIP" : "CUDA", steady_window(source));
         return;
     case C_TAIL:
         utf8_snprintf(out, n, "%s%s after the GPU's last work: if it is post-processing of the results (decoding, .cpu() copies, metrics, "
                  "logging), overlap it with the next step's GPU work or move it out of the loop; if the capture runs past the work, %s",
-                 strcmp(culprit, "(untraced)") ? culprit : "Host time outside any traced range (untraced)",
-                 strcmp(culprit, "(untraced)") ? " runs" : " passes", end_window(source));
+                 who, runs, end_window(source));
         return;
     default:
         utf8_snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
