@@ -197,6 +197,7 @@ typedef struct A {
     intern *keys;           /* agg keys -> index */
     agg *aggs;
     size_t naggs, capaggs;
+    size_t *gpu_order;      /* t->gpu_aggs' indexes by total DESC, equal ones in their order (an_gpu_rows) */
     intern *pkeys;          /* phase keys -> index */
     phase *phases;
     size_t nphases, capphases;

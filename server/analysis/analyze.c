@@ -103,9 +103,29 @@ const char *an_str(A *a, long id) {
 
 /* ---- summary ---- */
 
+/* The operator table's totals (grouping 0), summed in its walk order (the walk's rows,
+ * then the GPU rows: an_gpu_agg_row) for the summary and the report's shares alike: self
+ * CPU, self CUDA of the GPU activities (op rows repeat their kernels' time as self CUDA),
+ * calls. */
+static void op_totals(A *a, double *self_cpu, double *self_cuda, long long *calls) {
+    *self_cpu = *self_cuda = 0;
+    *calls = 0;
+    for (size_t i = 0; i < a->naggs + a->t->ngpu_aggs; i++) {
+        agg gpu_row;
+        const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
+        if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[i - a->naggs], 0, &gpu_row);
+        if (g->grouping) continue;
+        *self_cpu += g->self_cpu;
+        const char *kn = an_str(a, g->kind);
+        if (!strcmp(kn, "kernel") || !strcmp(kn, "gpu_memcpy") || !strcmp(kn, "gpu_memset")) *self_cuda += g->self_cuda;
+        *calls += g->calls;
+    }
+}
+
 static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
-    double self_cpu = 0, self_cuda = 0, cpu_total_top = 0;
-    long long calls = 0;
+    double self_cpu, self_cuda, cpu_total_top = 0;
+    long long calls;
+    op_totals(a, &self_cpu, &self_cuda, &calls);
     agg topv; /* a copy: a GPU row lives only for its iteration */
     const agg *top = NULL;
     /* the walk's rows, then the GPU rows (an_gpu_agg_row), in the operator table's order */
@@ -114,11 +134,6 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
         const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
         if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[i - a->naggs], 0, &gpu_row);
         if (g->grouping) continue;
-        self_cpu += g->self_cpu;
-        /* GPU rows hold each activity once; op rows repeat it as their self CUDA. */
-        const char *kn = an_str(a, g->kind);
-        if (!strcmp(kn, "kernel") || !strcmp(kn, "gpu_memcpy") || !strcmp(kn, "gpu_memset")) self_cuda += g->self_cuda;
-        calls += g->calls;
         if (g->kind != a->ua_kind && strcmp(an_str(a, g->kind), "gpu_user_annotation") && g->cuda_total > 0 &&
             (!top || g->self_cuda > top->self_cuda))
             topv = *g, top = &topv;
@@ -262,10 +277,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!rc) rc = src;
     }
     if (!rc) {
+        STEP_BEGIN();
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
         json_object_set_new(suspects, "questions", an_questions(&a, suspects, out->gpu));
-        report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall};
+        report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall, 0, 0};
+        long long calls;
+        op_totals(&a, &in.self_cpu_total, &in.self_cuda_total, &calls);
         rc = report_draft(&in, &out->report);
         if (rc == ERR_DB) an_dberr(&a);
         if (!rc) json_object_set(out->report, "suspects", suspects);
@@ -273,6 +291,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!rc) json_object_set(out->report, "memory", memory);
         if (!rc) out->summary = summary_doc(&a, out->gpu, out->report);
         if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
+        STEP_END("documents");
     }
     json_decref(tl_phases);
     json_decref(gaps);
@@ -285,6 +304,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(a.keys);
     intern_free(a.pkeys);
     free(a.aggs);
+    free(a.gpu_order);
     free(a.phases);
     free(a.nflags);
     free(a.steps);

@@ -60,7 +60,7 @@ static int load_ops(draft *d, const char *where, const char *order, op *ops, int
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM scratch.ops"
-             " WHERE grouping = 0 AND %s ORDER BY %s DESC LIMIT %d", where, order, max);
+             " WHERE grouping = 0 AND %s ORDER BY %s DESC, walk LIMIT %d", where, order, max);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) != SQLITE_OK) {
         d->rc = ERR_DB;
@@ -80,17 +80,6 @@ static int load_ops(draft *d, const char *where, const char *order, op *ops, int
     if (n < max && st != SQLITE_DONE) d->rc = ERR_DB;
     sqlite3_finalize(s);
     return n;
-}
-
-static double sum_col(draft *d, const char *expr) {
-    char sql[256];
-    snprintf(sql, sizeof sql, "SELECT TOTAL(%s) FROM scratch.ops WHERE grouping = 0", expr);
-    sqlite3_stmt *s = NULL;
-    double v = 0;
-    if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_double(s, 0);
-    else d->rc = ERR_DB;
-    sqlite3_finalize(s);
-    return v;
 }
 
 /* ---- the suspect list, read ---- */
@@ -320,10 +309,8 @@ static int is_rocm(const report_input *in) {
 }
 
 int report_draft(const report_input *in, json_t **out) {
-    draft d = {in, 0, is_rocm(in), json_is_null(json_object_get(in->suspects, "gpu")), 0, 0};
+    draft d = {in, 0, is_rocm(in), json_is_null(json_object_get(in->suspects, "gpu")), in->self_cuda_total, in->self_cpu_total};
     *out = NULL;
-    d.self_cuda_total = sum_col(&d, "CASE WHEN " GPU_KINDS " THEN self_cuda END");
-    d.self_cpu_total = sum_col(&d, "self_cpu");
     op top[8];
     int ntop = 0;
     json_t *smells = json_array();

@@ -34,6 +34,8 @@ typedef struct report_input {
     const char *hardware;/* "" when unknown */
     long long events;
     double wall_us;
+    double self_cuda_total; /* the operator table's self CUDA of GPU activities, us (analyze.c, op_totals) */
+    double self_cpu_total;  /* and its self CPU */
 } report_input;
 
 /* {"draft":{workload,...},"smells":[{id,title,fired,summary,evidence}]} into *out (new
