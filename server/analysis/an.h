@@ -253,6 +253,12 @@ typedef struct steps_job {
     int started, threaded;
 } steps_job;
 
+/* A name quoted as evidence (suspects' top contributors, compute_bound_op's op, the idle
+ * labels and phases) is cut to this many bytes and an ellipsis (utf8_clip): the suspect's
+ * culprit and /phases keep the whole name, and a 1 MiB name quoted whole in each place made
+ * one suspect 2.6 MB (SECURITY.md). */
+#define EVIDENCE_NAME_MAX 1024
+
 /* The merged GPU intervals of scratch.busy / kbusy: rows (s0, data), data BUSY_BLOCK
  * triples (s, e, cum = busy before s) at most, s0 the first s; s strictly increases
  * across the table. Why blocks: a row per interval was an INSERT per GPU activity (two
@@ -344,6 +350,7 @@ void an_tl_close(A *a);
 int an_tl_flush(A *a, tlacc *t);
 int an_tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, double dur);
 int an_timeline_buckets(A *a);
+/* The stored timeline document; takes phases and gaps. NULL when out of memory. */
 json_t *an_timeline_doc(A *a, json_t *phases, json_t *gaps);
 
 #endif

@@ -753,12 +753,7 @@ int an_gpu_phases(A *a) {
  * to 5,000 of them), and 50 instances of one 1 MiB record_function name made a 52 MB
  * timeline document; the whole name stays in /phases. */
 #define BAND_NAME_MAX 256
-static const char *band_name(const char *s, char *buf, size_t n) {
-    size_t len = strlen(s);
-    if (len <= BAND_NAME_MAX) return s;
-    snprintf(buf, n, "%.*s\xe2\x80\xa6", (int)utf8_cut(s, len, BAND_NAME_MAX), s);
-    return buf;
-}
+static const char *band_name(const char *s, char *buf, size_t n) { return utf8_clip(s, BAND_NAME_MAX, buf, n); }
 
 int an_write_phases(A *a, json_t *tl_phases) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ph VALUES (?,?,?,?,?,?,?,?)");

@@ -320,7 +320,9 @@ static int compute_bound(A *a, tally *t) {
         }
     }
     if (name < 0 || total <= 0) return 0;
-    t->evidence[C_COMPUTE] = json_pack("{s:s,s:f,s:f}", "op", an_str(a, name), "gpu_us", top, "share_of_gpu_time", top / total);
+    char cut[EVIDENCE_NAME_MAX + 4];
+    t->evidence[C_COMPUTE] = json_pack("{s:s,s:f,s:f}", "op", utf8_clip(an_str(a, name), EVIDENCE_NAME_MAX, cut, sizeof cut), "gpu_us",
+                                       top, "share_of_gpu_time", top / total);
     if (top / total <= COMPUTE_SHARE || is_short(a, name)) return 0;
     return credit(t, C_COMPUTE, name, -1, top);
 }
@@ -522,6 +524,11 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
     }
 }
 
+/* Name id as evidence quotes it (EVIDENCE_NAME_MAX); "(untraced)" for none. */
+static const char *evidence_name(A *a, long name, char *buf, size_t n) {
+    return name >= 0 ? utf8_clip(an_str(a, name), EVIDENCE_NAME_MAX, buf, n) : "(untraced)";
+}
+
 /* The evidence of one suspect: the category's evidence plus its top contributors. */
 static json_t *evidence_of(A *a, const tally *t, int cat, int cpu_only) {
     json_t *ev = t->evidence[cat] ? json_deep_copy(t->evidence[cat]) : json_object();
@@ -538,7 +545,8 @@ static json_t *evidence_of(A *a, const tally *t, int cat, int cpu_only) {
         }
         if (best < 0) break;
         used[k] = best;
-        json_t *row = json_pack("{s:s,s:f}", "name", t->c[best].name >= 0 ? an_str(a, t->c[best].name) : "(untraced)", "us", t->c[best].us);
+        char cut[EVIDENCE_NAME_MAX + 4];
+        json_t *row = json_pack("{s:s,s:f}", "name", evidence_name(a, t->c[best].name, cut, sizeof cut), "us", t->c[best].us);
         if (cpu_only) json_object_set_new(row, "thread", json_string(a->t->tracks[t->c[best].track].tid));
         json_array_append_new(top, row);
     }
@@ -633,8 +641,9 @@ static json_t *idle_doc(A *a, json_t *phases) {
         if (best < 0) break;
         used[nused] = best;
         const idle_sum *x = &s->sums[best];
+        char cut[EVIDENCE_NAME_MAX + 4];
         json_array_append_new(rows, json_pack("{s:s,s:s,s:f,s:f}", "label", types[x->type], "culprit",
-                                              x->name >= 0 ? an_str(a, x->name) : "(untraced)", "idle_us", x->us, "share_of_idle",
+                                              evidence_name(a, x->name, cut, sizeof cut), "idle_us", x->us, "share_of_idle",
                                               total > 0 ? x->us / total : 0));
     }
     return json_pack("{s:o,s:o,s:o}", "by_class_us", cls, "by_culprit", rows, "by_phase", phases);

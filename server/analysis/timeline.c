@@ -128,17 +128,26 @@ json_t *an_timeline_doc(A *a, json_t *phases, json_t *gaps) {
     json_t *tracks = json_array();
     for (size_t i = 0; i < a->t->ntracks; i++) {
         track_info *ti = &a->t->tracks[i];
-        char id[96], label[160];
+        char label[160];
+        /* The id whole, never cut: it is the key /events?track= looks a track up by, and
+         * two threads whose ids shared a 95-byte cut were one id (pid and tid are strings
+         * of any length in a Kineto trace). The label is for the eye and is cut. */
+        json_t *id;
         if (ti->gpu) {
-            snprintf(id, sizeof id, "gpu:%lld:%lld", ti->device, ti->stream);
+            id = json_sprintf("gpu:%lld:%lld", ti->device, ti->stream);
             snprintf(label, sizeof label, "GPU %lld stream %lld", ti->device, ti->stream);
         } else {
-            utf8_snprintf(id, sizeof id, "cpu:%s:%s", ti->pid, ti->tid);
+            id = json_sprintf("cpu:%s:%s", ti->pid, ti->tid);
             utf8_snprintf(label, sizeof label, "thread %s (pid %s)", ti->tid, ti->pid);
         }
-        json_array_append_new(tracks, json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:I}", "index", (json_int_t)i, "id", id,
-                                                "kind", ti->gpu ? "gpu" : "cpu", "label", label, "pid", ti->pid, "tid", ti->tid,
-                                                "events", ti->events));
+        json_t *tr = json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:I}", "index", (json_int_t)i, "id", id, "kind", ti->gpu ? "gpu" : "cpu",
+                               "label", label, "pid", ti->pid, "tid", ti->tid, "events", ti->events);
+        if (json_array_append_new(tracks, tr)) { /* out of memory: no document rather than one missing a track */
+            json_decref(tracks);
+            json_decref(phases);
+            json_decref(gaps);
+            return NULL;
+        }
     }
     return json_pack("{s:f,s:f,s:i,s:o,s:o,s:o}", "start_us", a->t->start_us, "end_us", a->t->end_us, "buckets", TL_BUCKETS,
                      "tracks", tracks, "phases", phases, "gaps", gaps);

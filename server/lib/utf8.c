@@ -27,3 +27,10 @@ int utf8_snprintf(char *buf, size_t n, const char *fmt, ...) {
     if (k < len && k < 4 && seq_len((unsigned char)buf[len - 1 - k]) > k + 1) buf[len - 1 - k] = '\0'; /* incomplete: drop it */
     return r;
 }
+
+const char *utf8_clip(const char *s, size_t max, char *buf, size_t n) {
+    size_t len = strlen(s);
+    if (len <= max) return s;
+    snprintf(buf, n, "%.*s\xe2\x80\xa6", (int)utf8_cut(s, len, max), s);
+    return buf;
+}

@@ -18,4 +18,9 @@ size_t utf8_cut(const char *s, size_t len, size_t max);
  * appends behave as with snprintf. */
 int utf8_snprintf(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* s when it is at most max bytes long; else its first max bytes or fewer, cut at a
+ * character boundary and ended with an ellipsis ("\u2026"), in buf of n >= max + 4 bytes.
+ * For a name repeated where its whole text is kept elsewhere (a timeline band, evidence). */
+const char *utf8_clip(const char *s, size_t max, char *buf, size_t n);
+
 #endif

@@ -225,6 +225,57 @@ class NonAsciiNamesCut(unittest.TestCase):
             srv.stop()
 
 
+class LongNamesQuotedOnce(unittest.TestCase):
+    def test_evidence_cuts_a_long_name_the_culprit_keeps_it(self):
+        """A suspect quoted its culprit's name whole as the culprit, as compute_bound_op's
+        op and as its top contributor: one 300 KB name made a /suspects of ~900 KB, a 1 MiB
+        name in two suspects 5.2 MB. Evidence now cuts names at 1 KiB (EVIDENCE_NAME_MAX)
+        on a character boundary, with an ellipsis; the culprit stays whole."""
+        name = "aten::" + "é" * 150000  # 300 KB
+        evs = [{"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+                "args": {"correlation": 1}},
+               {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 900,
+                "args": {"device": 0, "stream": 7, "correlation": 1}}]
+        srv = Server()
+        try:
+            sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode())
+            st, _, body = srv.get("/api/v1/sessions/%d/suspects" % sid)
+            self.assertEqual(st, 200)
+            sus = json.loads(body)
+            top = sus["suspects"][0]
+            self.assertEqual(top["category"], "compute_bound_op")
+            self.assertEqual(top["culprit"], name)
+            quoted = [c["name"] for c in top["evidence"]["top_contributors"]] + [top["evidence"]["op"]]
+            for q in quoted:
+                self.assertLessEqual(len(q.encode()), 1024 + 3, q[:40])
+                self.assertTrue(q.endswith("\u2026") and name.startswith(q[:-1]), q[:40])
+            naming = sum(x["culprit"] == name for x in sus["suspects"])
+            self.assertLess(len(body), (naming + 0.2) * len(name.encode()), "whole once per suspect naming it")
+        finally:
+            srv.stop()
+
+    def test_track_ids_are_whole(self):
+        """Timeline track ids were "cpu:PID:TID" cut at 95 bytes: two threads whose tids
+        share their first 100 bytes had one id, and /events?track= could not tell them
+        apart. The id is whole now; the label is still cut."""
+        tids = ["worker-" + "t" * 200 + "-1", "worker-" + "t" * 200 + "-2"]
+        evs = [{"ph": "X", "cat": "cpu_op", "name": "op%d" % i, "pid": 1, "tid": tid, "ts": 100 * i, "dur": 50}
+               for i, tid in enumerate(tids)]
+        srv = Server()
+        try:
+            sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode())
+            tl = srv.json("/api/v1/sessions/%d/timeline" % sid)
+            ids = sorted(t["id"] for t in tl["tracks"] if t["kind"] == "cpu")
+            self.assertEqual(ids, sorted("cpu:1:" + t for t in tids))
+            for i, tid in enumerate(tids):
+                q = urllib.parse.urlencode({"track": "cpu:1:" + tid, "ts_us": 100 * i})  # the event's start
+                ev = srv.json("/api/v1/sessions/%d/events?%s" % (sid, q))
+                self.assertEqual((ev["event"]["name"], ev["event"]["track"]), ("op%d" % i, "cpu:1:" + tid))
+        finally:
+            srv.stop()
+
+
 class LongNamesCompare(unittest.TestCase):
     def test_compare_keeps_long_names_apart_and_whole(self):
         """/compare keyed its rows by kind and name cut at 1 KiB: two kernels whose names

@@ -39,10 +39,22 @@ static void test_utf8_snprintf_drops_partial_tail(void **state) {
     assert_string_equal(d, "abc");
 }
 
+/* utf8_clip: s itself up to max bytes; else cut at a character and an ellipsis added. */
+static void test_utf8_clip(void **state) {
+    (void)state;
+    char b[5 + 4];
+    const char *s = "abcde";
+    assert_ptr_equal(utf8_clip(s, 5, b, sizeof b), s); /* fits: no copy */
+    assert_string_equal(utf8_clip("abcdef", 5, b, sizeof b), "abcde\xe2\x80\xa6");
+    /* "abcd" + "é": the cut at 5 falls inside the é, which goes whole */
+    assert_string_equal(utf8_clip("abcd\xc3\xa9", 5, b, sizeof b), "abcd\xe2\x80\xa6");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_cut_boundaries),
         cmocka_unit_test(test_utf8_snprintf_drops_partial_tail),
+        cmocka_unit_test(test_utf8_clip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
