@@ -597,12 +597,15 @@ int query_memory(db_conn *db, long long id, json_t **out) {
 static json_t *load_side(db_conn *db, long long id, int phases) {
     json_t *m = json_object();
     db_stmt *s;
-    const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ?"
+    /* The rows' order breaks diff's ties (a sort of the keys in this order), so both
+     * backends must list them alike. SQLite lists operators by its operators_session scan
+     * (cuda_total DESC, then rowid); PostgreSQL is told to (rn): its order without ORDER BY
+     * is its plan's, which changed after the migration to version 2 (operator_rows joined
+     * to strings). Phases are ordered as /phases lists them, on both: without it SQLite
+     * gave rowid order and PostgreSQL its heap's, which an UPDATE or VACUUM FULL reorders
+     * (tests/pg/test_compare_order.py). */
+    const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ? ORDER BY total_us DESC, name, kind"
                              : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    /* The rows' order breaks diff's ties (an unstable sort of the keys in this order).
-     * SQLite lists operators by its operators_session scan (cuda_total DESC, then rowid);
-     * PostgreSQL is told to (rn): its order without ORDER BY is its plan's, which changed
-     * after the migration to version 2 (operator_rows joined to strings). */
     char pg[256];
     snprintf(pg, sizeof pg, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC, rn");
     if (!(s = db_prepare2(db, sql, pg))) return m;
@@ -629,10 +632,19 @@ static double num(const json_t *o, const char *k) { return o ? json_number_value
 
 static json_t *rel(double b, double h) { return b != 0 ? json_real((h - b) / b) : json_null(); }
 
+/* A compare row and its sort key: |delta| descending, equal ones in key order (the base's
+ * rows as load_side lists them, then the head's new ones). Why the index: qsort is not
+ * stable by contract, and unchanged rows (delta 0) are most of a compare. */
+typedef struct {
+    double key;
+    size_t at;
+    json_t *row;
+} diff_row;
+
 static int by_abs_delta(const void *pa, const void *pb) {
-    double a = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pa, "delta"), "sort")));
-    double b = fabs(json_number_value(json_object_get(json_object_get(*(json_t *const *)pb, "delta"), "sort")));
-    return a < b ? 1 : a > b ? -1 : 0;
+    const diff_row *a = pa, *b = pb;
+    if (a->key != b->key) return a->key < b->key ? 1 : -1;
+    return a->at < b->at ? -1 : a->at > b->at;
 }
 
 static json_t *diff(json_t *base, json_t *head, int phases) {
@@ -642,7 +654,14 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
     json_object_foreach(base, k, v) json_object_set_new(keys, k, json_true());
     json_object_foreach(head, k, v) json_object_set_new(keys, k, json_true());
     size_t n = json_object_size(keys), i = 0;
-    json_t **rows = calloc(n ? n : 1, sizeof *rows);
+    diff_row *rows = calloc(n ? n : 1, sizeof *rows);
+    json_t *arr = json_array();
+    if (!rows || !arr) {
+        free(rows);
+        json_decref(keys);
+        json_decref(arr);
+        return NULL;
+    }
     json_object_foreach(keys, k, v) {
         json_t *b = json_object_get(base, k), *h = json_object_get(head, k);
         const char *sep = strchr(k, '\x1f');
@@ -662,13 +681,13 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
             json_object_set_new(row, "relative", json_pack("{s:o,s:o}", "cuda_time_total", rel(num(b, "cuda_time_total_us"), num(h, "cuda_time_total_us")),
                                                            "cpu_time_total", rel(num(b, "cpu_time_total_us"), num(h, "cpu_time_total_us"))));
         }
-        rows[i++] = row;
+        rows[i] = (diff_row){fabs(json_number_value(json_object_get(json_object_get(row, "delta"), "sort"))), i, row};
+        i++;
     }
     qsort(rows, n, sizeof *rows, by_abs_delta);
-    json_t *arr = json_array();
     for (i = 0; i < n; i++) {
-        json_object_del(json_object_get(rows[i], "delta"), "sort");
-        json_array_append_new(arr, rows[i]);
+        json_object_del(json_object_get(rows[i].row, "delta"), "sort");
+        json_array_append_new(arr, rows[i].row);
     }
     free(rows);
     json_decref(keys);
@@ -689,6 +708,8 @@ int query_compare(db_conn *db, long long base, long long head, json_t **out) {
     *out = json_pack("{s:o,s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1), "per_step",
                      rc ? json_null() : ps);
     json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
+    if (!*out && !rc) rc = ERR_NOMEM; /* a diff out of memory */
+    if (rc && *out) json_decref(*out), *out = NULL;
     return rc;
 }
 

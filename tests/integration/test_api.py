@@ -212,6 +212,24 @@ class Api(unittest.TestCase):
         st, _, b = self.srv.get("/api/v1/compare?base=%d" % base)
         self.assertEqual(st, 400)
 
+    def test_compare_lists_equal_phases_as_phases_does(self):
+        """Rows that changed alike (most: unchanged ones) keep the order the compare read
+        them in. Phases were read without ORDER BY: SQLite gave insertion order, PostgreSQL
+        its plan's (a nested loop over the names listed them in the strings' order). Both
+        list them as /phases does now: total_us DESC, then name."""
+        evs, ts = [], 0
+        for name, dur in (("sample", 100), ("decode_step", 200), ("prefill", 300)):  # the smallest first
+            evs.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur})
+            evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 1, "dur": dur - 2})
+            ts += dur + 10
+        data = json.dumps({"traceEvents": evs}).encode()
+        base, head = self.srv.upload_ok(data), self.srv.upload_ok(data)
+        want = [p["name"] for p in self.srv.json("/api/v1/sessions/%d/phases" % base)["phases"]]
+        self.assertEqual(want, ["prefill", "decode_step", "sample"])
+        got = self.srv.json("/api/v1/compare?base=%d&head=%d" % (base, head))["phases"]
+        self.assertEqual([r["name"] for r in got], want)
+        self.assertEqual({r["status"] for r in got}, {"changed"})
+
     # ---- smells, on synthetic traces with known answers ----
 
     def smells(self, data):
