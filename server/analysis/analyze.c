@@ -101,6 +101,19 @@ const char *an_str(A *a, long id) {
     return s ? s : "";
 }
 
+/* fp_str(id) in the scratch SQL: string id's text, NULL for NULL. Why a function and not
+ * a table of the texts: the report (scratch.ops) quotes a handful of names, and copying
+ * every name the operator table holds into scratch was 100,000 rows and 15 MB at 100,000
+ * kernel names (issue 24). SQLITE_STATIC: the table does not grow while a query runs. */
+static void fp_str_fn(sqlite3_context *c, int argc, sqlite3_value **v) {
+    (void)argc;
+    const intern *strs = sqlite3_user_data(c);
+    if (sqlite3_value_type(v[0]) == SQLITE_NULL) return; /* NULL */
+    sqlite3_int64 id = sqlite3_value_int64(v[0]);
+    const char *s = id >= 0 && (size_t)id < intern_count(strs) ? intern_str(strs, (long)id) : NULL;
+    sqlite3_result_text(c, s ? s : "", -1, SQLITE_STATIC);
+}
+
 /* ---- summary ---- */
 
 /* The operator table's totals (grouping 0), summed in its walk order (the walk's rows,
@@ -170,6 +183,8 @@ static int name_flags(A *a) {
     a->step_name = -1;
     a->nflags = name_flags_all(a->t->strs, &a->nnflags);
     if (!a->nflags || name_flags_sql(a->db, a->nflags, a->nnflags)) return ERR_NOMEM;
+    if (sqlite3_create_function_v2(a->db, "fp_str", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, a->t->strs, fp_str_fn, NULL, NULL, NULL))
+        return ERR_NOMEM;
     for (size_t i = 0; i < a->nnflags; i++)
         if (a->nflags[i] & NF_STEP) {
             if ((a->step_name = intern_id(a->t->strs, "ProfilerStep*", 13)) < 0) return ERR_NOMEM;

@@ -2,7 +2,6 @@
  * operator table (scratch.ops: host rows from the walk, GPU rows from the loader's sums) and
  * the phases (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
 
-#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -611,15 +610,6 @@ int an_gpu_rows(A *a) {
     return rc;
 }
 
-/* Marks string id for scratch.str (a bit per id). Why a bitmap: a name is named by two
- * rows at least (grouping 0 and 1), and an INSERT OR IGNORE that finds its key is a
- * B-tree search (100,000 kernel names: 200,000 rows noted each name twice). */
-static void note_str(A *a, unsigned char *noted, long id) {
-    if (id < 0) return;
-    assert((size_t)id < intern_count(a->t->strs)); /* noted has a bit for each id */
-    noted[id / 8] |= (unsigned char)(1u << (id % 8));
-}
-
 /* A walk row's place in the main database's index order (an_write_ops). */
 typedef struct {
     int grouping;
@@ -677,45 +667,24 @@ static int write_grouping(A *a, sqlite3_stmt *ins, const agg_order *host, size_t
     return rc;
 }
 
-/* The operator table into scratch.op_rows, and the texts it names into scratch.str. */
+/* The operator table into scratch.op_rows. */
 int an_write_ops(A *a) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    sqlite3_stmt *str = an_prep(a, "INSERT INTO scratch.str(id, s) VALUES (?,?)");
-    size_t nstr = intern_count(a->t->strs);
-    /* a bit per string id: the string table grows no more while this function runs */
-    unsigned char *noted = calloc(nstr / 8 + 1, 1);
     agg_order *host = malloc((a->naggs ? a->naggs : 1) * sizeof *host);
-    if (!ins || !str || !noted || !host || (a->t->ngpu_aggs && !a->gpu_order)) {
+    if (!ins || !host || (a->t->ngpu_aggs && !a->gpu_order)) {
         sqlite3_finalize(ins);
-        sqlite3_finalize(str);
-        free(noted);
         free(host);
-        return ins && str ? ERR_NOMEM : ERR_DB;
+        return ins ? ERR_NOMEM : ERR_DB;
     }
     size_t ng0 = 0;
     for (size_t i = 0; i < a->naggs; i++) {
         host[i] = (agg_order){a->aggs[i].grouping, a->aggs[i].cuda_total, i};
         ng0 += !a->aggs[i].grouping;
-        note_str(a, noted, a->aggs[i].name);
-        note_str(a, noted, a->aggs[i].shapes);
     }
-    for (size_t i = 0; i < a->t->ngpu_aggs; i++) note_str(a, noted, a->t->gpu_aggs[i].name);
     qsort(host, a->naggs, sizeof *host, agg_order_cmp);
-    int rc = 0;
-    /* the texts by id: scratch.str (keyed by id) grows at its end (in the rows' order, where
-     * the GPU rows' names come by time: 0.16 -> 0.39 s at 100,000 names) */
-    for (size_t id = 0; id < nstr && !rc; id++) {
-        if (!(noted[id / 8] & (1u << (id % 8)))) continue;
-        sqlite3_bind_int64(str, 1, (long long)id);
-        sqlite3_bind_text(str, 2, an_str(a, (long)id), -1, SQLITE_STATIC);
-        if (sqlite3_step(str) != SQLITE_DONE) rc = an_dberr(a);
-        sqlite3_reset(str);
-    }
-    if (!rc) rc = write_grouping(a, ins, host, ng0, 0);
+    int rc = write_grouping(a, ins, host, ng0, 0);
     if (!rc) rc = write_grouping(a, ins, host + ng0, a->naggs - ng0, 1);
     sqlite3_finalize(ins);
-    sqlite3_finalize(str);
-    free(noted);
     free(host);
     return rc;
 }

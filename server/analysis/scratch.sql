@@ -51,12 +51,10 @@ CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWI
 CREATE TABLE scratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
  self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT,
  walk INT NOT NULL);
--- The texts op_rows names (an_write_ops), so that the report (report.c) reads scratch.ops
--- with its names as before.
-CREATE TABLE scratch.str(id INTEGER PRIMARY KEY, s TEXT NOT NULL);
-CREATE VIEW scratch.ops AS SELECT o.grouping, n.s AS name, o.kind, COALESCE(sh.s, '') AS input_shapes, o.calls,
- o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem,
- o.walk FROM op_rows o JOIN str n ON n.id = o.name_id LEFT JOIN str sh ON sh.id = o.shapes_id;
+-- The operator table with its texts (fp_str: analyze.c), as the report (report.c) reads it.
+CREATE VIEW scratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind, COALESCE(fp_str(o.shapes_id), '') AS input_shapes,
+ o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.walk
+ FROM op_rows o;
 CREATE TABLE scratch.kern(name_id INT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid_id INT,
  block_id INT, regs INT, smem INT);
 CREATE TABLE scratch.ph(name_id INT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
