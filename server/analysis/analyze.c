@@ -77,6 +77,13 @@ static int busy_ms(sqlite3 *db) {
     return ms;
 }
 
+/* A job's page cache of the scratch file. Why small: the jobs scan indexes the upload's
+ * own connection has just written (the file is in the OS's cache), and two jobs per upload
+ * at SQLite's default 2 MB each were ~4 MB of a many-names upload's peak, twice that for two
+ * uploads at once (two 150 MB names uploads: VmHWM 107.8-108.2 -> 103.2-106.2 MB; flat's
+ * time unchanged, 1.12 -> 1.10 s best of three). */
+#define AN_JOB_CACHE_KIB "1024"
+
 /* A job's connection waits for the scratch file's locks as long as the upload's own does
  * (store/db.h: DB_BUSY_TIMEOUT_MS, set by whoever opened t->db): both sides wait, neither
  * fails at once with "database is locked" while the other's statement runs. */
@@ -86,7 +93,8 @@ int an_job_db(A *a, sqlite3 **out) {
     int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
              sqlite3_busy_timeout(db, busy_ms(a->db)) == SQLITE_OK &&
              sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
-             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE;
+             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE &&
+             sqlite3_exec(db, "PRAGMA scratch.cache_size=-" AN_JOB_CACHE_KIB, NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_finalize(at);
     if (!ok) {
         snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
