@@ -15,7 +15,10 @@ that stopping it does not disturb the other tests):
     (and as many more as there were pooled connections);
   * a download's connection killed between two FETCHes of its cursor (not retried: the
     cursor is gone): the client sees the response cut short, never a shorter trace that
-    ends like a complete one, and the server serves the next requests."""
+    ends like a complete one, and the server serves the next requests;
+  * an upload's connection killed between BEGIN and COMMIT (held there by a trigger that
+    sleeps): 503 database_unreachable, no row of the session in any table, and the next
+    upload is stored."""
 import json
 import os
 import socket
@@ -178,6 +181,41 @@ class Outage(unittest.TestCase):
             self.assertEqual(len(json.loads(b)["traceEvents"]) > 0, True)
             self.assertEqual(srv.get("/api/v1/sessions/%d" % sid)[0], 200)
         finally:
+            srv.stop()
+
+    def test_6_an_upload_whose_connection_is_lost_mid_commit_stores_nothing(self):
+        """The commit is one transaction (store/commit.h): its connection lost between BEGIN
+        and COMMIT must leave no part of the session (no sessions row, no strings, operator
+        rows or chunks), answer the upload with a JSON error, and the next upload must be
+        stored. A statement trigger that sleeps inside the commit's COPY of operator_rows
+        holds the transaction open while the test terminates its backend."""
+        srv = fpserver.Server(db=self.conn)
+        before = {t: psql(self.conn, "SELECT count(*) FROM %s" % t) for t in ("sessions", "strings", "operator_rows", "event_chunks")}
+        psql(self.conn, "CREATE FUNCTION fp_stall() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(30); RETURN NULL; END $$ LANGUAGE plpgsql;"
+                        " CREATE TRIGGER fp_stall AFTER INSERT ON operator_rows FOR EACH STATEMENT EXECUTE FUNCTION fp_stall()")
+        try:
+            res = {}
+            up = threading.Thread(target=lambda: res.update(r=srv.upload(open(SIMPLE, "rb").read(), "?name=stalled")))
+            up.start()
+            killed = ""
+            for _ in range(300):
+                killed = psql(self.conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                                         "WHERE application_name = 'firstpass-server' AND wait_event = 'PgSleep'")
+                if killed:
+                    break
+                time.sleep(0.1)
+            up.join(60)
+            self.assertEqual(killed, "t", "no commit stalled in the trigger")
+            st, _, body = res["r"]
+            self.assertEqual((st, body["error"]["code"]), (503, "database_unreachable"), body)
+            after = {t: psql(self.conn, "SELECT count(*) FROM %s" % t) for t in before}
+            self.assertEqual(after, before, "rows of the lost commit were kept")
+            psql(self.conn, "DROP TRIGGER fp_stall ON operator_rows; DROP FUNCTION fp_stall()")
+            sid = srv.upload_ok(open(SIMPLE, "rb").read(), "?name=after")
+            self.assertEqual(srv.get("/api/v1/sessions/%d/operators" % sid)[0], 200)
+            self.assertTrue(srv.alive())
+        finally:
+            psql(self.conn, "DROP TRIGGER IF EXISTS fp_stall ON operator_rows; DROP FUNCTION IF EXISTS fp_stall()")
             srv.stop()
 
 
