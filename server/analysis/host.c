@@ -533,7 +533,8 @@ static int gpu_agg_cmp(const void *x, const void *y) {
     return p->name < q->name ? -1 : p->name > q->name;
 }
 
-/* The operator-table row of GPU sums k in grouping g (0 by name, 1 by name and shapes).
+/* The operator-table row of GPU sums k in grouping g (0 by name, 1 by name and shapes, 2
+ * both: scratch.sql; an_write_ops writes each GPU row once, in grouping 2).
  * Why not an agg in a->aggs: a GPU kind is never a host op's kind, so these rows never
  * merge with the walk's, and 100,000 templated kernel names made 200,000 aggs and their
  * keys (40 MB, a third of the server's peak; issue 24). They follow the walk's rows, in
@@ -646,28 +647,19 @@ static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
     return rc;
 }
 
-/* The operator rows of grouping g in the main database's index order (operators_session:
- * cuda_total DESC), equal rows in walk order, for the reason an_gpu_rows gives: the walk's
- * rows sorted (hosts, rarely many) merged with the GPU rows (a->gpu_order), which follow
- * every walk row in the walk. */
-static int write_grouping(A *a, sqlite3_stmt *ins, const agg_order *host, size_t nhost, int g) {
-    size_t h = 0, k = 0, n = a->t->ngpu_aggs;
+/* The walk's rows of one grouping in the main database's index order (operators_session:
+ * grouping, cuda_total DESC), equal rows in walk order, for the reason an_gpu_rows gives. */
+static int write_host(A *a, sqlite3_stmt *ins, const agg_order *host, size_t nhost) {
     int rc = 0;
-    while (!rc && (h < nhost || k < n)) {
-        agg gpu_row = {0};
-        if (k < n) an_gpu_agg_row(&a->t->gpu_aggs[a->gpu_order[k]], g, &gpu_row);
-        if (h < nhost && (k == n || host[h].cuda_total >= gpu_row.cuda_total)) {
-            rc = write_op(a, ins, &a->aggs[host[h].walk], host[h].walk);
-            h++;
-        } else {
-            rc = write_op(a, ins, &gpu_row, a->naggs + 2 * a->gpu_order[k] + (size_t)g);
-            k++;
-        }
-    }
+    for (size_t h = 0; h < nhost && !rc; h++) rc = write_op(a, ins, &a->aggs[host[h].walk], host[h].walk);
     return rc;
 }
 
-/* The operator table into scratch.op_rows. */
+/* The operator table into scratch.op_rows: the walk's rows of grouping 0, then of grouping
+ * 1, each sorted, then every GPU row once in grouping 2, by a->gpu_order. Why once: a GPU
+ * row is the same in both groupings (no shapes), and 100,000 kernel names wrote 200,000
+ * rows twice (scratch, then the main database); the readers take grouping IN (0, 2) or
+ * (1, 2) (store/schema.sql). Its walk is its grouping-0 place, which the report's ties use. */
 int an_write_ops(A *a) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     agg_order *host = malloc((a->naggs ? a->naggs : 1) * sizeof *host);
@@ -676,14 +668,14 @@ int an_write_ops(A *a) {
         free(host);
         return ins ? ERR_NOMEM : ERR_DB;
     }
-    size_t ng0 = 0;
-    for (size_t i = 0; i < a->naggs; i++) {
-        host[i] = (agg_order){a->aggs[i].grouping, a->aggs[i].cuda_total, i};
-        ng0 += !a->aggs[i].grouping;
-    }
+    for (size_t i = 0; i < a->naggs; i++) host[i] = (agg_order){a->aggs[i].grouping, a->aggs[i].cuda_total, i};
     qsort(host, a->naggs, sizeof *host, agg_order_cmp);
-    int rc = write_grouping(a, ins, host, ng0, 0);
-    if (!rc) rc = write_grouping(a, ins, host + ng0, a->naggs - ng0, 1);
+    int rc = write_host(a, ins, host, a->naggs);
+    for (size_t k = 0; k < a->t->ngpu_aggs && !rc; k++) {
+        agg gpu_row;
+        an_gpu_agg_row(&a->t->gpu_aggs[a->gpu_order[k]], 2, &gpu_row);
+        rc = write_op(a, ins, &gpu_row, a->naggs + 2 * a->gpu_order[k]);
+    }
     sqlite3_finalize(ins);
     free(host);
     return rc;

@@ -55,12 +55,13 @@ const char *report_op_class(const char *name) {
     return "other";
 }
 
-/* The operator rows (grouping 0) that match where, largest first by order, into ops[]. */
+/* The operator rows by name (grouping 0, and 2: the GPU rows, scratch.sql) that match where,
+ * largest first by order, into ops[]. */
 static int load_ops(draft *d, const char *where, const char *order, op *ops, int max) {
     char sql[512];
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM scratch.ops"
-             " WHERE grouping = 0 AND %s ORDER BY %s DESC, walk LIMIT %d", where, order, max);
+             " WHERE grouping IN (0, 2) AND %s ORDER BY %s DESC, walk LIMIT %d", where, order, max);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) != SQLITE_OK) {
         d->rc = ERR_DB;

@@ -45,7 +45,8 @@ CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWI
 -- Names, shapes, grids and blocks are ids of the upload's string table (*_id columns,
 -- NULL for none), as in the main database: a text is stored once however many rows name
 -- it (issue 22: one 1 MiB shapes string shared by N operators was N MiB).
--- op_rows is written in the order of the main database's operators_session index (an_write_ops);
+-- op_rows: grouping 0 by name, 1 by name and shapes, 2 the GPU rows, which are the same in both
+-- (store/schema.sql); written in the order of the main database's operators_session index (an_write_ops);
 -- walk is the row's place in the walk, the tie-break that keeps the report's top lists as
 -- they were in walk order (report.c). The commit does not copy it.
 CREATE TABLE scratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,

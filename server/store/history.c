@@ -244,7 +244,7 @@ typedef struct kind_def {
 /* The order here is the order of the items within a direction. */
 static const kind_def kinds[] = {
     {"operator",
-     "SELECT kind, name, cuda_total, cpu_total, calls FROM operators WHERE session_id = ? AND grouping = 0"
+     "SELECT kind, name, cuda_total, cpu_total, calls FROM operators WHERE session_id = ? AND grouping IN (0, 2)"
      " AND kind NOT IN ('kernel', 'gpu_memcpy', 'gpu_memset', 'user_annotation', 'gpu_user_annotation')",
      3, {{"cuda_time_total", 2, U_US}, {"cpu_time_total", 3, U_US}, {"calls", 4, U_CALLS}}},
     {"kernel", "SELECT kind, name, total_us, calls FROM kernels WHERE session_id = ?", 2,
@@ -562,7 +562,7 @@ static db_stmt *trend_stmt(db_conn *db, const hist_trend_query *q, const char *c
     char sql[4096];
     /* col comes from trend_metrics[], never from the request. Without an operator the
      * subquery is a constant NULL. Several kinds of one name: the one with most CUDA time. */
-#define TREND_OP " FROM operators o WHERE o.session_id = s.id AND o.grouping = 0 AND o.name = ?1" \
+#define TREND_OP " FROM operators o WHERE o.session_id = s.id AND o.grouping IN (0, 2) AND o.name = ?1" \
                  " AND (CAST(?2 AS TEXT) IS NULL OR o.kind = ?2) ORDER BY o.cuda_total DESC, o.cpu_total DESC, o.kind LIMIT 1)"
     int o = snprintf(sql, sizeof sql,
                      "SELECT s.id, s.created_at, s.name, s.summary, %s%s%s, (SELECT p.count FROM phases p WHERE p.session_id = s.id"

@@ -283,6 +283,9 @@ int query_list(db_conn *db, const list_filter *f, json_t **out) {
  * which is its scan of operators_session (cuda_total DESC, then rowid: rn, schema_pg.sql),
  * kept by its sorter for rows equal in every ORDER BY term. */
 #define PG_OP_TIES ", cuda_total DESC, rn"
+/* SQLite's: cuda_total DESC, then its scan, which reads grouping 0 or 1 before 2 (the GPU
+ * rows since schema version 6), as the walk had the host rows before the GPU rows. */
+#define SQLITE_OP_TIES ", cuda_total DESC"
 
 /* One operator row, in the wire shape api/oprow.h defines. */
 static json_t *op_row(db_stmt *s, int by_shape) {
@@ -305,8 +308,8 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
     /* col comes from the whitelist above, never from the request. */
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem,"
-             " input_shapes FROM operators WHERE session_id = ?1 AND grouping = ?2 AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)"
-             " ORDER BY %s DESC, name%s LIMIT ?4", col, db_kind_of(db) == DB_PG ? PG_OP_TIES : "");
+             " input_shapes FROM operators WHERE session_id = ?1 AND grouping IN (?2, 2) AND (CAST(?3 AS TEXT) IS NULL OR kind = ?3)"
+             " ORDER BY %s DESC, name%s LIMIT ?4", col, db_kind_of(db) == DB_PG ? PG_OP_TIES : SQLITE_OP_TIES);
     db_stmt *s;
     if (!(s = db_prepare(db, sql))) return ERR_DB;
     db_bind_int64(s, 1, id);
@@ -323,11 +326,11 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
     /* The totals need no name: from operator_rows, not the view, whose join to strings
      * was most of the time at 100k kernel names (schema.sql). */
     if ((s = db_prepare2(db, "SELECT TOTAL(self_cpu), TOTAL(CASE WHEN kind IN ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END),"
-                             " TOTAL(calls) FROM operator_rows WHERE session_id = ? AND grouping = 0",
+                             " TOTAL(calls) FROM operator_rows WHERE session_id = ? AND grouping IN (0, 2)",
                          /* summed in SQLite's order (its operators_session scan), so that they round alike */
                          "SELECT COALESCE(SUM(self_cpu ORDER BY cuda_total DESC, rn), 0), COALESCE(SUM(CASE WHEN kind IN"
                          " ('kernel', 'gpu_memcpy', 'gpu_memset') THEN self_cuda END ORDER BY cuda_total DESC, rn), 0),"
-                         " COALESCE(SUM(calls), 0) FROM operator_rows WHERE session_id = ? AND grouping = 0"))) {
+                         " COALESCE(SUM(calls), 0) FROM operator_rows WHERE session_id = ? AND grouping IN (0, 2)"))) {
         db_bind_int64(s, 1, id);
         st = db_step(s);
         if (st == DB_ROW) {
@@ -571,7 +574,7 @@ int query_memory(db_conn *db, long long id, json_t **out) {
     json_t *ops = json_array();
     db_stmt *s = NULL;
 #define MEM_OPS "SELECT name, kind, calls, self_cuda_mem, cuda_mem, self_cpu_mem, cpu_mem FROM operators" \
-                " WHERE session_id = ? AND grouping = 0 AND (self_cuda_mem > 0 OR self_cpu_mem > 0)" \
+                " WHERE session_id = ? AND grouping IN (0, 2) AND (self_cuda_mem > 0 OR self_cpu_mem > 0)" \
                 " ORDER BY self_cuda_mem + self_cpu_mem DESC, name"
     if (!(s = db_prepare2(db, MEM_OPS " LIMIT 20", MEM_OPS PG_OP_TIES " LIMIT 20")))
         rc = ERR_DB;
@@ -598,17 +601,19 @@ static json_t *load_side(db_conn *db, long long id, int phases) {
     json_t *m = json_object();
     db_stmt *s;
     /* The rows' order breaks diff's ties (a sort of the keys in this order), so both
-     * backends must list them alike. SQLite lists operators by its operators_session scan
-     * (cuda_total DESC, then rowid); PostgreSQL is told to (rn): its order without ORDER BY
-     * is its plan's, which changed after the migration to version 2 (operator_rows joined
-     * to strings). Phases are ordered as /phases lists them, on both: without it SQLite
-     * gave rowid order and PostgreSQL its heap's, which an UPDATE or VACUUM FULL reorders
-     * (tests/pg/test_compare_order.py). */
+     * backends must list them alike. Operators: cuda_total DESC, then SQLite's scan (it
+     * reads grouping 0 before 2, the GPU rows: host rows first among equal ones, as their
+     * rowids had them before version 6) and PostgreSQL's rn (the same order, schema_pg.sql);
+     * PostgreSQL's order without ORDER BY is its plan's, which changed after the migration to
+     * version 2. Phases are ordered as /phases lists them, on both: without it SQLite gave
+     * rowid order and PostgreSQL its plan's (a nested loop over strings gave the names' heap
+     * order; test_api.test_compare_lists_equal_phases_as_phases_does). */
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ? ORDER BY total_us DESC, name, kind"
-                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping = 0";
-    char pg[256];
+                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping IN (0, 2)";
+    char lite[256], pg[256];
+    snprintf(lite, sizeof lite, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC");
     snprintf(pg, sizeof pg, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC, rn");
-    if (!(s = db_prepare2(db, sql, pg))) return m;
+    if (!(s = db_prepare2(db, lite, pg))) return m;
     db_bind_int64(s, 1, id);
     while (db_step(s) == DB_ROW) {
         /* sized to fit: kernel names run to kilobytes, and two cut to one prefix were one row */

@@ -60,7 +60,11 @@ CREATE TABLE strings (
 -- strings: a session's delete would then search the rows for each string it deletes.
 
 -- The operator table: torch.profiler key_averages() semantics (analyze.c says how).
--- grouping 0: one row per (name, kind); grouping 1: per (name, kind, input_shapes).
+-- grouping 0: one row per (name, kind); grouping 1: per (name, kind, input_shapes); grouping 2
+-- (version 6): the GPU rows (kernels, copies, memsets, GPU annotations), which have no shapes
+-- and are the same in both, stored once. So the table by name is grouping IN (0, 2), by
+-- shapes IN (1, 2); sessions stored before version 6 have their GPU rows in 0 and 1 and no 2,
+-- which the same reads serve alike.
 CREATE TABLE operator_rows (
   session_id    INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   grouping      INTEGER NOT NULL,

@@ -55,6 +55,7 @@ CREATE TABLE strings (
 );
 
 -- Texts by id in strings, read through views (schema.sql says why; version 2).
+-- grouping 0 by name, 1 by name and shapes, 2 the GPU rows once (version 4; schema.sql).
 CREATE TABLE operator_rows (
   session_id    BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
   grouping      BIGINT NOT NULL,

@@ -186,6 +186,10 @@ static const char *const migrations[] = {
     "ALTER TABLE event_chunks ADD COLUMN gpu INTEGER;\n"
     "DROP INDEX event_chunks_track;\n"
     "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n",
+    /* 5 -> 6: no DDL. New sessions store each GPU row of the operator table once, in
+     * grouping 2 (schema.sql); the version keeps an older server, which reads grouping 0
+     * and 1 only, from serving them without their kernels. */
+    "SELECT 1;\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -348,7 +352,9 @@ static const char *const pg_migrations[] = {
     /* 2 -> 3: per-chunk counts, as SQLite's 4 -> 5. */
     "ALTER TABLE event_chunks ADD COLUMN drawn BIGINT, ADD COLUMN gpu BIGINT;\n"
     "DROP INDEX event_chunks_track;\n"
-    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n"
+    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n",
+    /* 3 -> 4: no DDL; the GPU rows in grouping 2, as SQLite's 5 -> 6. */
+    "SELECT 1;\n",
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 

@@ -474,7 +474,7 @@ class Migration(unittest.TestCase):
     TABLES = ("baseline_labels", "baselines", "baselines_session", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "sessions",
               "sessions_created")
-    NEWEST = 5
+    NEWEST = 6
 
     def schema(self, db):
         c = sqlite3.connect(db)
