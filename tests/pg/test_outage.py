@@ -39,6 +39,19 @@ NCCL = os.path.join(fpserver.TRACES, "hta", "nccl_parser_config", "nccl_data.jso
 CLUSTER = os.path.join(HERE, "cluster.sh")
 
 
+def terminate(conn, where, seconds):
+    """Terminates the server's backends that match where, polling for up to seconds; "t"
+    once one was, "" if none came."""
+    killed = ""
+    for _ in range(int(seconds * 10)):
+        killed = psql(conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'firstpass-server' AND "
+                      + where)
+        if killed:
+            break
+        time.sleep(0.1)
+    return killed
+
+
 def health(srv):
     st, _, b = srv.get("/healthz")
     return st, b.decode().strip()
@@ -159,14 +172,7 @@ class Outage(unittest.TestCase):
             self.assertIn(b" 200 ", got.split(b"\r\n")[0])
             # not reading on: the server holds its first fetch's ~3 MB (of 7.8) in its output
             # buffer and waits for the socket, its transaction idle between two fetches
-            killed = ""
-            for _ in range(50):
-                killed = psql(self.conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                         "WHERE application_name = 'firstpass-server' AND state = 'idle in transaction'")
-                if killed:
-                    break
-                time.sleep(0.1)
-            self.assertEqual(killed, "t", "no download transaction to cut")
+            self.assertEqual(terminate(self.conn, "state = 'idle in transaction'", 5), "t", "no download transaction to cut")
             s.settimeout(60)
             while True:
                 b = s.recv(1 << 16)
@@ -197,13 +203,7 @@ class Outage(unittest.TestCase):
             res = {}
             up = threading.Thread(target=lambda: res.update(r=srv.upload(open(SIMPLE, "rb").read(), "?name=stalled")))
             up.start()
-            killed = ""
-            for _ in range(300):
-                killed = psql(self.conn, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                                         "WHERE application_name = 'firstpass-server' AND wait_event = 'PgSleep'")
-                if killed:
-                    break
-                time.sleep(0.1)
+            killed = terminate(self.conn, "wait_event = 'PgSleep'", 30)
             up.join(60)
             self.assertEqual(killed, "t", "no commit stalled in the trigger")
             st, _, body = res["r"]
