@@ -477,9 +477,9 @@ int an_idle_by_phase(A *a, json_t **out) {
         for (int c = 0; c < GAP_NCLASSES; c++) json_object_set_new(cls, gap_class_names[c], json_real(idle[best][c] > 0 ? idle[best][c] : 0));
         const phase *p = &a->phases[best];
         char cut[EVIDENCE_NAME_MAX + 4];
-        json_array_append_new(*out, json_pack("{s:s,s:I,s:f,s:f,s:o}", "phase", utf8_clip(an_str(a, p->name), EVIDENCE_NAME_MAX, cut, sizeof cut),
-                                              "count", p->count, "total_us",
-                                              p->total, "idle_us", bt, "by_class_us", cls));
+        const char *name = utf8_clip(an_str(a, p->name), EVIDENCE_NAME_MAX, cut, sizeof cut);
+        json_array_append_new(*out, json_pack("{s:s,s:I,s:f,s:f,s:o}", "phase", name, "count", p->count, "total_us", p->total, "idle_us",
+                                              bt, "by_class_us", cls));
         for (int c = 0; c < GAP_NCLASSES; c++) idle[best][c] = 0;
     }
     free(idle);

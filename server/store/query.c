@@ -609,7 +609,8 @@ static json_t *load_side(db_conn *db, long long id, int phases) {
      * rowid order and PostgreSQL its plan's (a nested loop over strings gave the names' heap
      * order; test_api.test_compare_lists_equal_phases_as_phases_does). */
     const char *sql = phases ? "SELECT name, kind, count, total_us FROM phases WHERE session_id = ? ORDER BY total_us DESC, name, kind"
-                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators WHERE session_id = ? AND grouping IN (0, 2)";
+                             : "SELECT name, kind, calls, cuda_total, cpu_total, self_cuda, self_cpu FROM operators"
+                               " WHERE session_id = ? AND grouping IN (0, 2)";
     char lite[256], pg[256];
     snprintf(lite, sizeof lite, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC");
     snprintf(pg, sizeof pg, "%s%s", sql, phases ? "" : " ORDER BY cuda_total DESC, rn");
