@@ -5,9 +5,9 @@
 #
 # For each shape, side by side in one run: the floor's seconds and CPU seconds (best of
 # BENCH_REPEAT), the upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a
-# fresh server), the server's CPU seconds and peak RSS over those uploads, json.load's seconds
-# (one run), and two uploads of the same trace at once against one alone, with that server's
-# peak RSS.
+# fresh server right after one floor run; the median of those pairs' ratios too), the
+# server's CPU seconds and peak RSS over those uploads, json.load's seconds (one run), and
+# two uploads of the same trace at once against one alone, with that server's peak RSS.
 #
 # Environment:
 #   BENCH_SHAPES="llm flat cpu threads names"   which shapes
@@ -53,8 +53,8 @@ RES=$OUT/shapes.md
   echo "server $("$SERVER" --version 2>&1 | head -1), sha256 $(sha256sum "$SERVER" | cut -c1-12); $(date -u +%Y-%m-%dT%H:%MZ);"
   echo "load average at the start $(cut -d' ' -f1-3 /proc/loadavg); best of $REPEAT for the floor and the upload."
   echo
-  echo "| shape | MB | events | floor s (CPU s) | firstpass s (server CPU s) | **x floor** (CPU) | json.load s | **x json.load** | peak RSS MB alone / two at once | two at once s | **each vs alone** |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| shape | MB | events | floor s (CPU s) | firstpass s (server CPU s) | **x floor** (CPU) | x floor, paired | json.load s | **x json.load** | peak RSS MB alone / two at once | two at once s | **each vs alone** |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$RES"
 
 LIST=$SHAPES
@@ -69,26 +69,27 @@ for item in $LIST; do
     log "generating $F"
     "$GEN" --shape "$shape" -s "${size}M" -o "$F.tmp" 2>/dev/null && mv "$F.tmp" "$F"
   fi
-  # floor
-  fl=""; flcpu=""
+  # the floor, then firstpass (each upload into a fresh server: an empty database, as the
+  # floor has no state), one pair per repetition: the pairs' ratios, side by side within
+  # seconds, are steadier than best against best on a VM whose speed drifts (bench/README.md)
+  fl=""; flcpu=""; fp=""; cpu=""; rss=0; pairs=""
   for _ in $(seq "$REPEAT"); do
     /usr/bin/time -f "%U %S" -o "$TMPD/ftime" "$FLOOR" "$F" >"$TMPD/fout"
-    fl="$fl $(cut -d' ' -f1 "$TMPD/fout")"
+    f1=$(cut -d' ' -f1 "$TMPD/fout")
+    fl="$fl $f1"
     flcpu="$flcpu $(awk '{printf "%.2f", $1 + $2}' "$TMPD/ftime")"
-  done
-  fl=$(echo "$fl" | min)
-  flcpu=$(echo "$flcpu" | min)
-  # firstpass: each upload into a fresh server (an empty database, as the floor has no state)
-  fp=""; cpu=""; rss=0
-  for _ in $(seq "$REPEAT"); do
     fresh_server
     c0=$(cpu_s)
     t=$(upload "$F")
     fp="$fp $t"
+    pairs="$pairs $("$PY" -c "print(round($t / $f1, 3))")"
     cpu="$cpu $("$PY" -c "print(round($(cpu_s) - $c0, 2))")"
     rss=$("$PY" -c "print(max($rss, $(hwm_mb)))")
     stop_server
   done
+  fl=$(echo "$fl" | min)
+  flcpu=$(echo "$flcpu" | min)
+  paired=$(echo "$pairs" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   rss1=$rss
   events=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$TMPD/post.json")
   best=$(echo "$fp" | min)
@@ -110,11 +111,11 @@ for item in $LIST; do
     /usr/bin/time -f "%e" -o "$TMPD/time" "$PY" -c "$BASELINE" "$F"
     js=$(cat "$TMPD/time"); echo "$js" >"$F.baseline"
   fi
-  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" $two 2>>"$TMPD/fails" <<'EOF'
+  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" "$paired" $two 2>>"$TMPD/fails" <<'EOF'
 import sys
-shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, a, b = sys.argv[1:]
-fl, flcpu, fp, js, cpu, a, b = map(float, (fl, flcpu, fp, js, cpu, a, b))
-print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | "
+shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, paired, a, b = sys.argv[1:]
+fl, flcpu, fp, js, cpu, paired, a, b = map(float, (fl, flcpu, fp, js, cpu, paired, a, b))
+print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | {paired:.2f}x | "
       f"{js:.2f} | **{js / fp:.2f}x** | {float(rss1):.1f} / {float(rss2):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
 # the targets (bench/README.md): a line each that fails, for BENCH_STRICT
 for ok, what in ((fp / fl <= 2, "x floor > 2"), (js / fp >= 8, "x json.load < 8"),
@@ -127,7 +128,7 @@ EOF
   log "$line"
 done
 echo >>"$RES"
-echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB for both); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x floor, paired: the median over the repetitions of one upload's s over the floor run just before it; x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB for both); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
 cat "$RES"
 if [ -s "$TMPD/fails" ]; then
   cat "$TMPD/fails" >&2
