@@ -197,7 +197,6 @@ typedef struct A {
     intern *keys;           /* agg keys -> index */
     agg *aggs;
     size_t naggs, capaggs;
-    size_t *gpu_order;      /* t->gpu_aggs' indexes by total DESC, equal ones in their order (an_gpu_rows) */
     intern *pkeys;          /* phase keys -> index */
     phase *phases;
     size_t nphases, capphases;
@@ -253,6 +252,28 @@ typedef struct steps_job {
     int started, threaded;
 } steps_job;
 
+/* gpurows.c's job: the kernel rows and the operator table's GPU rows into kscratch, from
+ * the start of the analysis (gpurows.c says why). It reads t->gpu_aggs and the string
+ * table only; an_rows_job_finish, always called after start, puts t->gpu_aggs in (cls,
+ * kind, name) order, which the operator table's totals and summary read them in. */
+typedef struct rows_job {
+    const trace_ctx *t;
+    int32_t *perm;       /* t->gpu_aggs' indexes in (cls, kind, name) order */
+    int busy_ms;         /* its connection's busy timeout: the upload's (an_busy_ms) */
+    int rc;
+    char err[256];
+    pthread_t th;
+    int started, threaded;
+} rows_job;
+
+/* A job's page cache of a scratch file, in KiB (PRAGMA cache_size=-N). Why small: a job
+ * reads pages the upload's own connection has just written (the file is in the OS's cache)
+ * or writes pages the OS caches, and two jobs per upload at SQLite's default 2 MB each were
+ * ~4 MB of a many-names upload's peak, twice that for two uploads at once (two 150 MB names
+ * uploads: VmHWM 107.8-108.2 -> 103.2-106.2 MB; flat's time unchanged, 1.12 -> 1.10 s best
+ * of three). */
+#define AN_JOB_CACHE_KIB "1024"
+
 /* A name quoted as evidence (suspects' top contributors, compute_bound_op's op, the idle
  * labels and phases) is cut to this many bytes and an ellipsis (utf8_clip): the suspect's
  * culprit and /phases keep the whole name, and a 1 MiB name quoted whole in each place made
@@ -291,13 +312,19 @@ const char *an_str(A *a, long id);
 /* A second connection to the upload's scratch file, for a job on another thread (gpu_job,
  * steps_job): it sees what this connection committed. 0 or ERR_DB (message in a->err). */
 int an_job_db(A *a, sqlite3 **db);
+/* The upload's connection's busy timeout in ms, 0 when it has none: a job's connection
+ * waits for the scratch files' locks as long. */
+int an_busy_ms(A *a);
 
 /* host.c */
 int an_host_walk(A *a);
 int an_gpu_track_host_ops(A *a);
-int an_gpu_rows(A *a);
 /* The operator-table row (grouping g) of the GPU sums k: the GPU rows are not in a->aggs. */
 void an_gpu_agg_row(const gpu_agg *k, int g, agg *r);
+/* The parameters of an operator row's INSERT (scratch.op_rows, kscratch.gpu_ops), which
+ * an_op_bind binds: its columns, walk last. */
+#define AN_OP_PARAMS "?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+void an_op_bind(sqlite3_stmt *ins, const char *kind, const agg *g, long long walk);
 int an_write_ops(A *a);
 int an_gpu_phases(A *a);
 int an_write_phases(A *a, json_t *tl_phases);
@@ -309,6 +336,10 @@ int an_busy_merges(A *a, int ndev, long long dev, long kernel_kind, double *tota
 /* gpu.c */
 int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy);
 int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps);
+
+/* gpurows.c */
+int an_rows_job_start(A *a, rows_job *j);
+int an_rows_job_finish(A *a, rows_job *j);
 
 /* idle.c */
 int an_idle_gaps(A *a);

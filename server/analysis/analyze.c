@@ -69,20 +69,13 @@ int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, dou
     sqlite3_reset(*ins);
     return rc;
 }
-/* The connection's busy timeout in ms (PRAGMA busy_timeout), 0 when it has none. */
-static int busy_ms(sqlite3 *db) {
+/* PRAGMA busy_timeout of the upload's connection. */
+int an_busy_ms(A *a) {
     sqlite3_stmt *s = NULL;
-    int ms = sqlite3_prepare_v2(db, "PRAGMA busy_timeout", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
+    int ms = sqlite3_prepare_v2(a->db, "PRAGMA busy_timeout", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
     sqlite3_finalize(s);
     return ms;
 }
-
-/* A job's page cache of the scratch file. Why small: the jobs scan indexes the upload's
- * own connection has just written (the file is in the OS's cache), and two jobs per upload
- * at SQLite's default 2 MB each were ~4 MB of a many-names upload's peak, twice that for two
- * uploads at once (two 150 MB names uploads: VmHWM 107.8-108.2 -> 103.2-106.2 MB; flat's
- * time unchanged, 1.12 -> 1.10 s best of three). */
-#define AN_JOB_CACHE_KIB "1024"
 
 /* A job's connection waits for the scratch file's locks as long as the upload's own does
  * (store/db.h: DB_BUSY_TIMEOUT_MS, set by whoever opened t->db): both sides wait, neither
@@ -91,7 +84,7 @@ int an_job_db(A *a, sqlite3 **out) {
     sqlite3 *db = NULL;
     sqlite3_stmt *at = NULL;
     int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
-             sqlite3_busy_timeout(db, busy_ms(a->db)) == SQLITE_OK &&
+             sqlite3_busy_timeout(db, an_busy_ms(a)) == SQLITE_OK &&
              sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
              sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE &&
              sqlite3_exec(db, "PRAGMA scratch.cache_size=-" AN_JOB_CACHE_KIB, NULL, NULL, NULL) == SQLITE_OK;
@@ -230,16 +223,20 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.wall = t->end_us - t->start_us;
     double gpu_busy = 0;
     if (!rc && (!a.keys || !a.pkeys)) rc = ERR_NOMEM;
+    /* the last strings the analysis interns: the jobs read the table from here on */
+    a.kernel_kind = intern_id(t->strs, "kernel", 6);
+    a.memcpy_kind = intern_id(t->strs, "gpu_memcpy", 10);
+    a.memset_kind = intern_id(t->strs, "gpu_memset", 10);
+    if (!rc && (a.kernel_kind < 0 || a.memcpy_kind < 0 || a.memset_kind < 0)) rc = ERR_NOMEM;
+    rows_job rjob;
+    memset(&rjob, 0, sizeof rjob);
+    if (!rc) rc = an_rows_job_start(&a, &rjob);
     if (!rc) rc = an_run(&a, "BEGIN");
     if (!rc) rc = an_gpu_track_host_ops(&a);
     if (!rc) { STEP_BEGIN(); rc = an_run(&a, scratch_analysis_sql); STEP_END("setup"); } /* indexes and result tables */
     long long dev = 0;
     int ndev = gpu_devices(t, &dev);
     if (!rc && ndev > 1) rc = an_run(&a, scratch_devices_sql);
-    a.kernel_kind = intern_id(t->strs, "kernel", 6);
-    a.memcpy_kind = intern_id(t->strs, "gpu_memcpy", 10);
-    a.memset_kind = intern_id(t->strs, "gpu_memset", 10);
-    if (!rc && (a.kernel_kind < 0 || a.memcpy_kind < 0 || a.memset_kind < 0)) rc = ERR_NOMEM;
     /* kbusy: kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
     if (!rc) { STEP_BEGIN(); rc = an_busy_merges(&a, ndev, dev, a.kernel_kind, &gpu_busy); STEP_END("busy_merges"); }
     if (!rc) {
@@ -270,7 +267,12 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc && stp.on) rc = an_steps_job_start(&a, &sjob);
     if (!rc) { STEP_BEGIN(); rc = an_suspects(&a, gpu_busy, &suspects); STEP_END("suspects"); }
     if (!rc) { STEP_BEGIN(); rc = an_memory_doc(&a, &memory); STEP_END("memory"); }
-    if (!rc) { STEP_BEGIN(); rc = an_gpu_rows(&a); STEP_END("gpu_rows"); }
+    {
+        STEP_BEGIN();
+        int rrc = an_rows_job_finish(&a, &rjob);
+        STEP_END("gpu_rows_wait");
+        if (!rc) rc = rrc;
+    }
     if (!rc) { STEP_BEGIN(); rc = an_gpu_phases(&a); STEP_END("gpu_phases"); }
     if (!rc) { STEP_BEGIN(); rc = an_write_ops(&a); STEP_END("write_ops"); }
     json_t *tl_phases = json_array(), *gaps = NULL;
@@ -327,7 +329,6 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(a.keys);
     intern_free(a.pkeys);
     free(a.aggs);
-    free(a.gpu_order);
     free(a.phases);
     free(a.nflags);
     free(a.steps);

@@ -1,6 +1,6 @@
 /* host.c: the host walk: each thread's events nested as key_averages() nests them, the
- * operator table (scratch.ops: host rows from the walk, GPU rows from the loader's sums) and
- * the phases (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
+ * operator table's walk rows (scratch.op_rows; its GPU rows: gpurows.c) and the phases
+ * (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
 
 #include <math.h>
 #include <pthread.h>
@@ -525,20 +525,12 @@ int an_gpu_track_host_ops(A *a) {
     return rc;
 }
 
-/* (cls, kind, name) order: the order GROUP BY gave these rows when SQL summed them. */
-static int gpu_agg_cmp(const void *x, const void *y) {
-    const gpu_agg *p = x, *q = y;
-    if (p->cls != q->cls) return p->cls < q->cls ? -1 : 1;
-    if (p->kind != q->kind) return p->kind < q->kind ? -1 : 1;
-    return p->name < q->name ? -1 : p->name > q->name;
-}
-
 /* The operator-table row of GPU sums k in grouping g (0 by name, 1 by name and shapes, 2
- * both: scratch.sql; an_write_ops writes each GPU row once, in grouping 2).
+ * both: scratch.sql; gpurows.c writes each GPU row once, in grouping 2).
  * Why not an agg in a->aggs: a GPU kind is never a host op's kind, so these rows never
  * merge with the walk's, and 100,000 templated kernel names made 200,000 aggs and their
  * keys (40 MB, a third of the server's peak; issue 24). They follow the walk's rows, in
- * gpu_aggs order (sorted by an_gpu_rows), grouping 0 then 1, as the aggs did. */
+ * gpu_aggs order (sorted by an_rows_job_finish), grouping 0 then 1, as the aggs did. */
 void an_gpu_agg_row(const gpu_agg *k, int g, agg *r) {
     memset(r, 0, sizeof *r);
     r->grouping = g;
@@ -548,67 +540,6 @@ void an_gpu_agg_row(const gpu_agg *k, int g, agg *r) {
     r->calls = k->calls;
     r->cuda_total = k->total;
     if (k->cls == EV_GPU) r->self_cuda = k->total;
-}
-
-/* A GPU sum's place in the main database's index order: total DESC, equal ones in
- * gpu_aggs order. */
-typedef struct {
-    double total;
-    size_t at; /* index in gpu_aggs */
-} gpu_order;
-
-static int gpu_order_cmp(const void *x, const void *y) {
-    const gpu_order *p = x, *q = y;
-    if (p->total != q->total) return p->total > q->total ? -1 : 1;
-    return p->at < q->at ? -1 : p->at > q->at;
-}
-
-/* The kernel table from the loader's sums (trace.h), sorted; the operator table's GPU rows
- * are written from the same sums (an_gpu_agg_row). The rows go to scratch in the order of
- * the main database's indexes (kernels_session: total_us DESC), equal ones in gpu_aggs
- * order. Why: the commit copies them in rowid order, and an index filled in random order
- * costs a B-tree descent and page split a row (100,000 kernel names: 0.17 s into
- * kernel_rows in gpu_aggs order, 0.11 s in its own; 200,000 operator rows 0.50 s, 0.19 s;
- * the sqlite3 shell). a->gpu_order keeps that order for an_write_ops. */
-int an_gpu_rows(A *a) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.kern VALUES (?,?,?,?,?,?,?,?,?,?)"); /* ids, not texts: scratch.sql */
-    if (!ins) return ERR_DB;
-    size_t n = a->t->ngpu_aggs;
-    if (n) qsort(a->t->gpu_aggs, n, sizeof *a->t->gpu_aggs, gpu_agg_cmp); /* NULL when none */
-    free(a->gpu_order);
-    if (!(a->gpu_order = malloc((n ? n : 1) * sizeof *a->gpu_order))) {
-        sqlite3_finalize(ins);
-        return ERR_NOMEM;
-    }
-    gpu_order *o = malloc((n ? n : 1) * sizeof *o);
-    if (!o) {
-        sqlite3_finalize(ins);
-        return ERR_NOMEM;
-    }
-    for (size_t i = 0; i < n; i++) o[i] = (gpu_order){a->t->gpu_aggs[i].total, i};
-    qsort(o, n, sizeof *o, gpu_order_cmp);
-    for (size_t i = 0; i < n; i++) a->gpu_order[i] = o[i].at;
-    free(o);
-    int rc = 0;
-    for (size_t i = 0; i < n && !rc; i++) {
-        const gpu_agg *k = &a->t->gpu_aggs[a->gpu_order[i]];
-        if (k->cls != EV_GPU) continue;
-        sqlite3_bind_int64(ins, 1, k->name);
-        sqlite3_bind_text(ins, 2, an_str(a, k->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 3, k->calls);
-        sqlite3_bind_double(ins, 4, k->total);
-        sqlite3_bind_double(ins, 5, k->min);
-        sqlite3_bind_double(ins, 6, k->max);
-        if (k->grid >= 0) sqlite3_bind_int64(ins, 7, k->grid);
-        if (k->block >= 0) sqlite3_bind_int64(ins, 8, k->block);
-        if (k->regs >= 0) sqlite3_bind_int64(ins, 9, k->regs);
-        if (k->smem >= 0) sqlite3_bind_int64(ins, 10, k->smem);
-        if (sqlite3_step(ins) != SQLITE_DONE) rc = an_dberr(a);
-        sqlite3_reset(ins);
-        sqlite3_clear_bindings(ins);
-    }
-    sqlite3_finalize(ins);
-    return rc;
 }
 
 /* A walk row's place in the main database's index order (an_write_ops). */
@@ -625,11 +556,11 @@ static int agg_order_cmp(const void *x, const void *y) {
     return p->walk < q->walk ? -1 : p->walk > q->walk;
 }
 
-/* One operator row into scratch.op_rows; walk is its place in the walk (scratch.sql). */
-static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
+/* Binds operator row g to ins (AN_OP_PARAMS), kind its kind's text. */
+void an_op_bind(sqlite3_stmt *ins, const char *kind, const agg *g, long long walk) {
     sqlite3_bind_int(ins, 1, g->grouping);
     sqlite3_bind_int64(ins, 2, g->name);
-    sqlite3_bind_text(ins, 3, an_str(a, g->kind), -1, SQLITE_STATIC);
+    sqlite3_bind_text(ins, 3, kind, -1, SQLITE_STATIC);
     if (g->shapes >= 0) sqlite3_bind_int64(ins, 4, g->shapes);
     else sqlite3_bind_null(ins, 4);
     sqlite3_bind_int64(ins, 5, g->calls);
@@ -641,41 +572,34 @@ static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
     sqlite3_bind_int64(ins, 11, g->self_cpu_mem);
     sqlite3_bind_int64(ins, 12, g->cuda_mem);
     sqlite3_bind_int64(ins, 13, g->self_cuda_mem);
-    sqlite3_bind_int64(ins, 14, (long long)walk);
+    sqlite3_bind_int64(ins, 14, walk);
+}
+
+/* One operator row into scratch.op_rows; walk is its place in the walk (scratch.sql). */
+static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
+    an_op_bind(ins, an_str(a, g->kind), g, (long long)walk);
     int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
     sqlite3_reset(ins);
     return rc;
 }
 
-/* The walk's rows of one grouping in the main database's index order (operators_session:
- * grouping, cuda_total DESC), equal rows in walk order, for the reason an_gpu_rows gives. */
-static int write_host(A *a, sqlite3_stmt *ins, const agg_order *host, size_t nhost) {
-    int rc = 0;
-    for (size_t h = 0; h < nhost && !rc; h++) rc = write_op(a, ins, &a->aggs[host[h].walk], host[h].walk);
-    return rc;
-}
-
-/* The operator table into scratch.op_rows: the walk's rows of grouping 0, then of grouping
- * 1, each sorted, then every GPU row once in grouping 2, by a->gpu_order. Why once: a GPU
- * row is the same in both groupings (no shapes), and 100,000 kernel names wrote 200,000
- * rows twice (scratch, then the main database); the readers take grouping IN (0, 2) or
- * (1, 2) (store/schema.sql). Its walk is its grouping-0 place, which the report's ties use. */
+/* The operator table's walk rows into scratch.op_rows: grouping 0, then grouping 1, each in
+ * the main database's index order (operators_session: grouping, cuda_total DESC), equal rows
+ * in walk order. Why that order: the commit copies them in rowid order, and an index filled
+ * in random order costs a B-tree descent and a page split a row (gpurows.c). The GPU rows
+ * are gpurows.c's (kscratch.gpu_ops, grouping 2). */
 int an_write_ops(A *a) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (" AN_OP_PARAMS ")");
     agg_order *host = malloc((a->naggs ? a->naggs : 1) * sizeof *host);
-    if (!ins || !host || (a->t->ngpu_aggs && !a->gpu_order)) {
+    if (!ins || !host) {
         sqlite3_finalize(ins);
         free(host);
         return ins ? ERR_NOMEM : ERR_DB;
     }
     for (size_t i = 0; i < a->naggs; i++) host[i] = (agg_order){a->aggs[i].grouping, a->aggs[i].cuda_total, i};
     qsort(host, a->naggs, sizeof *host, agg_order_cmp);
-    int rc = write_host(a, ins, host, a->naggs);
-    for (size_t k = 0; k < a->t->ngpu_aggs && !rc; k++) {
-        agg gpu_row;
-        an_gpu_agg_row(&a->t->gpu_aggs[a->gpu_order[k]], 2, &gpu_row);
-        rc = write_op(a, ins, &gpu_row, a->naggs + 2 * a->gpu_order[k]);
-    }
+    int rc = 0;
+    for (size_t h = 0; h < a->naggs && !rc; h++) rc = write_op(a, ins, &a->aggs[host[h].walk], host[h].walk);
     sqlite3_finalize(ins);
     free(host);
     return rc;

@@ -1,7 +1,7 @@
 /* report.c: the five-line report and the three smells, drafted at ingest from the suspect
- * list (suspects.c) and the operator table (scratch.ops).
+ * list (suspects.c) and the operator table (scratch.ops and kscratch.ops: scratch.sql).
  *
- * Reads scratch.ops and the suspects and GPU documents; writes nothing. Every number a line
+ * Reads those and the suspects and GPU documents; writes nothing. Every number a line
  * quotes comes from those inputs, so a test can recompute it from the API. A failed query
  * fails the draft (ERR_DB), never a silent empty line. */
 #include "analysis/report.h"
@@ -55,13 +55,20 @@ const char *report_op_class(const char *name) {
     return "other";
 }
 
-/* The operator rows by name (grouping 0, and 2: the GPU rows, scratch.sql) that match where,
- * largest first by order, into ops[]. */
-static int load_ops(draft *d, const char *where, const char *order, op *ops, int max) {
+/* The operator table by name, in two tables (scratch.sql): the walk's rows (grouping 0) and
+ * the GPU rows (grouping 2), whose kinds are kernel, gpu_memcpy, gpu_memset and
+ * gpu_user_annotation, never a host kind. A where names kinds of one of them. */
+#define WALK_OPS "scratch.ops"
+#define GPU_OPS "kscratch.ops"
+
+/* The rows of table (WALK_OPS, GPU_OPS) that match where, largest first by order, equal
+ * ones in walk order, into ops[]. Why not both tables every time: a where on host kinds
+ * read every GPU row for nothing (100,000 kernel names: 20 ms a draft, issue 24). */
+static int load_ops(draft *d, const char *table, const char *where, const char *order, op *ops, int max) {
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM scratch.ops"
-             " WHERE grouping IN (0, 2) AND %s ORDER BY %s DESC, walk LIMIT %d", where, order, max);
+             "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM %s"
+             " WHERE grouping IN (0, 2) AND %s ORDER BY %s DESC, walk LIMIT %d", table, where, order, max);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(d->in->db, sql, -1, &s, NULL) != SQLITE_OK) {
         d->rc = ERR_DB;
@@ -114,12 +121,12 @@ static const char *plural(long long n) { return n == 1 ? "" : "s"; }
  * only GPU rows (the collector's) falls back to kernels, a CPU-only one to self CPU. */
 static json_t *smell_owns(draft *d, op *top, int *ntop) {
     static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
-    *ntop = load_ops(d, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
+    *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
     const char *basis = d->rocm ? "self GPU" : "self CUDA";
     double denom = d->self_cuda_total;
-    if (*ntop == 0) *ntop = load_ops(d, GPU_KINDS, "self_cuda", top, 8);
+    if (*ntop == 0) *ntop = load_ops(d, GPU_OPS, GPU_KINDS, "self_cuda", top, 8);
     if (*ntop == 0 && d->cpu_only) {
-        *ntop = load_ops(d, "kind = 'cpu_op'", "self_cpu", top, 8);
+        *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cpu", top, 8);
         basis = "self CPU";
         denom = d->self_cpu_total;
     }
@@ -141,11 +148,11 @@ static json_t *smell_cheap(draft *d) {
     op c[1], k[1];
     char where[256], buf[512], t1[32], t2[32];
     snprintf(where, sizeof where, "kind = 'cpu_op' AND calls >= %d AND self_cpu / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
-    int nc = load_ops(d, where, "self_cpu", c, 1);
+    int nc = load_ops(d, WALK_OPS, where, "self_cpu", c, 1);
     double share = nc && d->self_cpu_total > 0 ? c[0].self_cpu / d->self_cpu_total : 0;
     const char *basis = "self CPU";
     snprintf(where, sizeof where, "kind = 'kernel' AND calls >= %d AND self_cuda / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
-    int nk = load_ops(d, where, "self_cuda", k, 1);
+    int nk = load_ops(d, GPU_OPS, where, "self_cuda", k, 1);
     double kshare = nk && d->self_cuda_total > 0 ? k[0].self_cuda / d->self_cuda_total : 0;
     int on_gpu = nk && kshare > share;
     if (on_gpu) { c[0] = k[0]; share = kshare; basis = d->rocm ? "GPU" : "CUDA"; nc = 1; }
@@ -177,8 +184,8 @@ static json_t *smell_idle(draft *d) {
     static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", "tail", NULL};
     op host[3], syncs[3];
     char buf[512];
-    int nh = load_ops(d, "kind = 'cpu_op'", "self_cpu", host, 3);
-    int ns = load_ops(d, "kind IN ('cuda_runtime', 'cuda_driver') AND (name LIKE '%Synchronize%' OR name LIKE 'cudaMemcpy'"
+    int nh = load_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cpu", host, 3);
+    int ns = load_ops(d, WALK_OPS, "kind IN ('cuda_runtime', 'cuda_driver') AND (name LIKE '%Synchronize%' OR name LIKE 'cudaMemcpy'"
                          " OR name LIKE 'cudaMemcpy\\_%' ESCAPE '\\' OR name LIKE 'cudaMemcpy2D%' OR name LIKE 'cuMemcpy%')"
                          " AND name NOT LIKE '%Async%'", "self_cpu", syncs, 3);
     json_t *idle_j = json_object_get(d->in->gpu, "gpu_idle_fraction");
@@ -276,7 +283,7 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
                      timefmt_us(json_number_value(json_object_get(best, "at_stake_us")), t1, sizeof t1),
                      json_number_value(json_object_get(best, "at_stake_fraction")) * 100, d->cpu_only ? "" : " with the GPU waiting");
     op h[1];
-    int nh = load_ops(d, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
+    int nh = load_ops(d, WALK_OPS, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
     if (nh && d->self_cpu_total > 0 && o < (int)n)
         o += utf8_snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top self CPU: " : "", h[0].name,
                       h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls,

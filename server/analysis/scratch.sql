@@ -1,6 +1,7 @@
--- scratch.sql: the schema of an upload's scratch database (attached as "scratch").
+-- scratch.sql: the schema of an upload's scratch databases (attached as "scratch" and
+-- "kscratch", the second for the kernel rows alone: see its tables below).
 --
--- One scratch file per upload, on local disk ($TMPDIR, lib/tmpfile.h), deleted when the
+-- Two scratch files per upload, on local disk ($TMPDIR, lib/tmpfile.h), deleted when the
 -- upload ends: the loader (ingest/load.c) fills it while the body streams in, the analysis
 -- (analysis/analyze.c) reads it and leaves its result tables in it, and the commit
 -- (store/commit.c) copies those into the main database in one transaction. Nothing in it
@@ -16,6 +17,8 @@
 PRAGMA scratch.journal_mode=OFF;
 PRAGMA scratch.synchronous=OFF;
 PRAGMA scratch.cache_size=-16384;
+PRAGMA kscratch.journal_mode=OFF;
+PRAGMA kscratch.synchronous=OFF;
 -- One row per analysed event that a query joins, groups or seeks (GPU activity,
 -- gpu_user_annotation, runtime calls by correlation, user_annotation ranges).
 CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
@@ -26,6 +29,24 @@ CREATE TABLE scratch.hblk(track INT NOT NULL, n INT NOT NULL, data BLOB NOT NULL
 -- The event chunks of the session (lib/chunk.h), as the commit copies them.
 CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT NULL,
  min_ts REAL NOT NULL, max_end REAL NOT NULL, data BLOB NOT NULL, drawn INT NOT NULL, gpu INT NOT NULL);
+
+-- The kernel rows' scratch file (kscratch: load.c attaches it next to scratch), which
+-- gpurows.c's job writes on its own connection while this one writes scratch: SQLite has
+-- one writer a file. Its tables, made here, before the job starts:
+-- kern: the kernel table (store/schema.sql), in kernels_session's order (total_us DESC);
+-- gpu_ops: the operator table's GPU rows (grouping 2, the columns of op_rows), in
+-- operators_session's order; their walk is their place in (cls, kind, name) order, after
+-- every row of op_rows in the report's ties.
+CREATE TABLE kscratch.kern(name_id INT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid_id INT,
+ block_id INT, regs INT, smem INT);
+CREATE TABLE kscratch.gpu_ops(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
+ self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT,
+ walk INT NOT NULL);
+-- As scratch.ops: the GPU rows with their texts, for the report (fp_str exists once the
+-- analysis starts; a view is resolved when a statement reads it).
+CREATE VIEW kscratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind, '' AS input_shapes,
+ o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.walk
+ FROM gpu_ops o;
 
 -- @analysis  (analyze_run: after the last event, once the host ops of GPU tracks are in ev)
 -- Why partial indexes: building an index sorts its rows, and the three over every event
@@ -45,10 +66,11 @@ CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWI
 -- Names, shapes, grids and blocks are ids of the upload's string table (*_id columns,
 -- NULL for none), as in the main database: a text is stored once however many rows name
 -- it (issue 22: one 1 MiB shapes string shared by N operators was N MiB).
--- op_rows: grouping 0 by name, 1 by name and shapes, 2 the GPU rows, which are the same in both
--- (store/schema.sql); written in the order of the main database's operators_session index (an_write_ops);
--- walk is the row's place in the walk, the tie-break that keeps the report's top lists as
--- they were in walk order (report.c). The commit does not copy it.
+-- op_rows: the walk's rows, grouping 0 by name, 1 by name and shapes (store/schema.sql; the GPU
+-- rows, grouping 2, are kscratch.gpu_ops); written in the order of the main database's
+-- operators_session index (an_write_ops); walk is the row's place in the walk, the tie-break
+-- that keeps the report's top lists as they were in walk order (report.c). The commit does
+-- not copy it.
 CREATE TABLE scratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
  self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT,
  walk INT NOT NULL);
@@ -56,8 +78,6 @@ CREATE TABLE scratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT
 CREATE VIEW scratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind, COALESCE(fp_str(o.shapes_id), '') AS input_shapes,
  o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.walk
  FROM op_rows o;
-CREATE TABLE scratch.kern(name_id INT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid_id INT,
- block_id INT, regs INT, smem INT);
 CREATE TABLE scratch.ph(name_id INT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
  kernel_us REAL, first_ts REAL);
 CREATE TABLE scratch.tlb(track INT, data BLOB);

@@ -78,6 +78,7 @@ typedef struct track_info {
 typedef struct trace_ctx {
     sqlite3 *db;          /* main + scratch attached */
     const char *scratch_path; /* the scratch database's file, for a second connection (analyze.c) */
+    const char *kscratch_path; /* the kernel rows' scratch file, for gpurows.c's connection */
     intern *strs;         /* names, kinds, shapes: scratch.ev refers to their ids */
     track_info *tracks;
     size_t ntracks, captracks;

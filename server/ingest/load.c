@@ -1,6 +1,6 @@
 /* load.c: the trace importer's storage half: parsed events -> one stored session.
  *
- * Owns the loader's private SQLite connection, its scratch database (a tmpfile.h file,
+ * Owns the loader's private SQLite connection, its scratch databases (tmpfile.h files,
  * deleted by loader_free: attach_scratch), the event classification, the per-track
  * event chunks and the final copy into the main database. Must not see MHD types.
  *
@@ -65,7 +65,8 @@ struct loader {
     const char *source; /* loader_set_source (static string), NULL: decided at commit */
     evq *q;             /* events go through it to the loader thread (evq.h) */
     char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
-    int attached;
+    char kscratch_path[4096]; /* the kernel rows' scratch file (scratch.sql), "" when none */
+    int attached;            /* of those two, how many are attached (in that order) */
     unsigned long long seen; /* events store_event took (the loader thread's count) */
     int failed_full;         /* loader_commit failed with ERR_FULL */
     int counted;             /* counted in loaders_active (loader_new) */
@@ -555,24 +556,34 @@ static int on_meta(void *ctx, const char *key, const char *json, size_t len) {
 
 /* ---- lifecycle ---- */
 
-/* Why a named file and not ATTACH '' (which SQLite deletes as soon as it is open): the
- * analysis reads it from a second connection too, to use the second core (analyze.c,
- * gpu_job). It is a tmpfile.h file, gone at loader_free (or at the next start after a crash). */
-static int attach_scratch(loader *l, char *err, size_t errlen) {
-    int fd = tmpfile_make("scratch", l->scratch_path, sizeof l->scratch_path);
+/* Why named files and not ATTACH '' (which SQLite deletes as soon as it is open): the
+ * analysis reads scratch from a second connection too, and writes kscratch from one of its
+ * own, to use the second core (analyze.c, gpu_job; gpurows.c). They are tmpfile.h files,
+ * gone at loader_free (or at the next start after a crash). */
+static int attach_one(loader *l, const char *schema, char *path, size_t len, char *err, size_t errlen) {
+    int fd = tmpfile_make(schema, path, len);
     if (fd < 0) {
         snprintf(err, errlen, "cannot create a scratch file in %s: %s", tmpfile_dir(), strerror(errno));
-        l->scratch_path[0] = '\0';
+        path[0] = '\0';
         return ERR_IO;
     }
     close(fd);
-    l->t.scratch_path = l->scratch_path;
+    char sql[32]; /* schema is one of ours, not input */
+    snprintf(sql, sizeof sql, "ATTACH ? AS %s", schema);
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(l->t.db, "ATTACH ? AS scratch", -1, &s, NULL) == SQLITE_OK &&
-             sqlite3_bind_text(s, 1, l->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+    int rc = sqlite3_prepare_v2(l->t.db, sql, -1, &s, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(s, 1, path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
     sqlite3_finalize(s);
     if (rc) snprintf(err, errlen, "cannot attach the scratch database: %s", sqlite3_errmsg(l->t.db));
-    else l->attached = 1;
+    else l->attached++;
+    return rc;
+}
+
+static int attach_scratch(loader *l, char *err, size_t errlen) {
+    int rc = attach_one(l, "scratch", l->scratch_path, sizeof l->scratch_path, err, errlen);
+    if (!rc) rc = attach_one(l, "kscratch", l->kscratch_path, sizeof l->kscratch_path, err, errlen);
+    l->t.scratch_path = l->scratch_path[0] ? l->scratch_path : NULL;
+    l->t.kscratch_path = l->kscratch_path[0] ? l->kscratch_path : NULL;
     return rc;
 }
 
@@ -779,6 +790,7 @@ void loader_free(loader *l) {
     if (l->t.db) {
         /* DETACH, so the connection goes back clean to the pool; then the file goes. */
         if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
+        if (l->attached > 1) sqlite3_exec(l->t.db, "DETACH kscratch", NULL, NULL, NULL);
         if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
         /* what SQLite would have done at COMMIT (loader_new), then its default again for
          * whoever takes the connection next: a passive checkpoint waits for no reader */
@@ -795,6 +807,7 @@ void loader_free(loader *l) {
         store_scratch_put(l->st, l->t.db, l->hold);
     }
     if (l->scratch_path[0]) unlink(l->scratch_path);
+    if (l->kscratch_path[0]) unlink(l->kscratch_path);
     for (size_t i = 0; i < l->t.ntracks; i++) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);

@@ -90,10 +90,13 @@ static int insert_strings(sqlite3 *db, const store_session_in *in, long long id)
 /* The analysis left its tables in scratch; one INSERT ... SELECT each. */
 static int copy_scratch(sqlite3 *db, long long id) {
     static const char *const copies[] = {
-        /* in rowid order: equal rows of a sort list in the upload's order (query.c) */
+        /* in rowid order, the walk's rows then the GPU rows (scratch.sql): equal rows of a
+         * sort list in the upload's order (query.c) */
         ("INSERT INTO operator_rows SELECT ?1, grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu,"
          " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM scratch.op_rows ORDER BY rowid"),
-        "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern",
+        ("INSERT INTO operator_rows SELECT ?1, grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu,"
+         " cuda_total, self_cuda, cpu_mem, self_cpu_mem, cuda_mem, self_cuda_mem FROM kscratch.gpu_ops ORDER BY rowid"),
+        "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern",
         "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
         "INSERT INTO event_chunks(session_id, track, seq, n, min_ts, max_end, data, drawn, gpu)"
         " SELECT ?1, track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks",
@@ -286,8 +289,13 @@ static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
          "self_cpu_mem,cuda_mem,self_cuda_mem,rn) FROM STDIN",
          "SELECT grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
          " cuda_mem, self_cuda_mem, rowid FROM scratch.op_rows"},
+        /* the GPU rows' rn after the walk's, as SQLite's rowids have them */
+        {"COPY operator_rows(session_id,grouping,name_id,kind,shapes_id,calls,cpu_total,self_cpu,cuda_total,self_cuda,cpu_mem,"
+         "self_cpu_mem,cuda_mem,self_cuda_mem,rn) FROM STDIN",
+         "SELECT grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, self_cpu_mem,"
+         " cuda_mem, self_cuda_mem, (SELECT IFNULL(MAX(rowid), 0) FROM scratch.op_rows) + rowid FROM kscratch.gpu_ops"},
         {"COPY kernel_rows(session_id,name_id,kind,calls,total_us,min_us,max_us,grid_id,block_id,regs,smem) FROM STDIN",
-         "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM scratch.kern"},
+         "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern"},
         {"COPY phase_rows(session_id,name_id,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
          "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
         {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data,drawn,gpu) FROM STDIN",

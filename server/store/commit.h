@@ -1,12 +1,13 @@
 /* commit.h: the one transaction that stores an analysed upload as a session.
  *
- * The loader (ingest/load.c) fills a scratch database (schema: analysis/scratch.sql)
- * attached to store_scratch_get's connection as "scratch"; the analysis leaves its result tables
- * there. store_commit_session copies everything the session owns into the main database
+ * The loader (ingest/load.c) fills scratch databases (schema: analysis/scratch.sql)
+ * attached to store_scratch_get's connection as "scratch" and "kscratch"; the analysis
+ * leaves its result tables there. store_commit_session copies everything the session owns into the main database
  * in ONE transaction (BEGIN IMMEDIATE ... COMMIT): so a 201 means committed, and a failure
  * or a crash before the COMMIT leaves nothing behind.
  *
- * Reads scratch.op_rows, scratch.kern, scratch.ph, scratch.chunks and scratch.tlb; writes
+ * Reads scratch.op_rows, kscratch.gpu_ops, kscratch.kern, scratch.ph, scratch.chunks and
+ * scratch.tlb (analysis/scratch.sql); writes
  * sessions, labels, strings, operator_rows, kernel_rows, phase_rows (their texts are ids of
  * strings), event_chunks, timeline_buckets and analysis (store/schema.sql). */
 #ifndef FP_COMMIT_H
@@ -35,7 +36,7 @@ typedef struct store_session_in {
     const intern *strings;     /* the session's string table: id -> text */
 } store_session_in;
 
-/* scratch, hold: store_scratch_get's, with the scratch database attached as "scratch" and
+/* scratch, hold: store_scratch_get's, with the scratch databases attached (above) and
  * no transaction open. On SQLite the copy runs inside SQLite (INSERT ... SELECT); on
  * PostgreSQL the scratch's rows are read here and sent with COPY on a pooled connection,
  * the session id taken from the sequence. 0 with *id set, or ERR_NOMEM / ERR_DB with a
