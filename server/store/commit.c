@@ -12,6 +12,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "store/store.h"
+#include "store/strtab.h"
 
 static int exec(sqlite3 *db, const char *sql) { return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : ERR_DB; }
 
@@ -73,16 +74,15 @@ static int insert_labels(sqlite3 *db, const store_session_in *in, long long id) 
     return rc;
 }
 
+/* The string table in one statement (strtab.h). */
 static int insert_strings(sqlite3 *db, const store_session_in *in, long long id) {
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db, "INSERT INTO strings(session_id,id,s) VALUES (?,?,?)", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
-    int rc = 0;
-    for (size_t i = 0; i < intern_count(in->strings) && !rc; i++) {
-        sqlite3_bind_int64(s, 1, id);
-        sqlite3_bind_int64(s, 2, (long long)i);
-        sqlite3_bind_text(s, 3, intern_str(in->strings, (long)i), -1, SQLITE_STATIC);
-        rc = step_once(s);
-    }
+    if (strtab_register(db) != SQLITE_OK ||
+        sqlite3_prepare_v2(db, "INSERT INTO strings(session_id,id,s) SELECT ?1, id, s FROM fp_strings(?2) ORDER BY id", -1, &s, NULL) != SQLITE_OK)
+        return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_pointer(s, 2, (void *)in->strings, STRTAB_POINTER, NULL);
+    int rc = step_once(s);
     sqlite3_finalize(s);
     return rc;
 }
@@ -184,11 +184,10 @@ static int copy_value(buf *b, sqlite3_stmt *q, int i) {
     }
 }
 
-/* COPY table FROM STDIN with the rows of a scratch query, each prefixed with the session id:
- * one stream, no round trip a row (an upload's chunks and operators are thousands of rows). */
-static int copy_rows(db_conn *c, sqlite3 *scratch, const char *copy_sql, const char *select_sql, long long id) {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(scratch, select_sql, -1, &q, NULL) != SQLITE_OK) return ERR_DB;
+/* COPY table FROM STDIN with the rows of a scratch query q, each prefixed with the session id:
+ * one stream, no round trip a row (an upload's chunks and operators are thousands of rows).
+ * Finalizes q. */
+static int copy_stmt(db_conn *c, sqlite3_stmt *q, const char *copy_sql, long long id) {
     int rc = db_copy_begin(c, copy_sql), st = SQLITE_DONE;
     buf b = {0};
     int ncol = sqlite3_column_count(q);
@@ -210,6 +209,13 @@ static int copy_rows(db_conn *c, sqlite3 *scratch, const char *copy_sql, const c
     buf_free(&b);
     sqlite3_finalize(q);
     return rc;
+}
+
+/* copy_stmt of the scratch query select_sql. */
+static int copy_rows(db_conn *c, sqlite3 *scratch, const char *copy_sql, const char *select_sql, long long id) {
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(scratch, select_sql, -1, &q, NULL) != SQLITE_OK) return ERR_DB;
+    return copy_stmt(c, q, copy_sql, id);
 }
 
 static int pg_step_once(db_stmt *s) {
@@ -264,23 +270,14 @@ static int pg_insert_labels(db_conn *c, const store_session_in *in, long long id
     return rc;
 }
 
-/* The string table through COPY: written into a scratch table first, so copy_rows has
- * one path for every table. */
+/* The string table through COPY, read as a table (strtab.h). */
 static int pg_insert_strings(db_conn *c, sqlite3 *scratch, const store_session_in *in, long long id) {
-    if (sqlite3_exec(scratch, "CREATE TEMP TABLE fp_strings(id INTEGER, s TEXT)", NULL, NULL, NULL) != SQLITE_OK) return ERR_DB;
-    sqlite3_stmt *s = NULL;
-    int rc = sqlite3_exec(scratch, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_prepare_v2(scratch, "INSERT INTO fp_strings VALUES (?,?)", -1, &s, NULL) == SQLITE_OK ? 0 : ERR_DB;
-    for (size_t i = 0; i < intern_count(in->strings) && !rc; i++) {
-        sqlite3_bind_int64(s, 1, (long long)i);
-        sqlite3_bind_text(s, 2, intern_str(in->strings, (long)i), -1, SQLITE_STATIC);
-        rc = step_once(s);
-    }
-    sqlite3_finalize(s);
-    if (sqlite3_exec(scratch, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) rc = ERR_DB;
-    if (!rc) rc = copy_rows(c, scratch, "COPY strings(session_id,id,s) FROM STDIN", "SELECT id, s FROM temp.fp_strings ORDER BY id", id);
-    sqlite3_exec(scratch, "DROP TABLE temp.fp_strings", NULL, NULL, NULL);
-    return rc;
+    sqlite3_stmt *q = NULL;
+    if (strtab_register(scratch) != SQLITE_OK ||
+        sqlite3_prepare_v2(scratch, "SELECT id, s FROM fp_strings(?) ORDER BY id", -1, &q, NULL) != SQLITE_OK)
+        return ERR_DB;
+    sqlite3_bind_pointer(q, 1, (void *)in->strings, STRTAB_POINTER, NULL);
+    return copy_stmt(c, q, "COPY strings(session_id,id,s) FROM STDIN", id);
 }
 
 static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
