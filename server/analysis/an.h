@@ -116,6 +116,7 @@ typedef struct idle_state {
     json_t *devices;               /* per device: busy, window, idle, lead-in, tail, by class */
     double by_class[GAP_NCLASSES]; /* idle us per gap class, all devices */
     sqlite3_stmt *cseg_ins;        /* CPU-only: INSERT INTO scratch.cseg */
+    long long ncseg[CSEG_N];       /* CPU-only: scratch.cseg's rows per category */
     sqlite3_stmt *pinst_ins;       /* INSERT INTO scratch.pinst (an_idle_phase_range) */
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;

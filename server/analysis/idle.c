@@ -245,6 +245,7 @@ static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name
     sqlite3_bind_double(s->cseg_ins, 4, y);
     int rc = sqlite3_step(s->cseg_ins) == SQLITE_DONE ? 0 : an_dberr(a);
     sqlite3_reset(s->cseg_ins);
+    if (!rc) s->ncseg[cat]++;
     return rc ? rc : add_label(a, type, name, w->track, y - x);
 }
 
