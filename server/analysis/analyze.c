@@ -254,9 +254,9 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     memset(&job, 0, sizeof job);
     steps_job sjob;
     memset(&sjob, 0, sizeof sjob);
+    if (!rc) rc = an_tl_open(&a); /* the job's timeline pass takes its grid */
     if (!rc) rc = an_gpu_job_start(&a, &job, gpu_busy);
     if (!rc) { STEP_BEGIN(); rc = an_idle_gaps(&a); STEP_END("idle_gaps"); }
-    if (!rc) rc = an_tl_open(&a);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
     json_t *suspects = NULL, *breakdown = NULL, *memory = NULL;
     /* The walk's writes are committed before the breakdown's connection opens: a write
@@ -277,9 +277,8 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) { STEP_BEGIN(); rc = an_write_ops(&a); STEP_END("write_ops"); }
     json_t *tl_phases = json_array(), *gaps = NULL;
     if (!rc) { STEP_BEGIN(); rc = an_write_phases(&a, tl_phases); STEP_END("write_phases"); }
-    /* here, not in gpu_job: since host_walk takes 100 ms, not 400, at 300 MB, the job's
-     * gpu_facts is the longer side even without it */
-    if (!rc) { STEP_BEGIN(); rc = an_timeline_buckets(&a); STEP_END("timeline_buckets"); }
+    /* the GPU tracks' buckets: the job's, unless the trace has too many (an.h) */
+    if (!rc && !job.timeline) { STEP_BEGIN(); rc = an_timeline_buckets(&a); STEP_END("timeline_buckets"); }
     /* This side's transaction ends before it waits for the jobs. Why: once its writes spill
      * (a cache under a few uploads' share, load.c), it holds the scratch file's exclusive
      * lock, and a job's next read waits for that lock: waiting for the job while holding it

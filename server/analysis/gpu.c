@@ -248,10 +248,35 @@ static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
 
 static void *gpu_job_run(void *arg) {
     gpu_job *j = arg;
-    STEP_BEGIN();
-    j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
-    STEP_END("gpu_facts");
+    {
+        STEP_BEGIN();
+        j->gpu = gpu_facts(&j->b, j->gpu_busy, j->gaps);
+        STEP_END("gpu_facts");
+    }
+    if (j->timeline && j->gpu) {
+        STEP_BEGIN();
+        j->tl_rc = an_timeline_buckets(&j->b);
+        STEP_END("timeline_buckets");
+    }
     return NULL;
+}
+
+/* The job's timeline state, as an_tl_open's but with its blobs kept in memory: 0, or
+ * ERR_NOMEM. Not at all (j->timeline 0) past GPU_JOB_TL_TRACKS GPU tracks. */
+static int job_timeline(A *a, gpu_job *j) {
+    size_t ngpu = 0;
+    for (size_t i = 0; i < a->t->ntracks; i++) ngpu += a->t->tracks[i].gpu != 0;
+    if (ngpu > GPU_JOB_TL_TRACKS) return 0;
+    j->b.tl_t0 = a->tl_t0; /* an_tl_open's grid */
+    j->b.tl_w = a->tl_w;
+    j->b.tl.track = -1;
+    j->b.tl.b = calloc(TL_BUCKETS, sizeof *j->b.tl.b);
+    j->b.tl_blob = malloc(TL_BLOB_RAW);
+    j->b.tl_packed = malloc(TL_BLOB_RAW);
+    if (!j->b.tl.b || !j->b.tl_blob || !j->b.tl_packed) return ERR_NOMEM;
+    j->b.tl_mem = &j->tl_mem;
+    j->timeline = 1;
+    return 0;
 }
 
 /* Opens the job's connection and starts it (or runs it here when no thread can start). */
@@ -268,6 +293,7 @@ int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy) {
     j->gpu_busy = gpu_busy;
     j->gaps = json_array();
     if (!j->gaps) return ERR_NOMEM;
+    if (job_timeline(a, j)) return ERR_NOMEM;
     if (an_job_db(a, &j->b.db)) return ERR_DB;
     j->b.kbusy_q = an_prep(&j->b, BUSY_SQL("kbusy"));
     if (!j->b.kbusy_q) {
@@ -286,11 +312,16 @@ int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
     if (j->threaded) pthread_join(j->th, NULL);
     int rc = 0;
     if (j->started && !j->gpu) rc = j->err[0] ? ERR_DB : ERR_NOMEM;
+    if (!rc && j->started && j->timeline) rc = j->tl_rc ? j->tl_rc : an_tl_insert_mem(a, &j->tl_mem);
     if (rc && j->err[0] && !a->err[0]) snprintf(a->err, a->errlen, "%s", j->err);
     if (gpu) { *gpu = j->gpu; j->gpu = NULL; }
     if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
     json_decref(j->gpu);
     json_decref(j->gaps);
+    free(j->b.tl.b);
+    free(j->b.tl_blob);
+    free(j->b.tl_packed);
+    buf_free(&j->tl_mem);
     sqlite3_finalize(j->b.kbusy_q);
     sqlite3_close(j->b.db);
     memset(j, 0, sizeof *j);

@@ -60,10 +60,34 @@ int an_tl_flush(A *a, tlacc *t) {
     size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed);
     long long track = t->track;
     t->track = -1;
+    if (a->tl_mem) { /* gpu_job's side may not write the scratch file: an_tl_insert_mem later */
+        uint32_t n = (uint32_t)plen;
+        return buf_put(a->tl_mem, &track, sizeof track) || buf_put(a->tl_mem, &n, sizeof n) ||
+               buf_put(a->tl_mem, a->tl_packed, plen) ? ERR_NOMEM : 0;
+    }
     sqlite3_bind_int64(a->tl_ins, 1, track);
     sqlite3_bind_blob(a->tl_ins, 2, a->tl_packed, (int)plen, SQLITE_STATIC);
     int rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : an_dberr(a);
     sqlite3_reset(a->tl_ins);
+    return rc;
+}
+
+int an_tl_insert_mem(A *a, const buf *m) {
+    size_t off = 0;
+    int rc = 0;
+    while (!rc && off + 12 <= m->len) {
+        long long track;
+        uint32_t n;
+        memcpy(&track, m->p + off, 8);
+        memcpy(&n, m->p + off + 8, 4);
+        off += 12;
+        if (n > m->len - off) return ERR_INTERNAL;
+        sqlite3_bind_int64(a->tl_ins, 1, track);
+        sqlite3_bind_blob(a->tl_ins, 2, m->p + off, (int)n, SQLITE_STATIC);
+        rc = sqlite3_step(a->tl_ins) == SQLITE_DONE ? 0 : an_dberr(a);
+        sqlite3_reset(a->tl_ins);
+        off += n;
+    }
     return rc;
 }
 
