@@ -390,7 +390,7 @@ int an_memory_doc(A *a, json_t **out);
 json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu);
 
 /* timeline.c */
-int an_tl_open(A *a);
+int an_tl_open(A *a, buf *mem);
 void an_tl_close(A *a);
 int an_tl_flush(A *a, tlacc *t);
 /* Inserts the tracks an_tl_flush kept in m (gpu_job's) into scratch.tlb. */

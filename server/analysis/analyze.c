@@ -254,9 +254,9 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     memset(&job, 0, sizeof job);
     steps_job sjob;
     memset(&sjob, 0, sizeof sjob);
-    if (!rc) rc = an_tl_open(&a); /* the job's timeline pass takes its grid */
     if (!rc) rc = an_gpu_job_start(&a, &job, gpu_busy);
     if (!rc) { STEP_BEGIN(); rc = an_idle_gaps(&a); STEP_END("idle_gaps"); }
+    if (!rc) rc = an_tl_open(&a, NULL);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
     json_t *suspects = NULL, *breakdown = NULL, *memory = NULL;
     /* The walk's writes are committed before the breakdown's connection opens: a write

@@ -261,22 +261,14 @@ static void *gpu_job_run(void *arg) {
     return NULL;
 }
 
-/* The job's timeline state, as an_tl_open's but with its blobs kept in memory: 0, or
- * ERR_NOMEM. Not at all (j->timeline 0) past GPU_JOB_TL_TRACKS GPU tracks. */
+/* The job's timeline state, its blobs kept in memory (an_tl_open): 0, or ERR_NOMEM. Not
+ * at all (j->timeline 0) past GPU_JOB_TL_TRACKS GPU tracks. */
 static int job_timeline(A *a, gpu_job *j) {
     size_t ngpu = 0;
     for (size_t i = 0; i < a->t->ntracks; i++) ngpu += a->t->tracks[i].gpu != 0;
     if (ngpu > GPU_JOB_TL_TRACKS) return 0;
-    j->b.tl_t0 = a->tl_t0; /* an_tl_open's grid */
-    j->b.tl_w = a->tl_w;
-    j->b.tl.track = -1;
-    j->b.tl.b = calloc(TL_BUCKETS, sizeof *j->b.tl.b);
-    j->b.tl_blob = malloc(TL_BLOB_RAW);
-    j->b.tl_packed = malloc(TL_BLOB_RAW);
-    if (!j->b.tl.b || !j->b.tl_blob || !j->b.tl_packed) return ERR_NOMEM;
-    j->b.tl_mem = &j->tl_mem;
     j->timeline = 1;
-    return 0;
+    return an_tl_open(&j->b, &j->tl_mem);
 }
 
 /* Opens the job's connection and starts it (or runs it here when no thread can start). */
@@ -318,9 +310,7 @@ int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps) {
     if (gaps) { *gaps = j->gaps; j->gaps = NULL; }
     json_decref(j->gpu);
     json_decref(j->gaps);
-    free(j->b.tl.b);
-    free(j->b.tl_blob);
-    free(j->b.tl_packed);
+    an_tl_close(&j->b);
     buf_free(&j->tl_mem);
     sqlite3_finalize(j->b.kbusy_q);
     sqlite3_close(j->b.db);

@@ -28,8 +28,10 @@
  * 95 at 100 MB); timeline_buckets feeds the rest. */
 
 /* What tl_add and tl_flush need in a: the bucket grid, the accumulator a->tl (no track
- * open), the blob buffers and the statement that writes to scratch.tlb; tl_close frees it. */
-int an_tl_open(A *a) {
+ * open), the blob buffers and the statement that writes to scratch.tlb, or with mem (a
+ * job's, which may not write scratch) the buffer the blobs wait in for an_tl_insert_mem;
+ * tl_close frees it. */
+int an_tl_open(A *a, buf *mem) {
     a->tl_t0 = a->t->start_us;
     a->tl_w = a->wall > 0 ? a->wall / TL_BUCKETS : 1;
     a->tl.track = -1;
@@ -37,6 +39,8 @@ int an_tl_open(A *a) {
     a->tl_blob = malloc(TL_BLOB_RAW);
     a->tl_packed = malloc(TL_BLOB_RAW);
     if (!a->tl.b || !a->tl_blob || !a->tl_packed) return ERR_NOMEM;
+    a->tl_mem = mem;
+    if (mem) return 0;
     a->tl_ins = an_prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
     return a->tl_ins ? 0 : ERR_DB;
 }
