@@ -79,7 +79,11 @@ int an_busy_ms(A *a) {
 
 /* A job's connection waits for the scratch file's locks as long as the upload's own does
  * (store/db.h: DB_BUSY_TIMEOUT_MS, set by whoever opened t->db): both sides wait, neither
- * fails at once with "database is locked" while the other's statement runs. */
+ * fails at once with "database is locked" while the other's statement runs. Its main
+ * (":memory:", empty) gets the small cache too: SQLite sizes a sort's memory by main's
+ * cache_size, so each job's ORDER BY held 2 MB at the default (the steps job's and the
+ * GPU timeline's: ~8 MB of two many-names uploads' peak, massif), 1 MB now; what is
+ * longer spills to a temporary file, as it did past 2 MB. */
 int an_job_db(A *a, sqlite3 **out) {
     sqlite3 *db = NULL;
     sqlite3_stmt *at = NULL;
@@ -87,7 +91,8 @@ int an_job_db(A *a, sqlite3 **out) {
              sqlite3_busy_timeout(db, an_busy_ms(a)) == SQLITE_OK &&
              sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
              sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE &&
-             sqlite3_exec(db, "PRAGMA scratch.cache_size=-" AN_JOB_CACHE_KIB, NULL, NULL, NULL) == SQLITE_OK;
+             sqlite3_exec(db, "PRAGMA scratch.cache_size=-" AN_JOB_CACHE_KIB "; PRAGMA main.cache_size=-" AN_JOB_CACHE_KIB,
+                          NULL, NULL, NULL) == SQLITE_OK;
     sqlite3_finalize(at);
     if (!ok) {
         snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
