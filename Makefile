@@ -181,10 +181,14 @@ bench: server bench-floor
 
 # The parse-only floor (issue 24): C++ on Debian's libsimdjson-dev, bench/ only, not in `all`.
 CXX ?= c++
-bench-floor: bench/out/floor
+# bench/out/yajl_floor: the same work with YAJL, the server's own parser (bench/floor/yajl_floor.c).
+bench-floor: bench/out/floor bench/out/yajl_floor
 bench/out/floor: bench/floor/floor.cc
 	@mkdir -p $(dir $@)
 	$(CXX) -O2 -march=native -std=c++17 -Wall -Wextra -Werror $(shell pkg-config --cflags simdjson) -o $@ $< $(shell pkg-config --libs simdjson)
+bench/out/yajl_floor: bench/floor/yajl_floor.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -std=c11 -Wall -Wextra -Werror $(shell pkg-config --cflags yajl) -o $@ $< $(shell pkg-config --libs yajl)
 
 bench-cache: server
 	@bench/cache.sh $(SERVER)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # bench/shapes.sh SERVER: ingest of every trace shape of bench/gen_trace.c against the parse-only
 # floor (bench/floor/floor.cc, simdjson on-demand) and python's json.load (issue 24). `make bench`
-# runs it first, then bench/run.sh.
+# runs it first, then bench/run.sh. The YAJL floor (bench/floor/yajl_floor.c: the same work with
+# the server's own parser) is printed beside it: the part of the gap that is the parser's.
 #
 # For each shape, side by side in one run: the floor's seconds and CPU seconds (best of
-# BENCH_REPEAT), the upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a
+# BENCH_REPEAT), the YAJL floor's seconds (best of BENCH_REPEAT), the upload until its 201 (curl's time_total, best of BENCH_REPEAT, each into a
 # fresh server right after one floor run; the median of those pairs' ratios too), the
 # server's CPU seconds and peak RSS over those uploads, json.load's seconds (one run), and
 # two uploads of the same trace at once against one alone, with that server's peak RSS.
@@ -28,6 +29,7 @@ MB=${BENCH_SHAPE_MB:-100}
 REPEAT=${BENCH_REPEAT:-3}
 for t in curl cc make "$PY" /usr/bin/time; do need "$t" || { log "missing tool: $t"; exit 2; }; done
 FLOOR=$ROOT/bench/out/floor # make bench-floor
+YFLOOR=$ROOT/bench/out/yajl_floor
 make -s -C "$ROOT" bench-floor >/dev/null || { log "cannot build the floor (apt-get install libsimdjson-dev)"; exit 2; }
 
 # a server on an empty database (the floor has no state)
@@ -53,8 +55,8 @@ RES=$OUT/shapes.md
   echo "server $("$SERVER" --version 2>&1 | head -1), sha256 $(sha256sum "$SERVER" | cut -c1-12); $(date -u +%Y-%m-%dT%H:%MZ);"
   echo "load average at the start $(cut -d' ' -f1-3 /proc/loadavg); best of $REPEAT for the floor and the upload."
   echo
-  echo "| shape | MB | events | floor s (CPU s) | firstpass s (server CPU s) | **x floor** (CPU) | x floor, paired | json.load s | **x json.load** | peak RSS MB alone / two at once | two at once s | **each vs alone** |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| shape | MB | events | floor s (CPU s) | YAJL floor s | firstpass s (server CPU s) | **x floor** (CPU) | x floor, paired | x YAJL floor | json.load s | **x json.load** | peak RSS MB alone / two at once | two at once s | **each vs alone** |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 } >"$RES"
 
 LIST=$SHAPES
@@ -72,8 +74,9 @@ for item in $LIST; do
   # the floor, then firstpass (each upload into a fresh server: an empty database, as the
   # floor has no state), one pair per repetition: the pairs' ratios, side by side within
   # seconds, are steadier than best against best on a VM whose speed drifts (bench/README.md)
-  fl=""; flcpu=""; fp=""; cpu=""; rss=0; pairs=""
+  fl=""; flcpu=""; fp=""; cpu=""; rss=0; pairs=""; yfl=""
   for _ in $(seq "$REPEAT"); do
+    yfl="$yfl $("$YFLOOR" "$F" | cut -d' ' -f1)"
     /usr/bin/time -f "%U %S" -o "$TMPD/ftime" "$FLOOR" "$F" >"$TMPD/fout"
     f1=$(cut -d' ' -f1 "$TMPD/fout")
     fl="$fl $f1"
@@ -88,6 +91,7 @@ for item in $LIST; do
     stop_server
   done
   fl=$(echo "$fl" | min)
+  yfl=$(echo "$yfl" | min)
   flcpu=$(echo "$flcpu" | min)
   paired=$(echo "$pairs" | tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   rss1=$rss
@@ -111,12 +115,12 @@ for item in $LIST; do
     /usr/bin/time -f "%e" -o "$TMPD/time" "$PY" -c "$BASELINE" "$F"
     js=$(cat "$TMPD/time"); echo "$js" >"$F.baseline"
   fi
-  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" "$paired" $two 2>>"$TMPD/fails" <<'EOF'
+  line=$("$PY" - "$shape" "$size" "$events" "$fl" "$flcpu" "$best" "$js" "$cpu" "$rss1" "$rss2" "$paired" "$yfl" $two 2>>"$TMPD/fails" <<'EOF'
 import sys
-shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, paired, a, b = sys.argv[1:]
-fl, flcpu, fp, js, cpu, paired, a, b = map(float, (fl, flcpu, fp, js, cpu, paired, a, b))
-print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | {paired:.2f}x | "
-      f"{js:.2f} | **{js / fp:.2f}x** | {float(rss1):.1f} / {float(rss2):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
+shape, size, events, fl, flcpu, fp, js, cpu, rss1, rss2, paired, yfl, a, b = sys.argv[1:]
+fl, flcpu, fp, js, cpu, paired, yfl, a, b = map(float, (fl, flcpu, fp, js, cpu, paired, yfl, a, b))
+print(f"| {shape} | {size} | {int(events):,} | {fl:.2f} ({flcpu:.2f}) | {yfl:.2f} | {fp:.2f} ({cpu:.2f}) | **{fp / fl:.2f}x** ({cpu / flcpu:.2f}x) | {paired:.2f}x | "
+      f"{fp / yfl:.2f}x | {js:.2f} | **{js / fp:.2f}x** | {float(rss1):.1f} / {float(rss2):.1f} | {a:.2f} / {b:.2f} | **{fp / a:.2f} / {fp / b:.2f}** |")
 # the targets (bench/README.md): a line each that fails, for BENCH_STRICT
 for ok, what in ((fp / fl <= 2, "x floor > 2"), (js / fp >= 8, "x json.load < 8"),
                  (max(float(rss1), float(rss2)) < 100, "peak RSS >= 100 MB"), (min(fp / a, fp / b) >= 0.6, "two at once < 0.6x")):
@@ -128,7 +132,7 @@ EOF
   log "$line"
 done
 echo >>"$RES"
-echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x floor, paired: the median over the repetitions of one upload's s over the floor run just before it; x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB for both); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
+echo "load average at the end $(cut -d' ' -f1-3 /proc/loadavg). x floor: firstpass s / floor s (target <= 2), and in brackets the server's CPU s over the floor's (user + sys; load-independent, unlike the wall); x floor, paired: the median over the repetitions of one upload's s over the floor run just before it; x YAJL floor: firstpass s / the YAJL floor's s (no target: the part of x floor that is not the parser's); x json.load: json.load s / firstpass s (target >= 8); peak RSS: VmHWM over the uploads alone, then of the server that took two at once (target < 100 MB for both); each vs alone: best alone / each of two at once (target >= 0.6)." >>"$RES"
 cat "$RES"
 if [ -s "$TMPD/fails" ]; then
   cat "$TMPD/fails" >&2
