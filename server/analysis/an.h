@@ -6,6 +6,7 @@
  *   busy.c      GPU busy unions (scratch.busy, kbusy) and lookups of busy time in a span
  *   gpu.c       GPU facts: idle gaps, launch delays, copies, per device (on a second core)
  *   timeline.c  timeline buckets per track and the timeline document
+ *   cseg.c      a CPU-only trace's labelled pieces, stored by thread, read merged by start
  *   analyze.c   the order of the steps (analyze_run), the summary, and these helpers
  * Definitions of every number are in analyze.c's header comment. */
 #ifndef FP_AN_H
@@ -109,6 +110,39 @@ typedef struct idle_sum {
 /* CPU-only segment categories (scratch.cseg.cat), in the order they take wall time. */
 enum { CSEG_COMM, CSEG_DATA, CSEG_CPU, CSEG_PY, CSEG_N };
 
+/* cseg.c: a CPU-only trace's labelled pieces, CSEG_BLOCK of them a scratch.cseg row. */
+#define CSEG_BLOCK 64
+typedef struct cseg_piece { double s, e; long long name; } cseg_piece;
+typedef struct cseg_run { int cat; long track; long long n; } cseg_run; /* a (category, thread) with pieces */
+typedef struct cseg_writer {
+    sqlite3_stmt *ins;
+    long track;                         /* the thread whose pieces are buffered, -1 none */
+    double last_s;                      /* its last piece's start */
+    cseg_piece buf[CSEG_N][CSEG_BLOCK]; /* its pieces not yet written, per category */
+    int n[CSEG_N];
+    long long seq[CSEG_N];              /* its next block's number, per category */
+    size_t run[CSEG_N];                 /* its runs' places in runs, per category (seq > 0) */
+    cseg_run *runs;
+    size_t nruns, capruns;
+} cseg_writer;
+/* A cursor over one (category, thread)'s blocks; name >= 0: that name's pieces only. */
+typedef struct cseg_src {
+    int cat;
+    long track, name;
+    long long seq;
+    int n, pos, room;      /* pieces in blk, the next one's place, blk's size */
+    cseg_piece *blk;
+} cseg_src;
+/* The pieces of some categories, every thread's, in start order (ties in any order). */
+typedef struct cseg_stream {
+    struct A *a;
+    sqlite3_stmt *get;
+    cseg_src *src;
+    size_t nsrc;
+    size_t *heap, nheap; /* indexes into src, a min-heap by the current piece's start */
+    int rc;              /* an error met while reading */
+} cseg_stream;
+
 typedef struct idle_state {
     int cpu_only;                  /* no GPU activity: every host instant is labelled */
     int ndevices;
@@ -116,8 +150,8 @@ typedef struct idle_state {
     int ndevices_seen;             /* devices with activity so far (device_gaps) */
     json_t *devices;               /* per device: busy, window, idle, lead-in, tail, by class */
     double by_class[GAP_NCLASSES]; /* idle us per gap class, all devices */
-    sqlite3_stmt *cseg_ins;        /* CPU-only: INSERT INTO scratch.cseg */
-    long long ncseg[CSEG_N];       /* CPU-only: scratch.cseg's rows per category */
+    cseg_writer *cw;               /* CPU-only: scratch.cseg's writer (cseg.c) */
+    long long ncseg[CSEG_N];       /* CPU-only: the pieces per category */
     sqlite3_stmt *pinst_ins;       /* INSERT INTO scratch.pinst (an_idle_phase_range) */
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;
@@ -364,6 +398,17 @@ int an_idle_thread_end(A *a, idle_walk *w);
 void an_idle_walk_free(idle_walk *w);
 int an_idle_phase_range(A *a, long pid, double ts, double te);
 int an_idle_by_phase(A *a, json_t **out);
+
+/* cseg.c: a thread's pieces in start order (cseg_add), its last blocks written at its end
+ * (cseg_thread_end); then streams of some categories' pieces, names[k] >= 0 keeping only that
+ * name's pieces of cats[k]. cseg_next: 1 with a piece, 0 at the end or on an error (m->rc);
+ * cseg_close after every cseg_open, whatever it returned. */
+int cseg_add(A *a, long track, int cat, long name, double s, double e);
+int cseg_thread_end(A *a);
+void cseg_free(idle_state *is);
+int cseg_open(A *a, cseg_stream *m, const int *cats, const long *names, int ncats);
+int cseg_next(cseg_stream *m, double *s, double *e);
+void cseg_close(cseg_stream *m);
 
 /* suspects.c */
 int an_op_host(A *a, const frame *f);

@@ -338,7 +338,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     free(a.steps);
     json_decref(suspects);
     json_decref(idle.devices);
-    sqlite3_finalize(idle.cseg_ins);
+    cseg_free(&idle);
     sqlite3_finalize(idle.pinst_ins);
     intern_free(idle.keys);
     free(idle.sums);

@@ -233,19 +233,11 @@ static void label_at(const idle_walk *w, double t, int *type, long *name, double
 }
 
 /* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
- * (scratch.cseg), for suspects.c to give wall time out in priority order across threads. */
+ * (scratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
 static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
-    idle_state *s = a->idle;
     unsigned f = an_flags(a, name);
     int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : type == LB_OP ? CSEG_CPU : CSEG_PY;
-    if (!s->cseg_ins && !(s->cseg_ins = an_prep(a, "INSERT INTO scratch.cseg(cat, name, s, e) VALUES (?, ?, ?, ?)"))) return ERR_DB;
-    sqlite3_bind_int(s->cseg_ins, 1, cat);
-    sqlite3_bind_int64(s->cseg_ins, 2, name);
-    sqlite3_bind_double(s->cseg_ins, 3, x);
-    sqlite3_bind_double(s->cseg_ins, 4, y);
-    int rc = sqlite3_step(s->cseg_ins) == SQLITE_DONE ? 0 : an_dberr(a);
-    sqlite3_reset(s->cseg_ins);
-    if (!rc) s->ncseg[cat]++;
+    int rc = cseg_add(a, w->track, cat, name, x, y);
     return rc ? rc : add_label(a, type, name, w->track, y - x);
 }
 
@@ -366,6 +358,7 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
 int an_idle_thread_end(A *a, idle_walk *w) {
     if (!w->on) return 0;
     int rc = an_idle_advance(a, w, INFINITY);
+    if (!rc && a->idle->cpu_only) rc = cseg_thread_end(a);
     while (!rc && w->kw_row) { /* launches not met in the walk */
         rc = add_label(a, LB_KWAIT_RT, -1, -1, sqlite3_column_double(w->kw, 2));
         w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;

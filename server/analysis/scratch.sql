@@ -92,10 +92,11 @@ CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REA
 CREATE TABLE scratch.pinst(pid INT, ts REAL, te REAL);
 -- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).
 CREATE TABLE scratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
--- CPU-only traces: every labelled piece of every thread, by category (idle.c CSEG_*).
-CREATE TABLE scratch.cseg(cat INT, name INT, s REAL, e REAL);
--- The wall time categories took so far, in priority order (suspects.c).
-CREATE TABLE scratch.ctaken(s REAL, e REAL);
+-- CPU-only traces: every labelled piece of every thread, by category (an.h CSEG_*), seq
+-- numbering a (category, thread)'s blocks; data is up to CSEG_BLOCK cseg_pieces (an.h: start,
+-- end, name id), the thread's in start order (cseg.c has why).
+CREATE TABLE scratch.cseg(cat INT NOT NULL, track INT NOT NULL, seq INT NOT NULL, data BLOB NOT NULL,
+ PRIMARY KEY (cat, track, seq)) WITHOUT ROWID;
 -- Launches made under a copy/cast op (suspects.c: copies_casts): correlation, the outermost such op.
 CREATE TABLE scratch.ccorr(corr INT PRIMARY KEY, op INT) WITHOUT ROWID;
 

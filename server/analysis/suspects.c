@@ -346,21 +346,20 @@ static int compute_bound(A *a, tally *t) {
 
 /* ---- CPU-only: wall time in priority order ---- */
 
-/* A query's intervals (s, e by s) read merged: one union interval at a time. */
-typedef struct mstream { sqlite3_stmt *q; int has; double ps, pe; } mstream;
+/* A stream's pieces (cseg.c, by start) read merged: one union interval at a time. */
+typedef struct mstream { cseg_stream *q; int has; double ps, pe; } mstream;
 
-static void ms_start(mstream *m, sqlite3_stmt *q) {
+static void ms_start(mstream *m, cseg_stream *q) {
     m->q = q;
-    m->has = sqlite3_step(q) == SQLITE_ROW;
-    if (m->has) { m->ps = sqlite3_column_double(q, 0); m->pe = sqlite3_column_double(q, 1); }
+    m->has = cseg_next(q, &m->ps, &m->pe);
 }
 
 static int ms_next(mstream *m, double *s, double *e) {
     if (!m->has) return 0;
     *s = m->ps;
     *e = m->pe;
-    while ((m->has = sqlite3_step(m->q) == SQLITE_ROW)) {
-        double ns = sqlite3_column_double(m->q, 0), ne = sqlite3_column_double(m->q, 1);
+    double ns, ne;
+    while ((m->has = cseg_next(m->q, &ns, &ne))) {
         if (ns > *e) { m->ps = ns; m->pe = ne; return 1; }
         if (ne > *e) *e = ne;
     }
@@ -399,58 +398,36 @@ static long top_name(const tally *t, int cat) {
     return best;
 }
 
-/* Whether cpu_priority measures CSEG category k (order[k]): it has pieces, and for the
- * cpu_op category an op to name (*name: that op, -1 for a category measured whole). */
-static int cseg_measured(const A *a, const tally *t, int cat, int k, long *name) {
-    *name = cat == C_CPU ? top_name(t, C_CPU) : -1;
-    return (cat != C_CPU || *name >= 0) && a->idle->ncseg[k];
-}
-
 /* Wall-clock instants go to the first category, in priority order (collectives, data
  * loading, the one largest cpu_op, Python), that labels them on some thread: a main thread
  * waiting in its record_function while the gloo thread runs the collective gives that time
- * to the collective, not to Python. at[c]: each category's share.
- * Why cseg has no index: an index over every labelled piece sorted them all (490,000 in a
- * 100 MB CPU-only trace: 279 ms), while the queries read one category each, of the cpu_op
- * pieces only the top op's; a category with no piece is skipped (its share is 0, it adds
- * nothing to ctaken), and the others sort what they read. Why the last category measured
- * adds nothing to ctaken: no later one reads it (the Python pieces' copy was 65 of this
- * function's 179 ms on a 100 MB CPU-only trace). */
+ * to the collective, not to Python. at[c]: each category's share, the union of its pieces
+ * less the union of the pieces of the categories before it (the cpu_op category: its top
+ * op's pieces only). A category with no piece is skipped (its share is 0, it takes nothing
+ * from the ones after it). */
 static int cpu_priority(A *a, const tally *t, double at[C_N]) {
     static const int order[CSEG_N] = {C_COMM, C_DATA, C_CPU, C_PY};
+    int before[CSEG_N], nbefore = 0, rc = 0;
     long names[CSEG_N];
-    int on[CSEG_N], last = -1;
-    for (int k = 0; k < CSEG_N; k++)
-        if ((on[k] = cseg_measured(a, t, order[k], k, &names[k]))) last = k;
-    int rc = an_run(a, "CREATE INDEX scratch.ctaken_s ON ctaken(s);");
-    sqlite3_stmt *all = rc ? NULL : an_prep(a, "SELECT s, e FROM scratch.cseg WHERE cat = ?1 ORDER BY s");
-    sqlite3_stmt *one = all ? an_prep(a, "SELECT s, e FROM scratch.cseg WHERE cat = ?1 AND name = ?2 ORDER BY s") : NULL;
-    sqlite3_stmt *taken = one ? an_prep(a, "SELECT s, e FROM scratch.ctaken ORDER BY s") : NULL;
-    sqlite3_stmt *add = taken ? an_prep(a, "INSERT INTO scratch.ctaken SELECT s, e FROM scratch.cseg WHERE cat = ?1 AND (?2 < 0 OR name = ?2)") : NULL;
-    if (!rc && !add) rc = ERR_DB;
-    for (int k = 0; !rc && k <= last; k++) {
+    for (int k = 0; !rc && k < CSEG_N; k++) {
         int cat = order[k];
-        long name = names[k];
-        if (!on[k]) continue;
-        sqlite3_stmt *q = cat == C_CPU ? one : all;
-        sqlite3_bind_int(q, 1, k);
-        if (cat == C_CPU) sqlite3_bind_int64(q, 2, name);
-        mstream A, T;
-        ms_start(&A, q);
-        ms_start(&T, taken);
-        at[cat] = minus_len(&A, &T);
-        sqlite3_reset(q);
-        sqlite3_reset(taken);
-        if (k == last) break;
-        sqlite3_bind_int(add, 1, k);
-        sqlite3_bind_int64(add, 2, name);
-        rc = sqlite3_step(add) == SQLITE_DONE ? 0 : an_dberr(a);
-        sqlite3_reset(add);
+        long name = cat == C_CPU ? top_name(t, C_CPU) : -1;
+        if ((cat == C_CPU && name < 0) || !a->idle->ncseg[k]) continue;
+        cseg_stream qa, qt = {0};
+        rc = cseg_open(a, &qa, &k, &name, 1);
+        if (!rc) rc = cseg_open(a, &qt, before, names, nbefore);
+        if (!rc) {
+            mstream A, T;
+            ms_start(&A, &qa);
+            ms_start(&T, &qt);
+            at[cat] = minus_len(&A, &T);
+            rc = qa.rc ? qa.rc : qt.rc;
+        }
+        cseg_close(&qa);
+        cseg_close(&qt);
+        before[nbefore] = k;
+        names[nbefore++] = name;
     }
-    sqlite3_finalize(all);
-    sqlite3_finalize(one);
-    sqlite3_finalize(taken);
-    sqlite3_finalize(add);
     return rc;
 }
 

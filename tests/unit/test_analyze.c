@@ -561,6 +561,55 @@ static void test_analyze_idle_labelled_by_python(void **state) {
     json_decref(sus);
 }
 
+/* The at-stake time of suspect category cat in a /suspects reply, -1 when it did not fire. */
+static double at_stake(json_t *sus, const char *cat) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x)
+        if (!strcmp(json_string_value(json_object_get(x, "category")), cat)) return json_number_value(json_object_get(x, "at_stake_us"));
+    return -1;
+}
+
+/* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
+ * threads of 100 iterations each, more than one 64-piece block per (category, thread), so
+ * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
+ * [b, b+3] and runs aten::mm [b+3, b+8]; thread 2 runs aten::mm [b+2, b+5], Python
+ * [b+5, b+6], aten::add [b+6, b+7] and Python [b+7, b+9]. Data loading takes [b, b+3]; the
+ * top op (aten::mm, 800 us over both threads against aten::add's 100) the rest of [b+2, b+8];
+ * Python what is left of its pieces, [b+8, b+9]; aten::add, not the top op, takes nothing. */
+static void test_analyze_cpu_only_priority_across_threads(void **state) {
+    (void)state;
+    size_t cap = 1 << 16, n = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    n += (size_t)snprintf(t + n, cap - n, "{\"traceEvents\":[");
+    for (int i = 0; i < 100; i++) {
+        double b = i * 10.0;
+        n += (size_t)snprintf(t + n, cap - n,
+                              "%s" X("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 1, %g, 3, "")
+                              "," X("aten::mm", "cpu_op", 1, %g, 5, "") "," X("aten::mm", "cpu_op", 2, %g, 3, "")
+                              "," X("forward", "python_function", 2, %g, 1, "") "," X("aten::add", "cpu_op", 2, %g, 1, "")
+                              "," X("forward", "python_function", 2, %g, 2, ""),
+                              i ? "," : "", b, b + 3, b + 2, b + 5, b + 6, b + 7);
+        assert_true(n < cap);
+    }
+    n += (size_t)snprintf(t + n, cap - n, "]}");
+    assert_true(n < cap);
+    long long id;
+    assert_int_equal(import(t, &id), 0);
+    free(t);
+    db_conn *dbc = store_get(st);
+    json_t *sus = NULL;
+    assert_int_equal(query_suspects(dbc, id, &sus), 0);
+    store_put(st, dbc);
+    assert_true(fabs(at_stake(sus, "data_loading") - 300) < 1e-6);
+    assert_true(fabs(at_stake(sus, "cpu_bound_op") - 500) < 1e-6);
+    assert_true(fabs(at_stake(sus, "python_overhead") - 100) < 1e-6);
+    json_t *top = json_array_get(json_object_get(sus, "suspects"), 0);
+    assert_string_equal(json_string_value(json_object_get(top, "culprit")), "aten::mm");
+    json_decref(sus);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_nesting_self_time),
@@ -581,6 +630,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_same_name_merge),
         cmocka_unit_test(test_analyze_steps_folded_and_2021_ranges),
         cmocka_unit_test(test_analyze_idle_labelled_by_python),
+        cmocka_unit_test(test_analyze_cpu_only_priority_across_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
