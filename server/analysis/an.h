@@ -242,6 +242,7 @@ typedef struct A {
     double wall;
     sqlite3_stmt *tl_ins;          /* INSERT INTO scratch.tlb */
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
+    void *tl_cctx;                 /* the ZSTD_CCtx that packs them (tlblob.h) */
     double tl_t0, tl_w;            /* session start, bucket width */
     buf *tl_mem;                   /* non-NULL (gpu_job's): an_tl_flush appends {i64 track, u32 len, blob} here */
     tlacc tl;                      /* the accumulator of timeline_buckets and host_walk */

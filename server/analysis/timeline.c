@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 #include "analysis/an.h"
 #include "analysis/analyze.h"
@@ -38,7 +39,8 @@ int an_tl_open(A *a, buf *mem) {
     a->tl.b = calloc(TL_BUCKETS, sizeof *a->tl.b);
     a->tl_blob = malloc(TL_BLOB_RAW);
     a->tl_packed = malloc(TL_BLOB_RAW);
-    if (!a->tl.b || !a->tl_blob || !a->tl_packed) return ERR_NOMEM;
+    a->tl_cctx = ZSTD_createCCtx();
+    if (!a->tl.b || !a->tl_blob || !a->tl_packed || !a->tl_cctx) return ERR_NOMEM;
     a->tl_mem = mem;
     if (mem) return 0;
     a->tl_ins = an_prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
@@ -49,6 +51,7 @@ void an_tl_close(A *a) {
     free(a->tl.b);
     free(a->tl_blob);
     free(a->tl_packed);
+    ZSTD_freeCCtx(a->tl_cctx);
     sqlite3_finalize(a->tl_ins);
 }
 
@@ -60,8 +63,8 @@ int an_tl_flush(A *a, tlacc *t) {
         memcpy(a->tl_blob + i * 12 + 4, &t->b[i].count, 4);
         memcpy(a->tl_blob + i * 12 + 8, &t->b[i].top, 4);
     }
-    /* deflated when that is smaller (tlblob.h): an idle track is ~200 B, not 48 KiB */
-    size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed);
+    /* compressed when that is smaller (tlblob.h): an idle track is ~200 B, not 48 KiB */
+    size_t plen = tl_blob_pack(a->tl_blob, a->tl_packed, a->tl_cctx);
     long long track = t->track;
     t->track = -1;
     if (a->tl_mem) { /* gpu_job's side may not write the scratch file: an_tl_insert_mem later */
