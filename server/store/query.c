@@ -796,7 +796,7 @@ static json_t *track_events(db_conn *db, long long id, int track, double a, doub
  * events starting in it, so a window's edges and the events that began before it would
  * be guessed; the chunks of the window are read once. */
 /* The merged track's buckets, built from the events themselves (no pyramid blob is
- * inflated: 48 KiB of zlib per track was most of the cost): busy time per bucket through
+ * unpacked: inflating 48 KiB of zlib per track was most of the cost): busy time per bucket through
  * a difference array (O(1) an event however long), events by the bucket they start in,
  * and the longest of those as its "top". */
 typedef struct tl_acc {
