@@ -44,7 +44,7 @@ skip() {
 # rootless podman would need subuids, a user session and fuse-overlayfs: root only, so a
 # run without root is a skip even in CI
 [ "$(id -u)" = 0 ] || { echo "containers: SKIPPED (needs root for podman and mmdebstrap)"; exit 0; }
-for t in podman podman-compose mmdebstrap runc curl python3; do
+for t in podman podman-compose mmdebstrap runc iptables curl python3; do
     command -v "$t" >/dev/null || skip "$t is not installed: scripts/install-deps.sh containers"
 done
 # Service names (postgres, firstpass-a) resolve inside a podman network only through
@@ -157,7 +157,9 @@ single() {
     # podman's stderr to a log: without systemd it says on every run, start and rm that it
     # cannot add or remove healthcheck timers (harmless, containers.md)
     run_one() { podman run -d --name $one --network fpci-net -p 127.0.0.1:$P1:8080 -v fpci-data:/data -v fpci-backups:/backups firstpass-server:0.1.0 >/dev/null 2>>"$WORK/podman.log"; }
-    run_one
+    # a run that fails (netavark without iptables: exit 127) is a check that fails, with
+    # podman's words, not a silent exit of this script under set -e
+    run_one || { ko "single: podman run failed: $(grep -v 'level=' "$WORK/podman.log" | tail -2)"; return; }
     wait_health "$B/healthz" 60 && ok "single: /healthz answers" || { ko "single: no /healthz"; podman logs $one >&2; return; }
     local up code id
     up=$(curl -sS -w '\n%{http_code}' --data-binary @"$TRACE" "$B/api/v1/sessions?name=single&label=ci:single")
@@ -181,7 +183,7 @@ single() {
     after=$(curl -fsS "$B/api/v1/sessions/$id" || true)
     [ -n "$after" ] && [ "$after" = "$before" ] && ok "single: session $id unchanged after a restart" || ko "single: after restart: ${after:0:200}"
     podman rm -f -t 60 $one >/dev/null 2>>"$WORK/podman.log"
-    run_one
+    run_one || { ko "single: podman run failed: $(grep -v 'level=' "$WORK/podman.log" | tail -2)"; return; }
     wait_health "$B/healthz" 60 || ko "single: no /healthz in a new container"
     after=$(curl -fsS "$B/api/v1/sessions/$id" || true)
     [ -n "$after" ] && [ "$after" = "$before" ] && ok "single: session $id there in a new container on the same volume" ||
