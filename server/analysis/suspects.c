@@ -480,8 +480,13 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
     const char *who = untraced ? "Host time outside any traced range (untraced)" : culprit, *runs = untraced ? " passes" : " runs";
     switch (cat) {
     case C_DATA:
-        utf8_snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
-                 "so that %s overlaps the GPU; re-profile and compare GPU idle per step", culprit);
+        /* a CPU-only trace has no GPU to overlap nor pinned copies to make */
+        if (cpu_only)
+            utf8_snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, persistent_workers=True), so that %s "
+                     "overlaps the model's own work; re-profile and compare the time per step", culprit);
+        else
+            utf8_snprintf(out, n, "Load data in worker processes: DataLoader(num_workers=4 or more, pin_memory=True, persistent_workers=True), "
+                     "so that %s overlaps the GPU; re-profile and compare GPU idle per step", culprit);
         return;
     case C_SYNC:
         utf8_snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "

@@ -607,6 +607,16 @@ static void test_analyze_cpu_only_priority_across_threads(void **state) {
     assert_true(fabs(at_stake(sus, "python_overhead") - 100) < 1e-6);
     json_t *top = json_array_get(json_object_get(sus, "suspects"), 0);
     assert_string_equal(json_string_value(json_object_get(top, "culprit")), "aten::mm");
+    /* a CPU-only trace's data-loading experiment names no GPU and no pinned memory */
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) {
+        if (strcmp(json_string_value(json_object_get(x, "category")), "data_loading")) continue;
+        const char *next = json_string_value(json_object_get(x, "next_experiment"));
+        assert_non_null(strstr(next, "num_workers"));
+        assert_null(strstr(next, "GPU"));
+        assert_null(strstr(next, "pin_memory"));
+    }
     json_decref(sus);
 }
 
