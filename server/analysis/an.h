@@ -250,6 +250,8 @@ typedef struct A {
     unsigned short *nflags;        /* per string id at the start: NF_* (names.h) */
     size_t nnflags;                /* how many ids nflags covers */
     idle_state *idle;              /* idle.c */
+    int ndev;                      /* devices with GPU activity, counted up to 2 (analyze.c) */
+    long long dev0;                /* the first one's id: with ndev 1, ev_gpu's (dev, ts) order is ts order */
     suspect_state *sus;            /* suspects.c */
     steps_state *steps_st;         /* steps.c */
     sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO scratch.mem */

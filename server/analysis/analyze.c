@@ -241,6 +241,8 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) { STEP_BEGIN(); rc = an_run(&a, scratch_analysis_sql); STEP_END("setup"); } /* indexes and result tables */
     long long dev = 0;
     int ndev = gpu_devices(t, &dev);
+    a.ndev = ndev;
+    a.dev0 = dev;
     if (!rc && ndev > 1) rc = an_run(&a, scratch_devices_sql);
     /* kbusy: kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
     if (!rc) { STEP_BEGIN(); rc = an_busy_merges(&a, ndev, dev, a.kernel_kind, &gpu_busy); STEP_END("busy_merges"); }

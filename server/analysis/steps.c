@@ -101,19 +101,23 @@ static int by_start(const void *x, const void *y) {
     return p->ts < q->ts ? -1 : p->ts > q->ts;
 }
 
+/* The GPU roles' rows by start: with one device, "dev = ?3" makes them ev_gpu's (dev, ts)
+ * order, read as stored; without it each role's rows were sorted (EXPLAIN QUERY PLAN: a temp
+ * B-tree each; several devices have ev_gpu_ts). */
+#define ROLE_SQL(kind_and, one_dev) "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1" kind_and one_dev " ORDER BY ts"
+#define ROLES_SQL(one_dev)                                                                                        \
+    {ROLE_SQL(" AND (fp_flags(name) & ?2) = 0", one_dev), ROLE_SQL("", one_dev), ROLE_SQL("", one_dev),          \
+     ROLE_SQL(" AND (fp_flags(name) & ?2) != 0", one_dev), "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts"}
+
 static int open_streams(A *a, role_stream *rs) {
-    static const char *const sql[R_RUNTIME + 1] = {
-        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) = 0 ORDER BY ts",
-        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
-        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 ORDER BY ts",
-        "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) != 0 ORDER BY ts",
-        "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts",
-    };
+    static const char *const sql[2][R_RUNTIME + 1] = {ROLES_SQL(""), ROLES_SQL(" AND dev = ?3")};
+    int one = a->ndev <= 1;
     long kinds[R_RUNTIME + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind, -1};
     for (int r = 0; r <= R_RUNTIME; r++) {
-        if (!(rs[r].q = an_prep(a, sql[r]))) return ERR_DB;
+        if (!(rs[r].q = an_prep(a, sql[one][r]))) return ERR_DB;
         if (kinds[r] >= 0) sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
         if (r == R_KERNEL || r == R_COMM) sqlite3_bind_int(rs[r].q, 2, NF_COMM_KERNEL);
+        if (one && r != R_RUNTIME) sqlite3_bind_int64(rs[r].q, 3, a->dev0);
     }
     /* the walk went thread by thread: each role's ranges in start order, as the union needs */
     steps_state *s = a->steps_st;
