@@ -250,8 +250,9 @@ typedef struct A {
     unsigned short *nflags;        /* per string id at the start: NF_* (names.h) */
     size_t nnflags;                /* how many ids nflags covers */
     idle_state *idle;              /* idle.c */
-    int ndev;                      /* devices with GPU activity, counted up to 2 (analyze.c) */
-    long long dev0;                /* the first one's id: with ndev 1, ev_gpu's (dev, ts) order is ts order */
+    int ndev;                      /* devices with GPU activity, counted up to 2 (gpu_devices) */
+    long long dev0;                /* the first one's id: with ndev 1, ev_gpu's (dev, ts) order is
+                                    * ts order (busy.c's merges, steps.c's roles) */
     suspect_state *sus;            /* suspects.c */
     steps_state *steps_st;         /* steps.c */
     sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO scratch.mem */
@@ -381,7 +382,7 @@ int an_write_phases(A *a, json_t *tl_phases);
 
 /* busy.c */
 double an_busy_in(sqlite3_stmt *q, double ts, double te);
-int an_busy_merges(A *a, int ndev, long long dev, long kernel_kind, double *total);
+int an_busy_merges(A *a, long kernel_kind, double *total); /* by a->ndev, a->dev0 */
 
 /* gpu.c */
 int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy);

@@ -239,13 +239,10 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) rc = an_run(&a, "BEGIN");
     if (!rc) rc = an_gpu_track_host_ops(&a);
     if (!rc) { STEP_BEGIN(); rc = an_run(&a, scratch_analysis_sql); STEP_END("setup"); } /* indexes and result tables */
-    long long dev = 0;
-    int ndev = gpu_devices(t, &dev);
-    a.ndev = ndev;
-    a.dev0 = dev;
-    if (!rc && ndev > 1) rc = an_run(&a, scratch_devices_sql);
+    a.ndev = gpu_devices(t, &a.dev0);
+    if (!rc && a.ndev > 1) rc = an_run(&a, scratch_devices_sql);
     /* kbusy: kernels only (not copies): "GPU otherwise idle" for a copy means no kernel ran */
-    if (!rc) { STEP_BEGIN(); rc = an_busy_merges(&a, ndev, dev, a.kernel_kind, &gpu_busy); STEP_END("busy_merges"); }
+    if (!rc) { STEP_BEGIN(); rc = an_busy_merges(&a, a.kernel_kind, &gpu_busy); STEP_END("busy_merges"); }
     if (!rc) {
         a.busy_q = an_prep(&a, BUSY_SQL("busy"));
         a.kbusy_q = an_prep(&a, BUSY_SQL("kbusy"));

@@ -97,14 +97,14 @@ static int merger_add(A *a, merger *m, double ts, double te) {
 /* One pass over the GPU activity by ts: the union of all of it into scratch.busy (*total:
  * its busy time) and of the kernels (kind kernel_kind) into scratch.kbusy. Why one pass:
  * two, one per table, read every GPU row twice (the second 40-60 ms at 300 MB). */
-int an_busy_merges(A *a, int ndev, long long dev, long kernel_kind, double *total) {
-    sqlite3_stmt *s = an_prep(a, ndev > 1 ? GPU_BY_TS_ALL : GPU_BY_TS_ONE);
+int an_busy_merges(A *a, long kernel_kind, double *total) {
+    sqlite3_stmt *s = an_prep(a, a->ndev > 1 ? GPU_BY_TS_ALL : GPU_BY_TS_ONE);
     merger *all = calloc(2, sizeof *all), *k = all + 1; /* 12 KiB each */
     if (!all) { sqlite3_finalize(s); return ERR_NOMEM; }
     all->ins = an_prep(a, "INSERT INTO scratch.busy VALUES (?, ?)");
     k->ins = an_prep(a, "INSERT INTO scratch.kbusy VALUES (?, ?)");
     int rc = s && all->ins && k->ins ? 0 : ERR_DB, src = SQLITE_DONE;
-    if (!rc && ndev <= 1) sqlite3_bind_int64(s, 1, dev);
+    if (!rc && a->ndev <= 1) sqlite3_bind_int64(s, 1, a->dev0);
     while (!rc && (src = sqlite3_step(s)) == SQLITE_ROW) {
         double ts = sqlite3_column_double(s, 0), te = sqlite3_column_double(s, 1);
         rc = merger_add(a, all, ts, te);
