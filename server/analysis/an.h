@@ -341,10 +341,12 @@ typedef struct rows_job {
 #define BUSY_SQL(t) "SELECT data FROM scratch." t " WHERE s0 <= ? ORDER BY s0 DESC LIMIT 1"
 
 
-/* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time: how bench/ finds hot steps. */
-#define STEP_BEGIN() double t0_ = mono_ms()
-#define STEP_END(name) \
-    if (getenv("FIRSTPASS_TRACE_ANALYSIS")) log_line("debug", "analysis", "step=%s ms=%.1f", name, mono_ms() - t0_)
+/* FIRSTPASS_TRACE_ANALYSIS=1 logs each step's wall time and its thread's CPU time: how
+ * bench/ finds hot steps (on two cores the jobs make a step's wall time noisy). */
+#define STEP_BEGIN() double t0_ = mono_ms(), c0_ = thread_cpu_ms()
+#define STEP_END(name)                                                                                        \
+    if (getenv("FIRSTPASS_TRACE_ANALYSIS"))                                                                   \
+    log_line("debug", "analysis", "step=%s ms=%.1f cpu_ms=%.1f", name, mono_ms() - t0_, thread_cpu_ms() - c0_)
 
 /* A name as key_averages() groups it: ProfilerStep#N -> ProfilerStep* (torch's
  * _rewrite_name with_wildcard), every other id as it is. */
