@@ -7,6 +7,7 @@
  *   gpu.c       GPU facts: idle gaps, launch delays, copies, per device (on a second core)
  *   timeline.c  timeline buckets per track and the timeline document
  *   cseg.c      a CPU-only trace's labelled pieces, stored by thread, read merged by start
+ *   runs.c      runs of records stored as blocks under a key, read back in the order written
  *   analyze.c   the order of the steps (analyze_run), the summary, and these helpers
  * Definitions of every number are in analyze.c's header comment. */
 #ifndef FP_AN_H
@@ -143,8 +144,39 @@ typedef struct cseg_stream {
     int rc;              /* an error met while reading */
 } cseg_stream;
 
+/* runs.c: runs of fixed-size records under a key, up to RUN_BLOCK_BYTES of them a row of one
+ * of its tables (RUN_GSTREAM: one device's gaps, key 0; RUN_KWAIT: kernel-wait gaps, key the
+ * thread). Why 992: four such rows fill a 4 KB page (runs.c). */
+#define RUN_BLOCK_BYTES 992
+#define RUN_KEYS_MAX (1u << 30)
+#define RUN_SEQ_MAX 0xffffffffLL
+enum { RUN_GSTREAM, RUN_KWAIT, RUN_NTABLES };
+typedef struct run_buf { unsigned char *rec; int n; long long seq; } run_buf;
+typedef struct run_writer {
+    struct A *a;
+    sqlite3_stmt *ins;
+    size_t size, nkeys;  /* a record's bytes; keys 0 .. nkeys - 1 */
+    int per;             /* records a block */
+    run_buf *buf;        /* per key: its unwritten records, its next block's number */
+} run_writer;
+typedef struct run_reader {
+    struct A *a;
+    sqlite3_stmt *q;
+    size_t size;
+    int per;             /* records a block */
+    int n, pos, rc;      /* records in blk, the next one's place; an error met while reading */
+    unsigned char *blk;
+} run_reader;
+/* idle.c's records: a gap of the device stream (RUN_GSTREAM), a thread's kernel-wait gap
+ * (RUN_KWAIT: lts, corr its launch's start and correlation). */
+typedef struct gap_rec { double g0, g1; int cls; } gap_rec;
+typedef struct kw_rec { double lts; long long corr; double g0, g1; } kw_rec;
+
 typedef struct idle_state {
     int cpu_only;                  /* no GPU activity: every host instant is labelled */
+    int stream;                    /* one device: its gaps are runs (gstream, kwruns), igap holds
+                                    * only the host-wait, lead-in and tail rows (idle.c) */
+    int kw_rows;                   /* the walk reads kernel-wait gaps from igap's rows by igap_kw */
     int ndevices;
     double w0, w1;                 /* the GPU window: first activity start, last end (all devices) */
     int ndevices_seen;             /* devices with activity so far (device_gaps) */
@@ -176,7 +208,10 @@ typedef struct idle_walk {
     int nopen;
     size_t capopen;
     sqlite3_stmt *hw, *kw;         /* the thread's host-wait gaps by g0, kernel-wait ones by launch */
+    run_reader *kr;                /* the kernel-wait ones from kwruns (idle_state.kw_rows 0) */
     int hw_row, kw_row;            /* the cursors are on a row */
+    double kw_lts, kw_us;          /* the kernel-wait cursor's gap: its launch's start, its length */
+    long long kw_corr;             /* and its launch's correlation */
     int sync_ok;                   /* a blocking sync call was seen: the latest one */
     double sync_ts, sync_te;
     long sync_name;                /* the outermost cpu_op around it, else its own name */
@@ -409,6 +444,17 @@ int an_idle_by_phase(A *a, json_t **out);
  * (cseg_thread_end); then streams of some categories' pieces, names[k] >= 0 keeping only that
  * name's pieces of cats[k]. cseg_next: 1 with a piece, 0 at the end or on an error (m->rc);
  * cseg_close after every cseg_open, whatever it returned. */
+/* runs.c: run_add in order, run_flush after the last; then readers, run_seek before the
+ * first run_next of a key. run_next: the next record, NULL at the key's end or on an error
+ * (r->rc). run_*_free and run_close after every open, whatever it returned. */
+int run_writer_open(A *a, run_writer *w, int table, size_t size, size_t nkeys);
+int run_add(run_writer *w, size_t key, const void *rec);
+int run_flush(run_writer *w);
+void run_writer_free(run_writer *w);
+int run_open(A *a, run_reader *r, int table, size_t size);
+void run_seek(run_reader *r, long long key);
+const void *run_next(run_reader *r);
+void run_close(run_reader *r);
 int cseg_add(A *a, long track, int cat, long name, double s, double e);
 int cseg_thread_end(A *a);
 void cseg_free(idle_state *is);

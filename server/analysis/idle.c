@@ -1,8 +1,10 @@
 /* idle.c: GPU idle time attributed: every idle interval of every device gets a class and a
  * culprit, the heart of the suspect list (issue 19; definitions: tests/triage/oracle.py).
  *
- * Owns scratch.igap (the gaps), scratch.pinst (host phase instances), scratch.ccorr (launches
- * under a copy/cast op) and the label sums (A.idle). Three parts:
+ * Owns scratch.igap, gstream and kwruns (the gaps: with one device runs of blocks, runs.c,
+ * and rows only for what the walk seeks; with several, a row each), scratch.pinst (host phase
+ * instances), scratch.ccorr (launches under a copy/cast op) and the label sums (A.idle).
+ * Three parts:
  *  - an_idle_gaps, before the host walk: per device, the gaps of the busy union inside its
  *    window [first activity, last end]; the activity N that ends a gap and N's launch R (by
  *    correlation) class it: R not found "other"; R started before the gap "kernel wait" (the
@@ -23,8 +25,9 @@
  * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
  * instead (one thread at a time; suspects.c takes each category's largest thread).
  *
- * Memory: the gaps live in scratch (a cursor per thread), the walk holds the thread's open
- * ranges and its open gaps; the sums are one row per distinct (label, name). */
+ * Memory: the gaps live in scratch (two cursors per thread), the walk holds the thread's open
+ * ranges and its open gaps; the sums are one row per distinct (label, name); while the gaps
+ * are found, the last kernel-wait launch of each thread (24 bytes a thread). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,15 +89,46 @@ static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, i
     return rc;
 }
 
+/* Where the device gaps go: a row each (several devices), or runs (one device, runs.c):
+ * every gap to the device's stream (the phase sweep's), each kernel-wait gap to its launching
+ * thread's run (the walk's), and a row for each host-wait gap (the walk's igap_hw cursor). A
+ * thread's run is read in the order written, so the walk needs it in launch order (lts,
+ * corr): true when the thread's kernels run in the order it launched them; kw_order checks
+ * it, and when one thread's do not, the runs become rows and igap_kw sorts them. */
+typedef struct kw_last { double lts; long long corr; int seen; } kw_last;
+typedef struct gap_sink {
+    sqlite3_stmt *ins, *launch;
+    int runs;                /* 0: rows */
+    run_writer gw, kw;       /* the device's stream; the threads' kernel-wait runs */
+    kw_last *last;           /* per thread (a->t->ntracks) */
+    int ordered;             /* every thread's kernel-wait gaps so far in launch order */
+} gap_sink;
+
+static int kw_order(A *a, gap_sink *k, long long track, double lts, long long corr) {
+    if (track < 0 || (size_t)track >= a->t->ntracks) return ERR_INTERNAL; /* a launch is on a thread */
+    kw_last *l = &k->last[track];
+    if (l->seen && !(lts > l->lts || (lts == l->lts && corr >= l->corr))) k->ordered = 0;
+    *l = (kw_last){lts, corr, 1};
+    return 0;
+}
+
 /* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
-static int one_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, double g0, double g1, int has_corr, long long corr) {
+static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int has_corr, long long corr) {
     double lts;
     long long track;
-    int found = find_launch(launch, has_corr, corr, &lts, &track);
+    int found = find_launch(k->launch, has_corr, corr, &lts, &track);
     int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
     a->idle->by_class[cls] += g1 - g0;
     if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
-    return insert_gap(a, ins, dev, track, cls, g0, g1, lts, corr);
+    if (!k->runs) return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+    gap_rec g = {g0, g1, cls};
+    int rc = run_add(&k->gw, 0, &g);
+    if (!rc && cls == GAP_HOST_WAIT) rc = insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+    if (!rc && cls == GAP_KERNEL_WAIT && !(rc = kw_order(a, k, track, lts, corr))) {
+        kw_rec r = {lts, corr, g0, g1};
+        rc = run_add(&k->kw, (size_t)track, &r);
+    }
+    return rc;
 }
 
 /* The lead-in (cls GAP_LEAD_IN): the trace's start to its first GPU activity (ties: the
@@ -126,7 +160,7 @@ static int edge_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, int cls) {
 
 /* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
  * the activity a gap ends in); the union's end so far marks a gap when the next starts after. */
-static int device_gaps(A *a, sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *launch, long long dev, json_t *devices) {
+static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t *devices) {
     sqlite3_bind_int64(q, 1, dev);
     double w0 = NAN, ue = -INFINITY, busy = 0, idle = 0, by0[GAP_NCLASSES];
     memcpy(by0, a->idle->by_class, sizeof by0);
@@ -138,7 +172,7 @@ static int device_gaps(A *a, sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *l
             w0 = ts;
         } else if (ts > ue) {
             idle += ts - ue;
-            rc = one_gap(a, ins, launch, dev, ue, ts, has_corr, sqlite3_column_int64(q, 2));
+            rc = one_gap(a, k, dev, ue, ts, has_corr, sqlite3_column_int64(q, 2));
         }
         if (ts > ue) busy += te - ts;
         else if (te > ue) busy += te - ue;
@@ -163,24 +197,74 @@ static int device_gaps(A *a, sqlite3_stmt *q, sqlite3_stmt *ins, sqlite3_stmt *l
 
 const char *const gap_class_names[GAP_NCLASSES] = {"other", "host_wait", "kernel_wait"};
 
+/* The threads' kernel-wait runs as igap rows: the walk reads them by igap_kw when one
+ * thread's do not come in launch order (its kernels ran out of that order: several streams). */
+static int kw_rows_from_runs(A *a, sqlite3_stmt *ins, long long dev) {
+    run_reader r;
+    int rc = run_open(a, &r, RUN_KWAIT, sizeof(kw_rec));
+    for (size_t t = 0; !rc && t < a->t->ntracks; t++) {
+        const kw_rec *g;
+        run_seek(&r, (long long)t);
+        while (!rc && (g = run_next(&r))) rc = insert_gap(a, ins, dev, (long long)t, GAP_KERNEL_WAIT, g->g0, g->g1, g->lts, g->corr);
+        if (!rc) rc = r.rc;
+    }
+    run_close(&r);
+    return rc;
+}
+
+/* The devices with GPU activity (dev of cls 2 rows), in order. */
+static int gpu_dev_list(A *a, long long **devs, size_t *n) {
+    sqlite3_stmt *q = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
+    size_t cap = 0;
+    int rc = q ? 0 : ERR_DB, st;
+    *devs = NULL;
+    *n = 0;
+    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
+        if (VEC_RESERVE(*devs, cap, *n + 1, 4)) rc = ERR_NOMEM;
+        else (*devs)[(*n)++] = sqlite3_column_int64(q, 0);
+    }
+    if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
+    sqlite3_finalize(q);
+    return rc;
+}
+
 int an_idle_gaps(A *a) {
     idle_state *s = a->idle;
     s->devices = json_object();
-    sqlite3_stmt *devs = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
-    sqlite3_stmt *q = devs ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
-    sqlite3_stmt *ins = q ? an_prep(a, GAP_INS) : NULL;
-    sqlite3_stmt *launch = ins ? an_prep(a, LAUNCH_SQL) : NULL;
-    int rc = !s->devices ? ERR_NOMEM : !launch ? ERR_DB : 0;
-    while (!rc && sqlite3_step(devs) == SQLITE_ROW) {
-        s->ndevices++;
-        rc = device_gaps(a, q, ins, launch, sqlite3_column_int64(devs, 0), s->devices);
+    long long *devs = NULL;
+    size_t ndevs = 0;
+    gap_sink k;
+    memset(&k, 0, sizeof k);
+    k.ordered = 1;
+    int rc = !s->devices ? ERR_NOMEM : gpu_dev_list(a, &devs, &ndevs);
+    sqlite3_stmt *q = !rc ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
+    k.ins = q ? an_prep(a, GAP_INS) : NULL;
+    k.launch = k.ins ? an_prep(a, LAUNCH_SQL) : NULL;
+    if (!rc && !k.launch) rc = ERR_DB;
+    s->stream = ndevs == 1;
+    if (!rc && s->stream) {
+        k.runs = 1;
+        if (!(k.last = calloc(a->t->ntracks ? a->t->ntracks : 1, sizeof *k.last))) rc = ERR_NOMEM;
+        if (!rc) rc = run_writer_open(a, &k.gw, RUN_GSTREAM, sizeof(gap_rec), 1);
+        if (!rc) rc = run_writer_open(a, &k.kw, RUN_KWAIT, sizeof(kw_rec), a->t->ntracks);
     }
-    if (!rc && s->ndevices) rc = edge_gap(a, ins, launch, GAP_LEAD_IN);
-    if (!rc && s->ndevices) rc = edge_gap(a, ins, launch, GAP_TAIL);
-    sqlite3_finalize(devs);
+    for (size_t i = 0; !rc && i < ndevs; i++) {
+        s->ndevices++;
+        rc = device_gaps(a, q, &k, devs[i], s->devices);
+    }
+    if (!rc && s->stream) rc = run_flush(&k.gw);
+    if (!rc && s->stream) rc = run_flush(&k.kw);
+    if (!rc && s->ndevices) rc = edge_gap(a, k.ins, k.launch, GAP_LEAD_IN);
+    if (!rc && s->ndevices) rc = edge_gap(a, k.ins, k.launch, GAP_TAIL);
+    s->kw_rows = !s->stream || !k.ordered;
+    if (!rc && s->stream && s->kw_rows) rc = kw_rows_from_runs(a, k.ins, devs[0]);
     sqlite3_finalize(q);
-    sqlite3_finalize(ins);
-    sqlite3_finalize(launch);
+    sqlite3_finalize(k.ins);
+    sqlite3_finalize(k.launch);
+    run_writer_free(&k.gw);
+    run_writer_free(&k.kw);
+    free(k.last);
+    free(devs);
     s->cpu_only = !s->ndevices;
     /* The walk's two cursors per thread (an_idle_thread). igap_hw holds the few rows of the
      * host-wait, lead-in and tail gaps (cls 1, 3, 4: every class but 0 and 2), with what the
@@ -188,13 +272,35 @@ int an_idle_gaps(A *a) {
      * per row while building the index (20 ms over 63,000 gaps against 3 ms), and it uses a
      * partial index only for a query that names the index's own terms. Before, igap_hw was
      * (track, cls, g0) over every gap, 18 ms to build, and the query never used it: it read
-     * igap_kw's (track, cls) and sorted. */
-    if (!rc) rc = an_run(a, "CREATE INDEX scratch.igap_hw ON igap(track, g0, g1, cls) WHERE cls <> 0 AND cls <> 2;"
-                            "CREATE INDEX scratch.igap_kw ON igap(track, cls, lts, corr);");
+     * igap_kw's (track, cls) and sorted. igap_kw only when the walk reads kernel-wait rows. */
+    if (!rc) rc = an_run(a, "CREATE INDEX scratch.igap_hw ON igap(track, g0, g1, cls) WHERE cls <> 0 AND cls <> 2;");
+    if (!rc && s->kw_rows) rc = an_run(a, "CREATE INDEX scratch.igap_kw ON igap(track, cls, lts, corr);");
     return rc;
 }
 
 /* ---- the walk: labels ---- */
+
+/* The thread's next kernel-wait gap by launch (lts, corr): from igap_kw's rows, or its run
+ * (an_idle_gaps checked that it is in that order). */
+static int kw_step(idle_walk *w) {
+    if (w->kw) {
+        w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+        if (w->kw_row) {
+            w->kw_lts = sqlite3_column_double(w->kw, 0);
+            w->kw_corr = sqlite3_column_int64(w->kw, 1);
+            w->kw_us = sqlite3_column_double(w->kw, 2);
+        }
+        return 0;
+    }
+    const kw_rec *g = run_next(w->kr);
+    w->kw_row = g != NULL;
+    if (g) {
+        w->kw_lts = g->lts;
+        w->kw_corr = g->corr;
+        w->kw_us = g->g1 - g->g0;
+    }
+    return w->kr->rc;
+}
 
 /* Whether the walk labels this thread: it launched gaps, or the trace has no GPU at all. */
 int an_idle_thread(A *a, idle_walk *w, long track) {
@@ -211,17 +317,27 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
     }
     if (!w->hw) {
         w->hw = an_prep(a, "SELECT g0, g1, cls FROM scratch.igap WHERE track = ?1 AND cls <> 0 AND cls <> 2 ORDER BY g0");
-        w->kw = w->hw ? an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr") : NULL;
-        if (!w->kw) return ERR_DB;
+        if (!w->hw) return ERR_DB;
+        if (a->idle->kw_rows) {
+            w->kw = an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr");
+            if (!w->kw) return ERR_DB;
+        } else {
+            int rc = (w->kr = malloc(sizeof *w->kr)) ? run_open(a, w->kr, RUN_KWAIT, sizeof(kw_rec)) : ERR_NOMEM;
+            if (rc) return rc;
+        }
     }
     sqlite3_reset(w->hw);
-    sqlite3_reset(w->kw);
     sqlite3_bind_int64(w->hw, 1, track);
-    sqlite3_bind_int64(w->kw, 1, track);
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
-    w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+    if (w->kw) {
+        sqlite3_reset(w->kw);
+        sqlite3_bind_int64(w->kw, 1, track);
+    } else {
+        run_seek(w->kr, track);
+    }
+    int rc = kw_step(w);
     w->on = w->hw_row || w->kw_row;
-    return 0;
+    return rc;
 }
 
 /* The label of instant t: the innermost open range (frames[] holds ranges that may have
@@ -319,9 +435,9 @@ static int range_type(const A *a, const hrow *r) {
  * cpu_op around R, else the innermost range, else R itself. */
 static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
     int rc = 0;
-    while (!rc && w->kw_row && sqlite3_column_double(w->kw, 0) <= r->ts) {
-        double lts = sqlite3_column_double(w->kw, 0), us = sqlite3_column_double(w->kw, 2);
-        long long corr = sqlite3_column_int64(w->kw, 1);
+    while (!rc && w->kw_row && w->kw_lts <= r->ts) {
+        double lts = w->kw_lts, us = w->kw_us;
+        long long corr = w->kw_corr;
         if (lts == r->ts && corr == r->corr) {
             long name = r->name;
             int type = LB_KWAIT_RT;
@@ -336,7 +452,7 @@ static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, i
         } else {
             rc = add_label(a, LB_KWAIT_RT, -1, -1, us); /* its launch was not walked (a late row) */
         }
-        if (!rc) w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+        if (!rc) rc = kw_step(w);
     }
     return rc;
 }
@@ -368,8 +484,8 @@ int an_idle_thread_end(A *a, idle_walk *w) {
     int rc = an_idle_advance(a, w, INFINITY);
     if (!rc && a->idle->cpu_only) rc = cseg_thread_end(a);
     while (!rc && w->kw_row) { /* launches not met in the walk */
-        rc = add_label(a, LB_KWAIT_RT, -1, -1, sqlite3_column_double(w->kw, 2));
-        w->kw_row = sqlite3_step(w->kw) == SQLITE_ROW;
+        rc = add_label(a, LB_KWAIT_RT, -1, -1, w->kw_us);
+        if (!rc) rc = kw_step(w);
     }
     w->on = 0;
     return rc;
@@ -378,6 +494,8 @@ int an_idle_thread_end(A *a, idle_walk *w) {
 void an_idle_walk_free(idle_walk *w) {
     sqlite3_finalize(w->hw);
     sqlite3_finalize(w->kw);
+    if (w->kr) run_close(w->kr);
+    free(w->kr);
     free(w->frames);
     free(w->open);
     memset(w, 0, sizeof *w);
@@ -399,36 +517,63 @@ int an_idle_phase_range(A *a, long pid, double ts, double te) {
  * same-named one (or open on two threads at once) counts its idle once. Linear after the
  * sorts. Times are taken from the GPU window's start so that n * t stays exact. */
 typedef struct gap_sweep {
-    sqlite3_stmt *q;
+    sqlite3_stmt *q;     /* the gaps' (cls, time) rows, or NULL: */
+    run_reader *r;       /* the device's stream of gaps, their starts (end 0) or ends (end 1) */
+    int end;
     int have;
     int cls;
-    double t;
+    double t, base;
     double n[GAP_NCLASSES], sum[GAP_NCLASSES];
 } gap_sweep;
 
-static void sweep_to(gap_sweep *g, double t, double base) {
-    while (g->have && g->t < t) {
-        g->n[g->cls]++;
-        g->sum[g->cls] += g->t;
+/* The sweep's next gap into (cls, t): have 0 at the end. */
+static void sweep_step(gap_sweep *g) {
+    if (g->r) {
+        const gap_rec *x = run_next(g->r);
+        g->have = x != NULL;
+        if (x) {
+            g->cls = x->cls;
+            g->t = (g->end ? x->g1 : x->g0) - g->base;
+        }
+    } else {
         g->have = sqlite3_step(g->q) == SQLITE_ROW;
         if (g->have) {
             g->cls = sqlite3_column_int(g->q, 0);
-            g->t = sqlite3_column_double(g->q, 1) - base;
-            if (g->cls < 0 || g->cls >= GAP_NCLASSES) g->cls = GAP_OTHER;
+            g->t = sqlite3_column_double(g->q, 1) - g->base;
         }
+    }
+    if (g->have && (g->cls < 0 || g->cls >= GAP_NCLASSES)) g->cls = GAP_OTHER;
+}
+
+static void sweep_to(gap_sweep *g, double t) {
+    while (g->have && g->t < t) {
+        g->n[g->cls]++;
+        g->sum[g->cls] += g->t;
+        sweep_step(g);
     }
 }
 
-static int sweep_open(A *a, gap_sweep *g, const char *sql, double base) {
+/* With one device its gaps are the stream (an_idle_gaps), else rows: sql. */
+static int sweep_open(A *a, gap_sweep *g, const char *sql, int end, double base) {
     memset(g, 0, sizeof *g);
-    if (!(g->q = an_prep(a, sql))) return ERR_DB;
-    g->have = sqlite3_step(g->q) == SQLITE_ROW;
-    if (g->have) {
-        g->cls = sqlite3_column_int(g->q, 0);
-        g->t = sqlite3_column_double(g->q, 1) - base;
-        if (g->cls < 0 || g->cls >= GAP_NCLASSES) g->cls = GAP_OTHER;
+    g->base = base;
+    g->end = end;
+    int rc = 0;
+    if (a->idle->stream) {
+        rc = (g->r = malloc(sizeof *g->r)) ? run_open(a, g->r, RUN_GSTREAM, sizeof(gap_rec)) : ERR_NOMEM;
+        if (!rc) run_seek(g->r, 0);
     }
-    return 0;
+    else if (!(g->q = an_prep(a, sql))) rc = ERR_DB;
+    if (!rc) sweep_step(g);
+    return rc ? rc : g->r ? g->r->rc : 0;
+}
+
+static int sweep_close(gap_sweep *g) {
+    int rc = g->r ? g->r->rc : 0;
+    sqlite3_finalize(g->q);
+    if (g->r) run_close(g->r);
+    free(g->r);
+    return rc;
 }
 
 static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
@@ -437,22 +582,17 @@ static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
     long long *open = calloc(a->nphases, sizeof *open); /* instances open per phase */
     sqlite3_stmt *pts = an_prep(a, "SELECT t, pid, s FROM (SELECT ts AS t, pid, -1 AS s FROM scratch.pinst"
                                    " UNION ALL SELECT te, pid, 1 FROM scratch.pinst) ORDER BY t, s");
-    /* One device's gaps are disjoint and written in time order (device_gaps), so their
-     * rowid order is g0's and g1's alike: no sort (two sorts of 106,000 gaps were 60 ms of
-     * a many-names trace, issue 24). Several devices' gaps interleave: sorted. */
-    int one = a->idle->ndevices == 1;
-    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB
-             : sweep_open(a, &g0, one ? "SELECT cls, g0 FROM scratch.igap WHERE cls < 3 ORDER BY rowid"
-                                      : "SELECT cls, g0 FROM scratch.igap WHERE cls < 3 ORDER BY g0", base);
-    if (!rc)
-        rc = sweep_open(a, &g1, one ? "SELECT cls, g1 FROM scratch.igap WHERE cls < 3 ORDER BY rowid"
-                                    : "SELECT cls, g1 FROM scratch.igap WHERE cls < 3 ORDER BY g1", base);
+    /* Several devices' gaps interleave: sorted. One device's are disjoint and in time order,
+     * the device stream's order (runs.c), by start and by end alike: no sort (two sorts of 106,000
+     * gaps were 60 ms of a many-names trace, issue 24). */
+    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM scratch.igap WHERE cls < 3 ORDER BY g0", 0, base);
+    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM scratch.igap WHERE cls < 3 ORDER BY g1", 1, base);
     while (!rc && sqlite3_step(pts) == SQLITE_ROW) {
         double t = sqlite3_column_double(pts, 0) - base;
         long pid = (long)sqlite3_column_int64(pts, 1);
         int sign = sqlite3_column_int(pts, 2);
-        sweep_to(&g0, t, base);
-        sweep_to(&g1, t, base);
+        sweep_to(&g0, t);
+        sweep_to(&g1, t);
         if (pid < 0 || (size_t)pid >= a->nphases) continue;
         if (sign < 0 ? open[pid]++ > 0 : --open[pid] > 0) continue; /* not an edge of the union */
         for (int c = 0; c < GAP_NCLASSES; c++)
@@ -460,9 +600,8 @@ static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
     }
     free(open);
     sqlite3_finalize(pts);
-    sqlite3_finalize(g0.q);
-    sqlite3_finalize(g1.q);
-    return rc;
+    int c0 = sweep_close(&g0), c1 = sweep_close(&g1);
+    return rc ? rc : c0 ? c0 : c1;
 }
 
 /* The phases with GPU idle inside them, most idle first (at most PHASE_IDLE_ROWS): name,

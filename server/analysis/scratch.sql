@@ -88,6 +88,13 @@ CREATE TABLE scratch.tlb(track INT, data BLOB);
 -- The idle gaps of every device (idle.c): cls 0 other (track -1), 1 host wait, 2 kernel wait;
 -- track and lts are the launch's thread and start, corr its correlation.
 CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+-- With one device, its gaps (every class but the lead-in and tail) as runs (runs.c: up to
+-- RUN_BLOCK_BYTES of records a row, id = key << 32 | the block's number): gstream, key 0,
+-- every gap in time order (gap_rec, an.h); kwruns, key the launching thread, its kernel-wait
+-- gaps in launch order (kw_rec). igap then holds only cls 1, 3 and 4, and cls 2 too when a
+-- thread's do not come in launch order (idle.c).
+CREATE TABLE scratch.gstream(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE scratch.kwruns(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 -- The instances of the host phases (host.c), pid an index into A.phases: idle per phase.
 CREATE TABLE scratch.pinst(pid INT, ts REAL, te REAL);
 -- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).

@@ -570,6 +570,60 @@ static double at_stake(json_t *sus, const char *cat) {
     return -1;
 }
 
+/* The us of contributor name in suspect category cat's evidence, -1 when absent. */
+static double contributor_us(json_t *sus, const char *cat, const char *name) {
+    size_t i, j;
+    json_t *x, *c;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) {
+        if (strcmp(json_string_value(json_object_get(x, "category")), cat)) continue;
+        json_array_foreach(json_object_get(json_object_get(x, "evidence"), "top_contributors"), j, c)
+            if (!strcmp(json_string_value(json_object_get(c, "name")), name)) return json_number_value(json_object_get(c, "us"));
+    }
+    return -1;
+}
+
+/* Kernel-wait gaps whose launches run out of order (idle.c: one device's gaps are a stream,
+ * read by launch order only when each thread's come in it; else rows and igap_kw). One
+ * thread launches 20 pairs first, aten::add's kernel on stream 7 then aten::mul's on stream
+ * 8, all before t = 200; from t = 1000 the device runs each pair mul first: mul_i at
+ * 1000 + 100 i, add_i 50 us later, each 2 us. Every gap (48 us) starts after its kernel's
+ * launch: kernel waits, by launch (lts) 1, 16, 11, 26, 21, ... Each is the short op's that
+ * launched it (20 calls, 5 us host each, 2 us kernels): add 20 x 48, mul 19 x 48 (mul_0
+ * ends the lead-in, not a gap). Read in stream order as if it were launch order, the walk
+ * passed each add launch before its gap came up and gave 19 of add's 20 gaps to no one. */
+static void test_analyze_kernel_waits_out_of_launch_order(void **state) {
+    (void)state;
+    size_t cap = 1 << 16, n = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    n += (size_t)snprintf(t + n, cap - n, "{\"traceEvents\":[");
+    for (int i = 0; i < 20; i++) {
+        double b = i * 10.0, k = 1000 + i * 100.0;
+        n += (size_t)snprintf(t + n, cap - n,
+                              "%s" X("aten::add", "cpu_op", 1, %g, 5, "") "," X("cudaLaunchKernel", "cuda_runtime", 1, %g, 2, "\"correlation\":%d")
+                              "," X("aten::mul", "cpu_op", 1, %g, 4, "") "," X("cudaLaunchKernel", "cuda_runtime", 1, %g, 2, "\"correlation\":%d")
+                              ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"add_k\",\"pid\":0,\"tid\":7,\"ts\":%g,\"dur\":2,"
+                              "\"args\":{\"correlation\":%d,\"device\":0,\"stream\":7}}"
+                              ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"mul_k\",\"pid\":0,\"tid\":8,\"ts\":%g,\"dur\":2,"
+                              "\"args\":{\"correlation\":%d,\"device\":0,\"stream\":8}}",
+                              i ? "," : "", b, b + 1, 2 * i + 1, b + 5, b + 6, 2 * i + 2, k + 50, 2 * i + 1, k, 2 * i + 2);
+        assert_true(n < cap);
+    }
+    n += (size_t)snprintf(t + n, cap - n, "]}");
+    assert_true(n < cap);
+    long long id;
+    assert_int_equal(import(t, &id), 0);
+    free(t);
+    db_conn *dbc = store_get(st);
+    json_t *sus = NULL;
+    assert_int_equal(query_suspects(dbc, id, &sus), 0);
+    store_put(st, dbc);
+    assert_true(fabs(contributor_us(sus, "launch_bound", "aten::add") - 20 * 48) < 1e-6);
+    assert_true(fabs(contributor_us(sus, "launch_bound", "aten::mul") - 19 * 48) < 1e-6);
+    assert_true(fabs(at_stake(sus, "launch_bound") - 39 * 48) < 1e-6);
+    json_decref(sus);
+}
+
 /* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
  * threads of 100 iterations each, more than one 64-piece block per (category, thread), so
  * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
@@ -641,6 +695,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_steps_folded_and_2021_ranges),
         cmocka_unit_test(test_analyze_idle_labelled_by_python),
         cmocka_unit_test(test_analyze_cpu_only_priority_across_threads),
+        cmocka_unit_test(test_analyze_kernel_waits_out_of_launch_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
