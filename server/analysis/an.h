@@ -388,6 +388,13 @@ typedef struct rows_job {
 static inline unsigned an_flags(const A *a, long name) {
     return name >= 0 && (size_t)name < a->nnflags ? a->nflags[name] : 0;
 }
+/* Whether any name of the trace has flag f (names.h); the names at the analysis's start are
+ * every event's. */
+static inline int an_any_flagged(const A *a, unsigned f) {
+    for (size_t i = 0; i < a->nnflags; i++)
+        if (a->nflags[i] & f) return 1;
+    return 0;
+}
 static inline long an_fold(const A *a, long name) { return an_flags(a, name) & NF_STEP ? a->step_name : name; }
 
 /* An analysis error: the SQLite message into a->err; returns ERR_DB. */
@@ -472,7 +479,7 @@ void an_suspects_free(A *a);
 int an_step_span(A *a, int role, double ts, double te);
 /* What the breakdown seeks through, created before gpu_job starts (the jobs read only what
  * was committed then). */
-#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te) WHERE cls = 1;"
+#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te, corr) WHERE cls = 1;"
 int an_steps_doc(A *a, json_t **out);
 /* an_steps_doc on a steps_job, started once the walk is over; finish always after start. */
 int an_steps_job_start(A *a, steps_job *j);

@@ -202,20 +202,12 @@ static int union_credit(tally *t, sqlite3_stmt *q, int cat, double *len) {
     return rc;
 }
 
-/* Whether any name of the trace has flag f (names.h); the names at the analysis's start are
- * every event's. */
-static int any_name_flagged(const A *a, unsigned short f) {
-    for (size_t i = 0; i < a->nnflags; i++)
-        if (a->nflags[i] & f) return 1;
-    return 0;
-}
-
 /* Collective kernels not hidden behind other GPU work: union(comm) - union(rest), both
  * streamed in start order from one query. A trace with no collective kernel's name skips
  * the query: it sorted every GPU activity by start for nothing (130,000 of them in a
  * 150 MB many-names trace: the suspects step 235-241 -> 173-177 ms). */
 static int comm_exposed(A *a, tally *t) {
-    if (!any_name_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm: as !any below */
+    if (!an_any_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm: as !any below */
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, (fp_flags(name) & ?1) != 0, name FROM scratch.ev WHERE cls = 2 ORDER BY ts");
     if (!q) return ERR_DB;
     sqlite3_bind_int(q, 1, NF_COMM_KERNEL);
@@ -291,7 +283,7 @@ static int comm_exposed(A *a, tally *t) {
  * nor a DtoD copy's name skips the query, whose every row would fail its WHERE: it joined
  * and sorted every GPU activity for nothing (106,000 in a 150 MB many-names trace: 30 ms). */
 static int copies(A *a, tally *t, double busy) {
-    if (!a->sus->ccorr_ins && !any_name_flagged(a, NF_DTOD)) return 0;
+    if (!a->sus->ccorr_ins && !an_any_flagged(a, NF_DTOD)) return 0;
     sqlite3_stmt *q = an_prep(a,
         "SELECT g.ts, g.te, COALESCE(c.op, g.name) FROM scratch.ev g LEFT JOIN scratch.ccorr c ON c.corr = g.corr"
         " WHERE g.cls = 2 AND ((c.op IS NOT NULL AND (fp_flags(g.name) & ?1) = 0) OR (g.kind = ?2 AND (fp_flags(g.name) & ?3) != 0))"
@@ -308,7 +300,7 @@ static int copies(A *a, tally *t, double busy) {
 
 /* Pageable host<->device copies; none to find where no name is a pageable copy's. */
 static int pageable(A *a, tally *t) {
-    if (!any_name_flagged(a, NF_PAGEABLE)) return 0;
+    if (!an_any_flagged(a, NF_PAGEABLE)) return 0;
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, name FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) != 0 ORDER BY ts");
     if (!q) return ERR_DB;
     sqlite3_bind_int64(q, 1, a->memcpy_kind);
