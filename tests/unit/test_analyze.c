@@ -674,6 +674,34 @@ static void test_analyze_cpu_only_priority_across_threads(void **state) {
     json_decref(sus);
 }
 
+/* The commit writes with foreign keys off (store/commit.c) and must hand its pooled
+ * connection back with them on: the pool is last in, first out, so the next store_get is
+ * that connection, and a session deleted on it would leave its rows behind. */
+static void test_commit_leaves_foreign_keys_on(void **state) {
+    (void)state;
+    long long id;
+    assert_int_equal(import("{\"traceEvents\":[" X("aten::mm", "cpu_op", 1, 0, 10, "") "]}", &id), 0);
+    db_conn *c = store_get(st);
+    assert_non_null(c);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db_sqlite(c), "PRAGMA foreign_keys", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 1);
+    sqlite3_finalize(q);
+    assert_int_equal(sqlite3_prepare_v2(db_sqlite(c), "PRAGMA foreign_key_check", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_DONE); /* every row's session exists */
+    sqlite3_finalize(q);
+    store_put(st, c);
+    assert_int_equal(store_delete_session(st, id), 0);
+    c = store_get(st);
+    assert_int_equal(sqlite3_prepare_v2(db_sqlite(c), "SELECT COUNT(*) FROM operator_rows WHERE session_id = ?", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, id);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), 0); /* the delete cascaded */
+    sqlite3_finalize(q);
+    store_put(st, c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_nesting_self_time),
@@ -696,6 +724,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_idle_labelled_by_python),
         cmocka_unit_test(test_analyze_cpu_only_priority_across_threads),
         cmocka_unit_test(test_analyze_kernel_waits_out_of_launch_order),
+        cmocka_unit_test(test_commit_leaves_foreign_keys_on),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
