@@ -570,6 +570,21 @@ static double at_stake(json_t *sus, const char *cat) {
     return -1;
 }
 
+/* Closes the event array begun in t (n bytes of cap), imports it (t is freed) and returns
+ * the session's /suspects reply. */
+static json_t *suspects_of(char *t, size_t cap, size_t n) {
+    n += (size_t)snprintf(t + n, cap - n, "]}");
+    assert_true(n < cap);
+    long long id;
+    assert_int_equal(import(t, &id), 0);
+    free(t);
+    db_conn *dbc = store_get(st);
+    json_t *sus = NULL;
+    assert_int_equal(query_suspects(dbc, id, &sus), 0);
+    store_put(st, dbc);
+    return sus;
+}
+
 /* The us of contributor name in suspect category cat's evidence, -1 when absent. */
 static double contributor_us(json_t *sus, const char *cat, const char *name) {
     size_t i, j;
@@ -609,15 +624,7 @@ static void test_analyze_kernel_waits_out_of_launch_order(void **state) {
                               i ? "," : "", b, b + 1, 2 * i + 1, b + 5, b + 6, 2 * i + 2, k + 50, 2 * i + 1, k, 2 * i + 2);
         assert_true(n < cap);
     }
-    n += (size_t)snprintf(t + n, cap - n, "]}");
-    assert_true(n < cap);
-    long long id;
-    assert_int_equal(import(t, &id), 0);
-    free(t);
-    db_conn *dbc = store_get(st);
-    json_t *sus = NULL;
-    assert_int_equal(query_suspects(dbc, id, &sus), 0);
-    store_put(st, dbc);
+    json_t *sus = suspects_of(t, cap, n);
     assert_true(fabs(contributor_us(sus, "launch_bound", "aten::add") - 20 * 48) < 1e-6);
     assert_true(fabs(contributor_us(sus, "launch_bound", "aten::mul") - 19 * 48) < 1e-6);
     assert_true(fabs(at_stake(sus, "launch_bound") - 39 * 48) < 1e-6);
@@ -647,15 +654,7 @@ static void test_analyze_cpu_only_priority_across_threads(void **state) {
                               i ? "," : "", b, b + 3, b + 2, b + 5, b + 6, b + 7);
         assert_true(n < cap);
     }
-    n += (size_t)snprintf(t + n, cap - n, "]}");
-    assert_true(n < cap);
-    long long id;
-    assert_int_equal(import(t, &id), 0);
-    free(t);
-    db_conn *dbc = store_get(st);
-    json_t *sus = NULL;
-    assert_int_equal(query_suspects(dbc, id, &sus), 0);
-    store_put(st, dbc);
+    json_t *sus = suspects_of(t, cap, n);
     assert_true(fabs(at_stake(sus, "data_loading") - 300) < 1e-6);
     assert_true(fabs(at_stake(sus, "cpu_bound_op") - 500) < 1e-6);
     assert_true(fabs(at_stake(sus, "python_overhead") - 100) < 1e-6);
