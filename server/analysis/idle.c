@@ -104,12 +104,11 @@ typedef struct gap_sink {
     int ordered;             /* every thread's kernel-wait gaps so far in launch order */
 } gap_sink;
 
-static int kw_order(A *a, gap_sink *k, long long track, double lts, long long corr) {
-    if (track < 0 || (size_t)track >= a->t->ntracks) return ERR_INTERNAL; /* a launch is on a thread */
+/* Notes a kernel-wait gap's launch on its thread; k->ordered 0 once a run is out of launch order. */
+static void kw_order(gap_sink *k, long long track, double lts, long long corr) {
     kw_last *l = &k->last[track];
     if (l->seen && !(lts > l->lts || (lts == l->lts && corr >= l->corr))) k->ordered = 0;
     *l = (kw_last){lts, corr, 1};
-    return 0;
 }
 
 /* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
@@ -124,11 +123,16 @@ static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int h
     gap_rec g = {g0, g1, cls};
     int rc = run_add(&k->gw, 0, &g);
     if (!rc && cls == GAP_HOST_WAIT) rc = insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
-    if (!rc && cls == GAP_KERNEL_WAIT && !(rc = kw_order(a, k, track, lts, corr))) {
-        kw_rec r = {lts, corr, g0, g1};
-        rc = run_add(&k->kw, (size_t)track, &r);
+    if (rc || cls != GAP_KERNEL_WAIT) return rc;
+    /* a launch's thread is one of the trace's tracks; one that is not is a row, and makes
+     * the walk read rows (kw_rows_from_runs adds the runs) */
+    if (track < 0 || (size_t)track >= a->t->ntracks) {
+        k->ordered = 0;
+        return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
     }
-    return rc;
+    kw_order(k, track, lts, corr);
+    kw_rec r = {lts, corr, g0, g1};
+    return run_add(&k->kw, (size_t)track, &r);
 }
 
 /* The lead-in (cls GAP_LEAD_IN): the trace's start to its first GPU activity (ties: the
