@@ -169,8 +169,11 @@ typedef struct run_reader {
 } run_reader;
 /* idle.c's records: a gap of the device stream (RUN_GSTREAM), a thread's kernel-wait gap
  * (RUN_KWAIT: lts, corr its launch's start and correlation). */
-typedef struct gap_rec { double g0, g1; int cls; } gap_rec;
+typedef struct gap_rec { double g0, g1; long long cls; } gap_rec;
 typedef struct kw_rec { double lts; long long corr; double g0, g1; } kw_rec;
+/* A record is written as its bytes: no padding, which would be uninitialised bytes in the
+ * file (valgrind: an int cls left 4 of gap_rec's 24). */
+_Static_assert(sizeof(gap_rec) == 3 * 8 && sizeof(kw_rec) == 4 * 8, "runs.c records have no padding");
 
 typedef struct idle_state {
     int cpu_only;                  /* no GPU activity: every host instant is labelled */

@@ -536,7 +536,7 @@ static void sweep_step(gap_sweep *g) {
         const gap_rec *x = run_next(g->r);
         g->have = x != NULL;
         if (x) {
-            g->cls = x->cls;
+            g->cls = (int)x->cls;
             g->t = (g->end ? x->g1 : x->g0) - g->base;
         }
     } else {
