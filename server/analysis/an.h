@@ -71,10 +71,10 @@ typedef struct hrow {
 
 /* ---- idle attribution (idle.c) ---- */
 
-/* Gap classes (scratch.igap.cls) and their names in the reply. */
+/* Gap classes (wscratch.igap.cls) and their names in the reply. */
 enum { GAP_OTHER, GAP_HOST_WAIT, GAP_KERNEL_WAIT, GAP_NCLASSES };
 extern const char *const gap_class_names[GAP_NCLASSES];
-/* The lead-in [trace start, first GPU activity] (scratch.igap.cls, one row at most): not idle
+/* The lead-in [trace start, first GPU activity] (wscratch.igap.cls, one row at most): not idle
  * (it is outside the GPU window) and in no class above, but labelled like a host-wait gap on
  * the thread that launched the first activity, for the startup suspect. The tail [last GPU
  * activity's end, trace end] likewise, on the thread that launched the last activity to
@@ -108,10 +108,10 @@ typedef struct idle_sum {
     double us;
 } idle_sum;
 
-/* CPU-only segment categories (scratch.cseg.cat), in the order they take wall time. */
+/* CPU-only segment categories (wscratch.cseg.cat), in the order they take wall time. */
 enum { CSEG_COMM, CSEG_DATA, CSEG_CPU, CSEG_PY, CSEG_N };
 
-/* cseg.c: a CPU-only trace's labelled pieces, CSEG_BLOCK of them a scratch.cseg row. */
+/* cseg.c: a CPU-only trace's labelled pieces, CSEG_BLOCK of them a wscratch.cseg row. */
 #define CSEG_BLOCK 64
 typedef struct cseg_piece { double s, e; long long name; } cseg_piece;
 typedef struct cseg_run { int cat; long track; long long n; } cseg_run; /* a (category, thread) with pieces */
@@ -185,9 +185,9 @@ typedef struct idle_state {
     int ndevices_seen;             /* devices with activity so far (device_gaps) */
     json_t *devices;               /* per device: busy, window, idle, lead-in, tail, by class */
     double by_class[GAP_NCLASSES]; /* idle us per gap class, all devices */
-    cseg_writer *cw;               /* CPU-only: scratch.cseg's writer (cseg.c) */
+    cseg_writer *cw;               /* CPU-only: wscratch.cseg's writer (cseg.c) */
     long long ncseg[CSEG_N];       /* CPU-only: the pieces per category */
-    sqlite3_stmt *pinst_ins;       /* INSERT INTO scratch.pinst (an_idle_phase_range) */
+    sqlite3_stmt *pinst_ins;       /* INSERT INTO wscratch.pinst (an_idle_phase_range) */
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;
     size_t nsums, capsums;
@@ -278,7 +278,7 @@ typedef struct A {
     long ua_kind;           /* string id of "user_annotation", -1 if absent */
     long kernel_kind, memcpy_kind, memset_kind; /* of "kernel", "gpu_memcpy", "gpu_memset" (gpu_job) */
     double wall;
-    sqlite3_stmt *tl_ins;          /* INSERT INTO scratch.tlb */
+    sqlite3_stmt *tl_ins;          /* INSERT INTO wscratch.tlb */
     unsigned char *tl_blob, *tl_packed; /* TL_BLOB_RAW each: a track's records, raw and packed */
     void *tl_cctx;                 /* the ZSTD_CCtx that packs them (tlblob.h) */
     double tl_t0, tl_w;            /* session start, bucket width */
@@ -293,7 +293,7 @@ typedef struct A {
                                     * ts order (busy.c's merges, steps.c's roles) */
     suspect_state *sus;            /* suspects.c */
     steps_state *steps_st;         /* steps.c */
-    sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO scratch.mem */
+    sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO wscratch.mem */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
     size_t nsteps, capsteps;
 } A;
@@ -419,7 +419,7 @@ int an_host_walk(A *a);
 int an_gpu_track_host_ops(A *a);
 /* The operator-table row (grouping g) of the GPU sums k: the GPU rows are not in a->aggs. */
 void an_gpu_agg_row(const gpu_agg *k, int g, agg *r);
-/* The parameters of an operator row's INSERT (scratch.op_rows, kscratch.gpu_ops), which
+/* The parameters of an operator row's INSERT (wscratch.op_rows, kscratch.gpu_ops), which
  * an_op_bind binds: its columns, walk last. */
 #define AN_OP_PARAMS "?,?,?,?,?,?,?,?,?,?,?,?,?,?"
 void an_op_bind(sqlite3_stmt *ins, const char *kind, const agg *g, long long walk);
@@ -433,7 +433,7 @@ int an_busy_merges(A *a, long kernel_kind, double *total); /* by a->ndev, a->dev
 
 /* gpu.c */
 int an_gpu_job_start(A *a, gpu_job *j, double gpu_busy);
-/* Also inserts the job's timeline tracks (gpu_job.timeline) into scratch.tlb. */
+/* Also inserts the job's timeline tracks (gpu_job.timeline) into wscratch.tlb. */
 int an_gpu_job_finish(A *a, gpu_job *j, json_t **gpu, json_t **gaps);
 
 /* gpurows.c */
@@ -500,7 +500,7 @@ json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu);
 int an_tl_open(A *a, buf *mem);
 void an_tl_close(A *a);
 int an_tl_flush(A *a, tlacc *t);
-/* Inserts the tracks an_tl_flush kept in m (gpu_job's) into scratch.tlb. */
+/* Inserts the tracks an_tl_flush kept in m (gpu_job's) into wscratch.tlb. */
 int an_tl_insert_mem(A *a, const buf *m);
 int an_tl_add(A *a, tlacc *t, long tr, double ts, double te, uint32_t name, double dur);
 int an_timeline_buckets(A *a);

@@ -108,7 +108,7 @@ const char *an_str(A *a, long id) {
 }
 
 /* fp_str(id) in the scratch SQL: string id's text, NULL for NULL. Why a function and not
- * a table of the texts: the report (scratch.ops) quotes a handful of names, and copying
+ * a table of the texts: the report (wscratch.ops) quotes a handful of names, and copying
  * every name the operator table holds into scratch was 100,000 rows and 15 MB at 100,000
  * kernel names (issue 24). SQLITE_STATIC: the table does not grow while a query runs. */
 static void fp_str_fn(sqlite3_context *c, int argc, sqlite3_value **v) {

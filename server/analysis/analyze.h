@@ -1,8 +1,8 @@
 /* analyze.h: the first profiler pass, computed once at ingest over the scratch events (trace.h).
  *
- * Writes the tables scratch.op_rows (operator table; read through the view scratch.ops),
- * scratch.kern (kernel table), scratch.ph (phases), their names by string id, and
- * scratch.tlb (timeline buckets), which store_commit_session copies into the
+ * Writes the tables wscratch.op_rows (operator table; read through the view wscratch.ops),
+ * kscratch.kern (kernel table), wscratch.ph (phases), their names by string id, and
+ * wscratch.tlb (timeline buckets), which store_commit_session copies into the
  * session, and returns the JSON documents below. Definitions live in analyze.c's
  * header comment; thresholds of the smells in report.h. */
 #ifndef FP_ANALYZE_H

@@ -1,7 +1,7 @@
-/* cseg.c: a CPU-only trace's labelled pieces (scratch.cseg): idle.c's walk writes them one
+/* cseg.c: a CPU-only trace's labelled pieces (wscratch.cseg): idle.c's walk writes them one
  * thread at a time, suspects.c reads them back across threads in start order.
  *
- * Owns scratch.cseg and A.idle->cw (the writer). Must not read the walk's state: a piece is
+ * Owns wscratch.cseg and A.idle->cw (the writer). Must not read the walk's state: a piece is
  * (category, name, start, end) of the thread being walked, nothing more.
  *
  * Why blocks, not a row a piece: a row a piece was 490,000 INSERTs on a 100 MB CPU-only
@@ -67,7 +67,7 @@ int cseg_add(A *a, long track, int cat, long name, double s, double e) {
     if (!is->cw) {
         if (!(is->cw = calloc(1, sizeof *is->cw))) return ERR_NOMEM;
         is->cw->track = -1;
-        if (!(is->cw->ins = an_prep(a, "INSERT INTO scratch.cseg(cat, track, seq, data) VALUES (?, ?, ?, ?)"))) return ERR_DB;
+        if (!(is->cw->ins = an_prep(a, "INSERT INTO wscratch.cseg(cat, track, seq, data) VALUES (?, ?, ?, ?)"))) return ERR_DB;
     }
     cseg_writer *w = is->cw;
     int rc = 0;
@@ -150,7 +150,7 @@ int cseg_open(A *a, cseg_stream *m, const int *cats, const long *names, int ncat
     const cseg_writer *w = a->idle->cw;
     if (!w || !ncats) return 0;
     if (w->track >= 0) return ERR_INTERNAL; /* a thread's last blocks not written */
-    if (!(m->get = an_prep(a, "SELECT data FROM scratch.cseg WHERE cat = ?1 AND track = ?2 AND seq = ?3"))) return ERR_DB;
+    if (!(m->get = an_prep(a, "SELECT data FROM wscratch.cseg WHERE cat = ?1 AND track = ?2 AND seq = ?3"))) return ERR_DB;
     m->src = calloc(w->nruns ? w->nruns : 1, sizeof *m->src);
     m->heap = calloc(w->nruns ? w->nruns : 1, sizeof *m->heap);
     if (!m->src || !m->heap) return ERR_NOMEM;

@@ -1,6 +1,6 @@
 /* host.c: the host walk: each thread's events nested as key_averages() nests them, the
- * operator table's walk rows (scratch.op_rows; its GPU rows: gpurows.c) and the phases
- * (scratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
+ * operator table's walk rows (wscratch.op_rows; its GPU rows: gpurows.c) and the phases
+ * (wscratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
 
 #include <math.h>
 #include <pthread.h>
@@ -575,7 +575,7 @@ void an_op_bind(sqlite3_stmt *ins, const char *kind, const agg *g, long long wal
     sqlite3_bind_int64(ins, 14, walk);
 }
 
-/* One operator row into scratch.op_rows; walk is its place in the walk (scratch.sql). */
+/* One operator row into wscratch.op_rows; walk is its place in the walk (scratch.sql). */
 static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
     an_op_bind(ins, an_str(a, g->kind), g, (long long)walk);
     int rc = sqlite3_step(ins) == SQLITE_DONE ? 0 : an_dberr(a);
@@ -583,13 +583,13 @@ static int write_op(A *a, sqlite3_stmt *ins, const agg *g, size_t walk) {
     return rc;
 }
 
-/* The operator table's walk rows into scratch.op_rows: grouping 0, then grouping 1, each in
+/* The operator table's walk rows into wscratch.op_rows: grouping 0, then grouping 1, each in
  * the main database's index order (operators_session: grouping, cuda_total DESC), equal rows
  * in walk order. Why that order: the commit copies them in rowid order, and an index filled
  * in random order costs a B-tree descent and a page split a row (gpurows.c). The GPU rows
  * are gpurows.c's (kscratch.gpu_ops, grouping 2). */
 int an_write_ops(A *a) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.op_rows VALUES (" AN_OP_PARAMS ")");
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO wscratch.op_rows VALUES (" AN_OP_PARAMS ")");
     agg_order *host = malloc((a->naggs ? a->naggs : 1) * sizeof *host);
     if (!ins || !host) {
         sqlite3_finalize(ins);
@@ -651,7 +651,7 @@ int an_gpu_phases(A *a) {
 static const char *band_name(const char *s, char *buf, size_t n) { return utf8_clip(s, BAND_NAME_MAX, buf, n); }
 
 int an_write_phases(A *a, json_t *tl_phases) {
-    sqlite3_stmt *ins = an_prep(a, "INSERT INTO scratch.ph VALUES (?,?,?,?,?,?,?,?)");
+    sqlite3_stmt *ins = an_prep(a, "INSERT INTO wscratch.ph VALUES (?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;
     int rc = 0;
     for (size_t i = 0; i < a->nphases && !rc; i++) {

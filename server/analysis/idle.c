@@ -1,9 +1,9 @@
 /* idle.c: GPU idle time attributed: every idle interval of every device gets a class and a
  * culprit, the heart of the suspect list (issue 19; definitions: tests/triage/oracle.py).
  *
- * Owns scratch.igap, gstream and kwruns (the gaps: with one device runs of blocks, runs.c,
- * and rows only for what the walk seeks; with several, a row each), scratch.pinst (host phase
- * instances), scratch.ccorr (launches under a copy/cast op) and the label sums (A.idle).
+ * Owns wscratch.igap, gstream and kwruns (the gaps: with one device runs of blocks, runs.c,
+ * and rows only for what the walk seeks; with several, a row each), wscratch.pinst (host phase
+ * instances), wscratch.ccorr (launches under a copy/cast op) and the label sums (A.idle).
  * Three parts:
  *  - an_idle_gaps, before the host walk: per device, the gaps of the busy union inside its
  *    window [first activity, last end]; the activity N that ends a gap and N's launch R (by
@@ -57,7 +57,7 @@ static int add_label(A *a, int type, long name, long track, double us) {
 
 /* ---- gaps ---- */
 
-#define GAP_INS "INSERT INTO scratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
+#define GAP_INS "INSERT INTO wscratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
 #define LAUNCH_SQL "SELECT ts, track FROM scratch.ev WHERE corr = ?1 AND cls = 1 LIMIT 1"
 
 /* The launch of correlation corr (has_corr 0: none): 1 with its start and thread, else 0. */
@@ -277,8 +277,8 @@ int an_idle_gaps(A *a) {
      * partial index only for a query that names the index's own terms. Before, igap_hw was
      * (track, cls, g0) over every gap, 18 ms to build, and the query never used it: it read
      * igap_kw's (track, cls) and sorted. igap_kw only when the walk reads kernel-wait rows. */
-    if (!rc) rc = an_run(a, "CREATE INDEX scratch.igap_hw ON igap(track, g0, g1, cls) WHERE cls <> 0 AND cls <> 2;");
-    if (!rc && s->kw_rows) rc = an_run(a, "CREATE INDEX scratch.igap_kw ON igap(track, cls, lts, corr);");
+    if (!rc) rc = an_run(a, "CREATE INDEX wscratch.igap_hw ON igap(track, g0, g1, cls) WHERE cls <> 0 AND cls <> 2;");
+    if (!rc && s->kw_rows) rc = an_run(a, "CREATE INDEX wscratch.igap_kw ON igap(track, cls, lts, corr);");
     return rc;
 }
 
@@ -320,10 +320,10 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
         return 0;
     }
     if (!w->hw) {
-        w->hw = an_prep(a, "SELECT g0, g1, cls FROM scratch.igap WHERE track = ?1 AND cls <> 0 AND cls <> 2 ORDER BY g0");
+        w->hw = an_prep(a, "SELECT g0, g1, cls FROM wscratch.igap WHERE track = ?1 AND cls <> 0 AND cls <> 2 ORDER BY g0");
         if (!w->hw) return ERR_DB;
         if (a->idle->kw_rows) {
-            w->kw = an_prep(a, "SELECT lts, corr, g1 - g0 FROM scratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr");
+            w->kw = an_prep(a, "SELECT lts, corr, g1 - g0 FROM wscratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr");
             if (!w->kw) return ERR_DB;
         } else {
             int rc = (w->kr = malloc(sizeof *w->kr)) ? run_open(a, w->kr, RUN_KWAIT, sizeof(kw_rec)) : ERR_NOMEM;
@@ -361,7 +361,7 @@ static void label_at(const idle_walk *w, double t, int *type, long *name, double
 }
 
 /* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
- * (scratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
+ * (wscratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
 static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
     unsigned f = an_flags(a, name);
     int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : type == LB_OP ? CSEG_CPU : CSEG_PY;
@@ -511,7 +511,7 @@ void an_idle_walk_free(idle_walk *w) {
 int an_idle_phase_range(A *a, long pid, double ts, double te) {
     idle_state *s = a->idle;
     if (s->cpu_only || te <= ts) return 0;
-    return an_span_insert(a, &s->pinst_ins, "INSERT INTO scratch.pinst(pid, ts, te) VALUES (?, ?, ?)", pid, ts, te);
+    return an_span_insert(a, &s->pinst_ins, "INSERT INTO wscratch.pinst(pid, ts, te) VALUES (?, ?, ?)", pid, ts, te);
 }
 
 /* Class c's gap time before t is C(t) = sum over g0 < t of (t - g0) - sum over g1 < t of
@@ -584,13 +584,13 @@ static int phase_idle_sweep(A *a, double (*idle)[GAP_NCLASSES]) {
     double base = a->idle->w0;
     gap_sweep g0 = {0}, g1 = {0};
     long long *open = calloc(a->nphases, sizeof *open); /* instances open per phase */
-    sqlite3_stmt *pts = an_prep(a, "SELECT t, pid, s FROM (SELECT ts AS t, pid, -1 AS s FROM scratch.pinst"
-                                   " UNION ALL SELECT te, pid, 1 FROM scratch.pinst) ORDER BY t, s");
+    sqlite3_stmt *pts = an_prep(a, "SELECT t, pid, s FROM (SELECT ts AS t, pid, -1 AS s FROM wscratch.pinst"
+                                   " UNION ALL SELECT te, pid, 1 FROM wscratch.pinst) ORDER BY t, s");
     /* Several devices' gaps interleave: sorted. One device's are disjoint and in time order,
      * the device stream's order (runs.c), by start and by end alike: no sort (two sorts of 106,000
      * gaps were 60 ms of a many-names trace, issue 24). */
-    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM scratch.igap WHERE cls < 3 ORDER BY g0", 0, base);
-    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM scratch.igap WHERE cls < 3 ORDER BY g1", 1, base);
+    int rc = !open ? ERR_NOMEM : !pts ? ERR_DB : sweep_open(a, &g0, "SELECT cls, g0 FROM wscratch.igap WHERE cls < 3 ORDER BY g0", 0, base);
+    if (!rc) rc = sweep_open(a, &g1, "SELECT cls, g1 FROM wscratch.igap WHERE cls < 3 ORDER BY g1", 1, base);
     while (!rc && sqlite3_step(pts) == SQLITE_ROW) {
         double t = sqlite3_column_double(pts, 0) - base;
         long pid = (long)sqlite3_column_int64(pts, 1);

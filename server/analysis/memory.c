@@ -9,7 +9,7 @@
  * so no peak is lost between samples). The operators that allocate are the operator table's
  * memory columns (key_averages' cpu/cuda_memory_usage), read with the reply.
  *
- * Owns scratch.mem (the walk writes one row per [memory] event) and the "memory" document. */
+ * Owns wscratch.mem (the walk writes one row per [memory] event) and the "memory" document. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,7 +20,7 @@
 #define MEM_SAMPLES 512
 
 int an_mem_row(A *a, const hrow *r) {
-    if (!a->mem_ins && !(a->mem_ins = an_prep(a, "INSERT INTO scratch.mem(devtype, dev, ts, bytes) VALUES (?, ?, ?, ?)"))) return ERR_DB;
+    if (!a->mem_ins && !(a->mem_ins = an_prep(a, "INSERT INTO wscratch.mem(devtype, dev, ts, bytes) VALUES (?, ?, ?, ?)"))) return ERR_DB;
     sqlite3_bind_int(a->mem_ins, 1, r->devtype);
     sqlite3_bind_int64(a->mem_ins, 2, r->corr);
     sqlite3_bind_double(a->mem_ins, 3, r->ts);
@@ -58,7 +58,7 @@ static json_t *device_json(const mdev *d, double t0, double w) {
 
 int an_memory_doc(A *a, json_t **out) {
     *out = NULL;
-    sqlite3_stmt *q = an_prep(a, "SELECT devtype, dev, ts, bytes FROM scratch.mem ORDER BY devtype DESC, dev, ts");
+    sqlite3_stmt *q = an_prep(a, "SELECT devtype, dev, ts, bytes FROM wscratch.mem ORDER BY devtype DESC, dev, ts");
     if (!q) return ERR_DB;
     json_t *devices = json_array();
     double t0 = a->t->start_us, w = a->wall > 0 ? a->wall / MEM_SAMPLES : 1;

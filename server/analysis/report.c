@@ -1,5 +1,5 @@
 /* report.c: the five-line report and the three smells, drafted at ingest from the suspect
- * list (suspects.c) and the operator table (scratch.ops and kscratch.ops: scratch.sql).
+ * list (suspects.c) and the operator table (wscratch.ops and kscratch.ops: scratch.sql).
  *
  * Reads those and the suspects and GPU documents; writes nothing. Every number a line
  * quotes comes from those inputs, so a test can recompute it from the API. A failed query
@@ -58,7 +58,7 @@ const char *report_op_class(const char *name) {
 /* The operator table by name, in two tables (scratch.sql): the walk's rows (grouping 0) and
  * the GPU rows (grouping 2), whose kinds are kernel, gpu_memcpy, gpu_memset and
  * gpu_user_annotation, never a host kind. A where names kinds of one of them. */
-#define WALK_OPS "scratch.ops"
+#define WALK_OPS "wscratch.ops"
 #define GPU_OPS "kscratch.ops"
 
 /* The rows of table (WALK_OPS, GPU_OPS) that match where, largest first by order, equal

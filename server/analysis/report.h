@@ -25,7 +25,7 @@ extern const char *const report_line_keys[REPORT_LINES];   /* "workload", ... */
 extern const char *const report_line_titles[REPORT_LINES]; /* "Workload", ... */
 
 typedef struct report_input {
-    sqlite3 *db;         /* scratch.ops filled (grouping 0) */
+    sqlite3 *db;         /* wscratch.ops filled (grouping 0) */
     const json_t *gpu;   /* the GET /gpu document */
     const json_t *suspects; /* the suspect list (suspects.c) */
     const json_t *meta;  /* top-level trace keys */
@@ -39,7 +39,7 @@ typedef struct report_input {
 } report_input;
 
 /* {"draft":{workload,...},"smells":[{id,title,fired,summary,evidence}]} into *out (new
- * reference). 0, ERR_NOMEM, or ERR_DB (a query of scratch.ops failed; *out is NULL). */
+ * reference). 0, ERR_NOMEM, or ERR_DB (a query of wscratch.ops failed; *out is NULL). */
 int report_draft(const report_input *in, json_t **out);
 
 /* Operator family class for smell 1: "compute", "memory" or "other". */

@@ -30,12 +30,12 @@
 #include "lib/err.h"
 
 static const char *const ins_sql[RUN_NTABLES] = {
-    "INSERT INTO scratch.gstream(id, data) VALUES (?, ?)",
-    "INSERT INTO scratch.kwruns(id, data) VALUES (?, ?)",
+    "INSERT INTO wscratch.gstream(id, data) VALUES (?, ?)",
+    "INSERT INTO wscratch.kwruns(id, data) VALUES (?, ?)",
 };
 static const char *const get_sql[RUN_NTABLES] = {
-    "SELECT data FROM scratch.gstream WHERE id >= ?1 AND id < ?2 ORDER BY id",
-    "SELECT data FROM scratch.kwruns WHERE id >= ?1 AND id < ?2 ORDER BY id",
+    "SELECT data FROM wscratch.gstream WHERE id >= ?1 AND id < ?2 ORDER BY id",
+    "SELECT data FROM wscratch.kwruns WHERE id >= ?1 AND id < ?2 ORDER BY id",
 };
 
 int run_writer_open(A *a, run_writer *w, int table, size_t size, size_t nkeys) {

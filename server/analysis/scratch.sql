@@ -1,7 +1,8 @@
--- scratch.sql: the schema of an upload's scratch databases (attached as "scratch" and
--- "kscratch", the second for the kernel rows alone: see its tables below).
+-- scratch.sql: the schema of an upload's scratch databases (attached as "scratch",
+-- "kscratch", for the kernel rows alone, and "wscratch", for what the walk writes: see their
+-- tables below).
 --
--- Two scratch files per upload, on local disk ($TMPDIR, lib/tmpfile.h), deleted when the
+-- Three scratch files per upload, on local disk ($TMPDIR, lib/tmpfile.h), deleted when the
 -- upload ends: the loader (ingest/load.c) fills it while the body streams in, the analysis
 -- (analysis/analyze.c) reads it and leaves its result tables in it, and the commit
 -- (store/commit.c) copies those into the main database in one transaction. Nothing in it
@@ -19,6 +20,9 @@ PRAGMA scratch.synchronous=OFF;
 PRAGMA scratch.cache_size=-16384;
 PRAGMA kscratch.journal_mode=OFF;
 PRAGMA kscratch.synchronous=OFF;
+PRAGMA wscratch.journal_mode=OFF;
+PRAGMA wscratch.synchronous=OFF;
+PRAGMA wscratch.cache_size=-4096;
 -- One row per analysed event that a query joins, groups or seeks (GPU activity,
 -- gpu_user_annotation, runtime calls by correlation, user_annotation ranges).
 CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
@@ -66,6 +70,12 @@ CREATE INDEX scratch.hblk_track ON hblk(track);
 -- The merged GPU busy intervals, BUSY_BLOCK of them a row (analyze.c): all activity, kernels only.
 CREATE TABLE scratch.busy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
 CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;
+-- The walk's file (wscratch) from here on: what the analysis writes once its jobs read
+-- scratch on their own connections. Why a third file: a write transaction whose dirty pages
+-- outgrow the cache spills them and holds its file's exclusive lock until it commits; in
+-- scratch, that lock stopped the jobs' reads (a 1 GB trace: the GPU job waited 1.1 s, the
+-- walk's own steps 0.5 s, each for the other). SQLite locks a file, not a connection, so a
+-- spill of wscratch blocks no one. Its cache is small: no one else reads it.
 -- The analysis's results, as the commit copies them (store/schema.sql has their meaning).
 -- Names, shapes, grids and blocks are ids of the upload's string table (*_id columns,
 -- NULL for none), as in the main database: a text is stored once however many rows name
@@ -75,37 +85,37 @@ CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWI
 -- operators_session index (an_write_ops); walk is the row's place in the walk, the tie-break
 -- that keeps the report's top lists as they were in walk order (report.c). The commit does
 -- not copy it.
-CREATE TABLE scratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
+CREATE TABLE wscratch.op_rows(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
  self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT,
  walk INT NOT NULL);
 -- The operator table with its texts (fp_str: analyze.c), as the report (report.c) reads it.
-CREATE VIEW scratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind, COALESCE(fp_str(o.shapes_id), '') AS input_shapes,
+CREATE VIEW wscratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind, COALESCE(fp_str(o.shapes_id), '') AS input_shapes,
  o.calls, o.cpu_total, o.self_cpu, o.cuda_total, o.self_cuda, o.cpu_mem, o.self_cpu_mem, o.cuda_mem, o.self_cuda_mem, o.walk
  FROM op_rows o;
-CREATE TABLE scratch.ph(name_id INT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
+CREATE TABLE wscratch.ph(name_id INT, kind TEXT, count INT, total_us REAL, gpu_busy_us REAL, kernels INT,
  kernel_us REAL, first_ts REAL);
-CREATE TABLE scratch.tlb(track INT, data BLOB);
+CREATE TABLE wscratch.tlb(track INT, data BLOB);
 -- The idle gaps of every device (idle.c): cls 0 other (track -1), 1 host wait, 2 kernel wait;
 -- track and lts are the launch's thread and start, corr its correlation.
-CREATE TABLE scratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+CREATE TABLE wscratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
 -- With one device, its gaps (every class but the lead-in and tail) as runs (runs.c: up to
 -- RUN_BLOCK_BYTES of records a row, id = key << 32 | the block's number): gstream, key 0,
 -- every gap in time order (gap_rec, an.h); kwruns, key the launching thread, its kernel-wait
 -- gaps in launch order (kw_rec). igap then holds only cls 1, 3 and 4, and cls 2 too when a
 -- thread's do not come in launch order (idle.c).
-CREATE TABLE scratch.gstream(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
-CREATE TABLE scratch.kwruns(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE wscratch.gstream(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
+CREATE TABLE wscratch.kwruns(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 -- The instances of the host phases (host.c), pid an index into A.phases: idle per phase.
-CREATE TABLE scratch.pinst(pid INT, ts REAL, te REAL);
+CREATE TABLE wscratch.pinst(pid INT, ts REAL, te REAL);
 -- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).
-CREATE TABLE scratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
+CREATE TABLE wscratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
 -- CPU-only traces: every labelled piece of every thread, by category (an.h CSEG_*), seq
 -- numbering a (category, thread)'s blocks; data is up to CSEG_BLOCK cseg_pieces (an.h: start,
 -- end, name id), the thread's in start order (cseg.c has why).
-CREATE TABLE scratch.cseg(cat INT NOT NULL, track INT NOT NULL, seq INT NOT NULL, data BLOB NOT NULL,
+CREATE TABLE wscratch.cseg(cat INT NOT NULL, track INT NOT NULL, seq INT NOT NULL, data BLOB NOT NULL,
  PRIMARY KEY (cat, track, seq)) WITHOUT ROWID;
 -- Launches made under a copy/cast op (suspects.c: copies_casts): correlation, the outermost such op.
-CREATE TABLE scratch.ccorr(corr INT PRIMARY KEY, op INT) WITHOUT ROWID;
+CREATE TABLE wscratch.ccorr(corr INT PRIMARY KEY, op INT) WITHOUT ROWID;
 
 -- @devices  (analyze_run: only when GPU events name more than one device)
 CREATE INDEX scratch.ev_gpu_ts ON ev(ts, te, kind) WHERE cls = 2;

@@ -96,7 +96,7 @@ int an_op_launch(A *a, const hrow *r, const frame *stack, int depth) {
         }
     }
     if (outer_copy >= 0 && r->corr >= 0) {
-        if (!s->ccorr_ins && !(s->ccorr_ins = an_prep(a, "INSERT OR IGNORE INTO scratch.ccorr VALUES (?, ?)"))) return ERR_DB;
+        if (!s->ccorr_ins && !(s->ccorr_ins = an_prep(a, "INSERT OR IGNORE INTO wscratch.ccorr VALUES (?, ?)"))) return ERR_DB;
         sqlite3_bind_int64(s->ccorr_ins, 1, r->corr);
         sqlite3_bind_int64(s->ccorr_ins, 2, stack[outer_copy].name);
         int rc = sqlite3_step(s->ccorr_ins) == SQLITE_DONE ? 0 : an_dberr(a);
@@ -285,7 +285,7 @@ static int comm_exposed(A *a, tally *t) {
 static int copies(A *a, tally *t, double busy) {
     if (!a->sus->ccorr_ins && !an_any_flagged(a, NF_DTOD)) return 0;
     sqlite3_stmt *q = an_prep(a,
-        "SELECT g.ts, g.te, COALESCE(c.op, g.name) FROM scratch.ev g LEFT JOIN scratch.ccorr c ON c.corr = g.corr"
+        "SELECT g.ts, g.te, COALESCE(c.op, g.name) FROM scratch.ev g LEFT JOIN wscratch.ccorr c ON c.corr = g.corr"
         " WHERE g.cls = 2 AND ((c.op IS NOT NULL AND (fp_flags(g.name) & ?1) = 0) OR (g.kind = ?2 AND (fp_flags(g.name) & ?3) != 0))"
         " ORDER BY g.ts");
     if (!q) return ERR_DB;

@@ -1,4 +1,4 @@
-/* timeline.c: the timeline's level-of-detail buckets per track (scratch.tlb, lib/tlblob.h)
+/* timeline.c: the timeline's level-of-detail buckets per track (wscratch.tlb, lib/tlblob.h)
  * and the timeline document (tracks, phases, gaps). */
 
 #include <math.h>
@@ -29,7 +29,7 @@
  * 95 at 100 MB); timeline_buckets feeds the rest. */
 
 /* What tl_add and tl_flush need in a: the bucket grid, the accumulator a->tl (no track
- * open), the blob buffers and the statement that writes to scratch.tlb, or with mem (a
+ * open), the blob buffers and the statement that writes to wscratch.tlb, or with mem (a
  * job's, which may not write scratch) the buffer the blobs wait in for an_tl_insert_mem;
  * tl_close frees it. */
 int an_tl_open(A *a, buf *mem) {
@@ -43,7 +43,7 @@ int an_tl_open(A *a, buf *mem) {
     if (!a->tl.b || !a->tl_blob || !a->tl_packed || !a->tl_cctx) return ERR_NOMEM;
     a->tl_mem = mem;
     if (mem) return 0;
-    a->tl_ins = an_prep(a, "INSERT INTO scratch.tlb VALUES (?, ?)");
+    a->tl_ins = an_prep(a, "INSERT INTO wscratch.tlb VALUES (?, ?)");
     return a->tl_ins ? 0 : ERR_DB;
 }
 
@@ -55,7 +55,7 @@ void an_tl_close(A *a) {
     sqlite3_finalize(a->tl_ins);
 }
 
-/* Writes t's open track (if any) to scratch.tlb. */
+/* Writes t's open track (if any) to wscratch.tlb. */
 int an_tl_flush(A *a, tlacc *t) {
     if (t->track < 0) return 0;
     for (int i = 0; i < TL_BUCKETS; i++) {

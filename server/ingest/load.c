@@ -66,7 +66,8 @@ struct loader {
     evq *q;             /* events go through it to the loader thread (evq.h) */
     char scratch_path[4096]; /* the scratch database's file (attach_scratch), "" when none */
     char kscratch_path[4096]; /* the kernel rows' scratch file (scratch.sql), "" when none */
-    int attached;            /* of those two, how many are attached (in that order) */
+    char wscratch_path[4096]; /* the walk's scratch file (scratch.sql), "" when none */
+    int attached;            /* of those three, how many are attached (in that order) */
     unsigned long long seen; /* events store_event took (the loader thread's count) */
     int failed_full;         /* loader_commit failed with ERR_FULL */
     int counted;             /* counted in loaders_active (loader_new) */
@@ -582,6 +583,7 @@ static int attach_one(loader *l, const char *schema, char *path, size_t len, cha
 static int attach_scratch(loader *l, char *err, size_t errlen) {
     int rc = attach_one(l, "scratch", l->scratch_path, sizeof l->scratch_path, err, errlen);
     if (!rc) rc = attach_one(l, "kscratch", l->kscratch_path, sizeof l->kscratch_path, err, errlen);
+    if (!rc) rc = attach_one(l, "wscratch", l->wscratch_path, sizeof l->wscratch_path, err, errlen);
     l->t.scratch_path = l->scratch_path[0] ? l->scratch_path : NULL;
     l->t.kscratch_path = l->kscratch_path[0] ? l->kscratch_path : NULL;
     return rc;
@@ -790,6 +792,7 @@ void loader_free(loader *l) {
     if (l->t.db) {
         /* DETACH, so the connection goes back clean to the pool; then the file goes. */
         if (!sqlite3_get_autocommit(l->t.db)) sqlite3_exec(l->t.db, "ROLLBACK", NULL, NULL, NULL);
+        if (l->attached > 2) sqlite3_exec(l->t.db, "DETACH wscratch", NULL, NULL, NULL);
         if (l->attached > 1) sqlite3_exec(l->t.db, "DETACH kscratch", NULL, NULL, NULL);
         if (l->attached) sqlite3_exec(l->t.db, "DETACH scratch", NULL, NULL, NULL);
         /* what SQLite would have done at COMMIT (loader_new), then its default again for
@@ -808,6 +811,7 @@ void loader_free(loader *l) {
     }
     if (l->scratch_path[0]) unlink(l->scratch_path);
     if (l->kscratch_path[0]) unlink(l->kscratch_path);
+    if (l->wscratch_path[0]) unlink(l->wscratch_path);
     for (size_t i = 0; i < l->t.ntracks; i++) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);

@@ -87,7 +87,7 @@ static int insert_strings(sqlite3 *db, const store_session_in *in, long long id)
     return rc;
 }
 
-/* The columns of operator_rows after session_id, as scratch.op_rows and kscratch.gpu_ops
+/* The columns of operator_rows after session_id, as wscratch.op_rows and kscratch.gpu_ops
  * hold them (analysis/scratch.sql). */
 #define OP_COLS                                                                                     \
     "grouping, name_id, kind, shapes_id, calls, cpu_total, self_cpu, cuda_total, self_cuda, cpu_mem, " \
@@ -98,13 +98,13 @@ static int copy_scratch(sqlite3 *db, long long id) {
     static const char *const copies[] = {
         /* in rowid order, the walk's rows then the GPU rows (scratch.sql): equal rows of a
          * sort list in the upload's order (query.c) */
-        "INSERT INTO operator_rows SELECT ?1, " OP_COLS " FROM scratch.op_rows ORDER BY rowid",
+        "INSERT INTO operator_rows SELECT ?1, " OP_COLS " FROM wscratch.op_rows ORDER BY rowid",
         "INSERT INTO operator_rows SELECT ?1, " OP_COLS " FROM kscratch.gpu_ops ORDER BY rowid",
         "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern",
-        "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph",
+        "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM wscratch.ph",
         ("INSERT INTO event_chunks(session_id, track, seq, n, min_ts, max_end, data, drawn, gpu)"
          " SELECT ?1, track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks"),
-        "INSERT INTO timeline_buckets SELECT ?1, track, data FROM scratch.tlb",
+        "INSERT INTO timeline_buckets SELECT ?1, track, data FROM wscratch.tlb",
     };
     for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
         sqlite3_stmt *s = NULL;
@@ -294,17 +294,17 @@ static int pg_insert_strings(db_conn *c, sqlite3 *scratch, const store_session_i
 
 static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
     static const char *const copies[][2] = {
-        {"COPY operator_rows(session_id, " OP_COLS ", rn) FROM STDIN", "SELECT " OP_COLS ", rowid FROM scratch.op_rows"},
+        {"COPY operator_rows(session_id, " OP_COLS ", rn) FROM STDIN", "SELECT " OP_COLS ", rowid FROM wscratch.op_rows"},
         /* the GPU rows' rn after the walk's, as SQLite's rowids have them */
         {"COPY operator_rows(session_id, " OP_COLS ", rn) FROM STDIN",
-         "SELECT " OP_COLS ", (SELECT IFNULL(MAX(rowid), 0) FROM scratch.op_rows) + rowid FROM kscratch.gpu_ops"},
+         "SELECT " OP_COLS ", (SELECT IFNULL(MAX(rowid), 0) FROM wscratch.op_rows) + rowid FROM kscratch.gpu_ops"},
         {"COPY kernel_rows(session_id,name_id,kind,calls,total_us,min_us,max_us,grid_id,block_id,regs,smem) FROM STDIN",
          "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern"},
         {"COPY phase_rows(session_id,name_id,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
-         "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM scratch.ph"},
+         "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM wscratch.ph"},
         {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data,drawn,gpu) FROM STDIN",
          "SELECT track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks"},
-        {"COPY timeline_buckets(session_id,track,data) FROM STDIN", "SELECT track, data FROM scratch.tlb"},
+        {"COPY timeline_buckets(session_id,track,data) FROM STDIN", "SELECT track, data FROM wscratch.tlb"},
     };
     for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
         int rc = copy_rows(c, scratch, copies[i][0], copies[i][1], id);

@@ -6,8 +6,8 @@
  * in ONE transaction (BEGIN IMMEDIATE ... COMMIT): so a 201 means committed, and a failure
  * or a crash before the COMMIT leaves nothing behind.
  *
- * Reads scratch.op_rows, kscratch.gpu_ops, kscratch.kern, scratch.ph, scratch.chunks and
- * scratch.tlb (analysis/scratch.sql) and the string table (through strtab.h); writes
+ * Reads wscratch.op_rows, kscratch.gpu_ops, kscratch.kern, wscratch.ph, scratch.chunks and
+ * wscratch.tlb (analysis/scratch.sql) and the string table (through strtab.h); writes
  * sessions, labels, strings, operator_rows, kernel_rows, phase_rows (their texts are ids of
  * strings), event_chunks, timeline_buckets and analysis (store/schema.sql). */
 #ifndef FP_COMMIT_H
