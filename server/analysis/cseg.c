@@ -12,10 +12,10 @@
  * threads is a merge of those sorted runs (a heap of one cursor per thread). A cursor reads
  * a block by its key, (cat, track, seq).
  *
- * Memory: the writer holds the thread's unwritten blocks (CSEG_N x CSEG_BLOCK pieces, 6 KB)
+ * Memory: the writer holds the thread's unwritten blocks (CSEG_N x CSEG_BLOCK pieces, 3.8 KB)
  * and a list of its runs (24 bytes a (category, thread)); a stream holds one block per run
- * it merges, as many pieces as the run has up to CSEG_BLOCK (24 bytes a piece, 1.5 KB at
- * most): at most ~4.6 KB a thread (the Python pieces' pass merges three categories), the
+ * it merges, as many pieces as the run has up to CSEG_BLOCK (24 bytes a piece, 960 bytes at
+ * most): at most ~2.9 KB a thread (the Python pieces' pass merges three categories), the
  * order of what a thread costs through the load (load.c: --max-tracks).
  *
  * Invariants (checked: ERR_INTERNAL, the upload fails and the server goes on): a thread's

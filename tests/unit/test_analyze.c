@@ -632,7 +632,7 @@ static void test_analyze_kernel_waits_out_of_launch_order(void **state) {
 }
 
 /* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
- * threads of 100 iterations each, more than one 64-piece block per (category, thread), so
+ * threads of 100 iterations each, more than one block (CSEG_BLOCK pieces) per (category, thread), so
  * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
  * [b, b+3] and runs aten::mm [b+3, b+8]; thread 2 runs aten::mm [b+2, b+5], Python
  * [b+5, b+6], aten::add [b+6, b+7] and Python [b+7, b+9]. Data loading takes [b, b+3]; the
