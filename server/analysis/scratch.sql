@@ -17,12 +17,12 @@
 -- @load  (loader_new: before the first event)
 PRAGMA scratch.journal_mode=OFF;
 PRAGMA scratch.synchronous=OFF;
-PRAGMA scratch.cache_size=-16384;
+PRAGMA scratch.cache_size=-15360;
 PRAGMA kscratch.journal_mode=OFF;
 PRAGMA kscratch.synchronous=OFF;
 PRAGMA wscratch.journal_mode=OFF;
 PRAGMA wscratch.synchronous=OFF;
-PRAGMA wscratch.cache_size=-4096;
+PRAGMA wscratch.cache_size=-1024;
 -- One row per analysed event that a query joins, groups or seeks (GPU activity,
 -- gpu_user_annotation, runtime calls by correlation, user_annotation ranges).
 CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
@@ -75,7 +75,8 @@ CREATE TABLE scratch.kbusy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWI
 -- outgrow the cache spills them and holds its file's exclusive lock until it commits; in
 -- scratch, that lock stopped the jobs' reads (a 1 GB trace: the GPU job waited 1.1 s, the
 -- walk's own steps 0.5 s, each for the other). SQLite locks a file, not a connection, so a
--- spill of wscratch blocks no one. Its cache is small: no one else reads it.
+-- spill of wscratch blocks no one. Its cache is small, and part of the upload's page cache
+-- budget (load.c: set_share): no one else reads it.
 -- The analysis's results, as the commit copies them (store/schema.sql has their meaning).
 -- Names, shapes, grids and blocks are ids of the upload's string table (*_id columns,
 -- NULL for none), as in the main database: a text is stored once however many rows name

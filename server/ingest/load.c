@@ -245,7 +245,13 @@ static int add_hrec(loader *l, long tr, const hrec *h) {
  * where one took 80 MB (bench/README.md). A loader applies its share on its own thread
  * (set_share): on the loader thread while the body streams, then at loader_commit. */
 #define LOAD_PENDING_MAX (16u << 20)
-#define LOAD_SCRATCH_CACHE_KIB 16384 /* analysis/scratch.sql's scratch.cache_size */
+/* The page cache budget of an upload's scratch files, wscratch's part of it: the sizes in
+ * analysis/scratch.sql (scratch 15,360 KiB, wscratch 1,024). Why wscratch's is small and
+ * taken from the budget: no other connection reads that file, so a spill costs it only
+ * writes to the OS's cache; a 4 MB cache of its own took two names uploads at once to
+ * 100.3 MB of server RSS (90 before wscratch, issue 24's line is 100). */
+#define LOAD_SCRATCH_CACHE_KIB 16384
+#define LOAD_WSCRATCH_CACHE_KIB 1024
 static atomic_int loaders_active;
 
 static int set_share(loader *l) {
@@ -254,8 +260,9 @@ static int set_share(loader *l) {
     if (n == l->share) return 0;
     l->share = n;
     l->pending_max = LOAD_PENDING_MAX / (size_t)n;
-    char sql[64]; /* a number of ours, not input: PRAGMA takes no bound parameter */
-    snprintf(sql, sizeof sql, "PRAGMA scratch.cache_size=-%d", LOAD_SCRATCH_CACHE_KIB / n);
+    char sql[96]; /* numbers of ours, not input: PRAGMA takes no bound parameter */
+    snprintf(sql, sizeof sql, "PRAGMA scratch.cache_size=-%d; PRAGMA wscratch.cache_size=-%d",
+             (LOAD_SCRATCH_CACHE_KIB - LOAD_WSCRATCH_CACHE_KIB) / n, LOAD_WSCRATCH_CACHE_KIB / n);
     return exec(l->t.db, sql);
 }
 
