@@ -409,6 +409,9 @@ int an_run(A *a, const char *sql);
 sqlite3_stmt *an_prep(A *a, const char *sql);
 /* One (key, ts, te) row through *ins, prepared from sql on first use (the caller finalizes). */
 int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te);
+/* The devices of the GPU activity (dev of the cls 2 rows), in order, into *devs (free it):
+ * 0, ERR_NOMEM or ERR_DB. Unlike A.ndev (the tracks', counted up to 2) it reads ev. */
+int an_gpu_devs(A *a, long long **devs, size_t *n);
 const char *an_str(A *a, long id);
 /* A second connection to the upload's scratch file, for a job on another thread (gpu_job,
  * steps_job): it sees what this connection committed. 0 or ERR_DB (message in a->err). */

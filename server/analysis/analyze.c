@@ -69,6 +69,21 @@ int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, dou
     sqlite3_reset(*ins);
     return rc;
 }
+int an_gpu_devs(A *a, long long **devs, size_t *n) {
+    sqlite3_stmt *q = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
+    size_t cap = 0;
+    int rc = q ? 0 : ERR_DB, st;
+    *devs = NULL;
+    *n = 0;
+    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
+        if (VEC_RESERVE(*devs, cap, *n + 1, 4)) rc = ERR_NOMEM;
+        else (*devs)[(*n)++] = sqlite3_column_int64(q, 0);
+    }
+    if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
+    sqlite3_finalize(q);
+    return rc;
+}
+
 /* PRAGMA busy_timeout of the upload's connection. */
 int an_busy_ms(A *a) {
     sqlite3_stmt *s = NULL;

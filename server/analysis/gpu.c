@@ -215,14 +215,14 @@ static json_t *copies_facts(A *a) {
 
 static json_t *gpu_facts(A *a, double gpu_busy, json_t *gaps_out) {
     json_t *devices = json_array();
-    sqlite3_stmt *s = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
-    if (s) {
-        while (sqlite3_step(s) == SQLITE_ROW) {
-            json_t *d = device_facts(a, sqlite3_column_int64(s, 0), gaps_out);
+    long long *devs = NULL;
+    size_t ndevs = 0;
+    if (!an_gpu_devs(a, &devs, &ndevs))
+        for (size_t i = 0; i < ndevs; i++) {
+            json_t *d = device_facts(a, devs[i], gaps_out);
             if (d) json_array_append_new(devices, d);
         }
-        sqlite3_finalize(s);
-    }
+    free(devs);
     long long n = 0;
     double mean = 0;
     /* temp: gpu_facts runs on gpu_job's connection, which only reads the scratch file */

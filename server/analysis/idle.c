@@ -25,7 +25,7 @@
  * A CPU-only trace (no GPU activity) has no gaps: every instant of every thread is labelled
  * instead (one thread at a time; suspects.c takes each category's largest thread).
  *
- * Memory: the gaps live in scratch (two cursors per thread), the walk holds the thread's open
+ * Memory: the gaps live in wscratch (two cursors per thread), the walk holds the thread's open
  * ranges and its open gaps; the sums are one row per distinct (label, name); while the gaps
  * are found, the last kernel-wait launch of each thread (24 bytes a thread). */
 #include <math.h>
@@ -98,8 +98,7 @@ static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, i
 typedef struct kw_last { double lts; long long corr; int seen; } kw_last;
 typedef struct gap_sink {
     sqlite3_stmt *ins, *launch;
-    int runs;                /* 0: rows */
-    run_writer gw, kw;       /* the device's stream; the threads' kernel-wait runs */
+    run_writer gw, kw;       /* the device's stream; the threads' kernel-wait runs (idle_state.stream) */
     kw_last *last;           /* per thread (a->t->ntracks) */
     int ordered;             /* every thread's kernel-wait gaps so far in launch order */
 } gap_sink;
@@ -119,7 +118,7 @@ static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int h
     int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
     a->idle->by_class[cls] += g1 - g0;
     if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
-    if (!k->runs) return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+    if (!a->idle->stream) return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
     gap_rec g = {g0, g1, cls};
     int rc = run_add(&k->gw, 0, &g);
     if (!rc && cls == GAP_HOST_WAIT) rc = insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
@@ -216,22 +215,6 @@ static int kw_rows_from_runs(A *a, sqlite3_stmt *ins, long long dev) {
     return rc;
 }
 
-/* The devices with GPU activity (dev of cls 2 rows), in order. */
-static int gpu_dev_list(A *a, long long **devs, size_t *n) {
-    sqlite3_stmt *q = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
-    size_t cap = 0;
-    int rc = q ? 0 : ERR_DB, st;
-    *devs = NULL;
-    *n = 0;
-    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
-        if (VEC_RESERVE(*devs, cap, *n + 1, 4)) rc = ERR_NOMEM;
-        else (*devs)[(*n)++] = sqlite3_column_int64(q, 0);
-    }
-    if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
-    sqlite3_finalize(q);
-    return rc;
-}
-
 int an_idle_gaps(A *a) {
     idle_state *s = a->idle;
     s->devices = json_object();
@@ -240,14 +223,13 @@ int an_idle_gaps(A *a) {
     gap_sink k;
     memset(&k, 0, sizeof k);
     k.ordered = 1;
-    int rc = !s->devices ? ERR_NOMEM : gpu_dev_list(a, &devs, &ndevs);
+    int rc = !s->devices ? ERR_NOMEM : an_gpu_devs(a, &devs, &ndevs);
     sqlite3_stmt *q = !rc ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
     k.ins = q ? an_prep(a, GAP_INS) : NULL;
     k.launch = k.ins ? an_prep(a, LAUNCH_SQL) : NULL;
     if (!rc && !k.launch) rc = ERR_DB;
     s->stream = ndevs == 1;
     if (!rc && s->stream) {
-        k.runs = 1;
         if (!(k.last = calloc(a->t->ntracks ? a->t->ntracks : 1, sizeof *k.last))) rc = ERR_NOMEM;
         if (!rc) rc = run_writer_open(a, &k.gw, RUN_GSTREAM, sizeof(gap_rec), 1);
         if (!rc) rc = run_writer_open(a, &k.kw, RUN_KWAIT, sizeof(kw_rec), a->t->ntracks);

@@ -38,11 +38,14 @@ static const char *const get_sql[RUN_NTABLES] = {
     "SELECT data FROM wscratch.kwruns WHERE id >= ?1 AND id < ?2 ORDER BY id",
 };
 
+/* Records of size bytes a block: 0 for a size no block holds. */
+static int block_records(size_t size) { return size && size <= RUN_BLOCK_BYTES ? (int)(RUN_BLOCK_BYTES / size) : 0; }
+
 int run_writer_open(A *a, run_writer *w, int table, size_t size, size_t nkeys) {
     memset(w, 0, sizeof *w);
     w->a = a;
     w->size = size;
-    w->per = size && size <= RUN_BLOCK_BYTES ? (int)(RUN_BLOCK_BYTES / size) : 0;
+    w->per = block_records(size);
     w->nkeys = nkeys;
     if (!w->per || nkeys > RUN_KEYS_MAX) return ERR_INTERNAL;
     if (!(w->buf = calloc(nkeys ? nkeys : 1, sizeof *w->buf))) return ERR_NOMEM;
@@ -87,7 +90,7 @@ int run_open(A *a, run_reader *r, int table, size_t size) {
     memset(r, 0, sizeof *r);
     r->a = a;
     r->size = size;
-    r->per = size && size <= RUN_BLOCK_BYTES ? (int)(RUN_BLOCK_BYTES / size) : 0;
+    r->per = block_records(size);
     if (!r->per) return ERR_INTERNAL;
     if (!(r->blk = malloc((size_t)r->per * size))) return ERR_NOMEM;
     return (r->q = an_prep(a, get_sql[table])) ? 0 : ERR_DB;

@@ -174,7 +174,7 @@ static int device_spans(A *a, step *sp, size_t *kept) {
      * JOIN keeps that order (SQLite chose to scan every GPU row per step), and r.ts <= ?2
      * (implied by r.te <= ?2, dur >= 0) bounds the index range. Why g.ts + g.dur, not g.te
      * (equal: trace.h): ev_corr holds ts and dur, not te, and ev_rt_ts holds corr, so neither
-     * side reads a row of ev (a random read each: 36 -> 20 ms for 63,000 launches). */
+     * side reads a row of ev (a random read each: 36 -> 24 ms for 63,000 launches). */
     sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.ts + g.dur), COUNT(g.corr) FROM scratch.ev r CROSS JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
                                  " WHERE r.cls = 1 AND r.ts >= ?1 AND r.ts <= ?2 AND r.te <= ?2");
     long long *launched = calloc(a->nsteps + 1, sizeof *launched);
