@@ -65,9 +65,22 @@ export async function launch() {
 export async function openPage(context) {
   const page = await context.newPage();
   const problems = [];
+  // Leaving a page aborts what it still fetches (the session page's trend chart loads last):
+  // a request in flight when the page starts navigating elsewhere (page.goto, a link) may end
+  // in ERR_ABORTED without anything being wrong. Every other failed request is a problem.
+  const inflight = new Set(), leaving = new WeakSet();
+  page.on('request', (r) => {
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) for (const x of inflight) leaving.add(x);
+    inflight.add(r);
+  });
+  page.on('requestfinished', (r) => inflight.delete(r));
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`));
+  page.on('requestfailed', (r) => {
+    inflight.delete(r);
+    if (leaving.has(r) && r.failure()?.errorText === 'net::ERR_ABORTED') return;
+    problems.push(`request failed: ${r.method()} ${r.url()} ${r.failure()?.errorText}`);
+  });
   page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.request().method()} ${r.url()}`); });
   page.on('dialog', (d) => d.accept()); // tests that need another answer register their own first
   return { page, problems };
