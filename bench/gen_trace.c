@@ -1,7 +1,7 @@
 /* gen_trace.c: writes a synthetic, deterministic PyTorch-profiler (Kineto) trace for the benchmarks.
  *
  *   cc -O2 -o bench/out/gen_trace bench/gen_trace.c
- *   gen_trace [--shape llm|flat|cpu|threads|names] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]
+ *   gen_trace [--shape llm|flat|cpu|threads|names] [--threads N] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]
  *
  *   --shape S   what kind of run the trace is of (default llm; all below, issue 24):
  *               llm      the decoder-only LLM described below
@@ -10,6 +10,7 @@
  *               cpu      the LLM's CPU side alone: nested cpu_ops and [memory], no runtime
  *                        calls, no GPU events, no deviceProperties
  *               threads  flat, the ops spread over 384 tids of one process (a thread pool)
+ *   --threads N the threads shape's tids (default 384; the server's --max-tracks is 10,000)
  *               names    flat, each kernel's name one of 100,000 distinct templated names
  *                        (all of them once the trace has 100,000 kernels: -s 150M)
  *   -n N        stop after about N events (default 1000000, ~300 MB); stops at the next layer
@@ -445,7 +446,7 @@ static void flush_step(void) {
     nev = 0;
 }
 
-#define NTHREADS 384
+static int nthreads = 384; /* --threads */
 #define THREAD0 3000
 #define NNAMES 100000
 
@@ -478,7 +479,7 @@ static const char *templated_name(unsigned i) {
 /* One op of a flat shape: the cpu_op, its launch, its kernel. */
 static void flat_one(unsigned long long op) {
     const flat_op *f = &flat_ops[rnd() % (sizeof flat_ops / sizeof flat_ops[0])];
-    cur_tid = shape == SH_THREADS ? THREAD0 + (int)(op % NTHREADS) : 0;
+    cur_tid = shape == SH_THREADS ? THREAD0 + (int)(op % (unsigned long long)nthreads) : 0;
     /* every name once in the first NNAMES kernels (7919 is prime to NNAMES), then again */
     kernel_name = shape == SH_NAMES ? templated_name((unsigned)(op * 7919 % NNAMES)) : NULL;
     size_t o = op_open(K_CPU_OP, f->op, f->shape);
@@ -498,7 +499,7 @@ static void write_meta(void) {
     sep(); emit(fmt, "thread_name", t, CPU_PID, CPU_TID, "name", "\"thread 2841 (python3)\"");
     sep(); emit(fmt, "thread_sort_index", t, CPU_PID, CPU_TID, "sort_index", "2841");
     if (shape == SH_THREADS)
-        for (int i = 0; i < NTHREADS; i++) {
+        for (int i = 0; i < nthreads; i++) {
             char v[64];
             snprintf(v, sizeof v, "\"pool worker %d\"", i);
             sep(); emit(fmt, "thread_name", t, CPU_PID, THREAD0 + i, "name", v);
@@ -576,6 +577,10 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seed") && i + 1 < argc) seed = parse_size(argv[++i]);
         else if (!strcmp(a, "-o") && i + 1 < argc) path = argv[++i];
         else if (!strcmp(a, "-z")) gz = 1;
+        else if (!strcmp(a, "--threads") && i + 1 < argc) {
+            nthreads = atoi(argv[++i]);
+            if (nthreads < 1) { fprintf(stderr, "gen_trace: --threads wants a count of at least 1\n"); return 2; }
+        }
         else if (!strcmp(a, "--shape") && i + 1 < argc) {
             static const char *const shape_names[] = {"llm", "flat", "cpu", "threads", "names"};
             const char *v = argv[++i];
@@ -584,7 +589,7 @@ int main(int argc, char **argv) {
                 if (!strcmp(v, shape_names[k])) shape = (enum shape)k, found = 1;
             if (!found) { fprintf(stderr, "gen_trace: unknown shape '%s' (llm, flat, cpu, threads, names)\n", v); return 2; }
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fprintf(stdout, "usage: gen_trace [--shape llm|flat|cpu|threads|names] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]\n");
+            fprintf(stdout, "usage: gen_trace [--shape llm|flat|cpu|threads|names] [--threads N] [-n EVENTS] [-s BYTES[K|M|G]] [--seed N] [-z] [-o FILE]\n");
             return 0;
         } else { fprintf(stderr, "gen_trace: unknown argument '%s' (--help)\n", a); return 2; }
     }
