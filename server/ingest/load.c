@@ -46,13 +46,13 @@ struct loader {
     ingest_sink sink;
     load_opts opts;
     sqlite3_stmt *ins_ev, *ins_chunk, *ins_hblk;
-    chunk_builder *chunks; /* per track: events not yet written */
+    chunk_builder **chunks; /* per track: events not yet written; NULL until its first event (builder_of) */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
     buf minbuf;            /* store_event: the event's text without whitespace */
     double *chunk_min, *chunk_max;
     size_t capchunks, caphblk, capchunk_min, capchunk_max; /* capacities (vec.h); ntracks in use */
     long long next_chunk;
-    size_t pending;     /* JSON bytes in the tracks' chunk builders + bytes of their hrecs (budget) */
+    size_t pending;     /* heap bytes the tracks' chunk builders and host blocks hold (track_mem; budget) */
     intern *track_keys; /* "pid\x1ftid" -> track index */
     intern *count_keys; /* counts keys (count_key) -> index into counts */
     long long *counts;
@@ -203,12 +203,39 @@ static int write_chunk(loader *l, long tr, chunk_builder *b, double mn, double m
     return rc;
 }
 
+/* What track tr holds in memory until it is written: its chunk builder's and host block's
+ * buffers, by capacity, not contents. Why capacity: the builder's 14 columns besides the
+ * JSON and the doubling of each made the heap ~1.7x the JSON bytes the budget once counted
+ * (two uploads of 9,000 threads at once: 119 MB of server RSS under a 16 MB budget). The
+ * builder's own 392 bytes are not counted: what a track costs whatever it holds is bounded
+ * by --max-tracks, not by this budget. Whoever changes a track adds the difference to
+ * l->pending (chunk_event, add_hrec, hold_budget). */
+static size_t track_mem(const loader *l, long tr) {
+    const chunk_builder *b = l->chunks[tr];
+    return (b ? chunk_builder_mem(b) : 0) + l->hblk[tr].cap;
+}
+
+/* Track tr's chunk builder, made on its first event; NULL: out of memory. Why one pointer a
+ * track, not the builder itself: a builder is 392 bytes, and the array grows by doubling
+ * (6.4 MB for 9,000 threads: room for 16,384), whether or not the track holds anything. */
+static chunk_builder *builder_of(loader *l, long tr) {
+    if (!l->chunks[tr]) l->chunks[tr] = calloc(1, sizeof **l->chunks);
+    return l->chunks[tr];
+}
+
+static void builder_drop(loader *l, size_t tr) {
+    if (!l->chunks[tr]) return;
+    chunk_builder_free(l->chunks[tr]);
+    free(l->chunks[tr]);
+    l->chunks[tr] = NULL;
+}
+
 static int flush_chunk(loader *l, long tr) {
-    if (l->chunks[tr].n == 0) return 0;
-    l->pending -= chunk_builder_bytes(&l->chunks[tr]);
+    chunk_builder *b = l->chunks[tr];
+    if (!b || b->n == 0) return 0;
     double mn = isfinite(l->chunk_min[tr]) ? l->chunk_min[tr] : 0;
     double mx = isfinite(l->chunk_max[tr]) ? l->chunk_max[tr] : 0;
-    int rc = write_chunk(l, tr, &l->chunks[tr], mn, mx);
+    int rc = write_chunk(l, tr, b, mn, mx);
     l->chunk_min[tr] = INFINITY;
     l->chunk_max[tr] = -INFINITY;
     return rc;
@@ -220,7 +247,6 @@ static int flush_synth(loader *l) { return l->synth.n ? write_chunk(l, SYNTH_TRA
 static int flush_hblk(loader *l, long tr) {
     buf *b = &l->hblk[tr];
     if (!b->len) return 0;
-    l->pending -= b->len;
     sqlite3_stmt *s = l->ins_hblk;
     sqlite3_bind_int64(s, 1, tr);
     sqlite3_bind_int64(s, 2, (long long)(b->len / sizeof(hrec)));
@@ -233,18 +259,22 @@ static int flush_hblk(loader *l, long tr) {
 
 static int add_hrec(loader *l, long tr, const hrec *h) {
     buf *b = &l->hblk[tr];
+    size_t before = b->cap;
     if (buf_put(b, h, sizeof *h)) return ERR_NOMEM;
-    l->pending += sizeof *h;
-    return b->len >= HBLK_RECS * sizeof *h ? flush_hblk(l, tr) : 0;
+    l->pending += b->cap - before;
+    return b->len >= HBLK_RECS * sizeof *h ? flush_hblk(l, tr) : 0; /* (keeps the capacity) */
 }
 
-/* What the uploads in flight share (issue 24): LOAD_PENDING_MAX of unwritten chunks and
- * hrecs and LOAD_SCRATCH_CACHE_KIB of scratch page cache are each upload's when it is
- * alone, and split evenly when several stream or analyse at once. Why: each upload held
- * both whole, so two uploads of a 100 MB many-thread trace peaked at 153 MB of server RSS
- * where one took 80 MB (bench/README.md). A loader applies its share on its own thread
- * (set_share): on the loader thread while the body streams, then at loader_commit. */
-#define LOAD_PENDING_MAX (16u << 20)
+/* What the uploads in flight share (issue 24): LOAD_PENDING_MAX of heap for unwritten
+ * chunks and hrecs (track_mem) and LOAD_SCRATCH_CACHE_KIB of scratch page cache are each
+ * upload's when it is alone, and split evenly when several stream or analyse at once. Why:
+ * each upload held both whole, so two uploads of a 100 MB many-thread trace peaked at
+ * 153 MB of server RSS where one took 80 MB (bench/README.md). A loader applies its share on
+ * its own thread (set_share): on the loader thread while the body streams, then at
+ * loader_commit. Why 24 MiB of capacity: about what 16 MiB of JSON bytes, the old measure,
+ * held in fact; at 16 MiB of capacity the tracks wrote chunks half as big, and a
+ * 9,000-thread upload took 10 % more instructions (callgrind) for 8 MB less RSS. */
+#define LOAD_PENDING_MAX (24u << 20)
 /* The page cache budget of an upload's scratch files, wscratch's part of it: the sizes in
  * analysis/scratch.sql (scratch 15,360 KiB, wscratch 1,024). Why wscratch's is small and
  * taken from the budget: no other connection reads that file, so a spill costs it only
@@ -266,26 +296,34 @@ static int set_share(loader *l) {
     return exec(l->t.db, sql);
 }
 
-/* Keeps what the tracks hold unwritten under pending_max: while it is over, the track
- * holding the most writes its chunk and hrecs early and gives their memory back. Why: each
- * track fills its own chunk (up to CHUNK_BYTES) and hrec block, so a trace of hundreds of
- * threads held most of itself here until the commit (233 MB of RSS for a 100 MB trace of
- * 384 threads, issue 24). A trace of up to 32 tracks never reaches the budget, so its
+/* Keeps what the tracks hold under pending_max: once it is over, the tracks holding the most
+ * write their chunks and host blocks early and give their memory back, until a quarter of
+ * the budget is free. Why: each track fills its own chunk (up to CHUNK_BYTES) and hrec
+ * block, so a trace of hundreds of threads held most of itself here until the commit
+ * (233 MB of RSS for a 100 MB trace of 384 threads, issue 24). Why the most, chosen by a
+ * histogram of their sizes in one pass: writing one track at a time scanned every track for
+ * each write, and with 9,000 threads those scans were most of the loader thread (the parser
+ * waited 420 ms for it on 100 MB). A trace of a few tracks never reaches the budget, so its
  * chunks, and the download's event order (chunks by seq), are what they were. */
 static int hold_budget(loader *l) {
     if (set_share(l)) return ERR_DB;
-    while (l->pending > l->pending_max) {
-        size_t best = 0, most = 0;
-        for (size_t i = 0; i < l->t.ntracks; i++) {
-            size_t held = chunk_builder_bytes(&l->chunks[i]) + l->hblk[i].len;
-            if (held > most) most = held, best = i;
-        }
-        if (!most) break;
-        int rc = flush_chunk(l, (long)best);
-        if (!rc) rc = flush_hblk(l, (long)best);
+    if (l->pending <= l->pending_max) return 0;
+    size_t want = l->pending - l->pending_max / 4 * 3, got = 0, sum[65] = {0};
+    for (size_t i = 0; i < l->t.ntracks; i++) {
+        size_t m = track_mem(l, (long)i);
+        sum[m ? 64 - __builtin_clzll(m) : 0] += m; /* by bit length: within 2x of each other */
+    }
+    int cut = 64; /* the tracks whose bit length is above cut are written */
+    while (cut > 0 && got < want) got += sum[cut--];
+    for (size_t i = 0; i < l->t.ntracks; i++) {
+        size_t m = track_mem(l, (long)i);
+        if (!m || 64 - __builtin_clzll(m) <= cut) continue;
+        int rc = flush_chunk(l, (long)i);
+        if (!rc) rc = flush_hblk(l, (long)i);
         if (rc) return rc;
-        chunk_builder_free(&l->chunks[best]);
-        buf_free(&l->hblk[best]);
+        builder_drop(l, i);
+        buf_free(&l->hblk[i]);
+        l->pending -= m;
     }
     return 0;
 }
@@ -490,13 +528,14 @@ static int chunk_event(loader *l, const ingest_event *e, int cls, long kind_id, 
     }
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)jlen,
                    (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
-    size_t held = chunk_builder_bytes(&l->chunks[tr]);
-    if (chunk_add(&l->chunks[tr], &r, json)) return w_fail(l, ERR_NOMEM, "out of memory");
-    l->pending += chunk_builder_bytes(&l->chunks[tr]) - held;
+    size_t before = track_mem(l, tr);
+    chunk_builder *b = builder_of(l, tr);
+    if (!b || chunk_add(b, &r, json)) return w_fail(l, ERR_NOMEM, "out of memory");
     if (ts < l->chunk_min[tr]) l->chunk_min[tr] = ts;
     if (ts + dur > l->chunk_max[tr]) l->chunk_max[tr] = ts + dur;
     int rc = 0;
-    if (l->chunks[tr].n >= CHUNK_EVENTS || chunk_builder_bytes(&l->chunks[tr]) >= CHUNK_BYTES) rc = flush_chunk(l, tr);
+    if (b->n >= CHUNK_EVENTS || chunk_builder_bytes(b) >= CHUNK_BYTES) rc = flush_chunk(l, tr);
+    l->pending = l->pending + track_mem(l, tr) - before; /* a flush may have freed its laid-out copy */
     if (!rc) rc = hold_budget(l);
     return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "could not compress an event chunk") : 0;
 }
@@ -756,7 +795,7 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
      * what they held (their capacity) would stay through the analysis. */
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) {
         rc = flush_chunk(l, (long)i);
-        chunk_builder_free(&l->chunks[i]);
+        builder_drop(l, i);
     }
     for (size_t i = 0; i < l->t.ntracks && !rc; i++) {
         if ((rc = flush_hblk(l, (long)i))) set_err(l, rc, sqlite3_errmsg(l->t.db));
@@ -822,7 +861,7 @@ void loader_free(loader *l) {
     for (size_t i = 0; i < l->t.ntracks; i++) {
         free(l->t.tracks[i].pid);
         free(l->t.tracks[i].tid);
-        chunk_builder_free(&l->chunks[i]);
+        builder_drop(l, i);
         buf_free(&l->hblk[i]);
     }
     free(l->t.tracks);

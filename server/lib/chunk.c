@@ -265,6 +265,12 @@ int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json) {
 
 size_t chunk_builder_bytes(const chunk_builder *b) { return b->col[CB_JSON].len; }
 
+size_t chunk_builder_mem(const chunk_builder *b) {
+    size_t m = b->raw.cap;
+    for (int i = 0; i < CB_NCOLS; i++) m += b->col[i].cap;
+    return m;
+}
+
 int chunk_finish(chunk_builder *b, void *cctx, buf *z) {
     buf_reset(z);
     buf *raw = &b->raw;

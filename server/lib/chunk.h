@@ -91,6 +91,8 @@ typedef struct chunk_builder {
 int chunk_add(chunk_builder *b, const chunk_rec *r, const char *json);
 /* JSON bytes held, for the CHUNK_BYTES limit. */
 size_t chunk_builder_bytes(const chunk_builder *b);
+/* Heap bytes the builder holds: every column's capacity (what a memory budget counts). */
+size_t chunk_builder_mem(const chunk_builder *b);
 /* Compresses the chunk into z (reset first) and empties the builder (n, drawn and gpu
  * too: read them first; the columns keep their capacity, the laid-out copy does not).
  * cctx is a ZSTD_CCtx

@@ -114,6 +114,31 @@ static void test_v2_round_trip_is_exact(void **state) {
     buf_free(&plain);
 }
 
+/* What the loader's memory budget counts (load.c's track_mem): every buffer's capacity, the
+ * columns besides the JSON too, which the budget once left out (issue 24: two 9,000-thread
+ * uploads held 119 MB under a 16 MB budget of JSON bytes). */
+static void test_builder_mem_counts_every_buffer(void **state) {
+    (void)state;
+    chunk_builder b = {0};
+    assert_int_equal(chunk_builder_mem(&b), 0);
+    add_all(&b);
+    size_t caps = b.raw.cap;
+    for (int i = 0; i < CB_NCOLS; i++) caps += b.col[i].cap;
+    assert_int_equal(chunk_builder_mem(&b), caps);
+    assert_true(chunk_builder_mem(&b) > b.col[CB_JSON].cap);   /* the other columns count */
+    assert_true(chunk_builder_mem(&b) >= chunk_builder_bytes(&b)); /* capacity, not contents */
+    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    buf z = {0};
+    assert_int_equal(chunk_finish(&b, cctx, &z), 0);
+    assert_int_equal(chunk_builder_bytes(&b), 0);
+    assert_int_equal(b.raw.cap, 0); /* the laid-out copy is freed, the columns kept for the next chunk */
+    assert_int_equal(chunk_builder_mem(&b), caps);
+    chunk_builder_free(&b);
+    assert_int_equal(chunk_builder_mem(&b), 0);
+    ZSTD_freeCCtx(cctx);
+    buf_free(&z);
+}
+
 static void test_canonical_numbers_leave_the_json(void **state) {
     (void)state;
     chunk_builder b = {0};
@@ -224,6 +249,7 @@ static void test_corrupt_chunks_fail_cleanly(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v2_round_trip_is_exact),
+        cmocka_unit_test(test_builder_mem_counts_every_buffer),
         cmocka_unit_test(test_canonical_numbers_leave_the_json),
         cmocka_unit_test(test_cuts_stop_at_the_last_position),
         cmocka_unit_test(test_v1_chunks_still_read),
