@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,7 +228,19 @@ static int load_tokens(app *a) {
 static int pause_uploads(void *ctx) { return import_pause(ctx); }
 static void resume_uploads(void *ctx) { import_resume(ctx); }
 
+/* Why two malloc arenas: glibc gives each thread that allocates under contention an arena
+ * of its own, up to 8 a core, and memory freed in one arena serves only its own threads.
+ * An upload runs a request thread, a loader and up to three analysis jobs, each filling
+ * and freeing buffers, so two uploads at once spread their heaps over ten arenas: two
+ * 9,000-thread uploads peaked at 108 MB of RSS for 73 MB of heap (massif), 91 MB with two
+ * arenas, single uploads and cached reads no slower (issue 24). MALLOC_ARENA_MAX, when
+ * set, is glibc's and wins. */
+static void limit_arenas(void) {
+    if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
+}
+
 int main(int argc, char **argv) {
+    limit_arenas();
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
                       .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096,
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .max_connections_per_ip = 64, .quiet = 0,
