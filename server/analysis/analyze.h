@@ -27,6 +27,9 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);
 /* Tests: a thread with more than n late host events (trace.h: host_late) is walked sorted
  * by SQLite, not merged in memory; n < 0 restores the default (65,536). */
 void analyze_set_late_max(long n);
+/* Tests: more than n launch delays (gpu.c) are sorted by SQLite in a temp table, not in
+ * memory; n < 0 restores the default (262,144). */
+void analyze_set_delays_max(long n);
 void analysis_free(analysis *a);
 
 #endif

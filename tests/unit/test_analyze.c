@@ -171,6 +171,76 @@ static void test_ingest_correlation_attributes_cuda_time(void **state) {
     json_decref(g);
 }
 
+/* n launches: launch i's runtime call at 100 i, its kernel delays[i] later; then the runtime
+ * calls of one more correlation id, `calls` of them, and its kernel 4 us after the first. */
+static char *launch_trace(const double *delays, int n, int calls) {
+    size_t cap = 256 + (size_t)(n + calls + 1) * 400, o = 0;
+    char *t = malloc(cap);
+    o += (size_t)snprintf(t + o, cap - o, "{\"traceEvents\":[" X("P", "cpu_op", 1, 0, 1000000, ""));
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(t + o, cap - o,
+                              ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}}"
+                              ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,\"device\":0,\"stream\":7}}",
+                              100 * i, i + 1, 100 * i + delays[i], i + 1);
+    for (int c = 0; c < calls; c++)
+        o += (size_t)snprintf(t + o, cap - o,
+                              ",{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"cuLaunchKernel\",\"pid\":1,\"tid\":2,\"ts\":%d,\"dur\":1,\"args\":{\"correlation\":9999}}",
+                              200000 + c);
+    if (calls)
+        o += (size_t)snprintf(t + o, cap - o, ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":200004,\"dur\":1,\"args\":{\"correlation\":9999,\"device\":0,\"stream\":7}}");
+    snprintf(t + o, cap - o, "]}");
+    return t;
+}
+
+static json_t *launch_of(const char *trace) {
+    long long id;
+    assert_int_equal(import(trace, &id), 0);
+    db_conn *dbc = store_get(st);
+    json_t *g = NULL;
+    assert_int_equal(query_gpu(dbc, id, &g), 0);
+    store_put(st, dbc);
+    json_t *l = json_incref(json_object_get(g, "launch"));
+    json_decref(g);
+    return l;
+}
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Launch delays: counted, averaged and ranked in memory (gpu.c's delays_mem) as SQLite's
+ * temp table ranks them (delays_sql), to the same doubles; a correlation id with more runtime
+ * calls than delays_mem holds goes to SQLite, and so does a trace over analyze_set_delays_max. */
+static void test_launch_delays_in_memory_as_in_sqlite(void **state) {
+    (void)state;
+    enum { N = 101 };
+    double d[N], sorted[N + 17];
+    double sum = 0;
+    for (int i = 0; i < N; i++) d[i] = 0.125 + (double)((i * 37) % N) / 4, sum += d[i]; /* 101 distinct, unsorted */
+    for (int calls = 0; calls <= 17; calls += 17) {
+        char *t = launch_trace(d, N, calls);
+        json_t *mem = launch_of(t);
+        analyze_set_delays_max(0);
+        json_t *sql = launch_of(t);
+        analyze_set_delays_max(-1);
+        free(t);
+        assert_true(json_equal(mem, sql));
+        /* the numbers themselves: the 17 calls at 200000 + c add delays 4 - c */
+        int n = N;
+        double s = sum;
+        memcpy(sorted, d, sizeof d);
+        for (int c = 0; c < calls; c++) sorted[n++] = 4.0 - c, s += 4.0 - c;
+        qsort(sorted, (size_t)n, sizeof *sorted, cmp_double);
+        assert_int_equal(json_integer_value(json_object_get(mem, "count")), n);
+        assert_true(fabs(json_number_value(json_object_get(mem, "delay_mean_us")) - s / n) < 1e-9);
+        assert_true(json_number_value(json_object_get(mem, "delay_p50_us")) == sorted[(int)ceil(0.5 * n) - 1]);
+        assert_true(json_number_value(json_object_get(mem, "delay_p99_us")) == sorted[(int)ceil(0.99 * n) - 1]);
+        json_decref(mem);
+        json_decref(sql);
+    }
+}
+
 static void test_ingest_memory_self_and_total(void **state) {
     (void)state;
     long long id;
@@ -724,6 +794,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_cpu_only_priority_across_threads),
         cmocka_unit_test(test_analyze_kernel_waits_out_of_launch_order),
         cmocka_unit_test(test_commit_leaves_foreign_keys_on),
+        cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
