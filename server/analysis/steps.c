@@ -134,17 +134,88 @@ static int open_streams(A *a, role_stream *rs) {
     return 0;
 }
 
-/* Splits the disjoint spans sp[0..n) (start order) into roles: acc[i][role] += us. One sweep
- * over every role's union: between two boundaries the owner is the first role inside. */
-static void sweep(role_stream *rs, const step *sp, size_t n, double (*acc)[R_N]) {
+/* A list of disjoint spans in start order that the sweep splits into roles: the steps (an
+ * array; acc[i][role] += us of span i), or a CPU phase's instances as SQL gives them by
+ * start, merged where they touch (inst; total[role]: the spans' sums added in span order). */
+typedef struct slist {
+    const step *sp;          /* array form: sp[0..n), acc */
+    size_t n, i;
+    double (*acc)[R_N];
+    sqlite3_stmt *inst;      /* stream form */
+    int ahead;               /* a look-ahead row (as, ae) was read */
+    double as, ae;
+    double total[R_N];
+    int on;                  /* the current span [ts, te) is valid */
+    double ts, te, t;        /* t: where the split of the current span is */
+    double cur[R_N];         /* the current span's split so far */
+} slist;
+
+/* The next span of l into (ts, te); on = 0 after the last. */
+static void sl_span(slist *l) {
+    memset(l->cur, 0, sizeof l->cur);
+    if (!l->inst) {
+        l->on = l->i < l->n;
+        if (l->on) l->ts = l->sp[l->i].ts, l->te = l->sp[l->i].te;
+        return;
+    }
+    l->on = l->ahead;
+    if (!l->on) return;
+    l->ts = l->as;
+    l->te = l->ae;
+    while ((l->ahead = sqlite3_step(l->inst) == SQLITE_ROW)) {
+        l->as = sqlite3_column_double(l->inst, 0);
+        l->ae = sqlite3_column_double(l->inst, 1);
+        if (l->as > l->te) break;
+        if (l->ae > l->te) l->te = l->ae;
+    }
+}
+
+static void sl_start(slist *l) {
+    l->i = 0;
+    memset(l->total, 0, sizeof l->total);
+    if (l->inst && (l->ahead = sqlite3_step(l->inst) == SQLITE_ROW)) {
+        l->as = sqlite3_column_double(l->inst, 0);
+        l->ae = sqlite3_column_double(l->inst, 1);
+    }
+    sl_span(l);
+    l->t = l->on ? l->ts : 0;
+}
+
+/* The current span is split: its sums go to acc or total, and the next one comes. */
+static void sl_done(slist *l) {
+    for (int r = 0; r < R_N; r++) {
+        if (l->inst) l->total[r] += l->cur[r];
+        else l->acc[l->i][r] = l->cur[r];
+    }
+    l->i++;
+    sl_span(l);
+}
+
+/* Splits the spans of the k lists into roles: between two boundaries the owner is the
+ * first role inside. One pass over every role's union for all the lists: a pass per list
+ * read every GPU row and runtime call again for each of the 8 phases (36 of the steps job's
+ * ~66 ms on the LLM shape). Why each list comes out as if swept alone: the list whose split
+ * is furthest behind goes next, so the roles are read at times that never go back, and a
+ * list's pieces are cut at its own boundaries and the roles' only, summed in the same order
+ * (the doubles are the same). */
+static void sweep(role_stream *rs, slist *L, int k) {
     for (int r = 0; r <= R_CPU; r++) rs_start(&rs[r]);
-    size_t i = 0;
-    double t = n ? sp[0].ts : 0;
-    while (i < n) {
-        if (t < sp[i].ts) t = sp[i].ts;
-        if (t >= sp[i].te) { i++; continue; }
+    for (int j = 0; j < k; j++) sl_start(&L[j]);
+    for (;;) {
+        slist *l = NULL;
+        for (int j = 0; j < k; j++) {
+            if (!L[j].on) continue;
+            if (L[j].t < L[j].ts) L[j].t = L[j].ts;
+            if (!l || L[j].t < l->t) l = &L[j];
+        }
+        if (!l) break;
+        double t = l->t;
+        if (t >= l->te) {
+            sl_done(l);
+            continue;
+        }
         int owner = R_OTHER;
-        double next = sp[i].te;
+        double next = l->te;
         for (int r = 0; r <= R_CPU; r++) {
             while (rs[r].on && rs[r].e <= t) rs_next(&rs[r]);
             if (!rs[r].on) continue;
@@ -155,8 +226,8 @@ static void sweep(role_stream *rs, const step *sp, size_t n, double (*acc)[R_N])
                 next = rs[r].s;                       /* the role enters here */
             }
         }
-        acc[i][owner] += next - t;
-        t = next;
+        l->cur[owner] += next - t;
+        l->t = next;
     }
 }
 
@@ -212,46 +283,15 @@ static int by_ts(const void *x, const void *y) {
     return p->ts < q->ts ? -1 : p->ts > q->ts;
 }
 
-/* One phase: the union of its instances as disjoint spans, split into roles. */
-static json_t *phase_breakdown(A *a, role_stream *rs, sqlite3_stmt *inst, const phase *p) {
-    step *u = NULL;
-    size_t n = 0, cap = 0;
-    sqlite3_bind_int64(inst, 1, p->name);
-    while (sqlite3_step(inst) == SQLITE_ROW) {
-        double s = sqlite3_column_double(inst, 0), e = sqlite3_column_double(inst, 1);
-        if (n && s <= u[n - 1].te) {
-            if (e > u[n - 1].te) u[n - 1].te = e;
-            continue;
-        }
-        if (VEC_RESERVE(u, cap, n + 1, 16)) break;
-        u[n++] = (step){s, e, e - s, -1};
-    }
-    sqlite3_reset(inst);
-    double acc[1][R_N] = {{0}}, (*per)[R_N] = calloc(n ? n : 1, sizeof *per);
-    json_t *o = NULL;
-    if (per) {
-        sweep(rs, u, n, per);
-        for (size_t i = 0; i < n; i++)
-            for (int r = 0; r < R_N; r++) acc[0][r] += per[i][r];
-        o = roles_json(acc[0]);
-        json_object_set_new(o, "name", json_string(an_str(a, p->name)));
-        json_object_set_new(o, "count", json_integer((json_int_t)p->count));
-        json_object_set_new(o, "dur_us", json_real(p->total));
-    }
-    free(per);
-    free(u);
-    return o;
-}
+static int sweep_apart;
+void analyze_set_sweep_apart(int on) { sweep_apart = on; }
 
-/* The CPU phases (steps aside), the PHASES_MAX longest by total time. */
+/* The CPU phases (steps aside), the PHASES_MAX longest by total time: each the union of its
+ * instances, read by start from its own statement (SQL keeps them; one pass splits them all). */
 #define PHASES_MAX 8
-static json_t *phases_doc(A *a, role_stream *rs) {
-    json_t *arr = json_array();
-    sqlite3_stmt *inst = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 0 AND kind = ?2 AND name = ?1 ORDER BY ts");
-    if (!inst) return arr;
-    sqlite3_bind_int64(inst, 2, a->ua_kind);
-    int used[PHASES_MAX];
-    for (int k = 0; k < PHASES_MAX; k++) {
+static int choose_phases(A *a, int *used) {
+    int k = 0;
+    for (; k < PHASES_MAX; k++) {
         int best = -1;
         for (size_t i = 0; i < a->nphases; i++) {
             const phase *p = &a->phases[i];
@@ -262,17 +302,25 @@ static json_t *phases_doc(A *a, role_stream *rs) {
         }
         if (best < 0) break;
         used[k] = best;
-        json_t *o = phase_breakdown(a, rs, inst, &a->phases[best]);
-        if (o) json_array_append_new(arr, o);
     }
-    sqlite3_finalize(inst);
-    return arr;
+    return k;
+}
+
+static json_t *phase_json(A *a, const slist *l, const phase *p) {
+    json_t *o = roles_json(l->total);
+    json_object_set_new(o, "name", json_string(an_str(a, p->name)));
+    json_object_set_new(o, "count", json_integer((json_int_t)p->count));
+    json_object_set_new(o, "dur_us", json_real(p->total));
+    return o;
 }
 
 int an_steps_doc(A *a, json_t **out) {
     *out = NULL;
     role_stream rs[R_CPU + 1];
     memset(rs, 0, sizeof rs);
+    slist L[1 + PHASES_MAX];
+    memset(L, 0, sizeof L);
+    int used[PHASES_MAX], nph = choose_phases(a, used);
     step *sp = a->nsteps ? malloc(a->nsteps * sizeof *sp) : NULL;
     double (*acc)[R_N] = a->nsteps ? calloc(a->nsteps, sizeof *acc) : NULL;
     int rc = a->nsteps && (!sp || !acc) ? ERR_NOMEM : 0;
@@ -284,10 +332,24 @@ int an_steps_doc(A *a, json_t **out) {
         rc = device_spans(a, sp, &n);
     }
     if (!rc) rc = open_streams(a, rs);
-    json_t *roles = json_array(), *steps = json_array(), *mean = NULL, *phases = NULL;
+    L[0].sp = sp;
+    L[0].n = n;
+    L[0].acc = acc;
+    for (int j = 0; j < nph && !rc; j++) {
+        sqlite3_stmt *q = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 0 AND kind = ?2 AND name = ?1 ORDER BY ts");
+        if (!q) rc = ERR_DB;
+        else {
+            sqlite3_bind_int64(q, 1, a->phases[used[j]].name);
+            sqlite3_bind_int64(q, 2, a->ua_kind);
+            L[1 + j].inst = q;
+        }
+    }
+    json_t *roles = json_array(), *steps = json_array(), *mean = NULL, *phases = json_array();
     for (int r = 0; r < R_N; r++) json_array_append_new(roles, json_string(role_names[r]));
     if (!rc) {
-        sweep(rs, sp, n, acc);
+        if (!sweep_apart) sweep(rs, L, 1 + nph);
+        else
+            for (int j = 0; j < 1 + nph; j++) sweep(rs, &L[j], 1); /* tests: one list a pass, as before */
         double sum[R_N] = {0};
         for (size_t i = 0; i < n; i++) {
             json_t *o = roles_json(acc[i]);
@@ -298,15 +360,17 @@ int an_steps_doc(A *a, json_t **out) {
             for (int r = 0; r < R_N; r++) sum[r] += acc[i][r] / (double)n;
         }
         mean = n ? roles_json(sum) : json_null();
-        phases = phases_doc(a, rs);
+        for (int j = 0; j < nph; j++) json_array_append_new(phases, phase_json(a, &L[1 + j], &a->phases[used[j]]));
         *out = json_pack("{s:o,s:o,s:o,s:o,s:I}", "roles", roles, "steps", steps, "mean", mean, "phases", phases, "dropped_steps",
                          (json_int_t)(a->nsteps - n));
         if (!*out) rc = ERR_NOMEM;
     } else {
         json_decref(roles);
         json_decref(steps);
+        json_decref(phases);
     }
     for (int r = 0; r <= R_CPU; r++) sqlite3_finalize(rs[r].q);
+    for (int j = 0; j < nph; j++) sqlite3_finalize(L[1 + j].inst);
     free(sp);
     free(acc);
     return rc;

@@ -241,6 +241,58 @@ static void test_launch_delays_in_memory_as_in_sqlite(void **state) {
     }
 }
 
+static json_t *steps_of(const char *trace) {
+    long long id;
+    assert_int_equal(import(trace, &id), 0);
+    db_conn *dbc = store_get(st);
+    json_t *r = NULL;
+    assert_int_equal(query_steps(dbc, id, &r), 0);
+    store_put(st, dbc);
+    return r;
+}
+
+#define UA(name, tid, ts, dur) X(name, "user_annotation", tid, ts, dur, "")
+#define RT(tid, ts, corr) X("cudaLaunchKernel", "cuda_runtime", tid, ts, 2, "\"correlation\":" #corr)
+#define KN(ts, dur, corr) \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr ",\"device\":0,\"stream\":7}}"
+/* The steps and the CPU phases split into roles in one pass over the roles, each list as if
+ * split in a pass of its own: phases that overlap each other and the steps, start before
+ * them, and end after; the lists' next boundaries interleave, so a pass that read a role at
+ * a time earlier than it had read before would miss a kernel. */
+static void test_steps_and_phases_in_one_pass(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" UA("prologue", 1, 0, 12) "," UA("ProfilerStep#1", 1, 10, 100) ","
+                    UA("A", 1, 15, 30) "," RT(1, 16, 1) "," UA("A", 1, 60, 55) "," RT(1, 61, 2) ","
+                    UA("ProfilerStep#2", 1, 110, 100) "," RT(1, 120, 3) "," RT(1, 130, 6) "," UA("A", 1, 150, 70) ","
+                    UA("B", 2, 5, 130) "," RT(2, 40, 4) "," UA("B", 2, 200, 40) "," RT(2, 205, 5) ","
+                    KN(20, 30, 1) "," KN(70, 45, 2) "," KN(125, 10, 3) "," KN(45, 10, 4) "," KN(208, 20, 5) "," KN(140, 5, 6) "]}";
+    json_t *one = steps_of(t);
+    analyze_set_sweep_apart(1);
+    json_t *apart = steps_of(t);
+    analyze_set_sweep_apart(0);
+    assert_int_equal(json_array_size(json_object_get(one, "steps")), 2);
+    assert_int_equal(json_array_size(json_object_get(one, "phases")), 3); /* A, B, prologue */
+    json_object_del(one, "session_id");
+    json_object_del(apart, "session_id");
+    char *a = json_dumps(one, JSON_SORT_KEYS), *b = json_dumps(apart, JSON_SORT_KEYS);
+    assert_string_equal(a, b);
+    /* B [5, 135) + [200, 240): the kernels inside it are [20, 55) and [70, 115), [125, 135),
+     * [208, 228): 35 + 45 + 10 + 20 us (not [140, 145)) */
+    json_t *ph;
+    size_t i;
+    double kb = -1;
+    json_array_foreach(json_object_get(one, "phases"), i, ph)
+        if (!strcmp(json_string_value(json_object_get(ph, "name")), "B")) kb = f(ph, "kernel_us");
+    assert_true(fabs(kb - 110) < 1e-9);
+    free(a);
+    free(b);
+    json_decref(one);
+    json_decref(apart);
+}
+#undef UA
+#undef RT
+#undef KN
+
 static void test_ingest_memory_self_and_total(void **state) {
     (void)state;
     long long id;
@@ -795,6 +847,7 @@ int main(void) {
         cmocka_unit_test(test_analyze_kernel_waits_out_of_launch_order),
         cmocka_unit_test(test_commit_leaves_foreign_keys_on),
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
+        cmocka_unit_test(test_steps_and_phases_in_one_pass),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
