@@ -192,14 +192,19 @@ static char *launch_trace(const double *delays, int n, int calls) {
     return t;
 }
 
-static json_t *launch_of(const char *trace) {
+/* The reply of query q (query_gpu, query_steps, ...) for trace, imported as a new session. */
+static json_t *reply_of(const char *trace, int (*q)(db_conn *, long long, json_t **)) {
     long long id;
     assert_int_equal(import(trace, &id), 0);
     db_conn *dbc = store_get(st);
-    json_t *g = NULL;
-    assert_int_equal(query_gpu(dbc, id, &g), 0);
+    json_t *r = NULL;
+    assert_int_equal(q(dbc, id, &r), 0);
     store_put(st, dbc);
-    json_t *l = json_incref(json_object_get(g, "launch"));
+    return r;
+}
+
+static json_t *launch_of(const char *trace) {
+    json_t *g = reply_of(trace, query_gpu), *l = json_incref(json_object_get(g, "launch"));
     json_decref(g);
     return l;
 }
@@ -241,16 +246,6 @@ static void test_launch_delays_in_memory_as_in_sqlite(void **state) {
     }
 }
 
-static json_t *steps_of(const char *trace) {
-    long long id;
-    assert_int_equal(import(trace, &id), 0);
-    db_conn *dbc = store_get(st);
-    json_t *r = NULL;
-    assert_int_equal(query_steps(dbc, id, &r), 0);
-    store_put(st, dbc);
-    return r;
-}
-
 #define UA(name, tid, ts, dur) X(name, "user_annotation", tid, ts, dur, "")
 #define RT(tid, ts, corr) X("cudaLaunchKernel", "cuda_runtime", tid, ts, 2, "\"correlation\":" #corr)
 #define KN(ts, dur, corr) \
@@ -266,9 +261,9 @@ static void test_steps_and_phases_in_one_pass(void **state) {
                     UA("ProfilerStep#2", 1, 110, 100) "," RT(1, 120, 3) "," RT(1, 130, 6) "," UA("A", 1, 150, 70) ","
                     UA("B", 2, 5, 130) "," RT(2, 40, 4) "," UA("B", 2, 200, 40) "," RT(2, 205, 5) ","
                     KN(20, 30, 1) "," KN(70, 45, 2) "," KN(125, 10, 3) "," KN(45, 10, 4) "," KN(208, 20, 5) "," KN(140, 5, 6) "]}";
-    json_t *one = steps_of(t);
+    json_t *one = reply_of(t, query_steps);
     analyze_set_sweep_apart(1);
-    json_t *apart = steps_of(t);
+    json_t *apart = reply_of(t, query_steps);
     analyze_set_sweep_apart(0);
     assert_int_equal(json_array_size(json_object_get(one, "steps")), 2);
     assert_int_equal(json_array_size(json_object_get(one, "phases")), 3); /* A, B, prologue */
