@@ -79,8 +79,9 @@ case_threads() {
 # 1. the threads shape near --max-tracks: 9,000 threads, 100 MB, two uploads at once (the
 #    default --max-uploads is 4). The loader's budget counted the JSON bytes of the tracks'
 #    chunk builders, not their columns and doubled capacity, and each thread's arena kept
-#    what it freed: 119 MB peak before, 88-90 MB after (load.c's track_mem, main.c's two
-#    arenas). Each alone: 95 MB before, ~80 after.
+#    what it freed: 119-124 MB peak before, 71-88 MB after here and 95 MB in one CI run
+#    (load.c's track_mem, main.c's two arenas; how the two uploads' peaks meet varies).
+#    Each alone: 95 MB before, ~78 after. The bound sits between.
 case_threads_cap() {
     cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" || { fail "threads_cap: cannot build bench/gen_trace.c"; return; }
     "$TMP/gen_trace" --shape threads --threads 9000 -s 100M -o "$TMP/threads9k.json" >/dev/null 2>&1
@@ -92,7 +93,7 @@ case_threads_cap() {
     wait $!
     c1=$(cat "$TMP/code1")
     expect "threads_cap: two uploads of 9,000 threads at once, both" "$c1 $c2" "201 201"
-    within "threads_cap peak RSS" "$(hwm_mb)" 100 MB
+    within "threads_cap peak RSS" "$(hwm_mb)" 110 MB
     rm -f "$TMP/threads9k.json"
 }
 # 1. the same through an Nsight Systems export (nsys.c): 100k kernels, each on a stream of
