@@ -136,47 +136,36 @@ static int open_streams(A *a, role_stream *rs) {
 
 /* A list of disjoint spans in start order that the sweep splits into roles: the steps (an
  * array; acc[i][role] += us of span i), or a CPU phase's instances as SQL gives them by
- * start, merged where they touch (inst; total[role]: the spans' sums added in span order). */
+ * start, merged where they touch as a role's rows are (src, a role_stream on the phase's
+ * statement; total[role]: the spans' sums added in span order). Not the steps: two steps
+ * that touch stay two. */
 typedef struct slist {
     const step *sp;          /* array form: sp[0..n), acc */
     size_t n, i;
     double (*acc)[R_N];
-    sqlite3_stmt *inst;      /* stream form */
-    int ahead;               /* a look-ahead row (as, ae) was read */
-    double as, ae;
+    role_stream src;         /* stream form: src.q */
     double total[R_N];
     int on;                  /* the current span [ts, te) is valid */
     double ts, te, t;        /* t: where the split of the current span is */
     double cur[R_N];         /* the current span's split so far */
 } slist;
 
-/* The next span of l into (ts, te); on = 0 after the last. */
+/* The current span of l into (ts, te); on = 0 after the last. */
 static void sl_span(slist *l) {
     memset(l->cur, 0, sizeof l->cur);
-    if (!l->inst) {
-        l->on = l->i < l->n;
-        if (l->on) l->ts = l->sp[l->i].ts, l->te = l->sp[l->i].te;
+    if (l->src.q) {
+        l->on = l->src.on;
+        if (l->on) l->ts = l->src.s, l->te = l->src.e;
         return;
     }
-    l->on = l->ahead;
-    if (!l->on) return;
-    l->ts = l->as;
-    l->te = l->ae;
-    while ((l->ahead = sqlite3_step(l->inst) == SQLITE_ROW)) {
-        l->as = sqlite3_column_double(l->inst, 0);
-        l->ae = sqlite3_column_double(l->inst, 1);
-        if (l->as > l->te) break;
-        if (l->ae > l->te) l->te = l->ae;
-    }
+    l->on = l->i < l->n;
+    if (l->on) l->ts = l->sp[l->i].ts, l->te = l->sp[l->i].te;
 }
 
 static void sl_start(slist *l) {
     l->i = 0;
     memset(l->total, 0, sizeof l->total);
-    if (l->inst && (l->ahead = sqlite3_step(l->inst) == SQLITE_ROW)) {
-        l->as = sqlite3_column_double(l->inst, 0);
-        l->ae = sqlite3_column_double(l->inst, 1);
-    }
+    if (l->src.q) rs_start(&l->src);
     sl_span(l);
     l->t = l->on ? l->ts : 0;
 }
@@ -184,10 +173,11 @@ static void sl_start(slist *l) {
 /* The current span is split: its sums go to acc or total, and the next one comes. */
 static void sl_done(slist *l) {
     for (int r = 0; r < R_N; r++) {
-        if (l->inst) l->total[r] += l->cur[r];
+        if (l->src.q) l->total[r] += l->cur[r];
         else l->acc[l->i][r] = l->cur[r];
     }
     l->i++;
+    if (l->src.q) rs_next(&l->src);
     sl_span(l);
 }
 
@@ -341,7 +331,7 @@ int an_steps_doc(A *a, json_t **out) {
         else {
             sqlite3_bind_int64(q, 1, a->phases[used[j]].name);
             sqlite3_bind_int64(q, 2, a->ua_kind);
-            L[1 + j].inst = q;
+            L[1 + j].src.q = q;
         }
     }
     json_t *roles = json_array(), *steps = json_array(), *mean = NULL, *phases = json_array();
@@ -370,7 +360,7 @@ int an_steps_doc(A *a, json_t **out) {
         json_decref(phases);
     }
     for (int r = 0; r <= R_CPU; r++) sqlite3_finalize(rs[r].q);
-    for (int j = 0; j < nph; j++) sqlite3_finalize(L[1 + j].inst);
+    for (int j = 0; j < nph; j++) sqlite3_finalize(L[1 + j].src.q);
     free(sp);
     free(acc);
     return rc;
