@@ -63,13 +63,21 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
+# gen_threads CASE OUT ARGS...: bench/gen_trace.c's threads shape into OUT (the generator
+# built once a run); 1, with a failure named after CASE, when it cannot be built or run.
+gen_threads() {
+    local name=$1 out=$2
+    shift 2
+    [ -x "$TMP/gen_trace" ] || cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" ||
+        { fail "$name: cannot build bench/gen_trace.c"; return 1; }
+    "$TMP/gen_trace" --shape threads "$@" -o "$out" >/dev/null 2>&1 || { fail "$name: gen_trace $* failed"; return 1; }
+}
 # 1. not hostile, but many threads: bench/gen_trace.c's threads shape (384 threads, 40 MB).
 #    Each track's chunk builder kept its last chunk laid out end to end, and every builder
 #    its buffers through the analysis: 72 MB peak before (26 MB of it those buffers,
 #    massif), 52.5 MB after. The bound sits between.
 case_threads() {
-    cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" || { fail "threads: cannot build bench/gen_trace.c"; return; }
-    "$TMP/gen_trace" --shape threads -s 40M -o "$TMP/threads.json" >/dev/null 2>&1
+    gen_threads threads "$TMP/threads.json" -s 40M || return 0
     fresh || return 0
     local code
     code=$(post "$TMP/threads.json")
@@ -83,8 +91,7 @@ case_threads() {
 #    (load.c's track_mem, main.c's two arenas; how the two uploads' peaks meet varies).
 #    Each alone: 95 MB before, ~78 after. The bound sits between.
 case_threads_cap() {
-    cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" || { fail "threads_cap: cannot build bench/gen_trace.c"; return; }
-    "$TMP/gen_trace" --shape threads --threads 9000 -s 100M -o "$TMP/threads9k.json" >/dev/null 2>&1
+    gen_threads threads_cap "$TMP/threads9k.json" --threads 9000 -s 100M || return 0
     fresh || return 0
     local c1 c2
     curl -s -o "$TMP/reply1.json" -w '%{http_code}' --max-time 300 -H 'Content-Type: application/json' \
