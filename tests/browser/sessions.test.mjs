@@ -19,9 +19,15 @@ test('upload through the page: the session appears with its columns', { timeout:
   assert.equal(s.name, basename(T.small), 'the page sends ?name=<file name>');
   assert.deepEqual(s.labels, { suite: tag, kind: 'small' }, 'the page sends the typed labels');
 
-  // newest first: the row we just made is the first one
-  const row = page.locator('#sessions tbody tr').first();
-  await assert.doesNotReject(row.locator(`a[href="session.html?id=${id}"]`).waitFor());
+  // newest first: the row we just made comes after only newer ones. (The other test files run
+  // at the same time and upload too: a session of theirs may be newer than this one, so the
+  // row is not always the first; it failed in CI when one was.)
+  const link = `a[href="session.html?id=${id}"]`;
+  const row = page.locator('#sessions tbody tr', { has: page.locator(link) });
+  await assert.doesNotReject(row.locator(link).waitFor());
+  const ids = await page.$$eval('#sessions tbody a.session-link', (as) => as.map((a) => Number(/id=(\d+)/.exec(a.getAttribute('href'))[1])));
+  const at = ids.indexOf(id);
+  assert.ok(at >= 0 && ids.slice(0, at).every((x) => x > id), `newest first, ${id} after newer ones only: ${ids}`);
   const text = await row.innerText();
   assert.ok(text.includes(basename(T.small)), 'name column');
   assert.ok(text.includes(`suite:${tag}`), 'labels column');
