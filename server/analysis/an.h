@@ -69,6 +69,15 @@ typedef struct hrow {
     long long bytes, gn, seq, corr; /* corr: -1 when none */
 } hrow;
 
+/* One [memory] event as memory.c keeps it: dev is its Device Id (hrow.corr), idx its place
+ * in the walk. */
+typedef struct mrow {
+    double ts;
+    long long dev, bytes;
+    int devtype;
+    unsigned idx;
+} mrow;
+
 /* ---- idle attribution (idle.c) ---- */
 
 /* Gap classes (wscratch.igap.cls) and their names in the reply. */
@@ -297,6 +306,9 @@ typedef struct A {
     suspect_state *sus;            /* suspects.c */
     steps_state *steps_st;         /* steps.c */
     sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO wscratch.mem */
+    mrow *mrows;                   /* memory.c: the [memory] rows, in walk order, until mem_sql */
+    size_t nmrows, capmrows;
+    int mem_sql;                   /* memory.c: the rows are in wscratch.mem */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
     size_t nsteps, capsteps;
 } A;

@@ -361,6 +361,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     json_decref(breakdown);
     json_decref(memory);
     sqlite3_finalize(a.mem_ins);
+    free(a.mrows);
     return rc;
 }
 

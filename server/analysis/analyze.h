@@ -30,6 +30,9 @@ void analyze_set_late_max(long n);
 /* Tests: more than n launch delays (gpu.c) are sorted by SQLite in a temp table, not in
  * memory; n < 0 restores the default (262,144). */
 void analyze_set_delays_max(long n);
+/* Tests: past n [memory] events (memory.c) the rows go to wscratch.mem and SQLite sorts
+ * them, not C; n < 0 restores the default (131,072). */
+void analyze_set_mem_rows_max(long n);
 /* Tests: on, the step breakdown splits the steps and each CPU phase in a pass of its own over
  * the roles (steps.c), as it did before one pass split them all; 0 restores that pass. */
 void analyze_set_sweep_apart(int on);

@@ -308,6 +308,53 @@ static void test_ingest_memory_self_and_total(void **state) {
     json_decref(r);
 }
 
+/* The memory curve sorted in C (memory.c's rows in memory) as SQLite's sorter sorts
+ * wscratch.mem: by Device Type (CUDA first), Device Id, time, and equal keys in the walk's
+ * order. Equal times on two threads (an alloc on one, a free on the other) give a peak that
+ * depends on that order; the CPU rows of two Device Ids make one curve in (Device Id, time)
+ * order. Fails when the C sort drops the tie-break or the Device Id. */
+#define MD(tid, ts, bytes, type, dev)                                                                                         \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":" #tid ",\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes \
+    ",\"Device Type\":" #type ",\"Device Id\":" #dev "}}"
+static void test_memory_rows_in_memory_as_in_sqlite(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "," X("B", "cpu_op", 2, 0, 100, "") ","
+                    MD(1, 10, 100, 1, 0) "," MD(1, 20, -100, 1, 0) "," MD(1, 30, 64, 1, 1) ","
+                    MD(2, 10, -60, 1, 0) "," MD(2, 20, 200, 1, 0) "," MD(2, 30, -64, 1, 1) ","
+                    MD(1, 40, 8, 0, 0) "," MD(2, 60, 16, 0, -1) "," MD(2, 50, -8, 0, 0) "," MD(1, 5, 32, 0, -1) "]}";
+    json_t *mem = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(2); /* spills after two rows: both ways in one upload */
+    json_t *spill = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(0);
+    json_t *sql = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(-1);
+    json_object_del(mem, "session_id");
+    json_object_del(spill, "session_id");
+    json_object_del(sql, "session_id");
+    char *a = json_dumps(mem, JSON_SORT_KEYS), *b = json_dumps(sql, JSON_SORT_KEYS), *c = json_dumps(spill, JSON_SORT_KEYS);
+    assert_string_equal(a, b);
+    assert_string_equal(c, b);
+    json_t *devs = json_object_get(mem, "devices");
+    assert_int_equal(json_array_size(devs), 3);
+    json_t *d0 = json_array_get(devs, 0), *cpu = json_array_get(devs, 2);
+    assert_string_equal(json_string_value(json_object_get(d0, "device")), "cuda:0");
+    /* cuda:0 with equal times in the walk's order (thread 1's row first): +100 -60 at 10,
+     * -100 +200 at 20: peak 140; thread 2's first would peak at 240 (-60 +100 +200) */
+    assert_int_equal(json_integer_value(json_object_get(d0, "peak_bytes")), 140);
+    assert_string_equal(json_string_value(json_object_get(cpu, "device")), "cpu");
+    /* CPU: Device Id -1 first (32 at 5, 16 at 60: 48), then Id 0 (8 at 40: 56, -8 at 50);
+     * in time order alone the peak would be 48 */
+    assert_int_equal(json_integer_value(json_object_get(cpu, "peak_bytes")), 56);
+    assert_int_equal(json_integer_value(json_object_get(cpu, "end_bytes")), 48);
+    free(a);
+    free(b);
+    free(c);
+    json_decref(mem);
+    json_decref(spill);
+    json_decref(sql);
+}
+#undef MD
+
 /* One thread's events in three orders must give the same table: sorted; with late rows
  * (a parent after its children, a second thread's op after its child: analyze.c merges
  * them into the rows read in file order); and late rows plus 65 one-event threads, more
@@ -843,6 +890,7 @@ int main(void) {
         cmocka_unit_test(test_commit_leaves_foreign_keys_on),
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
+        cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
