@@ -134,6 +134,25 @@ static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int h
     return run_add(&k->kw, (size_t)track, &r);
 }
 
+/* The GPU activity a lead-in or tail ends at: t its start (lead-in) or end (tail), corr
+ * its correlation (has_corr 0: none). */
+typedef struct edge { double t; long long corr; int has_corr, seen; } edge;
+
+/* Keeps in e the first activity by (ts, corr IS NULL, corr) (lead 1) or the last by
+ * (te DESC, corr IS NOT NULL DESC, corr DESC): the order of the lead-in's and the tail's
+ * queries before, which scanned every GPU row again (67M instructions, two thirds of
+ * an_idle_gaps' own, on the flat shape at 30 MB). device_gaps sees every row anyway:
+ * every GPU row has a device (load.c binds it), so the devices' scans cover them all. */
+static void edge_note(edge *e, int lead, double t, int has_corr, sqlite3_stmt *q) {
+    if (e->seen && (lead ? t > e->t : t < e->t)) return;
+    long long corr = has_corr ? sqlite3_column_int64(q, 2) : 0;
+    if (e->seen && t == e->t) {
+        if (!has_corr) return;                            /* no correlation never beats one */
+        if (e->has_corr && (lead ? corr >= e->corr : corr <= e->corr)) return;
+    }
+    *e = (edge){t, corr, has_corr, 1};
+}
+
 /* The lead-in (cls GAP_LEAD_IN): the trace's start to its first GPU activity (ties: the
  * lowest correlation, as for a gap's end). Why label it: a GPU with no work yet is the host
  * holding the clock (CUDA context creation, lazy init, model load, the first batch) and no
@@ -141,29 +160,20 @@ static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int h
  * (ties: one with a correlation, the highest: the latest launched), the host holding the
  * clock after the GPU finished (post-processing, .cpu() copies, logging, or a capture that
  * runs past the work). Each is labelled on the thread of that activity's launch; with no
- * launch found, all of it is "(untraced)". */
-static int edge_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, int cls) {
+ * launch found, all of it is "(untraced)". e: edge_note's. */
+static int edge_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, int cls, const edge *e) {
     int lead = cls == GAP_LEAD_IN;
-    sqlite3_stmt *q = an_prep(a, lead ? "SELECT ts, corr FROM scratch.ev WHERE cls = 2 ORDER BY ts, corr IS NULL, corr LIMIT 1"
-                                      : "SELECT te, corr FROM scratch.ev WHERE cls = 2 ORDER BY te DESC, corr IS NOT NULL DESC, corr DESC LIMIT 1");
-    if (!q) return ERR_DB;
-    int rc = 0;
-    if (sqlite3_step(q) == SQLITE_ROW) {
-        double t = sqlite3_column_double(q, 0), lts;
-        double g0 = lead ? a->t->start_us : t, g1 = lead ? t : a->t->end_us;
-        long long corr = sqlite3_column_int64(q, 1), track;
-        if (g1 > g0)
-            rc = find_launch(launch, sqlite3_column_type(q, 1) != SQLITE_NULL, corr, &lts, &track)
-                     ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, corr)
-                     : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
-    }
-    sqlite3_finalize(q);
-    return rc;
+    if (!e->seen) return 0;
+    double g0 = lead ? a->t->start_us : e->t, g1 = lead ? e->t : a->t->end_us, lts;
+    long long track;
+    if (g1 <= g0) return 0;
+    return find_launch(launch, e->has_corr, e->corr, &lts, &track) ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, e->corr)
+                                                                 : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
 }
 
 /* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
  * the activity a gap ends in); the union's end so far marks a gap when the next starts after. */
-static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t *devices) {
+static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t *devices, edge *lead, edge *tail) {
     sqlite3_bind_int64(q, 1, dev);
     double w0 = NAN, ue = -INFINITY, busy = 0, idle = 0, by0[GAP_NCLASSES];
     memcpy(by0, a->idle->by_class, sizeof by0);
@@ -171,6 +181,8 @@ static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t
     while (!rc && (src = sqlite3_step(q)) == SQLITE_ROW) {
         double ts = sqlite3_column_double(q, 0), te = sqlite3_column_double(q, 1);
         int has_corr = sqlite3_column_type(q, 2) != SQLITE_NULL;
+        edge_note(lead, 1, ts, has_corr, q);
+        edge_note(tail, 0, te, has_corr, q);
         if (isnan(w0)) {
             w0 = ts;
         } else if (ts > ue) {
@@ -223,6 +235,7 @@ int an_idle_gaps(A *a) {
     gap_sink k;
     memset(&k, 0, sizeof k);
     k.ordered = 1;
+    edge lead = {0, 0, 0, 0}, tail = {0, 0, 0, 0};
     int rc = !s->devices ? ERR_NOMEM : an_gpu_devs(a, &devs, &ndevs);
     sqlite3_stmt *q = !rc ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
     k.ins = q ? an_prep(a, GAP_INS) : NULL;
@@ -236,12 +249,12 @@ int an_idle_gaps(A *a) {
     }
     for (size_t i = 0; !rc && i < ndevs; i++) {
         s->ndevices++;
-        rc = device_gaps(a, q, &k, devs[i], s->devices);
+        rc = device_gaps(a, q, &k, devs[i], s->devices, &lead, &tail);
     }
     if (!rc && s->stream) rc = run_flush(&k.gw);
     if (!rc && s->stream) rc = run_flush(&k.kw);
-    if (!rc && s->ndevices) rc = edge_gap(a, k.ins, k.launch, GAP_LEAD_IN);
-    if (!rc && s->ndevices) rc = edge_gap(a, k.ins, k.launch, GAP_TAIL);
+    if (!rc) rc = edge_gap(a, k.ins, k.launch, GAP_LEAD_IN, &lead);
+    if (!rc) rc = edge_gap(a, k.ins, k.launch, GAP_TAIL, &tail);
     s->kw_rows = !s->stream || !k.ordered;
     if (!rc && s->stream && s->kw_rows) rc = kw_rows_from_runs(a, k.ins, devs[0]);
     sqlite3_finalize(q);

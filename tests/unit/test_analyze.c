@@ -795,6 +795,47 @@ static void test_analyze_kernel_waits_out_of_launch_order(void **state) {
     json_decref(sus);
 }
 
+/* The GPU activity that ends the lead-in and the one that starts the tail, on two devices,
+ * with ties (idle.c edge_note): the first by (start, with a correlation first, the lowest)
+ * and the last by (end, with a correlation first, the highest), whatever device it ran on.
+ * Threads 2 and 3 each hold a range over both windows and launch one kernel into each;
+ * device 0 (scanned first) also runs an activity with no correlation at each edge. Lead-in
+ * [0, 100): the kernels of correlations 3 (thread 2, device 1) and 5 (thread 3, device 0)
+ * both start at 100: thread 2's warmup_B takes it. Tail [500, 700): 7 (thread 2, device 0)
+ * and 9 (thread 3, device 1) both end at 500: thread 3's post_C. Taking the first row
+ * scanned would give both edges to no launch; taking the first device's, warmup_C. */
+#define KD(ts, dur, dev, corr) \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":" #dev ",\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{" corr "\"device\":" #dev ",\"stream\":7}}"
+static void test_analyze_edges_tie_break_across_devices(void **state) {
+    (void)state;
+    size_t cap = 1 << 12, n = 0;
+    char *t = malloc(cap);
+    assert_non_null(t);
+    n += (size_t)snprintf(t + n, cap - n, "%s",
+                          "{\"traceEvents\":[" X("warmup_B", "user_annotation", 2, 0, 100, "") "," X("warmup_C", "user_annotation", 3, 0, 100, "")
+                          "," X("post_B", "user_annotation", 2, 400, 300, "") "," X("post_C", "user_annotation", 3, 400, 300, "")
+                          "," X("cudaLaunchKernel", "cuda_runtime", 2, 50, 2, "\"correlation\":3")
+                          "," X("cudaLaunchKernel", "cuda_runtime", 3, 60, 2, "\"correlation\":5")
+                          "," X("cudaLaunchKernel", "cuda_runtime", 2, 410, 2, "\"correlation\":7")
+                          "," X("cudaLaunchKernel", "cuda_runtime", 3, 420, 2, "\"correlation\":9")
+                          "," KD(100, 50, 0, "") "," KD(100, 60, 0, "\"correlation\":5,") "," KD(100, 40, 1, "\"correlation\":3,")
+                          "," KD(450, 50, 0, "\"correlation\":7,") "," KD(480, 20, 1, "\"correlation\":9,") "," KD(490, 10, 0, ""));
+    assert_true(n < cap);
+    json_t *sus = suspects_of(t, cap, n);
+    json_t *x;
+    size_t i;
+    int seen = 0;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) {
+        const char *cat = json_string_value(json_object_get(x, "category"));
+        const char *who = json_string_value(json_object_get(x, "culprit"));
+        if (!strcmp(cat, "startup")) { assert_string_equal(who, "warmup_B"); seen |= 1; }
+        if (!strcmp(cat, "tail")) { assert_string_equal(who, "post_C"); seen |= 2; }
+    }
+    assert_int_equal(seen, 3);
+    json_decref(sus);
+}
+#undef KD
+
 /* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
  * threads of 100 iterations each, more than one block (CSEG_BLOCK pieces) per (category, thread), so
  * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
@@ -891,6 +932,7 @@ int main(void) {
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
+        cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
