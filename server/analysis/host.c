@@ -145,46 +145,65 @@ static int pop_frame(A *a, frame *stack, int *depth) {
 /* One host event as the walk takes it: its hrec (trace.h) and, for a runtime call, the
  * GPU time and count of its correlation (gcur). */
 
-/* The GPU time and count of correlation ids: GCUR_SQL's groups, which SQLite reads from
- * the ev_corr index in corr order as they are stepped (no table, no sort). Why a cursor
- * that steps: the walk asks in each thread's file order, in which launches come by
- * increasing id, so one forward pass answers a thread; a point query per call (or a join
- * that sorts) was most of host_walk, and a gcorr table built first 100 ms of setup at
- * 300 MB. Invariant: no GPU activity has an id in [from, corr) (to the end when !row),
- * so an id there is answered without moving. */
-#define GCUR_SQL                                                                                   \
-    "SELECT corr, TOTAL(dur), COUNT(*), TOTAL(CASE WHEN kind = ?2 THEN dur END), MAX((fp_flags(name) & ?3) = ?3)" \
-    " FROM scratch.ev WHERE cls = 2 AND corr >= ?1 GROUP BY corr ORDER BY corr"
+/* The GPU time and count of correlation ids: GCUR_SQL's rows, which SQLite reads from
+ * the ev_corr index in corr order as they are stepped (no table, no sort), summed per id
+ * here. Why a cursor that steps: the walk asks in each thread's file order, in which
+ * launches come by increasing id, so one forward pass answers a thread; a point query per
+ * call (or a join that sorts) was most of host_walk, and a gcorr table built first 100 ms
+ * of setup at 300 MB. Why the sums in C, not GROUP BY: SQLite's aggregate steps (TOTAL,
+ * COUNT, CASE, MAX of fp_flags) cost ~5,000 instructions a group, 106M of the walk's 211M
+ * on the many-names shape at 30 MB. The rows come in the index's order within an id, the
+ * order TOTAL added them in, and TOTAL's sum is a plain double (SQLite 3.40 func.c
+ * sumStep; 3.43 moved to Kahan-Babushka-Neumaier), so d and k are the same doubles.
+ * Invariant: no GPU activity has an id in [from, corr) (to the end when !row), so an id
+ * there is answered without moving. */
+#define GCUR_SQL "SELECT corr, dur, kind, name FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
 typedef struct gcur {
     sqlite3_stmt *s; /* GCUR_SQL */
-    int row;         /* s is on a row: corr, d, n, k, sync are it */
+    int pend;        /* s is on a row not yet summed: the next id's first */
+    int row;         /* corr, d, n, k, sync are an id's sums */
     long long from, corr, n;
     double d, k;     /* GPU time; of it, kernels' */
     int sync;        /* the correlation's work holds a pageable device-to-host copy */
 } gcur;
 
-#define GCUR_STEPS 16 /* further ahead than this many rows: seek instead of stepping */
+#define GCUR_STEPS 16 /* further ahead than this many ids: seek instead of stepping */
 
-static int gcur_step(A *a, gcur *c) {
+static int gcur_next(A *a, gcur *c) {
     int rc = sqlite3_step(c->s);
-    c->row = rc == SQLITE_ROW;
-    if (c->row) {
-        c->corr = sqlite3_column_int64(c->s, 0);
-        c->d = sqlite3_column_double(c->s, 1);
-        c->n = sqlite3_column_int64(c->s, 2);
-        c->k = sqlite3_column_double(c->s, 3);
-        c->sync = sqlite3_column_int(c->s, 4);
-    }
-    return c->row || rc == SQLITE_DONE ? 0 : an_dberr(a);
+    c->pend = rc == SQLITE_ROW;
+    return c->pend || rc == SQLITE_DONE ? 0 : an_dberr(a);
+}
+
+/* The next id's sums from its rows: kernels' time in k, sync when a row's name is a
+ * pageable device-to-host copy (names.h flags). */
+static int gcur_step(A *a, gcur *c) {
+    const unsigned short want = NF_PAGEABLE | NF_DTOH;
+    int rc = 0;
+    c->row = c->pend;
+    if (!c->row) return 0;
+    c->corr = sqlite3_column_int64(c->s, 0);
+    c->d = c->k = 0;
+    c->n = 0;
+    c->sync = 0;
+    do {
+        double dur = sqlite3_column_double(c->s, 1);
+        long long name = sqlite3_column_int64(c->s, 3);
+        c->d += dur;
+        c->n++;
+        if (sqlite3_column_int64(c->s, 2) == a->kernel_kind) c->k += dur;
+        if (name >= 0 && (size_t)name < a->nnflags && (a->nflags[name] & want) == want) c->sync = 1;
+        rc = gcur_next(a, c);
+    } while (!rc && c->pend && sqlite3_column_int64(c->s, 0) == c->corr);
+    return rc;
 }
 
 static int gcur_seek(A *a, gcur *c, long long corr) {
     sqlite3_reset(c->s);
     sqlite3_bind_int64(c->s, 1, corr);
-    sqlite3_bind_int64(c->s, 2, a->kernel_kind);
-    sqlite3_bind_int(c->s, 3, NF_PAGEABLE | NF_DTOH);
     c->from = corr;
-    return gcur_step(a, c);
+    int rc = gcur_next(a, c);
+    return rc ? rc : gcur_step(a, c);
 }
 
 /* Sets r's GPU time from correlation corr. */

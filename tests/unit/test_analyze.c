@@ -106,6 +106,30 @@ static void test_ingest_nesting_self_time(void **state) {
     json_decref(r);
 }
 
+/* The GPU rows of a correlation summed per id (host.c gcur): three rows under id 5 (two
+ * kernels, a memset), one under 200 (more than 4 x GCUR_STEPS ahead: a seek), none under 7,
+ * and a kernel whose id no call launched (9). A's CUDA total is its three rows' 12.75 us,
+ * B's its copy's 4 us, C's nothing. */
+#define G(cat, ts, dur, corr) \
+    "{\"ph\":\"X\",\"cat\":\"" cat "\",\"name\":\"g\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr ",\"device\":0,\"stream\":7}}"
+static void test_ingest_gpu_rows_summed_per_correlation(void **state) {
+    (void)state;
+    long long id;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 50, "") "," X("cudaLaunchKernel", "cuda_runtime", 1, 1, 2, "\"correlation\":5")
+                    "," X("B", "cpu_op", 1, 60, 40, "") "," X("cudaMemcpyAsync", "cuda_runtime", 1, 61, 2, "\"correlation\":200")
+                    "," X("C", "cpu_op", 1, 110, 10, "") "," X("cudaLaunchKernel", "cuda_runtime", 1, 111, 2, "\"correlation\":7")
+                    "," G("kernel", 5, 10, 5) "," G("gpu_memset", 15, 0.25, 5) "," G("kernel", 16, 2.5, 5) ","
+                    G("gpu_memcpy", 65, 4, 200) "," G("kernel", 130, 3, 9) "]}";
+    assert_int_equal(import(t, &id), 0);
+    json_t *r = ops(id, 0);
+    assert_true(fabs(f(row(r, "A"), "cuda_time_total_us") - 12.75) < 1e-9);
+    assert_true(fabs(f(row(r, "A"), "self_cuda_time_total_us") - 12.75) < 1e-9);
+    assert_true(fabs(f(row(r, "B"), "cuda_time_total_us") - 4) < 1e-9);
+    assert_true(fabs(f(row(r, "C"), "cuda_time_total_us")) < 1e-9);
+    json_decref(r);
+}
+#undef G
+
 static void test_ingest_partial_overlap_is_not_nested(void **state) {
     (void)state;
     long long id;
@@ -932,6 +956,7 @@ int main(void) {
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
+        cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
