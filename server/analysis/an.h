@@ -500,7 +500,7 @@ void an_suspects_free(A *a);
 int an_step_span(A *a, int role, double ts, double te);
 /* What the breakdown seeks through, created before gpu_job starts (the jobs read only what
  * was committed then). */
-#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te, corr) WHERE cls = 1;"
+#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te, corr, cls) WHERE cls = 1;"
 int an_steps_doc(A *a, json_t **out);
 /* an_steps_doc on a steps_job, started once the walk is over; finish always after start. */
 int an_steps_job_start(A *a, steps_job *j);
