@@ -227,45 +227,126 @@ static json_t *roles_json(const double *acc) {
     return o;
 }
 
-/* The steps moved to the device side (file comment); *kept: how many count. Like
- * tb-profiler, trailing steps that launched no GPU work are dropped, and the last one when
- * it launched less than 80% of what the one before did (a profile window cut mid-step). */
-static int device_spans(A *a, step *sp, size_t *kept) {
-    /* The step's runtime calls through ev_rt_ts, then their GPU work by correlation: CROSS
-     * JOIN keeps that order (SQLite chose to scan every GPU row per step), and r.ts <= ?2
-     * (implied by r.te <= ?2, dur >= 0) bounds the index range. Why g.ts + g.dur, not g.te
-     * (equal: trace.h): ev_corr holds ts and dur, not te, and ev_rt_ts holds corr, so neither
-     * side reads a row of ev (a random read each: 36 -> 24 ms for 63,000 launches). */
+/* Each step's last GPU end (end[i], -INFINITY for none) and GPU row count (cnt[i]) of the
+ * work launched by runtime calls wholly inside its host span, one query a step: the step's
+ * calls through ev_rt_ts, then their GPU work by correlation. CROSS JOIN keeps that order
+ * (SQLite chose to scan every GPU row per step), and r.ts <= ?2 (implied by r.te <= ?2,
+ * dur >= 0) bounds the index range. Why g.ts + g.dur, not g.te (equal: trace.h): ev_corr
+ * holds ts and dur, not te. spans_scan's fallback. */
+static int spans_sql(A *a, const step *sp, size_t n, double *end, long long *cnt) {
     sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.ts + g.dur), COUNT(g.corr) FROM scratch.ev r CROSS JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
                                  " WHERE r.cls = 1 AND r.ts >= ?1 AND r.ts <= ?2 AND r.te <= ?2");
-    long long *launched = calloc(a->nsteps + 1, sizeof *launched);
-    if (!q || !launched) {
-        sqlite3_finalize(q);
-        free(launched);
-        return q ? ERR_NOMEM : ERR_DB;
-    }
-    double prev = -INFINITY;
-    for (size_t i = 0; i < a->nsteps; i++) {
+    int rc = q ? 0 : ERR_DB;
+    for (size_t i = 0; !rc && i < n; i++) {
         sqlite3_bind_double(q, 1, sp[i].ts);
         sqlite3_bind_double(q, 2, sp[i].te);
-        double dev = -INFINITY;
-        if (sqlite3_step(q) == SQLITE_ROW) {
-            if (sqlite3_column_type(q, 0) != SQLITE_NULL) dev = sqlite3_column_double(q, 0);
-            launched[i] = sqlite3_column_int64(q, 1);
+        if (sqlite3_step(q) != SQLITE_ROW) rc = an_dberr(a);
+        else {
+            end[i] = sqlite3_column_type(q, 0) != SQLITE_NULL ? sqlite3_column_double(q, 0) : -INFINITY;
+            cnt[i] = sqlite3_column_int64(q, 1);
         }
         sqlite3_reset(q);
-        double s = sp[i].ts > prev ? sp[i].ts : prev, e = sp[i].te > dev ? sp[i].te : dev;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+/* Credits a launch [ts, te] with GPU work ending at gend, gn rows, to every step whose span
+ * holds it as spans_sql's WHERE has it (s.ts <= ts, ts <= s.te, te <= s.te). sp is by ts;
+ * pmax[j] is the latest end among sp[0..j], so the steps before one ending before ts are
+ * not looked at. */
+static void spans_credit(const step *sp, const double *pmax, size_t n, double ts, double te, double gend, long long gn,
+                         double *end, long long *cnt) {
+    size_t lo = 0, hi = n; /* lo: the first step starting after ts */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sp[mid].ts <= ts) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t j = lo; j-- > 0 && pmax[j] >= ts;)
+        if (ts <= sp[j].te && te <= sp[j].te) {
+            if (gend > end[j]) end[j] = gend;
+            cnt[j] += gn;
+        }
+}
+
+/* spans_sql's numbers from one pass over ev_corr, which holds each correlation's runtime
+ * calls (cls 1) right before its GPU rows (cls 2). Why: the query per step sought each
+ * launch's GPU rows in ev_corr, ~3,500 instructions a launch, 67M of the steps job's 148M
+ * on the flat shape at 30 MB; the job is the upload's tail on the GPU shapes. MAX and COUNT
+ * do not depend on the order, and te = ts + dur is the double the loader stored (trace.h).
+ * *over: an id has more than span_calls_max runtime calls (the caller asks spans_sql). */
+#define SPAN_CALLS_MAX 64
+static long span_calls_max = SPAN_CALLS_MAX;
+void analyze_set_span_calls_max(long n) { span_calls_max = n >= 0 && n <= SPAN_CALLS_MAX ? n : SPAN_CALLS_MAX; }
+
+static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cnt, int *over) {
+    double *pmax = malloc(n * sizeof *pmax), calls[SPAN_CALLS_MAX][2];
+    sqlite3_stmt *q = pmax ? an_prep(a, "SELECT corr, cls, ts, dur FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2) ORDER BY corr, cls") : NULL;
+    int rc = !pmax ? ERR_NOMEM : !q ? ERR_DB : 0, st = SQLITE_DONE, have = 0;
+    for (size_t j = 0; j < n; j++) {
+        pmax[j] = j && pmax[j - 1] > sp[j].te ? pmax[j - 1] : sp[j].te;
+        end[j] = -INFINITY;
+        cnt[j] = 0;
+    }
+    long long corr = 0, gn = 0;
+    size_t nc = 0;
+    double gend = -INFINITY;
+    *over = 0;
+    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
+        long long c = sqlite3_column_int64(q, 0);
+        if (!have || c != corr) { /* the previous id's calls get its work */
+            for (size_t k = 0; gn && k < nc; k++) spans_credit(sp, pmax, n, calls[k][0], calls[k][1], gend, gn, end, cnt);
+            have = 1;
+            corr = c;
+            nc = 0;
+            gn = 0;
+            gend = -INFINITY;
+        }
+        double ts = sqlite3_column_double(q, 2), te = ts + sqlite3_column_double(q, 3);
+        if (sqlite3_column_int(q, 1) == 2) {
+            if (te > gend) gend = te;
+            gn++;
+        } else if (nc == (size_t)span_calls_max) {
+            *over = 1;
+            break;
+        } else {
+            calls[nc][0] = ts;
+            calls[nc++][1] = te;
+        }
+    }
+    if (!rc && !*over && st != SQLITE_DONE) rc = an_dberr(a);
+    for (size_t k = 0; !rc && !*over && gn && k < nc; k++) spans_credit(sp, pmax, n, calls[k][0], calls[k][1], gend, gn, end, cnt);
+    sqlite3_finalize(q);
+    free(pmax);
+    return rc;
+}
+
+/* The steps moved to the device side (file comment); *kept: how many count. Like
+ * tb-profiler, trailing steps that launched no GPU work are dropped, and the last one when
+ * it launched less than 80% of what the one before did (a profile window cut mid-step).
+ * Each step's launches are those inside its host span as the trace has it: every end is
+ * found before any span moves. */
+static int device_spans(A *a, step *sp, size_t *kept) {
+    size_t n = a->nsteps;
+    long long *launched = calloc(n + 1, sizeof *launched);
+    double *end = malloc((n + 1) * sizeof *end);
+    int over = 0, rc = !launched || !end ? ERR_NOMEM : spans_scan(a, sp, n, end, launched, &over);
+    if (!rc && over) rc = spans_sql(a, sp, n, end, launched);
+    double prev = -INFINITY;
+    for (size_t i = 0; !rc && i < n; i++) {
+        double s = sp[i].ts > prev ? sp[i].ts : prev, e = sp[i].te > end[i] ? sp[i].te : end[i];
         sp[i].ts = s;
         sp[i].te = e > s ? e : s;
         prev = sp[i].te;
     }
-    sqlite3_finalize(q);
-    size_t last = a->nsteps;
+    size_t last = n;
     while (last > 0 && launched[last - 1] <= 0) last--;
-    *kept = a->nsteps;
-    if (a->nsteps > 1 && last > 0) *kept = last > 1 && launched[last - 2] * 0.8 > (double)launched[last - 1] ? last - 1 : last;
+    *kept = n;
+    if (n > 1 && last > 0) *kept = last > 1 && launched[last - 2] * 0.8 > (double)launched[last - 1] ? last - 1 : last;
     free(launched);
-    return 0;
+    free(end);
+    return rc;
 }
 
 static int by_ts(const void *x, const void *y) {

@@ -270,6 +270,46 @@ static void test_launch_delays_in_memory_as_in_sqlite(void **state) {
     }
 }
 
+/* The steps' device spans from one pass over ev_corr (steps.c spans_scan) as the query
+ * per step gives them (spans_sql, forced by a limit of 0 runtime calls an id): a launch at
+ * 100 that both Step#1 [0, 100] and Step#2 [100, 200] hold, one straddling their boundary
+ * (held by neither), two calls of one id (in Step#1 and in Step#3) sharing its two kernels,
+ * calls on a second thread, and work ending after its step's host end. */
+#define SRT(tid, ts, dur, corr) X("cudaLaunchKernel", "cuda_runtime", tid, ts, dur, "\"correlation\":" #corr)
+#define SKN(ts, dur, corr) \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr ",\"device\":0,\"stream\":7}}"
+static void test_steps_device_spans_in_one_pass(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("ProfilerStep#1", "user_annotation", 1, 0, 100, "") ","
+                    X("ProfilerStep#2", "user_annotation", 1, 100, 100, "") "," X("ProfilerStep#3", "user_annotation", 1, 200, 60, "") ","
+                    SRT(1, 10, 5, 1) "," SRT(2, 95, 10, 2) "," SRT(1, 100, 0, 3) "," SRT(2, 150, 5, 4) "," SRT(1, 210, 5, 1) ","
+                    SRT(2, 220, 5, 5) "," SKN(20, 30, 1) "," SKN(60, 10, 1) "," SKN(110, 20, 2) "," SKN(120, 10, 3) ","
+                    SKN(160, 70, 4) "," SKN(240, 10, 5) "]}";
+    json_t *scan = reply_of(t, query_steps);
+    analyze_set_span_calls_max(0);
+    json_t *sql = reply_of(t, query_steps);
+    analyze_set_span_calls_max(-1);
+    json_object_del(scan, "session_id");
+    json_object_del(sql, "session_id");
+    char *a = json_dumps(scan, JSON_SORT_KEYS), *b = json_dumps(sql, JSON_SORT_KEYS);
+    assert_string_equal(a, b);
+    json_t *steps = json_object_get(scan, "steps");
+    assert_int_equal(json_array_size(steps), 3);
+    /* Step#1 holds the launch at 100, whose kernel ends at 130: [0, 130]; Step#2's kernels
+     * end at 230: [130, 230]; Step#3 [230, 260] */
+    double want[3][2] = {{0, 130}, {130, 100}, {230, 30}};
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(fabs(f(json_array_get(steps, i), "start_us") - want[i][0]) < 1e-9);
+        assert_true(fabs(f(json_array_get(steps, i), "dur_us") - want[i][1]) < 1e-9);
+    }
+    free(a);
+    free(b);
+    json_decref(scan);
+    json_decref(sql);
+}
+#undef SRT
+#undef SKN
+
 #define UA(name, tid, ts, dur) X(name, "user_annotation", tid, ts, dur, "")
 #define RT(tid, ts, corr) X("cudaLaunchKernel", "cuda_runtime", tid, ts, 2, "\"correlation\":" #corr)
 #define KN(ts, dur, corr) \
@@ -955,6 +995,7 @@ int main(void) {
         cmocka_unit_test(test_commit_leaves_foreign_keys_on),
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
+        cmocka_unit_test(test_steps_device_spans_in_one_pass),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
