@@ -28,6 +28,13 @@ PRAGMA wscratch.cache_size=-1024;
 CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
  name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT,
  dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);
+-- The user_annotation (cls 0) and gpu_user_annotation (cls 4) rows of ev again, in file
+-- order (rowid): the phases' queries read these few rows here. Why: each found them by a
+-- scan of every row of ev (no index of ev has them, and building one scans ev too): the
+-- GPU phases, the timeline's bands, each CPU phase of the step breakdown, 14 + 8 ms of
+-- the request thread on the flat shape at 100 MB, 34 + 17 ms on the many-names shape.
+CREATE TABLE scratch.ann(cls INT NOT NULL, kind INT NOT NULL, name INT NOT NULL, dev INT, ts REAL NOT NULL,
+ te REAL NOT NULL, dur REAL NOT NULL);
 -- Each track's host-class events, HBLK_RECS hrecs a row, in file order (trace.h).
 CREATE TABLE scratch.hblk(track INT NOT NULL, n INT NOT NULL, data BLOB NOT NULL);
 -- The event chunks of the session (lib/chunk.h), as the commit copies them.

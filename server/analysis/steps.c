@@ -407,7 +407,7 @@ int an_steps_doc(A *a, json_t **out) {
     L[0].n = n;
     L[0].acc = acc;
     for (int j = 0; j < nph && !rc; j++) {
-        sqlite3_stmt *q = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 0 AND kind = ?2 AND name = ?1 ORDER BY ts");
+        sqlite3_stmt *q = an_prep(a, "SELECT ts, te FROM scratch.ann WHERE cls = 0 AND kind = ?2 AND name = ?1 ORDER BY ts");
         if (!q) rc = ERR_DB;
         else {
             sqlite3_bind_int64(q, 1, a->phases[used[j]].name);

@@ -45,7 +45,7 @@ struct loader {
     trace_ctx t;
     ingest_sink sink;
     load_opts opts;
-    sqlite3_stmt *ins_ev, *ins_chunk, *ins_hblk;
+    sqlite3_stmt *ins_ev, *ins_ann, *ins_chunk, *ins_hblk;
     chunk_builder **chunks; /* per track: events not yet written; NULL until its first event (builder_of) */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
     buf minbuf;            /* store_event: the event's text without whitespace */
@@ -464,6 +464,18 @@ static int insert_ev(loader *l, const ingest_event *e, int cls, long kind_id, lo
     int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
+    if (!rc && (cls == EV_GPU_ANN || cls == EV_HOST_OP)) { /* index_event puts no other host op in ev */
+        s = l->ins_ann;
+        sqlite3_bind_int(s, 1, cls);
+        sqlite3_bind_int64(s, 2, kind_id);
+        sqlite3_bind_int64(s, 3, name_id);
+        bind_opt(s, 4, cls == EV_GPU_ANN, ti->device);
+        sqlite3_bind_double(s, 5, ts);
+        sqlite3_bind_double(s, 6, ts + dur);
+        sqlite3_bind_double(s, 7, dur);
+        rc = sqlite3_step(s) == SQLITE_DONE ? 0 : ERR_DB;
+        sqlite3_reset(s);
+    }
     return rc ? w_fail(l, rc, sqlite3_errmsg(l->t.db)) : 0;
 }
 
@@ -667,6 +679,8 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
                            "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,dev,stream,bytes,devtype,"
                            "shapes,grid,block,regs,smem,dur,seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.ann(cls,kind,name,dev,ts,te,dur) VALUES (?,?,?,?,?,?,?)", -1, &l->ins_ann, NULL) !=
+            SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.hblk(track,n,data) VALUES (?,?,?)", -1, &l->ins_hblk, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.chunks(track,seq,n,min_ts,max_end,data,drawn,gpu) VALUES (?,?,?,?,?,?,?,?)",
                            -1, &l->ins_chunk, NULL) != SQLITE_OK) {
@@ -833,6 +847,7 @@ void loader_free(loader *l) {
     evq_free(l->q); /* first: the loader thread may still be using the statements */
     if (l->counted) atomic_fetch_sub(&loaders_active, 1);
     sqlite3_finalize(l->ins_ev);
+    sqlite3_finalize(l->ins_ann);
     sqlite3_finalize(l->ins_chunk);
     sqlite3_finalize(l->ins_hblk);
     if (l->t.db) {
