@@ -58,22 +58,61 @@ static int add_label(A *a, int type, long name, long track, double us) {
 /* ---- gaps ---- */
 
 #define GAP_INS "INSERT INTO wscratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
-#define LAUNCH_SQL "SELECT ts, track FROM scratch.ev WHERE corr = ?1 AND cls = 1 LIMIT 1"
+/* The launches (runtime calls) by correlation id: LCUR_SQL's rows, read from ev_corr in id
+ * order as they are stepped; an id's first row is the one a query "corr = ? AND cls = 1
+ * LIMIT 1" returns (the index's order: the earliest). Why a cursor: the gaps come in time
+ * order, their ids mostly rising, and that query per gap (a seek and a reset) was ~75M of
+ * an_idle_gaps' 113M instructions on the flat shape at 30 MB. As host.c's gcur: an id more
+ * than LCUR_STEPS rows ahead is sought, not stepped to. Invariant: no launch has an id in
+ * [from, corr) (to the end when !row). */
+#define LCUR_SQL "SELECT corr, ts, track FROM scratch.ev WHERE corr >= ?1 AND cls = 1 ORDER BY corr"
+#define LCUR_STEPS 16
+typedef struct lcur {
+    sqlite3_stmt *s;
+    int row;
+    long long from, corr, track;
+    double ts;
+} lcur;
 
-/* The launch of correlation corr (has_corr 0: none): 1 with its start and thread, else 0. */
-static int find_launch(sqlite3_stmt *launch, int has_corr, long long corr, double *lts, long long *track) {
-    int found = 0;
+static int lcur_step(A *a, lcur *c) {
+    int rc = sqlite3_step(c->s);
+    c->row = rc == SQLITE_ROW;
+    if (c->row) {
+        c->corr = sqlite3_column_int64(c->s, 0);
+        c->ts = sqlite3_column_double(c->s, 1);
+        c->track = sqlite3_column_int64(c->s, 2);
+    }
+    return c->row || rc == SQLITE_DONE ? 0 : an_dberr(a);
+}
+
+static int lcur_seek(A *a, lcur *c, long long corr) {
+    sqlite3_reset(c->s);
+    sqlite3_bind_int64(c->s, 1, corr);
+    c->from = corr;
+    return lcur_step(a, c);
+}
+
+/* The launch of correlation corr (has_corr 0: none): *found 1 with its start and thread. */
+static int find_launch(A *a, lcur *c, int has_corr, long long corr, double *lts, long long *track, int *found) {
+    int rc = 0;
+    *found = 0;
     *lts = 0;
     *track = -1;
     if (!has_corr) return 0;
-    sqlite3_bind_int64(launch, 1, corr);
-    if (sqlite3_step(launch) == SQLITE_ROW) {
-        found = 1;
-        *lts = sqlite3_column_double(launch, 0);
-        *track = sqlite3_column_int64(launch, 1);
+    /* unsigned: ids anywhere in int64 (a hostile trace) cannot overflow the distance */
+    if (corr < c->from || (c->row && corr > c->corr && (unsigned long long)corr - (unsigned long long)c->corr > 4 * LCUR_STEPS))
+        rc = lcur_seek(a, c, corr);
+    for (int i = 0; !rc && c->row && c->corr < corr; i++) {
+        if (i == LCUR_STEPS) { rc = lcur_seek(a, c, corr); break; }
+        c->from = c->corr + 1;
+        rc = lcur_step(a, c);
     }
-    sqlite3_reset(launch);
-    return found;
+    if (!rc && c->row && c->corr == corr) {
+        *found = 1;
+        *lts = c->ts;
+        *track = c->track;
+    }
+    return rc;
 }
 
 static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, int cls, double g0, double g1, double lts, long long corr) {
@@ -97,7 +136,8 @@ static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, i
  * it, and when one thread's do not, the runs become rows and igap_kw sorts them. */
 typedef struct kw_last { double lts; long long corr; int seen; } kw_last;
 typedef struct gap_sink {
-    sqlite3_stmt *ins, *launch;
+    sqlite3_stmt *ins;
+    lcur launch;
     run_writer gw, kw;       /* the device's stream; the threads' kernel-wait runs (idle_state.stream) */
     kw_last *last;           /* per thread (a->t->ntracks) */
     int ordered;             /* every thread's kernel-wait gaps so far in launch order */
@@ -114,7 +154,8 @@ static void kw_order(gap_sink *k, long long track, double lts, long long corr) {
 static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int has_corr, long long corr) {
     double lts;
     long long track;
-    int found = find_launch(k->launch, has_corr, corr, &lts, &track);
+    int found, rc0 = find_launch(a, &k->launch, has_corr, corr, &lts, &track, &found);
+    if (rc0) return rc0;
     int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
     a->idle->by_class[cls] += g1 - g0;
     if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
@@ -161,14 +202,15 @@ static void edge_note(edge *e, int lead, double t, int has_corr, sqlite3_stmt *q
  * clock after the GPU finished (post-processing, .cpu() copies, logging, or a capture that
  * runs past the work). Each is labelled on the thread of that activity's launch; with no
  * launch found, all of it is "(untraced)". e: edge_note's. */
-static int edge_gap(A *a, sqlite3_stmt *ins, sqlite3_stmt *launch, int cls, const edge *e) {
-    int lead = cls == GAP_LEAD_IN;
+static int edge_gap(A *a, sqlite3_stmt *ins, lcur *launch, int cls, const edge *e) {
+    int lead = cls == GAP_LEAD_IN, found;
     if (!e->seen) return 0;
     double g0 = lead ? a->t->start_us : e->t, g1 = lead ? e->t : a->t->end_us, lts;
     long long track;
     if (g1 <= g0) return 0;
-    return find_launch(launch, e->has_corr, e->corr, &lts, &track) ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, e->corr)
-                                                                 : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
+    int rc = find_launch(a, launch, e->has_corr, e->corr, &lts, &track, &found);
+    if (rc) return rc;
+    return found ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, e->corr) : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
 }
 
 /* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
@@ -239,8 +281,9 @@ int an_idle_gaps(A *a) {
     int rc = !s->devices ? ERR_NOMEM : an_gpu_devs(a, &devs, &ndevs);
     sqlite3_stmt *q = !rc ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
     k.ins = q ? an_prep(a, GAP_INS) : NULL;
-    k.launch = k.ins ? an_prep(a, LAUNCH_SQL) : NULL;
-    if (!rc && !k.launch) rc = ERR_DB;
+    k.launch.s = k.ins ? an_prep(a, LCUR_SQL) : NULL;
+    if (!rc && !k.launch.s) rc = ERR_DB;
+    if (!rc) rc = lcur_seek(a, &k.launch, INT64_MIN);
     s->stream = ndevs == 1;
     if (!rc && s->stream) {
         if (!(k.last = calloc(a->t->ntracks ? a->t->ntracks : 1, sizeof *k.last))) rc = ERR_NOMEM;
@@ -253,13 +296,13 @@ int an_idle_gaps(A *a) {
     }
     if (!rc && s->stream) rc = run_flush(&k.gw);
     if (!rc && s->stream) rc = run_flush(&k.kw);
-    if (!rc) rc = edge_gap(a, k.ins, k.launch, GAP_LEAD_IN, &lead);
-    if (!rc) rc = edge_gap(a, k.ins, k.launch, GAP_TAIL, &tail);
+    if (!rc) rc = edge_gap(a, k.ins, &k.launch, GAP_LEAD_IN, &lead);
+    if (!rc) rc = edge_gap(a, k.ins, &k.launch, GAP_TAIL, &tail);
     s->kw_rows = !s->stream || !k.ordered;
     if (!rc && s->stream && s->kw_rows) rc = kw_rows_from_runs(a, k.ins, devs[0]);
     sqlite3_finalize(q);
     sqlite3_finalize(k.ins);
-    sqlite3_finalize(k.launch);
+    sqlite3_finalize(k.launch.s);
     run_writer_free(&k.gw);
     run_writer_free(&k.kw);
     free(k.last);

@@ -900,6 +900,31 @@ static void test_analyze_edges_tie_break_across_devices(void **state) {
 }
 #undef KD
 
+/* Each gap's launch found by a cursor over the launches in id order (idle.c lcur): ids that
+ * go back (5 then 3), jump far ahead (200: a seek), an id with two launches (201: the
+ * earliest, at 25, as "corr = ? LIMIT 1" took it from the index) and one with none (7).
+ * Gaps: [110, 130] ends at id 3, launched at 15: kernel wait; [140, 170] at 200, launched
+ * at 160: host wait; [180, 200] at 201, launched at 25: kernel wait (the later launch, 190,
+ * would make it a host wait); [210, 240] at 7: other. */
+#define LK(ts, dur, corr) \
+    "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":" #ts ",\"dur\":" #dur ",\"args\":{\"correlation\":" #corr ",\"device\":0,\"stream\":7}}"
+#define LR(tid, ts, corr) X("cudaLaunchKernel", "cuda_runtime", tid, ts, 2, "\"correlation\":" #corr)
+static void test_analyze_gap_launches_by_cursor(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("op", "cpu_op", 1, 0, 300, "") "," LR(1, 15, 3) "," LR(1, 20, 5) "," LR(1, 25, 201) ","
+                    LR(1, 160, 200) "," X("op2", "cpu_op", 2, 185, 10, "") "," LR(2, 190, 201) "," LK(100, 10, 5) ","
+                    LK(130, 10, 3) "," LK(170, 10, 200) "," LK(200, 10, 201) "," LK(240, 10, 7) "]}";
+    json_t *g = reply_of(t, query_suspects);
+    json_t *by = json_object_get(json_object_get(g, "idle"), "by_class_us");
+    assert_non_null(by);
+    assert_true(fabs(f(by, "kernel_wait") - 40) < 1e-9);
+    assert_true(fabs(f(by, "host_wait") - 30) < 1e-9);
+    assert_true(fabs(f(by, "other") - 30) < 1e-9);
+    json_decref(g);
+}
+#undef LK
+#undef LR
+
 /* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
  * threads of 100 iterations each, more than one block (CSEG_BLOCK pieces) per (category, thread), so
  * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
@@ -999,6 +1024,7 @@ int main(void) {
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
+        cmocka_unit_test(test_analyze_gap_launches_by_cursor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
