@@ -275,12 +275,14 @@ typedef struct tlacc {
     long track;                    /* -1: none open */
 } tlacc;
 
+#define AGG_CACHE 256 /* a power of two */
 typedef struct A {
     trace_ctx *t;
     sqlite3 *db;
     char *err;
     size_t errlen;
     intern *keys;           /* agg keys -> index */
+    struct { long key[4], i; } aggc[AGG_CACHE]; /* host.c agg_for: recent keys -> index (i -1: empty) */
     agg *aggs;
     size_t naggs, capaggs;
     intern *pkeys;          /* phase keys -> index */

@@ -224,6 +224,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.errlen = errlen;
     a.keys = intern_new();
     a.pkeys = intern_new();
+    for (int i = 0; i < AGG_CACHE; i++) a.aggc[i].i = -1;
     const char *ua = "user_annotation";
     int has_ranges = intern_lookup(t->strs, ua, strlen(ua)) >= 0;
     a.ua_kind = intern_id(t->strs, ua, strlen(ua));
