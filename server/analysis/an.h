@@ -258,12 +258,14 @@ typedef struct step { double ts, te, dur; long name; } step;
 typedef struct hspan { double ts, te; } hspan;
 
 /* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
- * the outermost other ranges of each thread; a range that overlaps or touches the one
- * before it on the same role is merged into it (the breakdown reads only their union). */
+ * the outermost other ranges of each thread, role 2 the runtime calls; a range that
+ * overlaps or touches the one before it on the same role is merged into it (the breakdown
+ * reads only their union). */
+enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_ROLES };
 typedef struct steps_state {
     int on;              /* the trace has steps or record_function ranges: span is filled */
-    hspan *span[2];
-    size_t n[2], cap[2];
+    hspan *span[SPAN_ROLES];
+    size_t n[SPAN_ROLES], cap[SPAN_ROLES];
 } steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;
@@ -343,7 +345,7 @@ typedef struct gpu_job {
 
 /* Why: the step breakdown (100-600 ms at 100 MB) came after the host walk, on this thread,
  * while the second core had finished gpu_facts and idled. It reads only what was committed
- * before gpu_job started (scratch.ev and its indexes, ev_rt_ts among them) and what the walk
+ * before gpu_job started (scratch.ev and its indexes) and what the walk
  * left in memory (the steps, the host phases, the host ranges: steps_state), so it runs on
  * a thread and connection of its own from the end of the walk, while suspects, the
  * operator rows and the timeline go on here; it holds copies of the walk's arrays, which
@@ -498,11 +500,8 @@ int an_op_launch(A *a, const hrow *r, const frame *stack, int depth);
 int an_suspects(A *a, double gpu_busy, json_t **out);
 void an_suspects_free(A *a);
 
-/* steps.c: role 0 a DataLoader range, 1 an outermost other host range */
+/* steps.c: a host range of role SPAN_* */
 int an_step_span(A *a, int role, double ts, double te);
-/* What the breakdown seeks through, created before gpu_job starts (the jobs read only what
- * was committed then). */
-#define STEPS_INDEX_SQL "CREATE INDEX scratch.ev_rt_ts ON ev(ts, te, corr, cls) WHERE cls = 1;"
 int an_steps_doc(A *a, json_t **out);
 /* an_steps_doc on a steps_job, started once the walk is over; finish always after start. */
 int an_steps_job_start(A *a, steps_job *j);

@@ -265,7 +265,6 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!a.busy_q || !a.kbusy_q) rc = ERR_DB;
     }
     stp.on = a.step_name >= 0 || has_ranges; /* steps, or record_function ranges to split */
-    if (!rc && stp.on) { STEP_BEGIN(); rc = an_run(&a, STEPS_INDEX_SQL); STEP_END("steps_index"); }
     /* What the jobs read is committed first: their connections see only that. gpu_facts
      * needs the busy merges, not the idle gaps: it starts before them (it ran 300-640 ms at
      * 100-150 MB, the gaps and the walk after them 530-1350 ms). */

@@ -36,9 +36,6 @@ void analyze_set_mem_rows_max(long n);
 /* Tests: on, the step breakdown splits the steps and each CPU phase in a pass of its own over
  * the roles (steps.c), as it did before one pass split them all; 0 restores that pass. */
 void analyze_set_sweep_apart(int on);
-/* Tests: a correlation id with more than n runtime calls sends the steps' device spans to
- * one query per step (steps.c spans_sql); n < 0 restores the default (64, also the most). */
-void analyze_set_span_calls_max(long n);
 void analysis_free(analysis *a);
 
 #endif

@@ -287,9 +287,9 @@ static int in_range(const A *a, const frame *stack, int depth, double t) {
  * ranges no other range (steps aside) holds. */
 static int step_span(A *a, const hrow *r, const frame *stack, int depth) {
     unsigned f = an_flags(a, r->name);
-    if (f & NF_DATALOADER) return an_step_span(a, 0, r->ts, r->te);
+    if (f & NF_DATALOADER) return an_step_span(a, SPAN_DATA, r->ts, r->te);
     if (f & NF_STEP || in_range(a, stack, depth, r->ts)) return 0;
-    return an_step_span(a, 1, r->ts, r->te);
+    return an_step_span(a, SPAN_CPU, r->ts, r->te);
 }
 
 /* The next row of the thread, in host_walk's order: the event nests in what is open. */
@@ -298,13 +298,15 @@ static int walk_row(A *a, walker *w, const hrow *r) {
     frame *stack = w->stack;
     int rc = an_idle_advance(a, &w->iw, ts); /* the thread's idle labels up to this row */
     if (!rc && r->cls == HREC_PY) { /* labels and the step breakdown only: not in key_averages */
-        if (a->steps_st->on && !in_range(a, stack, w->depth, ts)) rc = an_step_span(a, 1, ts, te);
+        if (a->steps_st->on && !in_range(a, stack, w->depth, ts)) rc = an_step_span(a, SPAN_CPU, ts, te);
         return rc ? rc : an_idle_row(a, &w->iw, r, stack, w->depth);
     }
     /* Invariant: stack[] holds a chain of properly nested open events, outermost first. */
     while (w->depth > 0 && !rc && (ts >= stack[w->depth - 1].te || te > stack[w->depth - 1].te)) rc = pop_frame(a, stack, &w->depth);
     if (!rc) rc = an_idle_row(a, &w->iw, r, stack, w->depth);
     if (!rc && r->cls == EV_HOST_OP && a->steps_st->on) rc = step_span(a, r, stack, w->depth);
+    /* the runtime role of the step breakdown (steps.c): every call, as ev's cls 1 rows are */
+    if (!rc && r->cls == EV_HOST_RT && a->steps_st->on) rc = an_step_span(a, SPAN_RUNTIME, ts, te);
     if (!rc && r->cls == EV_HOST_RT && r->has_g) rc = an_op_launch(a, r, stack, w->depth);
     if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
         rc = an_tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);

@@ -76,7 +76,7 @@ CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur, kind, name, track) WHERE 
 -- only when it holds every column the query names, and each query names cls = 2 (to use
 -- the index at all); without cls, EXPLAIN QUERY PLAN said "USING INDEX", not "COVERING",
 -- and each row paid a deferred seek (OP_DeferredSeek, sqlite3VdbeIdxRowid): 44M
--- instructions a flat upload at 30 MB. ev_gpu_ts and ev_rt_ts (an.h) hold it for that too.
+-- instructions a flat upload at 30 MB. ev_gpu_ts holds it for that too.
 CREATE INDEX scratch.ev_gpu ON ev(dev, ts, corr, te, stream, dur, kind, cls) WHERE cls = 2;
 CREATE INDEX scratch.hblk_track ON hblk(track);
 -- The merged GPU busy intervals, BUSY_BLOCK of them a row (analyze.c): all activity, kernels only.

@@ -11,12 +11,13 @@
  * phases (record_function names other than steps, the 8 longest) are split the same way over
  * the union of their instances, host spans as they are.
  *
- * Owns the host ranges the walk records (steps_state: DataLoader ranges, and the outermost
- * other ranges of each thread), steps_job, and the "breakdown" document (GET
+ * Owns the host ranges the walk records (steps_state: DataLoader ranges, the outermost other
+ * ranges of each thread, the runtime calls), steps_job, and the "breakdown" document (GET
  * /sessions/{id}/steps).
- * Memory: one interval per role at a time for the GPU and runtime roles (read merged, in
- * start order, from SQL); the host ranges are held, 16 bytes each once touching ones are
- * merged (a flat trace's top-level ops: about 1.7 MB per 100 MB of trace). */
+ * Memory: one interval per role at a time for the GPU roles (read merged, in start order,
+ * from SQL); the host ranges and the runtime calls are held, 16 bytes each once touching
+ * ones are merged (a flat trace's top-level ops about 1.7 MB per 100 MB of trace, its
+ * runtime calls 1 MB). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,9 +106,9 @@ static int by_start(const void *x, const void *y) {
  * order, read as stored; without it each role's rows were sorted (EXPLAIN QUERY PLAN: a temp
  * B-tree each; several devices have ev_gpu_ts). */
 #define ROLE_SQL(kind_and, one_dev) "SELECT ts, te FROM scratch.ev WHERE cls = 2 AND kind = ?1" kind_and one_dev " ORDER BY ts"
-#define ROLES_SQL(one_dev)                                                                                        \
-    {ROLE_SQL(" AND (fp_flags(name) & ?2) = 0", one_dev), ROLE_SQL("", one_dev), ROLE_SQL("", one_dev),          \
-     ROLE_SQL(" AND (fp_flags(name) & ?2) != 0", one_dev), "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts"}
+#define ROLES_SQL(one_dev)                                                                               \
+    {ROLE_SQL(" AND (fp_flags(name) & ?2) = 0", one_dev), ROLE_SQL("", one_dev), ROLE_SQL("", one_dev), \
+     ROLE_SQL(" AND (fp_flags(name) & ?2) != 0", one_dev)}
 
 /* Whether some GPU activity is of kind k: each (cls, kind, name) that occurs has a gpu_agg. */
 static int any_gpu_kind(const A *a, long k) {
@@ -117,30 +118,33 @@ static int any_gpu_kind(const A *a, long k) {
 }
 
 static int open_streams(A *a, role_stream *rs) {
-    static const char *const sql[2][R_RUNTIME + 1] = {ROLES_SQL(""), ROLES_SQL(" AND dev = ?3")};
+    static const char *const sql[2][R_COMM + 1] = {ROLES_SQL(""), ROLES_SQL(" AND dev = ?3")};
     /* Why: fp_flags(name) reads each kernel's row of ev (name is not in ev_gpu), a random read
      * per kernel for each of the two roles; with no collective kernel name in the trace, the
      * kernel role is every kernel and the communication role is empty (its stream has no q). */
     static const char *const kernel_sql[2] = {ROLE_SQL("", ""), ROLE_SQL("", " AND dev = ?3")};
     int one = a->ndev <= 1, comm = an_any_flagged(a, NF_COMM_KERNEL);
-    long kinds[R_RUNTIME + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind, -1};
-    for (int r = 0; r <= R_RUNTIME; r++) {
+    long kinds[R_COMM + 1] = {a->kernel_kind, a->memcpy_kind, a->memset_kind, a->kernel_kind};
+    for (int r = 0; r <= R_COMM; r++) {
         if (r == R_COMM && !comm) continue;
         /* A kind no activity has leaves its stream empty. Why ask: its query reads every GPU
          * row of the device for the kind (ev_gpu is by dev, ts): the flat shape has neither
          * copies nor memsets, two passes over 63,000 kernels at 100 MB for nothing. */
         if ((r == R_MEMCPY || r == R_MEMSET) && !any_gpu_kind(a, kinds[r])) continue;
         if (!(rs[r].q = an_prep(a, r == R_KERNEL && !comm ? kernel_sql[one] : sql[one][r]))) return ERR_DB;
-        if (kinds[r] >= 0) sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
+        sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
         if (comm && (r == R_KERNEL || r == R_COMM)) sqlite3_bind_int(rs[r].q, 2, NF_COMM_KERNEL);
-        if (one && r != R_RUNTIME) sqlite3_bind_int64(rs[r].q, 3, a->dev0);
+        if (one) sqlite3_bind_int64(rs[r].q, 3, a->dev0);
     }
-    /* the walk went thread by thread: each role's ranges in start order, as the union needs */
+    /* The walk went thread by thread: each role's ranges in start order, as the union needs.
+     * Why the runtime calls too, not ev's cls 1 rows by ts: that order took an index
+     * (ev_rt_ts) built on the upload's critical path, 11-26 ms at 100 MB. */
     steps_state *s = a->steps_st;
-    for (int role = 0; role < 2; role++) {
-        if (s->n[role]) qsort(s->span[role], s->n[role], sizeof *s->span[role], by_start); /* NULL when none: UB for qsort */
-        rs[R_DATA + role].span = s->span[role];
-        rs[R_DATA + role].n = s->n[role];
+    static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME};
+    for (int k = 0; k < SPAN_ROLES; k++) {
+        if (s->n[k]) qsort(s->span[k], s->n[k], sizeof *s->span[k], by_start); /* NULL when none: UB for qsort */
+        rs[role_of[k]].span = s->span[k];
+        rs[role_of[k]].n = s->n[k];
     }
     return 0;
 }
@@ -238,34 +242,9 @@ static json_t *roles_json(const double *acc) {
     return o;
 }
 
-/* Each step's last GPU end (end[i], -INFINITY for none) and GPU row count (cnt[i]) of the
- * work launched by runtime calls wholly inside its host span, one query a step: the step's
- * calls through ev_rt_ts, then their GPU work by correlation. CROSS JOIN keeps that order
- * (SQLite chose to scan every GPU row per step), and r.ts <= ?2 (implied by r.te <= ?2,
- * dur >= 0) bounds the index range. Why g.ts + g.dur, not g.te (equal: trace.h): ev_corr
- * holds ts and dur, not te. spans_scan's fallback. */
-static int spans_sql(A *a, const step *sp, size_t n, double *end, long long *cnt) {
-    sqlite3_stmt *q = an_prep(a, "SELECT MAX(g.ts + g.dur), COUNT(g.corr) FROM scratch.ev r CROSS JOIN scratch.ev g ON g.corr = r.corr AND g.cls = 2"
-                                 " WHERE r.cls = 1 AND r.ts >= ?1 AND r.ts <= ?2 AND r.te <= ?2");
-    int rc = q ? 0 : ERR_DB;
-    for (size_t i = 0; !rc && i < n; i++) {
-        sqlite3_bind_double(q, 1, sp[i].ts);
-        sqlite3_bind_double(q, 2, sp[i].te);
-        if (sqlite3_step(q) != SQLITE_ROW) rc = an_dberr(a);
-        else {
-            end[i] = sqlite3_column_type(q, 0) != SQLITE_NULL ? sqlite3_column_double(q, 0) : -INFINITY;
-            cnt[i] = sqlite3_column_int64(q, 1);
-        }
-        sqlite3_reset(q);
-    }
-    sqlite3_finalize(q);
-    return rc;
-}
-
 /* Credits a launch [ts, te] with GPU work ending at gend, gn rows, to every step whose span
- * holds it as spans_sql's WHERE has it (s.ts <= ts, ts <= s.te, te <= s.te). sp is by ts;
- * pmax[j] is the latest end among sp[0..j], so the steps before one ending before ts are
- * not looked at. */
+ * holds it wholly (s.ts <= ts, ts <= s.te, te <= s.te). sp is by ts; pmax[j] is the latest
+ * end among sp[0..j], so the steps before one ending before ts are not looked at. */
 static void spans_credit(const step *sp, const double *pmax, size_t n, double ts, double te, double gend, long long gn,
                          double *end, long long *cnt) {
     size_t lo = 0, hi = n; /* lo: the first step starting after ts */
@@ -281,19 +260,18 @@ static void spans_credit(const step *sp, const double *pmax, size_t n, double ts
         }
 }
 
-/* spans_sql's numbers from one pass over ev_corr, which holds each correlation's runtime
- * calls (cls 1) right before its GPU rows (cls 2). Why: the query per step sought each
- * launch's GPU rows in ev_corr, ~3,500 instructions a launch, 67M of the steps job's 148M
- * on the flat shape at 30 MB; the job is the upload's tail on the GPU shapes. MAX and COUNT
- * do not depend on the order, and te = ts + dur is the double the loader stored (trace.h).
- * *over: an id has more than span_calls_max runtime calls (the caller asks spans_sql). */
-#define SPAN_CALLS_MAX 64
-static long span_calls_max = SPAN_CALLS_MAX;
-void analyze_set_span_calls_max(long n) { span_calls_max = n >= 0 && n <= SPAN_CALLS_MAX ? n : SPAN_CALLS_MAX; }
-
-static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cnt, int *over) {
-    double *pmax = malloc(n * sizeof *pmax), calls[SPAN_CALLS_MAX][2];
-    sqlite3_stmt *q = pmax ? an_prep(a, "SELECT corr, cls, ts, dur FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2) ORDER BY corr, cls") : NULL;
+/* Each step's last GPU end (end[i], -INFINITY for none) and GPU row count (cnt[i]) of the
+ * work launched by runtime calls wholly inside its host span, from one pass over ev_corr
+ * backwards: each correlation's GPU rows (cls 2) come before its runtime calls (cls 1), so
+ * a call is credited as it is read, whatever the number of calls an id has. Why: a query
+ * per step sought each launch's GPU rows in ev_corr, ~3,500 instructions a launch, 67M of
+ * the steps job's 148M on the flat shape at 30 MB (the job is the upload's tail on the GPU
+ * shapes), and needed ev_rt_ts, an index built on the upload's critical path. MAX and COUNT
+ * do not depend on the order; te = ts + dur is the loader's double (trace.h). */
+static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cnt) {
+    double *pmax = malloc(n * sizeof *pmax);
+    sqlite3_stmt *q = pmax ? an_prep(a, "SELECT corr, cls, ts, dur FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2)"
+                                        " ORDER BY corr DESC, cls DESC") : NULL;
     int rc = !pmax ? ERR_NOMEM : !q ? ERR_DB : 0, st = SQLITE_DONE, have = 0;
     for (size_t j = 0; j < n; j++) {
         pmax[j] = j && pmax[j - 1] > sp[j].te ? pmax[j - 1] : sp[j].te;
@@ -301,16 +279,12 @@ static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cn
         cnt[j] = 0;
     }
     long long corr = 0, gn = 0;
-    size_t nc = 0;
     double gend = -INFINITY;
-    *over = 0;
     while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
         long long c = sqlite3_column_int64(q, 0);
-        if (!have || c != corr) { /* the previous id's calls get its work */
-            for (size_t k = 0; gn && k < nc; k++) spans_credit(sp, pmax, n, calls[k][0], calls[k][1], gend, gn, end, cnt);
+        if (!have || c != corr) {
             have = 1;
             corr = c;
-            nc = 0;
             gn = 0;
             gend = -INFINITY;
         }
@@ -318,16 +292,11 @@ static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cn
         if (sqlite3_column_int(q, 1) == 2) {
             if (te > gend) gend = te;
             gn++;
-        } else if (nc == (size_t)span_calls_max) {
-            *over = 1;
-            break;
-        } else {
-            calls[nc][0] = ts;
-            calls[nc++][1] = te;
+        } else if (gn) {
+            spans_credit(sp, pmax, n, ts, te, gend, gn, end, cnt);
         }
     }
-    if (!rc && !*over && st != SQLITE_DONE) rc = an_dberr(a);
-    for (size_t k = 0; !rc && !*over && gn && k < nc; k++) spans_credit(sp, pmax, n, calls[k][0], calls[k][1], gend, gn, end, cnt);
+    if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
     sqlite3_finalize(q);
     free(pmax);
     return rc;
@@ -342,8 +311,7 @@ static int device_spans(A *a, step *sp, size_t *kept) {
     size_t n = a->nsteps;
     long long *launched = calloc(n + 1, sizeof *launched);
     double *end = malloc((n + 1) * sizeof *end);
-    int over = 0, rc = !launched || !end ? ERR_NOMEM : spans_scan(a, sp, n, end, launched, &over);
-    if (!rc && over) rc = spans_sql(a, sp, n, end, launched);
+    int rc = !launched || !end ? ERR_NOMEM : spans_scan(a, sp, n, end, launched);
     double prev = -INFINITY;
     for (size_t i = 0; !rc && i < n; i++) {
         double s = sp[i].ts > prev ? sp[i].ts : prev, e = sp[i].te > end[i] ? sp[i].te : end[i];
@@ -407,7 +375,6 @@ int an_steps_doc(A *a, json_t **out) {
     double (*acc)[R_N] = a->nsteps ? calloc(a->nsteps, sizeof *acc) : NULL;
     int rc = a->nsteps && (!sp || !acc) ? ERR_NOMEM : 0;
     size_t n = 0;
-    /* device_spans seeks each step's runtime calls through ev_rt_ts (STEPS_INDEX_SQL). */
     if (!rc && a->nsteps) {
         memcpy(sp, a->steps, a->nsteps * sizeof *sp);
         qsort(sp, a->nsteps, sizeof *sp, by_ts);
@@ -460,7 +427,7 @@ int an_steps_doc(A *a, json_t **out) {
 
 void an_steps_free(A *a) {
     if (!a->steps_st) return;
-    for (int role = 0; role < 2; role++) free(a->steps_st->span[role]);
+    for (int k = 0; k < SPAN_ROLES; k++) free(a->steps_st->span[k]);
     memset(a->steps_st->span, 0, sizeof a->steps_st->span);
 }
 
