@@ -143,7 +143,7 @@ int an_memory_doc(A *a, json_t **out) {
             mem_step(&d, &have, devices, t0, w, sqlite3_column_int(q, 0), sqlite3_column_int64(q, 1), sqlite3_column_double(q, 2),
                      sqlite3_column_int64(q, 3));
     } else {
-        qsort(a->mrows, a->nmrows, sizeof *a->mrows, mrow_cmp);
+        if (a->nmrows) qsort(a->mrows, a->nmrows, sizeof *a->mrows, mrow_cmp); /* NULL when none: UB for qsort */
         for (size_t i = 0; i < a->nmrows; i++)
             mem_step(&d, &have, devices, t0, w, a->mrows[i].devtype, a->mrows[i].dev, a->mrows[i].ts, a->mrows[i].bytes);
     }

@@ -122,10 +122,10 @@ static void test_ingest_gpu_rows_summed_per_correlation(void **state) {
                     G("gpu_memcpy", 65, 4, 200) "," G("kernel", 130, 3, 9) "]}";
     assert_int_equal(import(t, &id), 0);
     json_t *r = ops(id, 0);
-    assert_true(fabs(f(row(r, "A"), "cuda_time_total_us") - 12.75) < 1e-9);
-    assert_true(fabs(f(row(r, "A"), "self_cuda_time_total_us") - 12.75) < 1e-9);
-    assert_true(fabs(f(row(r, "B"), "cuda_time_total_us") - 4) < 1e-9);
-    assert_true(fabs(f(row(r, "C"), "cuda_time_total_us")) < 1e-9);
+    /* operator, column, us */
+    static const struct { const char *op, *col; double us; } want[] = {
+        {"A", "cuda_time_total_us", 12.75}, {"A", "self_cuda_time_total_us", 12.75}, {"B", "cuda_time_total_us", 4}, {"C", "cuda_time_total_us", 0}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) assert_true(fabs(f(row(r, want[i].op), want[i].col) - want[i].us) < 1e-9);
     json_decref(r);
 }
 #undef G
