@@ -242,22 +242,51 @@ static json_t *roles_json(const double *acc) {
     return o;
 }
 
-/* Credits a launch [ts, te] with GPU work ending at gend, gn rows, to every step whose span
- * holds it wholly (s.ts <= ts, ts <= s.te, te <= s.te). sp is by ts; pmax[j] is the latest
- * end among sp[0..j], so the steps before one ending before ts are not looked at. */
-static void spans_credit(const step *sp, const double *pmax, size_t n, double ts, double te, double gend, long long gn,
+/* The steps' ends as a tree of maxima (leaves sp[0..n) at [p, p + n), the rest -INFINITY),
+ * so that the steps holding a launch are found without looking at the others. Why not a
+ * scan back from the launch's place: one long step before many short ones (a hostile or
+ * odd trace) made every launch scan back to it, launches x steps. */
+typedef struct etree {
+    double *mx;
+    size_t p;
+} etree;
+
+static int etree_build(etree *t, const step *sp, size_t n) {
+    for (t->p = 1; t->p < n; t->p *= 2) {}
+    if (!(t->mx = malloc(2 * t->p * sizeof *t->mx))) return ERR_NOMEM;
+    for (size_t i = 0; i < t->p; i++) t->mx[t->p + i] = i < n ? sp[i].te : -INFINITY;
+    for (size_t i = t->p - 1; i >= 1; i--) t->mx[i] = t->mx[2 * i] > t->mx[2 * i + 1] ? t->mx[2 * i] : t->mx[2 * i + 1];
+    return 0;
+}
+
+/* Credits GPU work ending at gend, gn rows, to every step among [nlo, nhi) (node's range)
+ * before lo whose end is at least te. */
+static void etree_credit(const etree *t, size_t node, size_t nlo, size_t nhi, size_t lo, double te, double gend, long long gn,
                          double *end, long long *cnt) {
+    if (nlo >= lo || t->mx[node] < te) return;
+    if (nhi - nlo == 1) {
+        if (gend > end[nlo]) end[nlo] = gend;
+        cnt[nlo] += gn;
+        return;
+    }
+    size_t mid = nlo + (nhi - nlo) / 2;
+    etree_credit(t, 2 * node, nlo, mid, lo, te, gend, gn, end, cnt);
+    etree_credit(t, 2 * node + 1, mid, nhi, lo, te, gend, gn, end, cnt);
+}
+
+/* Credits a launch [ts, te] with GPU work ending at gend, gn rows, to every step whose span
+ * holds it wholly (s.ts <= ts, ts <= s.te, te <= s.te; ts <= te): those before the first
+ * step starting after ts (sp is by ts) that end at te or later. O(log n) a launch, and a
+ * visit per step credited. */
+static void spans_credit(const step *sp, const etree *t, size_t n, double ts, double te, double gend, long long gn, double *end,
+                         long long *cnt) {
     size_t lo = 0, hi = n; /* lo: the first step starting after ts */
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (sp[mid].ts <= ts) lo = mid + 1;
         else hi = mid;
     }
-    for (size_t j = lo; j-- > 0 && pmax[j] >= ts;)
-        if (ts <= sp[j].te && te <= sp[j].te) {
-            if (gend > end[j]) end[j] = gend;
-            cnt[j] += gn;
-        }
+    etree_credit(t, 1, 0, t->p, lo, te, gend, gn, end, cnt);
 }
 
 /* Each step's last GPU end (end[i], -INFINITY for none) and GPU row count (cnt[i]) of the
@@ -269,12 +298,12 @@ static void spans_credit(const step *sp, const double *pmax, size_t n, double ts
  * shapes), and needed ev_rt_ts, an index built on the upload's critical path. MAX and COUNT
  * do not depend on the order; te = ts + dur is the loader's double (trace.h). */
 static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cnt) {
-    double *pmax = malloc(n * sizeof *pmax);
-    sqlite3_stmt *q = pmax ? an_prep(a, "SELECT corr, cls, ts, dur FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2)"
-                                        " ORDER BY corr DESC, cls DESC") : NULL;
-    int rc = !pmax ? ERR_NOMEM : !q ? ERR_DB : 0, st = SQLITE_DONE, have = 0;
+    etree t = {NULL, 0};
+    int rc = etree_build(&t, sp, n), st = SQLITE_DONE, have = 0;
+    sqlite3_stmt *q = rc ? NULL : an_prep(a, "SELECT corr, cls, ts, dur FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2)"
+                                             " ORDER BY corr DESC, cls DESC");
+    if (!rc && !q) rc = ERR_DB;
     for (size_t j = 0; j < n; j++) {
-        pmax[j] = j && pmax[j - 1] > sp[j].te ? pmax[j - 1] : sp[j].te;
         end[j] = -INFINITY;
         cnt[j] = 0;
     }
@@ -293,12 +322,12 @@ static int spans_scan(A *a, const step *sp, size_t n, double *end, long long *cn
             if (te > gend) gend = te;
             gn++;
         } else if (gn) {
-            spans_credit(sp, pmax, n, ts, te, gend, gn, end, cnt);
+            spans_credit(sp, &t, n, ts, te, gend, gn, end, cnt);
         }
     }
     if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
     sqlite3_finalize(q);
-    free(pmax);
+    free(t.mx);
     return rc;
 }
 
