@@ -266,6 +266,7 @@ typedef struct steps_state {
     int on;              /* the trace has steps or record_function ranges: span is filled */
     hspan *span[SPAN_ROLES];
     size_t n[SPAN_ROLES], cap[SPAN_ROLES];
+    int runtime_sql;     /* more runtime calls than steps.c keeps: that role is read from ev */
 } steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;

@@ -39,8 +39,23 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 
 /* In memory, not a scratch table: the breakdown runs on a connection of its own
  * (steps_job), which sees only what was committed before the walk. */
+/* The runtime calls held at most (16 bytes each: 16 MiB); past that the runtime role reads
+ * ev's cls 1 rows sorted by SQLite (its sorter spills to a temporary file), as before the
+ * walk kept them. */
+#define RUNTIME_SPANS_MAX (1L << 20)
+static long runtime_spans_max = RUNTIME_SPANS_MAX;
+void analyze_set_runtime_spans_max(long n) { runtime_spans_max = n >= 0 ? n : RUNTIME_SPANS_MAX; }
+
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
+    if (role == SPAN_RUNTIME && s->runtime_sql) return 0;
+    if (role == SPAN_RUNTIME && s->n[role] >= (size_t)runtime_spans_max) {
+        free(s->span[role]);
+        s->span[role] = NULL;
+        s->n[role] = s->cap[role] = 0;
+        s->runtime_sql = 1;
+        return 0;
+    }
     hspan *last = s->n[role] ? &s->span[role][s->n[role] - 1] : NULL;
     /* the walk gives each thread's ranges in start order: touching ones merge here as the
      * union's reader (rs_next) would merge them, and the union is all it reads */
@@ -140,6 +155,7 @@ static int open_streams(A *a, role_stream *rs) {
      * Why the runtime calls too, not ev's cls 1 rows by ts: that order took an index
      * (ev_rt_ts) built on the upload's critical path, 11-26 ms at 100 MB. */
     steps_state *s = a->steps_st;
+    if (s->runtime_sql && !(rs[R_RUNTIME].q = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts"))) return ERR_DB;
     static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME};
     for (int k = 0; k < SPAN_ROLES; k++) {
         if (s->n[k]) qsort(s->span[k], s->n[k], sizeof *s->span[k], by_start); /* NULL when none: UB for qsort */

@@ -320,6 +320,15 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     analyze_set_sweep_apart(1);
     json_t *apart = reply_of(t, query_steps);
     analyze_set_sweep_apart(0);
+    /* the runtime role from ev by SQL (past the walk's limit), as from the walk's list */
+    analyze_set_runtime_spans_max(2);
+    json_t *rt_sql = reply_of(t, query_steps);
+    analyze_set_runtime_spans_max(-1);
+    json_object_del(rt_sql, "session_id");
+    json_object_del(one, "session_id");
+    assert_true(json_equal(one, rt_sql));
+    assert_true(f(json_object_get(one, "mean"), "runtime_us") > 0);
+    json_decref(rt_sql);
     assert_int_equal(json_array_size(json_object_get(one, "steps")), 2);
     assert_int_equal(json_array_size(json_object_get(one, "phases")), 3); /* A, B, prologue */
     json_object_del(one, "session_id");
