@@ -429,6 +429,9 @@ int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, dou
 /* The devices of the GPU activity (dev of the cls 2 rows), in order, into *devs (free it):
  * 0, ERR_NOMEM or ERR_DB. Unlike A.ndev (the tracks', counted up to 2) it reads ev. */
 int an_gpu_devs(A *a, long long **devs, size_t *n);
+/* Whether the trace has a GPU row of class cls (EV_GPU, EV_GPU_ANN) and kind (-1: any):
+ * each (cls, kind, name) that occurs has a gpu_agg, so no scan of ev. */
+int an_has_gpu_rows(const A *a, int cls, long kind);
 const char *an_str(A *a, long id);
 /* A second connection to the upload's scratch file, for a job on another thread (gpu_job,
  * steps_job): it sees what this connection committed. 0 or ERR_DB (message in a->err). */
@@ -508,6 +511,23 @@ int an_steps_doc(A *a, json_t **out);
 int an_steps_job_start(A *a, steps_job *j);
 int an_steps_job_finish(A *a, steps_job *j, json_t **out);
 void an_steps_free(A *a);
+
+/* idcur.c: rows of a statement in correlation-id order (column 0 the id, ?1 the first id
+ * wanted), read an id at a time: fold takes each row of the id (first: its first) into
+ * what the caller keeps beside the cursor. Invariant: no row has an id in [from, id) (to
+ * the end when !row), so an id there is answered without moving. */
+typedef struct idcur idcur;
+struct idcur {
+    sqlite3_stmt *s;
+    void (*fold)(idcur *c, int first);
+    int pend;            /* s is on a row not yet folded: the next id's first */
+    int row;             /* id is an id's, folded */
+    long long from, id;
+};
+/* Reads from the first id >= id. 0 or an error. */
+int idcur_seek(A *a, idcur *c, long long id);
+/* Moves to id, stepping or seeking; found when c->row && c->id == id. 0 or an error. */
+int idcur_get(A *a, idcur *c, long long id);
 
 /* memory.c */
 int an_mem_row(A *a, const hrow *r);

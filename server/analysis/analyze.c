@@ -69,6 +69,11 @@ int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, dou
     sqlite3_reset(*ins);
     return rc;
 }
+int an_has_gpu_rows(const A *a, int cls, long kind) {
+    for (size_t i = 0; i < a->t->ngpu_aggs; i++)
+        if (a->t->gpu_aggs[i].cls == cls && (kind < 0 || a->t->gpu_aggs[i].kind == kind)) return 1;
+    return 0;
+}
 int an_gpu_devs(A *a, long long **devs, size_t *n) {
     sqlite3_stmt *q = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
     size_t cap = 0;

@@ -153,80 +153,43 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * GPU time and count of its correlation (gcur). */
 
 /* The GPU time and count of correlation ids: GCUR_SQL's rows, which SQLite reads from
- * the ev_corr index in corr order as they are stepped (no table, no sort), summed per id
- * here. Why a cursor that steps: the walk asks in each thread's file order, in which
- * launches come by increasing id, so one forward pass answers a thread; a point query per
- * call (or a join that sorts) was most of host_walk, and a gcorr table built first 100 ms
- * of setup at 300 MB. Why the sums in C, not GROUP BY: SQLite's aggregate steps (TOTAL,
- * COUNT, CASE, MAX of fp_flags) cost ~5,000 instructions a group, 106M of the walk's 211M
- * on the many-names shape at 30 MB. The rows come in the index's order within an id, the
- * order TOTAL added them in, and TOTAL's sum is a plain double (SQLite 3.40 func.c
- * sumStep; 3.43 moved to Kahan-Babushka-Neumaier), so d and k are the same doubles.
- * Invariant: no GPU activity has an id in [from, corr) (to the end when !row), so an id
- * there is answered without moving. */
+ * the ev_corr index in corr order as the cursor steps (no table, no sort; idcur.c has why
+ * a cursor), summed per id here. Why the sums in C, not GROUP BY: SQLite's aggregate steps
+ * (TOTAL, COUNT, CASE, MAX of fp_flags) cost ~5,000 instructions a group, 106M of the
+ * walk's 211M on the many-names shape at 30 MB. The rows come in the index's order within
+ * an id, the order TOTAL added them in, and TOTAL's sum is a plain double (SQLite 3.40
+ * func.c sumStep; 3.43 moved to Kahan-Babushka-Neumaier), so d and k are the same doubles. */
 #define GCUR_SQL "SELECT corr, dur, kind, name FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
 typedef struct gcur {
-    sqlite3_stmt *s; /* GCUR_SQL */
-    int pend;        /* s is on a row not yet summed: the next id's first */
-    int row;         /* corr, d, n, k, sync are an id's sums */
-    long long from, corr, n;
+    idcur c;         /* first: gcur_fold casts */
+    const A *a;
+    long long n;
     double d, k;     /* GPU time; of it, kernels' */
     int sync;        /* the correlation's work holds a pageable device-to-host copy */
 } gcur;
 
-#define GCUR_STEPS 16 /* further ahead than this many ids: seek instead of stepping */
-
-static int gcur_next(A *a, gcur *c) {
-    int rc = sqlite3_step(c->s);
-    c->pend = rc == SQLITE_ROW;
-    return c->pend || rc == SQLITE_DONE ? 0 : an_dberr(a);
-}
-
-/* The next id's sums from its rows: kernels' time in k, sync when a row's name is a
- * pageable device-to-host copy (names.h flags). */
-static int gcur_step(A *a, gcur *c) {
+/* One GPU row into its id's sums: kernels' time in k, sync when its name is a pageable
+ * device-to-host copy (names.h flags). */
+static void gcur_fold(idcur *ic, int first) {
+    gcur *c = (gcur *)ic;
     const unsigned short want = NF_PAGEABLE | NF_DTOH;
-    int rc = 0;
-    c->row = c->pend;
-    if (!c->row) return 0;
-    c->corr = sqlite3_column_int64(c->s, 0);
-    c->d = c->k = 0;
-    c->n = 0;
-    c->sync = 0;
-    do {
-        double dur = sqlite3_column_double(c->s, 1);
-        long long name = sqlite3_column_int64(c->s, 3);
-        c->d += dur;
-        c->n++;
-        if (sqlite3_column_int64(c->s, 2) == a->kernel_kind) c->k += dur;
-        if (name >= 0 && (size_t)name < a->nnflags && (a->nflags[name] & want) == want) c->sync = 1;
-        rc = gcur_next(a, c);
-    } while (!rc && c->pend && sqlite3_column_int64(c->s, 0) == c->corr);
-    return rc;
-}
-
-static int gcur_seek(A *a, gcur *c, long long corr) {
-    sqlite3_reset(c->s);
-    sqlite3_bind_int64(c->s, 1, corr);
-    c->from = corr;
-    int rc = gcur_next(a, c);
-    return rc ? rc : gcur_step(a, c);
+    if (first) {
+        c->d = c->k = 0;
+        c->n = 0;
+        c->sync = 0;
+    }
+    double dur = sqlite3_column_double(ic->s, 1);
+    long long name = sqlite3_column_int64(ic->s, 3);
+    c->d += dur;
+    c->n++;
+    if (sqlite3_column_int64(ic->s, 2) == c->a->kernel_kind) c->k += dur;
+    if (name >= 0 && (size_t)name < c->a->nnflags && (c->a->nflags[name] & want) == want) c->sync = 1;
 }
 
 /* Sets r's GPU time from correlation corr. */
 static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
-    int rc = 0;
-    /* An id further ahead than GCUR_STEPS groups could be: seek at once. Why: threads that
-     * launch in turn (a thread pool) see ids hundreds apart, and stepping GCUR_STEPS groups
-     * before the seek was a quarter of the request thread (bench/README.md, issue 24). Ids
-     * are unique per group, so an id gap of at most GCUR_STEPS never needs more steps. */
-    if (corr < c->from || (c->row && corr - c->corr > 4 * GCUR_STEPS)) rc = gcur_seek(a, c, corr);
-    for (int i = 0; !rc && c->row && c->corr < corr; i++) {
-        if (i == GCUR_STEPS) { rc = gcur_seek(a, c, corr); break; }
-        c->from = c->corr + 1;
-        rc = gcur_step(a, c);
-    }
-    r->has_g = !rc && c->row && c->corr == corr;
+    int rc = idcur_get(a, &c->c, corr);
+    r->has_g = !rc && c->c.row && c->c.id == corr;
     r->gd = r->has_g ? c->d : 0;
     r->gn = r->has_g ? c->n : 0;
     r->gk = r->has_g ? c->k : 0;
@@ -468,9 +431,11 @@ int an_host_walk(A *a) {
     memset(&c, 0, sizeof c);
     sqlite3_stmt *blk = an_prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
     sqlite3_stmt *tb = blk ? an_prep(a, TRACK_BLOCKS_SQL) : NULL;
-    c.s = tb ? an_prep(a, GCUR_SQL) : NULL;
-    int rc = !w.stack ? ERR_NOMEM : !c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
-    if (!rc) rc = gcur_seek(a, &c, INT64_MIN);
+    c.a = a;
+    c.c.fold = gcur_fold;
+    c.c.s = tb ? an_prep(a, GCUR_SQL) : NULL;
+    int rc = !w.stack ? ERR_NOMEM : !c.c.s ? ERR_DB : 0, src = SQLITE_DONE, skip = 0;
+    if (!rc) rc = idcur_seek(a, &c.c, INT64_MIN);
     long track = -1;
     while (!rc && (src = sqlite3_step(blk)) == SQLITE_ROW) {
         long tr = (long)sqlite3_column_int64(blk, 0);
@@ -510,7 +475,7 @@ int an_host_walk(A *a) {
     an_idle_walk_free(&w.iw);
     sqlite3_finalize(blk);
     sqlite3_finalize(tb);
-    sqlite3_finalize(c.s);
+    sqlite3_finalize(c.c.s);
     return rc;
 }
 
@@ -633,18 +598,11 @@ int an_write_ops(A *a) {
     return rc;
 }
 
-/* Whether the trace has a gpu_user_annotation: each (cls, kind, name) of one has a GPU row. */
-static int has_gpu_ann(const A *a) {
-    for (size_t i = 0; i < a->t->ngpu_aggs; i++)
-        if (a->t->gpu_aggs[i].cls == EV_GPU_ANN) return 1;
-    return 0;
-}
-
 /* GPU-side phases: gpu_user_annotation instances, from scratch.ann (a scan of every row of
  * ev found them before: 14-34 ms at 100-150 MB). Asking first skips even preparing its
  * statements in a trace that has none. */
 int an_gpu_phases(A *a) {
-    if (!has_gpu_ann(a)) return 0;
+    if (!an_has_gpu_rows(a, EV_GPU_ANN, -1)) return 0;
     sqlite3_stmt *s = an_prep(a, "SELECT name, dev, ts, te, dur FROM scratch.ann WHERE cls = 4");
     sqlite3_stmt *k = an_prep(a, "SELECT COUNT(*), TOTAL(dur) FROM scratch.ev WHERE cls = 2 AND dev = ? AND ts >= ? AND ts < ?");
     if (!s || !k) { sqlite3_finalize(s); sqlite3_finalize(k); return ERR_DB; }

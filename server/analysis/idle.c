@@ -59,55 +59,31 @@ static int add_label(A *a, int type, long name, long track, double us) {
 
 #define GAP_INS "INSERT INTO wscratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
 /* The launches (runtime calls) by correlation id: LCUR_SQL's rows, read from ev_corr in id
- * order as they are stepped; an id's first row is the one a query "corr = ? AND cls = 1
- * LIMIT 1" returns (the index's order: the earliest). Why a cursor: the gaps come in time
- * order, their ids mostly rising, and that query per gap (a seek and a reset) was ~75M of
- * an_idle_gaps' 113M instructions on the flat shape at 30 MB. As host.c's gcur: an id more
- * than LCUR_STEPS rows ahead is sought, not stepped to. Invariant: no launch has an id in
- * [from, corr) (to the end when !row). */
+ * order by a cursor (idcur.c has why: a query per gap was ~75M of an_idle_gaps' 113M
+ * instructions on the flat shape at 30 MB); an id's first row is the one a query "corr = ?
+ * AND cls = 1 LIMIT 1" returns (the index's order: the earliest). */
 #define LCUR_SQL "SELECT corr, ts, track FROM scratch.ev WHERE corr >= ?1 AND cls = 1 ORDER BY corr"
-#define LCUR_STEPS 16
 typedef struct lcur {
-    sqlite3_stmt *s;
-    int row;
-    long long from, corr, track;
+    idcur c;         /* first: lcur_fold casts */
+    long long track;
     double ts;
 } lcur;
 
-static int lcur_step(A *a, lcur *c) {
-    int rc = sqlite3_step(c->s);
-    c->row = rc == SQLITE_ROW;
-    if (c->row) {
-        c->corr = sqlite3_column_int64(c->s, 0);
-        c->ts = sqlite3_column_double(c->s, 1);
-        c->track = sqlite3_column_int64(c->s, 2);
-    }
-    return c->row || rc == SQLITE_DONE ? 0 : an_dberr(a);
-}
-
-static int lcur_seek(A *a, lcur *c, long long corr) {
-    sqlite3_reset(c->s);
-    sqlite3_bind_int64(c->s, 1, corr);
-    c->from = corr;
-    return lcur_step(a, c);
+static void lcur_fold(idcur *ic, int first) {
+    lcur *c = (lcur *)ic;
+    if (!first) return;
+    c->ts = sqlite3_column_double(ic->s, 1);
+    c->track = sqlite3_column_int64(ic->s, 2);
 }
 
 /* The launch of correlation corr (has_corr 0: none): *found 1 with its start and thread. */
 static int find_launch(A *a, lcur *c, int has_corr, long long corr, double *lts, long long *track, int *found) {
-    int rc = 0;
     *found = 0;
     *lts = 0;
     *track = -1;
     if (!has_corr) return 0;
-    /* unsigned: ids anywhere in int64 (a hostile trace) cannot overflow the distance */
-    if (corr < c->from || (c->row && corr > c->corr && (unsigned long long)corr - (unsigned long long)c->corr > 4 * LCUR_STEPS))
-        rc = lcur_seek(a, c, corr);
-    for (int i = 0; !rc && c->row && c->corr < corr; i++) {
-        if (i == LCUR_STEPS) { rc = lcur_seek(a, c, corr); break; }
-        c->from = c->corr + 1;
-        rc = lcur_step(a, c);
-    }
-    if (!rc && c->row && c->corr == corr) {
+    int rc = idcur_get(a, &c->c, corr);
+    if (!rc && c->c.row && c->c.id == corr) {
         *found = 1;
         *lts = c->ts;
         *track = c->track;
@@ -281,9 +257,10 @@ int an_idle_gaps(A *a) {
     int rc = !s->devices ? ERR_NOMEM : an_gpu_devs(a, &devs, &ndevs);
     sqlite3_stmt *q = !rc ? an_prep(a, "SELECT ts, te, corr FROM scratch.ev WHERE cls = 2 AND dev = ?1 ORDER BY ts, corr") : NULL;
     k.ins = q ? an_prep(a, GAP_INS) : NULL;
-    k.launch.s = k.ins ? an_prep(a, LCUR_SQL) : NULL;
-    if (!rc && !k.launch.s) rc = ERR_DB;
-    if (!rc) rc = lcur_seek(a, &k.launch, INT64_MIN);
+    k.launch.c.fold = lcur_fold;
+    k.launch.c.s = k.ins ? an_prep(a, LCUR_SQL) : NULL;
+    if (!rc && !k.launch.c.s) rc = ERR_DB;
+    if (!rc) rc = idcur_seek(a, &k.launch.c, INT64_MIN);
     s->stream = ndevs == 1;
     if (!rc && s->stream) {
         if (!(k.last = calloc(a->t->ntracks ? a->t->ntracks : 1, sizeof *k.last))) rc = ERR_NOMEM;
@@ -302,7 +279,7 @@ int an_idle_gaps(A *a) {
     if (!rc && s->stream && s->kw_rows) rc = kw_rows_from_runs(a, k.ins, devs[0]);
     sqlite3_finalize(q);
     sqlite3_finalize(k.ins);
-    sqlite3_finalize(k.launch.s);
+    sqlite3_finalize(k.launch.c.s);
     run_writer_free(&k.gw);
     run_writer_free(&k.kw);
     free(k.last);

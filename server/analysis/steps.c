@@ -125,13 +125,6 @@ static int by_start(const void *x, const void *y) {
     {ROLE_SQL(" AND (fp_flags(name) & ?2) = 0", one_dev), ROLE_SQL("", one_dev), ROLE_SQL("", one_dev), \
      ROLE_SQL(" AND (fp_flags(name) & ?2) != 0", one_dev)}
 
-/* Whether some GPU activity is of kind k: each (cls, kind, name) that occurs has a gpu_agg. */
-static int any_gpu_kind(const A *a, long k) {
-    for (size_t i = 0; i < a->t->ngpu_aggs; i++)
-        if (a->t->gpu_aggs[i].cls == EV_GPU && a->t->gpu_aggs[i].kind == k) return 1;
-    return 0;
-}
-
 static int open_streams(A *a, role_stream *rs) {
     static const char *const sql[2][R_COMM + 1] = {ROLES_SQL(""), ROLES_SQL(" AND dev = ?3")};
     /* Why: fp_flags(name) reads each kernel's row of ev (name is not in ev_gpu), a random read
@@ -145,7 +138,7 @@ static int open_streams(A *a, role_stream *rs) {
         /* A kind no activity has leaves its stream empty. Why ask: its query reads every GPU
          * row of the device for the kind (ev_gpu is by dev, ts): the flat shape has neither
          * copies nor memsets, two passes over 63,000 kernels at 100 MB for nothing. */
-        if ((r == R_MEMCPY || r == R_MEMSET) && !any_gpu_kind(a, kinds[r])) continue;
+        if ((r == R_MEMCPY || r == R_MEMSET) && !an_has_gpu_rows(a, EV_GPU, kinds[r])) continue;
         if (!(rs[r].q = an_prep(a, r == R_KERNEL && !comm ? kernel_sql[one] : sql[one][r]))) return ERR_DB;
         sqlite3_bind_int64(rs[r].q, 1, kinds[r]);
         if (comm && (r == R_KERNEL || r == R_COMM)) sqlite3_bind_int(rs[r].q, 2, NF_COMM_KERNEL);
