@@ -8,6 +8,7 @@
  *   timeline.c  timeline buckets per track and the timeline document
  *   cseg.c      a CPU-only trace's labelled pieces, stored by thread, read merged by start
  *   runs.c      runs of records stored as blocks under a key, read back in the order written
+ *   hspill.c    the step breakdown's host ranges past its limit: sorted runs, merged back
  *   analyze.c   the order of the steps (analyze_run), the summary, and these helpers
  * Definitions of every number are in analyze.c's header comment. */
 #ifndef FP_AN_H
@@ -18,6 +19,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
+#include "analysis/hspill.h"
 #include "analysis/names.h"
 #include "analysis/trace.h"
 #include "lib/buf.h"
@@ -254,8 +256,6 @@ typedef struct suspect_state {
 /* One ProfilerStep#N range on the host (name: its own, ProfilerStep#5). */
 typedef struct step { double ts, te, dur; long name; } step;
 
-/* A host range the step breakdown reads (steps.c). */
-typedef struct hspan { double ts, te; } hspan;
 
 /* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
  * the outermost other ranges of each thread, role 2 the runtime calls; a range that
@@ -267,6 +267,8 @@ typedef struct steps_state {
     hspan *span[SPAN_ROLES];
     size_t n[SPAN_ROLES], cap[SPAN_ROLES];
     int runtime_sql;     /* more runtime calls than steps.c keeps: that role is read from ev */
+    hspill spill;        /* more host ranges than steps.c keeps (spill.path set): roles 0 and 1
+                          * are all sorted runs there from the walk's end (hspill.h) */
 } steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;

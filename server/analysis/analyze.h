@@ -39,6 +39,10 @@ void analyze_set_sweep_apart(int on);
 /* Tests: past n runtime calls the step breakdown's runtime role is read from ev by SQL, not
  * from the walk's list (steps.c); n < 0 restores the default (1,048,576). */
 void analyze_set_runtime_spans_max(long n);
+/* Tests: past n host ranges (DataLoader and outermost, together) the walk writes them to a
+ * spill file the step breakdown reads sorted by SQL (steps.c); n < 0 restores the default
+ * (1,048,576). */
+void analyze_set_host_spans_max(long n);
 void analysis_free(analysis *a);
 
 #endif

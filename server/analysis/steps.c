@@ -12,12 +12,13 @@
  * the union of their instances, host spans as they are.
  *
  * Owns the host ranges the walk records (steps_state: DataLoader ranges, the outermost other
- * ranges of each thread, the runtime calls), steps_job, and the "breakdown" document (GET
- * /sessions/{id}/steps).
+ * ranges of each thread, the runtime calls; the spill file of the ranges past the limit),
+ * steps_job, and the "breakdown" document (GET /sessions/{id}/steps).
  * Memory: one interval per role at a time for the GPU roles (read merged, in start order,
  * from SQL); the host ranges and the runtime calls are held, 16 bytes each once touching
  * ones are merged (a flat trace's top-level ops about 1.7 MB per 100 MB of trace, its
- * runtime calls 1 MB). */
+ * runtime calls 1 MB), at most 1,048,576 of each (HOST_SPANS_MAX, RUNTIME_SPANS_MAX): past
+ * that SQLite sorts them, with its bounded sorter. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,35 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 static long runtime_spans_max = RUNTIME_SPANS_MAX;
 void analyze_set_runtime_spans_max(long n) { runtime_spans_max = n >= 0 ? n : RUNTIME_SPANS_MAX; }
 
+/* The host ranges (DataLoader and outermost ones together) held at most: 16 MiB. At that
+ * they are written as sorted runs to a file of their own (hspill.h), and the job merges the
+ * runs back. Why not read from ev, as the runtime calls: which ranges are outermost is known
+ * only to the walk. A flat trace's top-level ops reach the limit at about 6 GB of trace
+ * (1.7 MB per 100 MB), a CPU-only one of bare top-level ops at about 100 MB. */
+#define HOST_SPANS_MAX (1L << 20)
+static long host_spans_max = HOST_SPANS_MAX;
+void analyze_set_host_spans_max(long n) { host_spans_max = n >= 0 ? n : HOST_SPANS_MAX; }
+
+/* The held host ranges as a run each into the spill file; the lists start again empty. */
+static int spill_host(A *a) {
+    steps_state *s = a->steps_st;
+    for (int k = SPAN_DATA; k <= SPAN_CPU; k++) {
+        int rc = hspill_write(&s->spill, k, s->span[k], s->n[k], a->err, a->errlen);
+        if (rc) return rc;
+        s->n[k] = 0;
+    }
+    return 0;
+}
+
+/* The walk is over: if the ranges spilled, the rest of them follow and the file is
+ * committed, so the job's connection can read it. */
+static int spill_end(A *a) {
+    steps_state *s = a->steps_st;
+    if (!s->spill.path) return 0;
+    int rc = spill_host(a);
+    return rc ? rc : hspill_close(&s->spill, a->err, a->errlen);
+}
+
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
     if (role == SPAN_RUNTIME && s->runtime_sql) return 0;
@@ -56,6 +86,8 @@ int an_step_span(A *a, int role, double ts, double te) {
         s->runtime_sql = 1;
         return 0;
     }
+    int rc = role != SPAN_RUNTIME && s->n[SPAN_DATA] + s->n[SPAN_CPU] >= (size_t)host_spans_max ? spill_host(a) : 0;
+    if (rc) return rc;
     hspan *last = s->n[role] ? &s->span[role][s->n[role] - 1] : NULL;
     /* the walk gives each thread's ranges in start order: touching ones merge here as the
      * union's reader (rs_next) would merge them, and the union is all it reads */
@@ -71,9 +103,11 @@ int an_step_span(A *a, int role, double ts, double te) {
 /* ---- role streams ---- */
 
 /* One role's intervals read merged: cur = [s, e) the current union interval. The rows come
- * from q (GPU activity, runtime calls) or from span[0..n) (host ranges, sorted by ts). */
+ * from q (GPU activity, runtime calls), from m (host ranges that spilled) or from span[0..n)
+ * (host ranges, sorted by ts). */
 typedef struct role_stream {
     sqlite3_stmt *q;
+    hmerge *m;
     const hspan *span;
     size_t n, i;
     int has_row, on;          /* a pending row; cur is valid */
@@ -82,6 +116,13 @@ typedef struct role_stream {
 
 /* The next row into (ps, pe): 0 when there is none. */
 static int rs_row(role_stream *r) {
+    hspan h;
+    if (r->m) {
+        if (!hmerge_next(r->m, &h)) return 0;
+        r->ps = h.ts;
+        r->pe = h.te;
+        return 1;
+    }
     if (!r->q) {
         if (r->i >= r->n) return 0;
         r->ps = r->span[r->i].ts;
@@ -107,14 +148,10 @@ static void rs_next(role_stream *r) {
 
 static void rs_start(role_stream *r) {
     if (r->q) sqlite3_reset(r->q);
+    if (r->m) hmerge_rewind(r->m);
     r->i = 0;
     r->has_row = rs_row(r);
     rs_next(r);
-}
-
-static int by_start(const void *x, const void *y) {
-    const hspan *p = x, *q = y;
-    return p->ts < q->ts ? -1 : p->ts > q->ts;
 }
 
 /* The GPU roles' rows by start: with one device, "dev = ?3" makes them ev_gpu's (dev, ts)
@@ -150,8 +187,12 @@ static int open_streams(A *a, role_stream *rs) {
     steps_state *s = a->steps_st;
     if (s->runtime_sql && !(rs[R_RUNTIME].q = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts"))) return ERR_DB;
     static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME};
+    for (int k = SPAN_DATA; k <= SPAN_CPU && s->spill.path; k++) {
+        int rc = hmerge_open(a->db, &s->spill, k, &rs[role_of[k]].m);
+        if (rc) return rc == ERR_DB ? an_dberr(a) : rc;
+    }
     for (int k = 0; k < SPAN_ROLES; k++) {
-        if (s->n[k]) qsort(s->span[k], s->n[k], sizeof *s->span[k], by_start); /* NULL when none: UB for qsort */
+        if (s->n[k]) qsort(s->span[k], s->n[k], sizeof *s->span[k], hspan_by_start); /* NULL when none: UB for qsort */
         rs[role_of[k]].span = s->span[k];
         rs[role_of[k]].n = s->n[k];
     }
@@ -456,7 +497,11 @@ int an_steps_doc(A *a, json_t **out) {
         json_decref(steps);
         json_decref(phases);
     }
-    for (int r = 0; r <= R_CPU; r++) sqlite3_finalize(rs[r].q);
+    for (int r = 0; r <= R_CPU; r++) {
+        if (!rc && rs[r].m && hmerge_rc(rs[r].m)) rc = an_dberr(a);
+        sqlite3_finalize(rs[r].q);
+        hmerge_close(rs[r].m);
+    }
     for (int j = 0; j < nph; j++) sqlite3_finalize(L[1 + j].src.q);
     free(sp);
     free(acc);
@@ -464,9 +509,11 @@ int an_steps_doc(A *a, json_t **out) {
 }
 
 void an_steps_free(A *a) {
-    if (!a->steps_st) return;
-    for (int k = 0; k < SPAN_ROLES; k++) free(a->steps_st->span[k]);
-    memset(a->steps_st->span, 0, sizeof a->steps_st->span);
+    steps_state *s = a->steps_st;
+    if (!s) return;
+    for (int k = 0; k < SPAN_ROLES; k++) free(s->span[k]);
+    memset(s->span, 0, sizeof s->span);
+    hspill_free(&s->spill);
 }
 
 /* ---- the breakdown on another core (steps_job, an.h) ---- */
@@ -489,17 +536,21 @@ int an_steps_job_start(A *a, steps_job *j) {
     j->b.tl_ins = NULL;
     j->b.mem_ins = NULL;
     j->b.steps_st = &j->st;
-    j->st = *a->steps_st; /* the walk is over: the host ranges move to the job */
-    memset(a->steps_st->span, 0, sizeof a->steps_st->span);
-    memset(a->steps_st->n, 0, sizeof a->steps_st->n);
-    memset(a->steps_st->cap, 0, sizeof a->steps_st->cap);
+    int rc = spill_end(a);
+    j->st = *a->steps_st; /* the walk is over: the host ranges (and the spill file) move to the job */
+    memset(a->steps_st, 0, sizeof *a->steps_st);
+    a->steps_st->on = j->st.on;
+    if (rc) {
+        an_steps_free(&j->b);
+        return rc;
+    }
     j->b.steps = a->nsteps ? malloc(a->nsteps * sizeof *a->steps) : NULL;
     j->b.phases = a->nphases ? malloc(a->nphases * sizeof *a->phases) : NULL; /* gpu_phases adds to a's */
     j->started = 1; /* from here on finish frees what start took */
     if ((a->nsteps && !j->b.steps) || (a->nphases && !j->b.phases)) return ERR_NOMEM;
     if (a->nsteps) memcpy(j->b.steps, a->steps, a->nsteps * sizeof *a->steps);
     if (a->nphases) memcpy(j->b.phases, a->phases, a->nphases * sizeof *a->phases);
-    if (an_job_db(a, &j->b.db)) return ERR_DB;
+    if (an_job_db(a, &j->b.db) || hspill_attach(j->b.db, &j->st.spill, j->err, sizeof j->err)) return ERR_DB;
     if (name_flags_sql(j->b.db, a->nflags, a->nnflags)) return ERR_NOMEM;
     j->threaded = pthread_create(&j->th, NULL, steps_job_run, j) == 0;
     if (!j->threaded) steps_job_run(j);

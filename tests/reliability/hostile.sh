@@ -103,6 +103,13 @@ case_threads_cap() {
     within "threads_cap peak RSS" "$(hwm_mb)" 110 MB
     rm -f "$TMP/threads9k.json"
 }
+# 1. not hostile, but past a limit: 2.5M disjoint top-level operators in one step (7 MB
+#    gzip, 200 MB of JSON). The step breakdown held each as a 16-byte host range (40 MB,
+#    80 MB of capacity once doubled): 111 MB peak before, 54 MB with the ranges past
+#    1,048,576 as sorted runs in a file (steps.c, hspill.c). The bound sits between.
+case_toplevel() {
+    resource toplevel toplevel 2500000 201 "" 80 30 40
+}
 # 1. the same through an Nsight Systems export (nsys.c): 100k kernels, each on a stream of
 #    its own (a 4 MB SQLite file). Without the cap (--max-tracks 0): 201 after 65 s of
 #    wall time, 444 MB peak.
@@ -500,7 +507,7 @@ PY
     within "timeline: CPU 1-3 s after the client hung up" "$(awk -v a="$c1" -v b="$c2" 'BEGIN{printf "%.2f", b - a}')" 0.5 s
 }
 
-CASES="diskfull csp labels framing tracks threads threads_cap nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="diskfull csp labels framing tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

@@ -15,9 +15,12 @@ generated here, streamed through zlib, so the test needs no fixture files.
   sharedtext N  N operators (distinct names) sharing one 1 MiB "Input Dims", and N kernels
                 sharing one 1 MiB "grid": 2 MiB of distinct text named by 4N rows
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
+  toplevel N    a step holding N disjoint top-level operators on one thread (the step
+                breakdown's host ranges, 16 bytes each)
   nsysstreams N an Nsight Systems SQLite export (not gzip'd) of N kernels, each on a GPU
                 stream of its own (the columns server/ingest/nsys.c reads, as nsys 2024 writes them)
 """
+import itertools
 import sys
 import zlib
 
@@ -80,6 +83,9 @@ def gen(kind, n):
                 yield (b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
                        b'"args":{"device":0,"stream":7,"grid":' % (i, i) + dims + b'}}')
         return events(body())
+    if kind == "toplevel":
+        step = ev("ProfilerStep#1", 1, 1, 0, 3 * n + 10, "user_annotation")
+        return events(itertools.chain([step], (ev("aten::add", 1, 2, 3 * i + 1) for i in range(n))))
     if kind == "repeat":
         one = ev("aten::mm", 1, 1, 1)
         return events(one for _ in range(n))

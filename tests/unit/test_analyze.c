@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <glob.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "store/db.h"
 #include "store/store.h"
 #include "lib/tlblob.h"
+#include "lib/tmpfile.h"
 
 #include <sqlite3.h>
 
@@ -347,6 +349,42 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     free(b);
     json_decref(one);
     json_decref(apart);
+}
+/* The host ranges past the walk's limit go to a spill file as sorted runs that the breakdown
+ * merges: the same document as from memory, whichever range the limit falls on (0: a run a
+ * range; 2, 3: runs of several and a remainder at the end), and no file is left. The walk
+ * gives thread 1's ranges before thread 2's and 3's earlier ones: a run not sorted, or runs
+ * read one after another, would merge [10, 60) into [140, 180). */
+static void test_steps_host_ranges_spilled(void **state) {
+    (void)state;
+    const char *dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+    char t[4096];
+    snprintf(t, sizeof t,
+             "{\"traceEvents\":[" UA("ProfilerStep#1", 1, 0, 100) "," UA("ProfilerStep#2", 1, 100, 100) ","
+             X("%s", "user_annotation", 1, 120, 15, "") "," X("A", "cpu_op", 1, 140, 30, "") "," X("a", "cpu_op", 1, 145, 10, "") ","
+             RT(1, 146, 1) "," X("B", "cpu_op", 1, 170, 10, "") "," X("C", "cpu_op", 2, 10, 50, "") ","
+             X("%s", "user_annotation", 2, 60, 20, "") "," X("D", "cpu_op", 2, 85, 10, "") "," RT(2, 86, 2) ","
+             X("E", "cpu_op", 3, 50, 20, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
+             dl, dl);
+    json_t *mem = reply_of(t, query_steps);
+    json_object_del(mem, "session_id");
+    assert_true(f(json_object_get(mem, "mean"), "data_loading_us") > 0);
+    assert_true(f(json_object_get(mem, "mean"), "cpu_exec_us") > 0);
+    long limits[] = {0, 2, 3};
+    for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
+        analyze_set_host_spans_max(limits[k]);
+        json_t *sql = reply_of(t, query_steps);
+        analyze_set_host_spans_max(-1);
+        json_object_del(sql, "session_id");
+        assert_true(json_equal(mem, sql));
+        json_decref(sql);
+    }
+    char pat[4200];
+    snprintf(pat, sizeof pat, "%s/firstpass-steps-%ld-*", tmpfile_dir(), (long)getpid());
+    glob_t g;
+    assert_int_equal(glob(pat, 0, NULL, &g), GLOB_NOMATCH);
+    globfree(&g);
+    json_decref(mem);
 }
 #undef UA
 #undef RT
@@ -1021,6 +1059,7 @@ int main(void) {
         cmocka_unit_test(test_launch_delays_in_memory_as_in_sqlite),
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
         cmocka_unit_test(test_steps_device_spans_in_one_pass),
+        cmocka_unit_test(test_steps_host_ranges_spilled),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
