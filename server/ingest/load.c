@@ -13,6 +13,7 @@
  * Atomicity: nothing touches the main database until loader_commit's single
  * BEGIN IMMEDIATE ... COMMIT; a failed or abandoned upload leaves nothing behind. */
 #include "ingest/load.h"
+#include "ingest/minify.h"
 
 #include <errno.h>
 #include <math.h>

@@ -21,6 +21,7 @@
  * are seen, the (decompressed) bytes go to the sink of ingest_set_sqlite_sink (http.c
  * gives nsys.c's spool). */
 #include "ingest/parse.h"
+#include "ingest/minify.h"
 #include "lib/buf.h"
 #include "lib/err.h"
 
@@ -125,52 +126,6 @@ static int shape_token(ingest *in, const char *s, size_t n) {
 /* ---- YAJL callbacks ---- */
 
 #define IN ((ingest *)ctx)
-
-/* The high bit of each byte of w equal to c: only the lowest flagged byte is exact (a borrow
- * can flag one above it), which is all ingest_minify uses. */
-#define SWAR_ONES 0x0101010101010101ull
-static inline uint64_t swar_eq(uint64_t w, unsigned char c) {
-    uint64_t v = w ^ (SWAR_ONES * c);
-    return (v - SWAR_ONES) & ~v & (SWAR_ONES << 7);
-}
-
-size_t ingest_minify(const char *json, size_t n, char *out) {
-    /* Outside strings a byte up to ' ' is whitespace (the text is what YAJL accepted): each
-     * byte is stored and kept by advancing o, no branch. Those runs are a few bytes in a
-     * pretty-printed trace; strings are longer, and go eight bytes a step up to a quote or
-     * a backslash (o never passes i, so the 8-byte stores stay inside out; they would
-     * overwrite bytes not yet read if out were json, hence the separate buffers). */
-    const unsigned char *s = (const unsigned char *)json;
-    char *o = out;
-    size_t i = 0;
-    while (i < n) {
-        while (i < n) { /* outside a string */
-            unsigned char c = s[i++];
-            *o = (char)c;
-            o += c > ' ';
-            if (c == '"') break;
-        }
-        while (i < n) { /* inside one */
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-            if (i + 8 <= n) {
-                uint64_t w;
-                memcpy(&w, s + i, 8);
-                uint64_t m = swar_eq(w, '"') | swar_eq(w, '\\');
-                memcpy(o, &w, 8);
-                size_t k = m ? (size_t)__builtin_ctzll(m) / 8 : 8;
-                i += k;
-                o += k;
-                if (k == 8) continue;
-            }
-#endif
-            unsigned char c = s[i++];
-            *o++ = (char)c;
-            if (c == '"') break;
-            if (c == '\\' && i < n) *o++ = (char)s[i++]; /* the escaped byte, whatever it is */
-        }
-    }
-    return (size_t)(o - out);
-}
 
 /* Appends n bytes of the event's text to raw as they are: the loader drops the whitespace
  * (ingest_minify) on its own thread. Why not here: this thread runs YAJL and is the slower

@@ -35,13 +35,9 @@ typedef struct ingest_event {
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
     const char *json;            /* the whole event as written, args kept; at most INGEST_MAX_EVENT_BYTES */
     size_t json_len;
-    int json_ws;                 /* json may still hold whitespace outside strings (ingest_minify) */
+    int json_ws;                 /* json may still hold whitespace outside strings (ingest_minify: minify.h) */
 } ingest_event;
 
-/* Writes json (n bytes of JSON that YAJL accepted, or such JSON already compact) to out
- * without the whitespace outside strings; returns its length. out has room for n bytes,
- * does not overlap json, and is not NUL-terminated. */
-size_t ingest_minify(const char *json, size_t n, char *out);
 
 typedef struct ingest_sink {
     void *ctx;

@@ -12,6 +12,7 @@
  * A's, and C's too when the input starts with the gzip magic. Any broken check aborts,
  * which libFuzzer reports as a crash with the input saved. */
 #include "lib/err.h"
+#include "ingest/minify.h"
 #include "ingest/parse.h"
 
 #include <stdint.h>
