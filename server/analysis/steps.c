@@ -18,7 +18,8 @@
  * from SQL); the host ranges and the runtime calls are held, 16 bytes each once touching
  * ones are merged (a flat trace's top-level ops about 1.7 MB per 100 MB of trace, its
  * runtime calls 1 MB), at most 1,048,576 of each (HOST_SPANS_MAX, RUNTIME_SPANS_MAX): past
- * that SQLite sorts them, with its bounded sorter. */
+ * that the runtime calls are read from ev sorted by SQLite's bounded sorter, and the host
+ * ranges go to a file as sorted runs merged back (hspill.h: one 64 KiB block a run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
