@@ -244,7 +244,9 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.sus = &sus;
     idle.keys = intern_new();
     sus.op_keys = intern_new();
+    STEP_BEGIN();
     int rc = !idle.keys || !sus.op_keys ? ERR_NOMEM : name_flags(&a);
+    STEP_END("name_flags");
     if (!isfinite(t->start_us)) { t->start_us = 0; t->end_us = 0; }
     a.wall = t->end_us - t->start_us;
     double gpu_busy = 0;

@@ -40,11 +40,26 @@ static void test_cuda_tensor_core_long_name(void **state)
     assert_int_equal(cuda_uses_tensor_cores(big), 1);
 }
 
+/* The calls that block the host: each name, with a "_" suffix (_v2, _ptds) too; not the
+ * async forms, not a prefix of a longer name, not names that only start alike. */
+static void test_cuda_sync_calls(void **state)
+{
+    (void)state;
+    static const char *const yes[] = {"cudaMemcpy", "cudaMemcpy2D", "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                      "cuMemcpyHtoD_v2", "cuCtxSynchronize", "cudaMemcpy_ptds", "hipMemcpy",
+                                      "hipDeviceSynchronize", "cuEventSynchronize", NULL};
+    static const char *const no[] = {"cudaMemcpyAsync", "cudaLaunchKernel", "cudaStreamSynchronizeX", "cuLaunchKernel",
+                                     "hipMemcpyAsync", "aten::mm", "Memcpy HtoD (Pageable -> Device)", "c", "h", "", NULL};
+    for (int i = 0; yes[i]; i++) assert_int_equal(cuda_is_sync_call(yes[i]), 1);
+    for (int i = 0; no[i]; i++) assert_int_equal(cuda_is_sync_call(no[i]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cuda_tensor_core_names),
         cmocka_unit_test(test_cuda_tensor_core_long_name),
+        cmocka_unit_test(test_cuda_sync_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
