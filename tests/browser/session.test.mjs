@@ -21,13 +21,22 @@ const TORCH_COLUMNS = ['Name', 'Self CPU %', 'Self CPU', 'CPU total %', 'CPU tot
 async function opsReady(page) {
   await page.waitForFunction(() => document.querySelectorAll('#operators tbody tr').length > 1);
 }
+// Clicks a header and waits for the table drawn after it: the sorted header is `label` and
+// the sort state is not the one before the click. Why the second condition: clicking the
+// sorted header again only flips its direction, so "label is sorted" already held before the
+// click, and the wait passed while the reply was still being drawn (a flaky 'descending').
+// renderTable draws the header and the rows together, so the rows are the new ones too.
 async function clickHeader(page, label) {
+  const before = JSON.stringify(await sortedHeader(page));
   const reply = page.waitForResponse((r) => r.url().includes('/operators'));
   const i = await headerIndex(page, '#operators', label);
   await page.locator(`#operators thead th:nth-child(${i + 1}) button.sort`).click();
   await reply;
-  await page.waitForFunction((l) => [...document.querySelectorAll('#operators thead th[aria-sort]')]
-    .some((th) => th.textContent.replace(/[▲▼]/g, '').trim() === l), label);
+  await page.waitForFunction(([l, b]) => {
+    const s = [...document.querySelectorAll('#operators thead th[aria-sort]')]
+      .map((th) => [th.textContent.replace(/[▲▼]/g, '').trim(), th.getAttribute('aria-sort')]);
+    return s.some(([t]) => t === l) && JSON.stringify(s) !== b;
+  }, [label, before]);
   await opsReady(page);
 }
 async function sortedHeader(page) {
