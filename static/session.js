@@ -322,7 +322,8 @@
     document.getElementById('suspects-note').textContent = !j.computed ? 'Not computed for this session (stored before suspects existed).'
       : list.length ? `Ranked by the wall time at stake (at most what removing the cause could save); ${j.healthy ? 'healthy' : 'not healthy'}.`
         : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;
-    box.replaceChildren(list.length ? FPC.bars(list.map((x) => ({ label: `${x.category.replace(/_/g, ' ')}: ${FP.shortName(x.culprit, 30)}`,
+    // 26: "compute bound op: " and the culprit fit the 294-unit gutter at 11px (30 could not)
+    box.replaceChildren(list.length ? FPC.bars(list.map((x) => ({ label: `${x.category.replace(/_/g, ' ')}: ${FP.shortName(x.culprit, 26)}`,
       title: `${x.category}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category] })),
     (v) => fmtTime(v), { label: 'Suspects by time at stake', labelW: 300 }) : '');
     const q = j.questions || {};
@@ -336,7 +337,8 @@
     const roles = j.roles || Object.keys(ROLE_COLORS);
     const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
     const rows = (j.steps || []).map((r) => ({ label: r.name, parts: part(r) }))
-      .concat((j.phases || []).map((r) => ({ label: `${FP.shortName(r.name, 28)} ×${r.count}`, title: r.name, parts: part(r) })));
+      // 22: with " ×count" the label fits the chart's 194-unit gutter at 11px (28 ran past its edge)
+      .concat((j.phases || []).map((r) => ({ label: `${FP.shortName(r.name, 22)} ×${r.count}`, title: r.name, parts: part(r) })));
     document.getElementById('steps-note').textContent = rows.length
       ? `Each ProfilerStep, then the longest record_function phases (prefill beside decode), split by role as tb-profiler's overview does${j.dropped_steps ? `; ${j.dropped_steps} more steps not shown` : ''}.`
       : 'No ProfilerStep or record_function ranges in this trace.';

@@ -36,6 +36,10 @@ test('session pictures: suspects, questions, steps by role, GPU busy over time, 
   [...st.steps, ...st.phases].forEach((s, i) => {
     for (const k of st.roles) near(rows[i][k] || 0, s[`${k}_us`], `${s.name} ${k}`);
   });
+  // every label of the bar charts is inside its picture: a phase's "name ×count" once ran
+  // past the left edge and was cut ("ptimizer.ze…")
+  const cut = await page.$$eval('svg.chart text.lbl', (ts) => ts.filter((t) => t.getBBox().x < 0).map((t) => t.textContent));
+  assert.deepEqual(cut, [], 'labels cut at the left edge');
 
   const busy = await apiGet(`/api/v1/sessions/${id.resnet}/busy?buckets=60`);
   await page.waitForSelector('#busy-chart rect.col', { state: 'attached' });
