@@ -262,13 +262,13 @@ typedef struct step { double ts, te, dur; long name; } step;
  * overlaps or touches the one before it on the same role is merged into it (the breakdown
  * reads only their union). */
 enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_ROLES };
+_Static_assert(SPAN_ROLES == HSPILL_ROLES, "each role of steps_state has its runs in the spill file");
 typedef struct steps_state {
     int on;              /* the trace has steps or record_function ranges: span is filled */
     hspan *span[SPAN_ROLES];
     size_t n[SPAN_ROLES], cap[SPAN_ROLES];
-    int runtime_sql;     /* more runtime calls than steps.c keeps: that role is read from ev */
-    hspill spill;        /* more host ranges than steps.c keeps (spill.path set): roles 0 and 1
-                          * are all sorted runs there from the walk's end (hspill.h) */
+    hspill spill;        /* more ranges than steps.c keeps (spill.path set): every role is
+                          * sorted runs there from the walk's end (hspill.h) */
 } steps_state;
 
 typedef struct tl_bucket { float busy; uint32_t count, top; float topdur; } tl_bucket;

@@ -36,12 +36,9 @@ void analyze_set_mem_rows_max(long n);
 /* Tests: on, the step breakdown splits the steps and each CPU phase in a pass of its own over
  * the roles (steps.c), as it did before one pass split them all; 0 restores that pass. */
 void analyze_set_sweep_apart(int on);
-/* Tests: past n runtime calls the step breakdown's runtime role is read from ev by SQL, not
- * from the walk's list (steps.c); n < 0 restores the default (1,048,576). */
-void analyze_set_runtime_spans_max(long n);
-/* Tests: past n host ranges (DataLoader and outermost, together) the walk writes them to a
- * spill file the step breakdown reads sorted by SQL (steps.c); n < 0 restores the default
- * (1,048,576). */
+/* Tests: past n held ranges (DataLoader, outermost and runtime calls, together) the walk
+ * writes them to a spill file as sorted runs the step breakdown merges (steps.c); n < 0
+ * restores the default (1,048,576). */
 void analyze_set_host_spans_max(long n);
 void analysis_free(analysis *a);
 

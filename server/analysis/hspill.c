@@ -4,7 +4,7 @@
  *   hrun(id INTEGER PRIMARY KEY, data BLOB): a block of up to HSPILL_BLOCK hspans in start
  *   order; id = role << 48 | run << 24 | block, so a run is the id range of its blocks, read
  *   in order by the rowid b-tree alone.
- * Invariants (ERR_INTERNAL): role is 0 or 1, a role has fewer than 2^24 runs and a run fewer
+ * Invariants (ERR_INTERNAL): role is below HSPILL_ROLES, a role has fewer than 2^24 runs and a run fewer
  * than 2^24 blocks. */
 #include <errno.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ int hspan_by_start(const void *x, const void *y) {
 
 int hspill_write(hspill *h, int role, hspan *span, size_t n, char *err, size_t errlen) {
     if (!n) return 0;
-    if (role < 0 || role > 1 || h->nruns[role] >= 1u << ID_BITS || n / HSPILL_BLOCK >= 1u << ID_BITS) return ERR_INTERNAL;
+    if (role < 0 || role >= HSPILL_ROLES || h->nruns[role] >= 1u << ID_BITS || n / HSPILL_BLOCK >= 1u << ID_BITS) return ERR_INTERNAL;
     if (!h->db && !h->path) {
         int rc = open_file(h, err, errlen);
         if (rc) return rc;
@@ -140,7 +140,7 @@ void hmerge_rewind(hmerge *m) {
 
 int hmerge_open(sqlite3 *db, const hspill *h, int role, hmerge **out) {
     *out = NULL;
-    if (role < 0 || role > 1) return ERR_INTERNAL;
+    if (role < 0 || role >= HSPILL_ROLES) return ERR_INTERNAL;
     hmerge *m = calloc(1, sizeof *m);
     if (!m || (h->nruns[role] && !(m->c = calloc(h->nruns[role], sizeof *m->c)))) {
         free(m);

@@ -19,6 +19,9 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
+/* The lists a file holds runs of (steps.c's roles: DataLoader, outermost, runtime). */
+#define HSPILL_ROLES 3
+
 /* A host range the step breakdown reads (steps.c). */
 typedef struct hspan { double ts, te; } hspan;
 /* qsort's order of hspans: by start. */
@@ -28,10 +31,10 @@ typedef struct hspill {
     sqlite3 *db;          /* the writer's connection, open until hspill_close */
     sqlite3_stmt *ins;
     char *path;           /* the file, until hspill_free; NULL: nothing spilled */
-    unsigned nruns[2];    /* per role (0, 1): the runs written */
+    unsigned nruns[HSPILL_ROLES]; /* per role: the runs written */
 } hspill;
 
-/* Sorts span[0..n) by start and writes it as the next run of role (0 or 1): the first call
+/* Sorts span[0..n) by start and writes it as the next run of role (< HSPILL_ROLES): the first call
  * creates the file. err: the message of an ERR_DB or ERR_IO. */
 int hspill_write(hspill *h, int role, hspan *span, size_t n, char *err, size_t errlen);
 /* Commits the file and closes the writer: call before a reader attaches it. */

@@ -17,9 +17,8 @@
  * Memory: one interval per role at a time for the GPU roles (read merged, in start order,
  * from SQL); the host ranges and the runtime calls are held, 16 bytes each once touching
  * ones are merged (a flat trace's top-level ops about 1.7 MB per 100 MB of trace, its
- * runtime calls 1 MB), at most 1,048,576 of each (HOST_SPANS_MAX, RUNTIME_SPANS_MAX): past
- * that the runtime calls are read from ev sorted by SQLite's bounded sorter, and the host
- * ranges go to a file as sorted runs merged back (hspill.h: one 64 KiB block a run). */
+ * runtime calls 1 MB), at most 1,048,576 of them together (HOST_SPANS_MAX): past that they
+ * go to a file as sorted runs merged back (hspill.h: one 64 KiB block a run at a time). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,26 +40,21 @@ static const char *const role_names[R_N] = {"kernel", "memcpy", "memset", "commu
 
 /* In memory, not a scratch table: the breakdown runs on a connection of its own
  * (steps_job), which sees only what was committed before the walk. */
-/* The runtime calls held at most (16 bytes each: 16 MiB); past that the runtime role reads
- * ev's cls 1 rows sorted by SQLite (its sorter spills to a temporary file), as before the
- * walk kept them. */
-#define RUNTIME_SPANS_MAX (1L << 20)
-static long runtime_spans_max = RUNTIME_SPANS_MAX;
-void analyze_set_runtime_spans_max(long n) { runtime_spans_max = n >= 0 ? n : RUNTIME_SPANS_MAX; }
-
-/* The host ranges (DataLoader and outermost ones together) held at most: 16 MiB. At that
- * they are written as sorted runs to a file of their own (hspill.h), and the job merges the
- * runs back. Why not read from ev, as the runtime calls: which ranges are outermost is known
- * only to the walk. A flat trace's top-level ops reach the limit at about 6 GB of trace
- * (1.7 MB per 100 MB), a CPU-only one of bare top-level ops at about 100 MB. */
+/* The ranges of every role held at most, together: 16 MiB. At that they are written as
+ * sorted runs to a file of their own (hspill.h), and the job merges the runs back. Why one
+ * mechanism for the runtime calls too, though ev holds them: read from ev they needed
+ * SQLite to sort them (the runtime role alone once had that fallback); which ranges are
+ * outermost only the walk knows. A flat trace's ranges reach the limit at about 600 MB of
+ * trace (2.7 MB per 100 MB: top-level ops 1.7, runtime calls 1), a CPU-only one of bare
+ * top-level ops at about 100 MB. */
 #define HOST_SPANS_MAX (1L << 20)
 static long host_spans_max = HOST_SPANS_MAX;
 void analyze_set_host_spans_max(long n) { host_spans_max = n >= 0 ? n : HOST_SPANS_MAX; }
 
-/* The held host ranges as a run each into the spill file; the lists start again empty. */
+/* The held ranges of each role as a run into the spill file; the lists start again empty. */
 static int spill_host(A *a) {
     steps_state *s = a->steps_st;
-    for (int k = SPAN_DATA; k <= SPAN_CPU; k++) {
+    for (int k = 0; k < SPAN_ROLES; k++) {
         int rc = hspill_write(&s->spill, k, s->span[k], s->n[k], a->err, a->errlen);
         if (rc) return rc;
         s->n[k] = 0;
@@ -79,15 +73,7 @@ static int spill_end(A *a) {
 
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
-    if (role == SPAN_RUNTIME && s->runtime_sql) return 0;
-    if (role == SPAN_RUNTIME && s->n[role] >= (size_t)runtime_spans_max) {
-        free(s->span[role]);
-        s->span[role] = NULL;
-        s->n[role] = s->cap[role] = 0;
-        s->runtime_sql = 1;
-        return 0;
-    }
-    int rc = role != SPAN_RUNTIME && s->n[SPAN_DATA] + s->n[SPAN_CPU] >= (size_t)host_spans_max ? spill_host(a) : 0;
+    int rc = s->n[SPAN_DATA] + s->n[SPAN_CPU] + s->n[SPAN_RUNTIME] >= (size_t)host_spans_max ? spill_host(a) : 0;
     if (rc) return rc;
     hspan *last = s->n[role] ? &s->span[role][s->n[role] - 1] : NULL;
     /* the walk gives each thread's ranges in start order: touching ones merge here as the
@@ -104,8 +90,8 @@ int an_step_span(A *a, int role, double ts, double te) {
 /* ---- role streams ---- */
 
 /* One role's intervals read merged: cur = [s, e) the current union interval. The rows come
- * from q (GPU activity, runtime calls), from m (host ranges that spilled) or from span[0..n)
- * (host ranges, sorted by ts). */
+ * from q (GPU activity), from m (the walk's ranges, when they spilled) or from span[0..n)
+ * (the walk's ranges, sorted by ts). */
 typedef struct role_stream {
     sqlite3_stmt *q;
     hmerge *m;
@@ -186,9 +172,8 @@ static int open_streams(A *a, role_stream *rs) {
      * Why the runtime calls too, not ev's cls 1 rows by ts: that order took an index
      * (ev_rt_ts) built on the upload's critical path, 11-26 ms at 100 MB. */
     steps_state *s = a->steps_st;
-    if (s->runtime_sql && !(rs[R_RUNTIME].q = an_prep(a, "SELECT ts, te FROM scratch.ev WHERE cls = 1 ORDER BY ts"))) return ERR_DB;
     static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME};
-    for (int k = SPAN_DATA; k <= SPAN_CPU && s->spill.path; k++) {
+    for (int k = 0; k < SPAN_ROLES && s->spill.path; k++) {
         int rc = hmerge_open(a->db, &s->spill, k, &rs[role_of[k]].m);
         if (rc) return rc == ERR_DB ? an_dberr(a) : rc;
     }

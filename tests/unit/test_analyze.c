@@ -322,10 +322,11 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     analyze_set_sweep_apart(1);
     json_t *apart = reply_of(t, query_steps);
     analyze_set_sweep_apart(0);
-    /* the runtime role from ev by SQL (past the walk's limit), as from the walk's list */
-    analyze_set_runtime_spans_max(2);
+    /* the runtime role (and the others) from the spill file past the walk's limit, as from
+     * the walk's lists */
+    analyze_set_host_spans_max(2);
     json_t *rt_sql = reply_of(t, query_steps);
-    analyze_set_runtime_spans_max(-1);
+    analyze_set_host_spans_max(-1);
     json_object_del(rt_sql, "session_id");
     json_object_del(one, "session_id");
     assert_true(json_equal(one, rt_sql));
@@ -350,8 +351,8 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     json_decref(one);
     json_decref(apart);
 }
-/* The host ranges past the walk's limit go to a spill file as sorted runs that the breakdown
- * merges: the same document as from memory, whichever range the limit falls on (0: a run a
+/* The ranges past the walk's limit (DataLoader, outermost, runtime calls) go to a spill file
+ * as sorted runs that the breakdown merges: the same document as from memory, whichever range the limit falls on (0: a run a
  * range; 2, 3: runs of several and a remainder at the end), and no file is left. The walk
  * gives thread 1's ranges before thread 2's and 3's earlier ones: a run not sorted, or runs
  * read one after another, would merge [10, 60) into [140, 180). */
@@ -370,6 +371,7 @@ static void test_steps_host_ranges_spilled(void **state) {
     json_object_del(mem, "session_id");
     assert_true(f(json_object_get(mem, "mean"), "data_loading_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "cpu_exec_us") > 0);
+    assert_true(f(json_object_get(mem, "mean"), "runtime_us") > 0);
     long limits[] = {0, 2, 3};
     for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
         analyze_set_host_spans_max(limits[k]);
