@@ -67,12 +67,20 @@ export async function openPage(context) {
   const problems = [];
   // Leaving a page aborts what it still fetches (the session page's trend chart loads last):
   // a request in flight when the page starts navigating elsewhere (page.goto, a link) may end
-  // in ERR_ABORTED without anything being wrong. Every other failed request is a problem.
+  // in ERR_ABORTED without anything being wrong. So may one the old page starts after the
+  // navigation request and before the new page commits (framenavigated): its request event
+  // can come after the navigation's (a CI run, 2026-12-06: the session page's /report,
+  // aborted by a goto, counted as failed). Every other failed request is a problem.
   const inflight = new Set(), leaving = new WeakSet();
+  let navigating = false;
   page.on('request', (r) => {
-    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) for (const x of inflight) leaving.add(x);
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) {
+      navigating = true;
+      for (const x of inflight) leaving.add(x);
+    } else if (navigating) leaving.add(r);
     inflight.add(r);
   });
+  page.on('framenavigated', (f) => { if (f === page.mainFrame()) navigating = false; });
   page.on('requestfinished', (r) => inflight.delete(r));
   page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
