@@ -159,7 +159,7 @@ static json_t *device_facts(A *a, long long dev, json_t *gaps_out) {
                      "gaps", "count", ngaps, "total_us", gap_total, "largest", largest);
 }
 
-/* ---- launch delays: kernel start - start of the runtime call that launched it ---- */
+/* ---- launch delays: first GPU activity's start - start of the runtime call that launched it ---- */
 
 /* At most this many delays are held in memory (2 MB); more are sorted by SQLite in a temp
  * table (delays_sql), whose memory stays bounded. */
@@ -168,7 +168,7 @@ static long delays_mem_max = DELAYS_MEM_MAX;
 void analyze_set_delays_max(long n) { delays_mem_max = n >= 0 ? n : DELAYS_MEM_MAX; }
 
 typedef struct delays {
-    long long n;     /* every (runtime call, GPU row) pair of a correlation id */
+    long long n;     /* every runtime call of a correlation id with GPU rows, paired with the first of them */
     double total;    /* their sum, added in the order below */
     double p50, p99; /* the ceil(q * n)-th smallest; NaN (a delay SQLite holds as NULL) first, read as 0 */
 } delays;
@@ -187,11 +187,13 @@ static double quantile_sql(A *a, long long n, double q) {
     return v;
 }
 
-/* temp: gpu_facts runs on gpu_job's connection, which only reads the scratch file */
+/* temp: gpu_facts runs on gpu_job's connection, which only reads the scratch file. Rows in
+ * delays_mem's order (by id, then the call's start), so that TOTAL adds the same doubles. */
 static void delays_sql(A *a, delays *x) {
     memset(x, 0, sizeof *x);
-    if (an_run(a, "CREATE TEMP TABLE delays AS SELECT g.ts - r.ts AS d FROM scratch.ev r"
-                  " JOIN scratch.ev g ON g.cls = 2 AND g.corr = r.corr WHERE r.cls = 1 AND r.corr IS NOT NULL;"
+    if (an_run(a, "CREATE TEMP TABLE delays AS SELECT (SELECT MIN(g.ts) FROM scratch.ev g WHERE g.corr = r.corr AND g.cls = 2) - r.ts AS d"
+                  " FROM scratch.ev r WHERE r.cls = 1 AND r.corr IS NOT NULL"
+                  " AND EXISTS (SELECT 1 FROM scratch.ev g WHERE g.corr = r.corr AND g.cls = 2) ORDER BY r.corr, r.ts;"
                   "CREATE INDEX temp.delays_d ON delays(d);"))
         return;
     sqlite3_stmt *c = an_prep(a, "SELECT COUNT(*), TOTAL(d) FROM temp.delays");
@@ -219,27 +221,32 @@ static double quantile_of(const double *d, long long n, double q) {
 
 /* Why in memory: delays_sql wrote every delay to a temp table and indexed it, 77 of
  * gpu_facts' ~135 ms on the flat shape. Here one scan of ev_corr, which lists each
- * correlation id's runtime calls (cls 1) before its GPU rows (cls 2): the pairs come in the
- * order of delays_sql's join (its plan: each GPU row by ev_corr, each runtime call of its
- * id by ev_corr), so their total adds up to the same double. 1: over delays_mem_max, or a
- * correlation id with more than 16 runtime calls: delays_sql's turn. */
+ * correlation id's runtime calls (cls 1) before its GPU rows (cls 2), those by start: each
+ * call pairs with the first. Why only the first: a cudaGraphLaunch's correlation id is on
+ * every kernel of the graph (CUPTI; Kineto writes it as each kernel's "correlation"), and
+ * the k-th kernel's start minus the launch is the graph's run time so far, not a delay: a
+ * decode step replayed as a 120-kernel graph read as a 580 us mean launch delay. The pairs
+ * come in delays_sql's order (by id, then the call's start), so their total adds up to the
+ * same double. 1: over delays_mem_max, or a correlation id with more than 16 runtime calls:
+ * delays_sql's turn. */
 static int delays_mem(A *a, delays *x) {
     sqlite3_stmt *s = an_prep(a, "SELECT corr, cls, ts FROM scratch.ev WHERE corr IS NOT NULL AND cls IN (1, 2)"
                                  " ORDER BY corr, cls, ts");
     double rts[16], *d = NULL;
     size_t cap = 0;
     long long corr = 0;
-    int nr = 0, seen = 0, rc = s ? 0 : ERR_DB, st = SQLITE_DONE;
+    int nr = 0, seen = 0, paired = 0, rc = s ? 0 : ERR_DB, st = SQLITE_DONE;
     memset(x, 0, sizeof *x);
     while (!rc && (st = sqlite3_step(s)) == SQLITE_ROW) {
         long long c = sqlite3_column_int64(s, 0);
         double ts = sqlite3_column_double(s, 2);
-        if (!seen || c != corr) corr = c, nr = 0, seen = 1; /* a new id: its calls come first */
+        if (!seen || c != corr) corr = c, nr = 0, paired = 0, seen = 1; /* a new id: its calls come first */
         if (sqlite3_column_int(s, 1) == 1) {
             if (nr == 16) rc = 1;
             else rts[nr++] = ts;
             continue;
         }
+        if (paired++) continue; /* a later GPU row of the same launch (a graph's kernels) */
         for (int i = 0; i < nr && !rc; i++) {
             if (x->n >= delays_mem_max) rc = 1;
             else if (VEC_RESERVE(d, cap, (size_t)x->n + 1, 1024)) rc = ERR_NOMEM;

@@ -254,6 +254,34 @@ class Api(unittest.TestCase):
         sus = self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]
         self.assertNotIn("compute_bound_op", [x["category"] for x in sus])
 
+    def test_cuda_graph_replayed_outside_any_op(self):
+        # A decode step replayed as a CUDA graph, as a serving loop calls graph.replay(): one
+        # cudaGraphLaunch under no aten op, whose id is on each of the graph's 30 kernels
+        # (CUPTI), then an .item() whose 8-byte copy is the only GPU time under an op. The
+        # report named aten::_local_scalar_dense (0.2 % of the GPU time) as the top, and each
+        # kernel counted as a launch delayed by the graph's run so far (mean ~220 us).
+        evs = []
+        for step in range(4):
+            t, c = step * 1000, 10 * step + 1
+            evs.append(ev("cudaGraphLaunch", "cuda_runtime", t, 8, correlation=c))
+            k = t + 12
+            for i in range(30):
+                name, d = [("sm90_xmma_gemm_f16f16_f16f32", 20), ("vectorized_elementwise_kernel", 4)][i % 2]
+                evs.append(ev(name, "kernel", k, d, pid=0, tid=7, correlation=c, device=0, stream=7))
+                k += d + 1
+            evs.append(ev("aten::_local_scalar_dense", "cpu_op", t + 10, k - t + 5))
+            evs.append(ev("cudaMemcpyAsync", "cuda_runtime", t + 11, k - t + 3, correlation=c + 1))
+            evs.append(ev("Memcpy DtoH (Device -> Pinned)", "gpu_memcpy", k, 2, pid=0, tid=7, correlation=c + 1, device=0,
+                          stream=7, bytes=8))
+        sid, sm, rep = self.smells(trace(evs))
+        self.assertTrue(rep["lines"]["top_cuda_time"].startswith("sm90_xmma_gemm_f16f16_f16f32 82.9% of self CUDA"),
+                        rep["lines"]["top_cuda_time"])
+        self.assertEqual(sm["one_operator_owns_the_run"]["evidence"]["operator"], "sm90_xmma_gemm_f16f16_f16f32")
+        launch = self.srv.json("/api/v1/sessions/%d/gpu" % sid)["launch"]
+        self.assertEqual(launch["count"], 8)  # 4 graph launches and 4 copies, not 124 GPU rows
+        self.assertEqual(launch["delay_p50_us"], 12.0)  # a graph launch to its first kernel, not to its last
+        self.assertEqual(launch["kernels"], 120)
+
     def test_smell_non_gemm_op_owns_the_run(self):
         # the same shape with a softmax kernel instead of a GEMM: a compute-bound suspect
         evs = launch_pair("aten::softmax", "softmax_warp_forward", 0, 100, 800, 1, kts=3)

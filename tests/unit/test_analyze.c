@@ -199,15 +199,22 @@ static void test_ingest_correlation_attributes_cuda_time(void **state) {
 
 /* n launches: launch i's runtime call at 100 i, its kernel delays[i] later; then the runtime
  * calls of one more correlation id, `calls` of them, and its kernel 4 us after the first. */
-static char *launch_trace(const double *delays, int n, int calls) {
-    size_t cap = 256 + (size_t)(n + calls + 1) * 400, o = 0;
+static char *launch_trace(const double *delays, int n, int calls, int graph) {
+    size_t cap = 256 + (size_t)(n * (graph + 1) + calls + 1) * 400, o = 0;
     char *t = malloc(cap);
     o += (size_t)snprintf(t + o, cap - o, "{\"traceEvents\":[" X("P", "cpu_op", 1, 0, 1000000, ""));
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        /* graph > 0: the launch is a graph's, and `graph` more kernels carry its id, written
+         * before its first one but starting after it */
+        for (int k = 1; k <= graph; k++)
+            o += (size_t)snprintf(t + o, cap - o,
+                                  ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"g\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,\"device\":0,\"stream\":7}}",
+                                  100 * i + delays[i] + 1.5 * k, i + 1);
         o += (size_t)snprintf(t + o, cap - o,
-                              ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}}"
+                              ",{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"%s\",\"pid\":1,\"tid\":1,\"ts\":%d,\"dur\":2,\"args\":{\"correlation\":%d}}"
                               ",{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":1,\"args\":{\"correlation\":%d,\"device\":0,\"stream\":7}}",
-                              100 * i, i + 1, 100 * i + delays[i], i + 1);
+                              graph ? "cudaGraphLaunch" : "cudaLaunchKernel", 100 * i, i + 1, 100 * i + delays[i], i + 1);
+    }
     for (int c = 0; c < calls; c++)
         o += (size_t)snprintf(t + o, cap - o,
                               ",{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"cuLaunchKernel\",\"pid\":1,\"tid\":2,\"ts\":%d,\"dur\":1,\"args\":{\"correlation\":9999}}",
@@ -242,15 +249,18 @@ static int cmp_double(const void *x, const void *y) {
 
 /* Launch delays: counted, averaged and ranked in memory (gpu.c's delays_mem) as SQLite's
  * temp table ranks them (delays_sql), to the same doubles; a correlation id with more runtime
- * calls than delays_mem holds goes to SQLite, and so does a trace over analyze_set_delays_max. */
+ * calls than delays_mem holds goes to SQLite, and so does a trace over analyze_set_delays_max.
+ * A graph launch's later kernels (graph 3: three more kernels on each id) change nothing:
+ * a launch's delay is to its first GPU row. */
 static void test_launch_delays_in_memory_as_in_sqlite(void **state) {
     (void)state;
     enum { N = 101 };
     double d[N], sorted[N + 17];
     double sum = 0;
     for (int i = 0; i < N; i++) d[i] = 0.125 + (double)((i * 37) % N) / 4, sum += d[i]; /* 101 distinct, unsorted */
-    for (int calls = 0; calls <= 17; calls += 17) {
-        char *t = launch_trace(d, N, calls);
+    for (int run = 0; run < 4; run++) {
+        int calls = run & 1 ? 17 : 0, graph = run & 2 ? 3 : 0;
+        char *t = launch_trace(d, N, calls, graph);
         json_t *mem = launch_of(t);
         analyze_set_delays_max(0);
         json_t *sql = launch_of(t);
