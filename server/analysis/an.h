@@ -250,6 +250,7 @@ typedef struct suspect_state {
     opstat *ops;
     size_t nops, capops;
     double kern_no_op;   /* kernel time launched under no op at all */
+    long long graph_launches; /* launches of a CUDA or HIP graph (NF_GRAPH_LAUNCH) */
     sqlite3_stmt *ccorr_ins;
 } suspect_state;
 

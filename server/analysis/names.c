@@ -48,6 +48,7 @@ unsigned name_flags_of(const char *s) {
     if (has_any(low, gemm_kernel)) f |= NF_GEMM_KERNEL;
     if (has_any(low, attention)) f |= NF_ATTENTION;
     if (cuda_is_sync_call(s)) f |= NF_SYNC;
+    if (starts_with(s, "cudaGraphLaunch") || starts_with(s, "cuGraphLaunch") || starts_with(s, "hipGraphLaunch")) f |= NF_GRAPH_LAUNCH;
     if (strstr(s, "Memcpy") || strstr(s, "memcpy")) {
         if (cuda_copy_pageable(s)) f |= NF_PAGEABLE;
         if (strstr(s, "HtoD") || strstr(s, "DtoH")) f |= NF_HOST_COPY;

@@ -27,6 +27,7 @@ enum {
     NF_DTOD = 1 << 10,       /* a device-to-device copy (DtoD in its name) */
     NF_ATTENTION = 1 << 11,  /* attention or flash in the name */
     NF_DTOH = 1 << 12,       /* a device-to-host copy (DtoH in its name) */
+    NF_GRAPH_LAUNCH = 1 << 13, /* a call that launches a graph: cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch (any suffix) */
 };
 
 /* Flags of one name (pure: the rules above). */

@@ -70,6 +70,7 @@ int an_op_host(A *a, const frame *f) {
 int an_op_launch(A *a, const hrow *r, const frame *stack, int depth) {
     suspect_state *s = a->sus;
     int inner = -1, outer_copy = -1, plain = 1;
+    if (an_flags(a, r->name) & NF_GRAPH_LAUNCH) s->graph_launches++;
     for (int i = 0; i < depth; i++) {
         if (stack[i].cls != EV_HOST_OP) continue;
         unsigned f = an_flags(a, stack[i].name);
@@ -465,8 +466,11 @@ static const char *end_window(const char *source) {
     return "end it with the last step's GPU work (call prof.step() right after each step and stop the profiler there)";
 }
 
-/* The next experiment of a category, naming its culprit. */
-static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, char *out, size_t n) {
+/* The next experiment of a category, naming its culprit. graphs: "" or how many graph
+ * launches the trace has ("640 launches, 32 a step"): where the launches are already
+ * graphs, "capture it in a CUDA graph" is advice the team has taken. */
+static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, const char *graphs, char *out,
+                            size_t n) {
     /* "(untraced)" names no place: the time is outside every traced range */
     int untraced = !strcmp(culprit, "(untraced)");
     const char *who = untraced ? "Host time outside any traced range (untraced)" : culprit, *runs = untraced ? " passes" : " runs";
@@ -491,11 +495,22 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
         if (cpu_only)
             utf8_snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
+        else if (*graphs)
+            utf8_snprintf(out, n, "Take Python out of the launch path in %s: the loop already replays %s graphs (%s), so capture more of "
+                     "the step in each (the whole step in one graph: torch.compile mode=\"reduce-overhead\" or a larger capture) and move the "
+                     "Python between replays out of the loop, so launches queue ahead of the GPU; compare GPU idle per step", culprit,
+                     rocm ? "HIP" : "CUDA", graphs);
         else
             utf8_snprintf(out, n, "Take Python out of the launch path in %s: torch.compile the step or capture it in a %s, vectorize the "
                      "per-token work, so launches queue ahead of the GPU; compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_LAUNCH:
+        if (*graphs) {
+            utf8_snprintf(out, n, "Launches of %s cost more than their kernels, though the loop already replays %s graphs (%s): capture "
+                     "more of the loop in each graph (fewer, larger graphs) or fuse the small ops with torch.compile; compare launches and GPU "
+                     "idle per step", culprit, rocm ? "HIP" : "CUDA", graphs);
+            return;
+        }
         utf8_snprintf(out, n, "Launches of %s cost more than their kernels: capture the loop in a %s (torch.compile mode=\"reduce-overhead\") "
                  "or fuse the small ops with torch.compile; compare launches and GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
@@ -606,11 +621,17 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
             order[j - 1] = x;
         }
     int rocm = rocm_trace(a);
+    char graphs[96] = "";
+    long long ng = a->sus->graph_launches;
+    if (ng > 0 && a->nsteps)
+        snprintf(graphs, sizeof graphs, "%lld launch%s, %.0f a step", ng, ng == 1 ? "" : "es", (double)ng / (double)a->nsteps);
+    else if (ng > 0)
+        snprintf(graphs, sizeof graphs, "%lld launch%s", ng, ng == 1 ? "" : "es");
     for (int i = 0; i < n; i++) {
         int c = order[i];
         const char *name = culprit[c] >= 0 ? an_str(a, culprit[c]) : "(untraced)";
         char next[1024];
-        next_experiment(c, name, cpu_only, rocm, a->t->source ? a->t->source : "kineto", next, sizeof next);
+        next_experiment(c, name, cpu_only, rocm, a->t->source ? a->t->source : "kineto", graphs, next, sizeof next);
         static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
                                             NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy"};
         _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");

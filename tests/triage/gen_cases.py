@@ -269,6 +269,26 @@ class KTrace:
         self.t = te
         return gs, ge
 
+    def graph_launch(self, kernels, stream=7, api_us=8.0, lat_us=10.0):
+        """One cudaGraphLaunch (cbid 311) replaying a captured graph: its kernels, (name, us)
+        each, run back to back on the stream and all carry the launch's correlation id, as
+        CUPTI reports a graph's kernels (one flow, to the first)."""
+        self.corr += 1
+        corr = self.corr
+        ts = self.t + self.j(0.3, 0.5)
+        te = ts + self.j(api_us, 0.15)
+        gs = max(self.stream_end.get(stream, 0) + self.j(1.0, 0.5), ts + self.j(lat_us, 0.2))
+        self._runtime("cudaGraphLaunch", ts, te, corr, 311)
+        self._flow(corr, ts, gs, stream)
+        s = gs
+        for kname, us in kernels:
+            e = s + self.j(us, 0.04)
+            self._gpu("kernel", kname, s, e, stream, corr, {"grid": [132, 1, 1], "block": [128, 1, 1]})
+            s = e + self.j(0.8, 0.3)
+        self.stream_end[stream] = e
+        self.t = te
+        return gs, e
+
     def memcpy(self, kind, nbytes, gbps, stream=7, blocking=False, api_us=6.0, lat_us=5.0, api="cudaMemcpyAsync"):
         """kind: 'HtoD (Pageable -> Device)', 'DtoH (Device -> Pageable)', 'DtoD (Device -> Device)',
         'HtoD (Pinned -> Device)'. blocking: the runtime call returns when the copy is done
@@ -641,6 +661,31 @@ def case_python_overhead():
     return k.doc(name="python_overhead")
 
 
+def case_graph_replay_python():
+    """A decode loop already captured as CUDA graphs, one per layer (piecewise graphs, as a
+    serving engine replays them from Python): 16 cudaGraphLaunch a step under no aten op,
+    each graph 4 short kernels (~14 us in all), and ~60 us of Python between replays
+    (`model_runner.py(1714): _prepare_layer_inputs`). The GPU idles on the Python; the
+    advice must not be "capture it in a CUDA graph" alone: the loop already does."""
+    k = KTrace(4101)
+    k.python = True
+    k.host(40)
+    body = [(K_GEMM_SMALL_H100, 5.0), (K_ADD_BF16, 2.0), (K_FLASH, 5.0), (K_ADD_BF16, 2.0)]
+    with k.py("serve.py(77): <module>"):
+        for s in range(24):
+            with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                with k.py("model_runner.py(1690): execute_model"):
+                    for _ in range(16):
+                        with k.py("model_runner.py(1714): _prepare_layer_inputs"):
+                            k.adv(k.j(60.0, 0.2))
+                        with k.py("torch/cuda/graphs.py(88): replay"):
+                            k.graph_launch(body)
+                    argmax(k)
+            k.host(5)
+    k.host(30)
+    return k.doc(name="graph_replay_python")
+
+
 def case_launch_bound():
     """A training loop whose optimizer is a Python loop over 1000 parameters (`p.add_(g)`,
     foreach off): each step launches 1000 elementwise kernels of ~2.5 us, each shorter than
@@ -913,6 +958,7 @@ CASES = {
     "host_sync": case_host_sync,
     "python_overhead": case_python_overhead,
     "launch_bound": case_launch_bound,
+    "graph_replay_python": case_graph_replay_python,
     "copies_casts": case_copies_casts,
     "pageable_memcpy": case_pageable_memcpy,
     "compute_bound_op": case_compute_bound_op,
