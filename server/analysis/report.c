@@ -32,6 +32,7 @@ typedef struct draft {
     int rc;
     int rocm, cpu_only;
     double self_cuda_total, self_cpu_total;
+    double outside;  /* share of self CUDA launched outside every op, where it put kernels first; else 0 */
 } draft;
 
 static int has_word(const char *lower, const char *const *words) {
@@ -141,7 +142,11 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
     const char *basis = d->rocm ? "self GPU" : "self CUDA";
     double denom = d->self_cuda_total;
-    if (*ntop > 0 && denom - sum_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cuda") > top[0].self_cuda) *ntop = 0;
+    double outside = *ntop > 0 ? denom - sum_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cuda") : 0;
+    if (*ntop > 0 && outside > top[0].self_cuda) {
+        d->outside = outside / denom;
+        *ntop = 0;
+    }
     if (*ntop == 0) *ntop = load_ops(d, GPU_OPS, GPU_KINDS, "self_cuda", top, 8);
     if (*ntop == 0 && d->cpu_only) {
         *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cpu", top, 8);
@@ -277,7 +282,8 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
     const char *word = d->rocm ? "self GPU" : "self CUDA";
     int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
                      timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), report_op_class(top[0].name));
-    if (ntop > 1 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
+    if (ntop > 1 && o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
+    if (d->outside > 0 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; %.1f%% of the GPU time was launched outside every operator", d->outside * 100);
 }
 
 /* The host's largest cost: the largest host-side suspect (a DataLoader range, a sync, Python,
@@ -335,7 +341,7 @@ static int is_rocm(const report_input *in) {
 }
 
 int report_draft(const report_input *in, json_t **out) {
-    draft d = {in, 0, is_rocm(in), json_is_null(json_object_get(in->suspects, "gpu")), in->self_cuda_total, in->self_cpu_total};
+    draft d = {in, 0, is_rocm(in), json_is_null(json_object_get(in->suspects, "gpu")), in->self_cuda_total, in->self_cpu_total, 0};
     *out = NULL;
     op top[8];
     int ntop = 0;

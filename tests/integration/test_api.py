@@ -276,6 +276,8 @@ class Api(unittest.TestCase):
         sid, sm, rep = self.smells(trace(evs))
         self.assertTrue(rep["lines"]["top_cuda_time"].startswith("sm90_xmma_gemm_f16f16_f16f32 82.9% of self CUDA"),
                         rep["lines"]["top_cuda_time"])
+        self.assertTrue(rep["lines"]["top_cuda_time"].endswith("; 99.4% of the GPU time was launched outside every operator"),
+                        rep["lines"]["top_cuda_time"])
         self.assertEqual(sm["one_operator_owns_the_run"]["evidence"]["operator"], "sm90_xmma_gemm_f16f16_f16f32")
         launch = self.srv.json("/api/v1/sessions/%d/gpu" % sid)["launch"]
         self.assertEqual(launch["count"], 8)  # 4 graph launches and 4 copies, not 124 GPU rows
