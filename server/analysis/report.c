@@ -132,11 +132,12 @@ static double sum_ops(draft *d, const char *table, const char *where, const char
 }
 
 /* Smell 1: one operator owns the run. CPU ops first (what the model calls); the kernels
- * instead where more GPU time was launched outside every op than by the top op (the
- * collector's sessions, which have GPU rows only; a CUDA graph replayed outside any aten
- * op: its cudaGraphLaunch sits under no cpu_op, and an .item() with 0.2 % of the GPU time
- * was named the top). A CPU-only trace: self CPU. suspects.c's compute_bound has the same
- * rule (kern_no_op). */
+ * instead where more GPU time was launched outside every op than by the top op and the top
+ * kernel holds more than it (the collector's sessions, which have GPU rows only; a CUDA
+ * graph replayed outside any aten op: its cudaGraphLaunch sits under no cpu_op, and an
+ * .item() with 0.2 % of the GPU time was named the top). Then the first name is the
+ * summary's top_cuda_operator too (analyze.c). A CPU-only trace: self CPU. suspects.c's
+ * compute_bound has the same rule (kern_no_op). */
 static json_t *smell_owns(draft *d, op *top, int *ntop) {
     static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
     *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
@@ -144,8 +145,13 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     double denom = d->self_cuda_total;
     double outside = *ntop > 0 ? denom - sum_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cuda") : 0;
     if (*ntop > 0 && outside > top[0].self_cuda) {
-        d->outside = outside / denom;
-        *ntop = 0;
+        op k[8];
+        int nk = load_ops(d, GPU_OPS, GPU_KINDS, "self_cuda", k, 8);
+        if (nk > 0 && k[0].self_cuda > top[0].self_cuda) { /* else the top op still holds more than any one kernel */
+            memcpy(top, k, (size_t)nk * sizeof *k);
+            *ntop = nk;
+            d->outside = outside / denom;
+        }
     }
     if (*ntop == 0) *ntop = load_ops(d, GPU_OPS, GPU_KINDS, "self_cuda", top, 8);
     if (*ntop == 0 && d->cpu_only) {
