@@ -173,8 +173,12 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
         const agg *g = i < a->naggs ? &a->aggs[i] : &gpu_row;
         if (i >= a->naggs) an_gpu_agg_row(&a->t->gpu_aggs[i - a->naggs], 0, &gpu_row);
         if (g->grouping) continue;
-        if (g->kind != a->ua_kind && strcmp(an_str(a, g->kind), "gpu_user_annotation") && g->cuda_total > 0 &&
-            (!top || g->self_cuda > top->self_cuda))
+        /* Why not the runtime calls: with no op around the launches (an nsys export, a
+         * collector session), cudaLaunchKernel's row holds every kernel it launched and was
+         * named the top CUDA operator; the report names the kernel (report.c: smell_owns). */
+        const char *kn = an_str(a, g->kind);
+        if (g->kind != a->ua_kind && strcmp(kn, "gpu_user_annotation") && strcmp(kn, "cuda_runtime") && strcmp(kn, "cuda_driver") &&
+            g->cuda_total > 0 && (!top || g->self_cuda > top->self_cuda))
             topv = *g, top = &topv;
         if (g->kind == a->ua_kind && g->cpu_total > cpu_total_top) cpu_total_top = g->cpu_total;
     }

@@ -279,6 +279,9 @@ class Api(unittest.TestCase):
         self.assertTrue(rep["lines"]["top_cuda_time"].endswith("; 99.4% of the GPU time was launched outside every operator"),
                         rep["lines"]["top_cuda_time"])
         self.assertEqual(sm["one_operator_owns_the_run"]["evidence"]["operator"], "sm90_xmma_gemm_f16f16_f16f32")
+        # the sessions list's column names the same kernel, not cudaGraphLaunch (whose row
+        # holds all 30 kernels it launched)
+        self.assertEqual(self.srv.json("/api/v1/sessions/%d" % sid)["top_cuda_operator"], "sm90_xmma_gemm_f16f16_f16f32")
         launch = self.srv.json("/api/v1/sessions/%d/gpu" % sid)["launch"]
         self.assertEqual(launch["count"], 8)  # 4 graph launches and 4 copies, not 124 GPU rows
         self.assertEqual(launch["delay_p50_us"], 12.0)  # a graph launch to its first kernel, not to its last
