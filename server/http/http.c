@@ -24,6 +24,7 @@
 
 #include "http/auth.h"
 #include "http/deadline.h"
+#include "http/form.h"
 #include "http/metrics.h"
 #include "http/reply.h"
 #include "http/routes.h"
@@ -45,6 +46,7 @@ struct conn {
     int rejected;                 /* an error reply is decided; drain the body */
     http_reply early;             /* that reply */
     importer *im;                 /* the upload's import (import.h), NULL when none */
+    form *form;                   /* a multipart/form-data upload's reader (form.h), else NULL */
     fp_label *labels;             /* the upload's ?label=, borrowed by im */
     size_t nlabels;
     char *body;                   /* small bodies */
@@ -211,6 +213,11 @@ static void reject(struct conn *c, int err, const char *msg) {
     http_error(&c->early, err, "%s", msg);
 }
 
+static void form_to_import(void *cls, const char *data, size_t n) {
+    struct conn *c = cls;
+    import_feed(c->im, data, n); /* an error sticks: import_finish returns it */
+}
+
 /* Headers only: the encoding, ?name= and ?label= are checked, then the door takes a slot. */
 static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
     c->upload = 1;
@@ -227,7 +234,13 @@ static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
     import_opts o = {name, c->labels, c->nlabels, gzip, cl ? strtoull(cl, NULL, 10) : 0};
     char err[512];
     int rc = import_begin(a->imports, &o, &c->im, err, sizeof err);
-    if (rc) reject(c, rc, err);
+    if (rc) {
+        reject(c, rc, err);
+        return;
+    }
+    /* curl -F and HTML forms wrap the file in a form; its one file part is the body. */
+    if (form_is_multipart(http_header(&rq, MHD_HTTP_HEADER_CONTENT_TYPE)) && !(c->form = form_new(mc, form_to_import, c, &rc, err, sizeof err)))
+        reject(c, rc, err);
 }
 
 static void upload_end(struct conn *c, http_reply *out) {
@@ -394,7 +407,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (*upload_size) {
         if (c->upload) {
             deadline_feeding(mc);
-            if (c->im) import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
+            if (c->form && !c->rejected) {
+                if (form_feed(c->form, upload_data, *upload_size)) reject(c, ERR_REQUEST, form_error(c->form));
+            } else if (c->im && !c->form) {
+                import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
+            }
         } else if (c->body_len + *upload_size > SMALL_BODY_MAX) {
             reject(c, ERR_TOOBIG, "the request body is over 256 KiB");
         } else if (!c->rejected) {
@@ -415,6 +432,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (c->rejected) {
         out = c->early;
         memset(&c->early, 0, sizeof c->early);
+    } else if (c->upload && c->form && form_finish(c->form)) {
+        http_error(&out, ERR_REQUEST, "%s", form_error(c->form));
     } else if (c->upload) {
         upload_end(c, &out);
     } else {
@@ -441,6 +460,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
         g_requests--;
         pthread_mutex_unlock(&g_req_lock);
     }
+    form_free(c->form);
     import_free(c->im); /* rolls back anything not committed: a dropped upload leaves nothing */
     fp_labels_free(c->labels, c->nlabels);
     json_decref(c->early.json);

@@ -93,6 +93,54 @@ class Api(unittest.TestCase):
                 self.assertTrue(self.srv.alive())
         self.assertEqual(self.count(), before)
 
+    def test_upload_as_a_form(self):
+        """curl -F file=@trace.json.gz: the form's one file part is the trace, read as it
+        arrives; anything else in the form is refused with a message, and nothing is stored.
+        Before form.c the form's bytes went to the JSON parser: 400 invalid_json, 'malformed
+        number' (the boundary's dashes)."""
+        def form(*parts, boundary="fpXbound", close=True):
+            out = b""
+            for name, filename, data in parts:
+                fn = '; filename="%s"' % filename if filename else ""
+                out += b'--%s\r\nContent-Disposition: form-data; name="%s"%s\r\n' % (boundary.encode(), name.encode(), fn.encode())
+                out += b"Content-Type: application/octet-stream\r\n\r\n" + data + b"\r\n"
+            return out + (b"--%s--\r\n" % boundary.encode() if close else b"")
+
+        def post(body, query="", ctype="multipart/form-data; boundary=fpXbound"):
+            return self.srv.upload(body, query, headers={"Content-Type": ctype})
+
+        raw = self.srv.upload_ok(self.small)
+        st, _, b = post(form(("file", "t.json.gz", self.small)), "?name=form&label=via:curl-F")
+        self.assertEqual(st, 201, b)
+        s = self.srv.json(b["url"])
+        self.assertEqual((s["name"], s["labels"]), ("form", {"via": "curl-F"}))
+        ops = lambda sid: self.srv.json("/api/v1/sessions/%d/operators" % sid)["operators"]
+        self.assertEqual(ops(b["id"]), ops(raw))
+        st, _, b = post(form(("trace", None, gzip.decompress(self.small))), ctype='multipart/form-data; boundary="fpXbound"')
+        self.assertEqual(st, 201, b)  # a part named trace, no filename, a quoted boundary, plain JSON
+        self.assertEqual(ops(b["id"]), ops(raw))
+
+        before = self.count()
+        cases = [
+            (form(("file", "a.json.gz", self.small), ("file", "b.json.gz", self.small)), None, "second file part ('b.json.gz')"),
+            (form(("name", None, b"decode"), ("file", "a.json.gz", self.small)), None, "form field 'name' is not read"),
+            (form(("file", "a.json.gz", self.small), ("label", None, b"a:b")), None, "form field 'label' is not read"),
+            (form(("file", "a.json.gz", self.small), close=False), None, "before its closing boundary"),
+            (b"no parts at all", None, "no file part"),
+            (form(("file", "a.json.gz", self.small)), "multipart/form-data", "needs a boundary="),
+        ]
+        for body, ctype, msg in cases:
+            with self.subTest(msg=msg):
+                st, _, b = post(body, ctype=ctype) if ctype else post(body)
+                self.assertError(st, b, 400, "bad_request")
+                self.assertIn(msg, b["error"]["message"])
+        st, _, b = post(form(("file", "a.json", b'{"traceEvents":[{"ph":"X"')))
+        self.assertError(st, b, 400, "invalid_json")  # the file part's own errors are the importer's
+        st, _, b = post(form(("file", "big.json", b"x" * (3 << 20))))
+        self.assertError(st, b, 413, "too_large")  # --max-upload holds for a form too
+        self.assertEqual(self.count(), before)
+        self.assertTrue(self.srv.alive())
+
     def test_errors_404_405_400(self):
         st, _, b = self.srv.get("/api/v1/sessions/999999")
         self.assertError(st, json.loads(b), 404, "not_found")

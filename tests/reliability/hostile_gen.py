@@ -17,6 +17,8 @@ generated here, streamed through zlib, so the test needs no fixture files.
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
   toplevel N    a step holding N disjoint top-level operators on one thread (the step
                 breakdown's host ranges, 16 bytes each)
+  form MIB      a multipart/form-data body (boundary fpXX, never gzip'd) whose one file part
+                is MIB MiB of near-boundaries: "\r\n--fpX", the delimiter but its last byte
   nsysstreams N an Nsight Systems SQLite export (not gzip'd) of N kernels, each on a GPU
                 stream of its own (the columns server/ingest/nsys.c reads, as nsys 2024 writes them)
 """
@@ -111,10 +113,21 @@ def nsys(n, out):
     c.close()
 
 
+def form(mib, out):
+    chunk = b"\r\n--fpX" * 1024
+    with open(out, "wb") as f:
+        f.write(b'--fpXX\r\nContent-Disposition: form-data; name="file"; filename="t.json"\r\n\r\n')
+        for _ in range((mib << 20) // len(chunk)):
+            f.write(chunk)
+        f.write(b"\r\n--fpXX--\r\n")
+
+
 def main():
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if kind == "nsysstreams":
         return nsys(n, out)
+    if kind == "form":
+        return form(n, out)
     plain = out.endswith(".json")
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
     with open(out, "wb") as f:
