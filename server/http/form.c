@@ -13,8 +13,11 @@
 #include <strings.h>
 
 #include "lib/err.h"
+#include "lib/utf8.h"
+#include "session.h" /* fp_utf8_valid */
 
-#define FORM_PP_BUFFER (64u << 10) /* MHD's own advice for "good performance" */
+#define FORM_PP_BUFFER (64u << 10) /* MHD's own advice for "good performance"; it also bounds a
+                                      part's headers, so key and filename below */
 
 struct form {
     struct MHD_PostProcessor *pp; /* NULL after form_finish */
@@ -24,8 +27,9 @@ struct form {
     char err[384];
     int parts;                    /* file parts begun */
     unsigned long long bytes;     /* bytes of the file part so far */
-    char key[128];                /* the file part's name and filename, to tell its */
-    char filename[256];           /* pieces from a second part's first piece */
+    char *key;                    /* the file part's name and filename (NULL: none), to */
+    char *filename;               /* tell its pieces from a second part's first piece */
+    char name[FORM_NAME_MAX + 1]; /* form_filename's: the filename, valid UTF-8, cut */
 };
 
 int form_is_multipart(const char *ct) {
@@ -45,6 +49,13 @@ static int fail(form *f, const char *fmt, ...) {
     return f->rc = ERR_REQUEST;
 }
 
+/* A client's part name or filename as an error message may show it: valid UTF-8 (Jansson
+ * refuses anything else, and the reply would be lost), at most 64 bytes. */
+static const char *shown(const char *s, char *buf, size_t n) {
+    if (!fp_utf8_valid(s, strlen(s))) return "(not UTF-8)";
+    return utf8_clip(s, 64, buf, n);
+}
+
 static int is_file_part(const char *key, const char *filename) {
     return filename || !strcmp(key, "file") || !strcmp(key, "trace");
 }
@@ -54,27 +65,42 @@ static int is_file_part(const char *key, const char *filename) {
  * and says nothing else about where a part begins. */
 static int second_part(const form *f, const char *key, const char *filename, uint64_t off) {
     if (off != 0 || !f->parts) return 0;
-    return f->bytes > 0 || strcmp(f->key, key) || strcmp(f->filename, filename ? filename : "");
+    return f->bytes > 0 || strcmp(f->key, key) || !filename != !f->filename || (filename && strcmp(f->filename, filename));
+}
+
+/* The first piece of the file part: its name and filename kept (0, or ERR_NOMEM). */
+static int first_piece(form *f, const char *key, const char *filename) {
+    f->parts = 1;
+    f->key = strdup(key);
+    f->filename = filename ? strdup(filename) : NULL;
+    if (!f->key || (filename && !f->filename)) return f->rc = ERR_NOMEM;
+    if (filename && fp_utf8_valid(filename, strlen(filename))) {
+        size_t n = utf8_cut(filename, strlen(filename), FORM_NAME_MAX);
+        memcpy(f->name, filename, n);
+        f->name[n] = '\0';
+    }
+    return 0;
 }
 
 static enum MHD_Result on_piece(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename, const char *content_type,
                                 const char *transfer_encoding, const char *data, uint64_t off, size_t size) {
     (void)kind; (void)content_type;
     form *f = cls;
+    char b[72];
     if (!key) key = "";
     if (!is_file_part(key, filename))
-        return fail(f, "the form field '%.64s' is not read: the form's one part is the trace file (-F file=@trace.json.gz); "
-                       "give the session's name and labels in the query (?name=...&label=key:value)", key), MHD_NO;
+        return fail(f, "the form field '%s' is not read: the form's one part is the trace file (-F file=@trace.json.gz); "
+                       "give the session's name and labels in the query (?name=...&label=key:value)", shown(key, b, sizeof b)), MHD_NO;
     if (second_part(f, key, filename, off))
-        return fail(f, "the form has a second file part ('%.64s'): upload one trace per request", filename ? filename : key), MHD_NO;
+        return fail(f, "the form has a second file part ('%s'): upload one trace per request", shown(filename ? filename : key, b, sizeof b)),
+               MHD_NO;
     if (transfer_encoding && strcasecmp(transfer_encoding, "binary") && strcasecmp(transfer_encoding, "8bit") &&
         strcasecmp(transfer_encoding, "7bit"))
-        return fail(f, "the file part's Content-Transfer-Encoding is '%.32s': send the file's bytes as they are", transfer_encoding),
-               MHD_NO;
-    if (!f->parts) {
-        f->parts = 1;
-        snprintf(f->key, sizeof f->key, "%s", key);
-        snprintf(f->filename, sizeof f->filename, "%s", filename ? filename : "");
+        return fail(f, "the file part's Content-Transfer-Encoding is '%s': send the file's bytes as they are",
+                    shown(transfer_encoding, b, sizeof b)), MHD_NO;
+    if (!f->parts && first_piece(f, key, filename)) {
+        snprintf(f->err, sizeof f->err, "out of memory");
+        return MHD_NO;
     }
     if (size) f->sink(f->cls, data, size);
     f->bytes += size;
@@ -108,6 +134,10 @@ int form_feed(form *f, const char *data, size_t n) {
     return 0;
 }
 
+const char *form_filename(const form *f) {
+    return f->name[0] ? f->name : NULL;
+}
+
 int form_finish(form *f) {
     if (f->rc) return f->rc;
     /* MHD says MHD_NO here when the closing boundary never came (or bytes were left over). */
@@ -127,5 +157,7 @@ const char *form_error(const form *f) {
 void form_free(form *f) {
     if (!f) return;
     if (f->pp) MHD_destroy_post_processor(f->pp);
+    free(f->key);
+    free(f->filename);
     free(f);
 }

@@ -9,8 +9,10 @@
  *   - no other field: the session's name and labels come from the query (?name=, ?label=),
  *     as for any upload, so a form field that would be ignored is refused instead;
  *   - the body ends with the form's closing boundary.
+ * form_filename gives the file part's filename; http.c names the session with it unless
+ * ?name= or the trace does (the dashboard's upload sends the file's name as ?name=).
  *
- *   form *f = form_new(mc, sink, cls, err, sizeof err);  // NULL: err says why
+ *   form *f = form_new(mc, sink, cls, &rc, err, sizeof err); // NULL: rc and err say why
  *   form_feed(f, data, n);                               // as the body arrives
  *   form_finish(f);                                      // after the last byte
  *   form_free(f);                                        // accepts NULL
@@ -32,11 +34,17 @@ int form_is_multipart(const char *content_type);
 /* A form reader for mc's body (its Content-Type must name multipart/form-data). NULL with
  * the reason in err: no boundary (ERR_REQUEST) or no memory; *rc says which. */
 form *form_new(struct MHD_Connection *mc, form_sink sink, void *cls, int *rc, char *err, size_t errlen);
-/* The next body bytes. 0, or ERR_REQUEST (sticky: later calls return it and feed nothing). */
+/* The next body bytes. 0, or ERR_REQUEST (ERR_NOMEM) with form_error's message; sticky:
+ * later calls return it and feed nothing. */
 int form_feed(form *f, const char *data, size_t n);
 /* After the body's last byte: 0 when exactly one file part was read and the form was
  * closed; else ERR_REQUEST. */
 int form_finish(form *f);
+#define FORM_NAME_MAX 512 /* bytes of form_filename, as of a ?name= (HTTP_TEXT_MAX) */
+
+/* The file part's filename when it is valid UTF-8, cut to FORM_NAME_MAX bytes at a
+ * character boundary; NULL when it has none (or not yet). Valid while f lives. */
+const char *form_filename(const form *f);
 /* The message of the first error ("" when none). */
 const char *form_error(const form *f);
 void form_free(form *f);

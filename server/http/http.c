@@ -246,8 +246,12 @@ static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
 static void upload_end(struct conn *c, http_reply *out) {
     long long id = 0;
     unsigned long long events = 0, received = import_received(c->im);
-    int rc = import_finish(c->im, &id, &events);
-    if (rc) http_error(out, rc, "%s", import_error(c->im));
+    int rc = c->form ? form_finish(c->form) : 0;
+    if (rc) http_error(out, rc, "%s", form_error(c->form));
+    else if (c->form && form_filename(c->form) && (rc = import_set_fallback_name(c->im, form_filename(c->form))))
+        http_error(out, rc, "out of memory");
+    else if ((rc = import_finish(c->im, &id, &events)))
+        http_error(out, rc, "%s", import_error(c->im));
     /* The importer (and its --max-uploads slot) goes before the reply is queued, not in
      * on_completed: that runs after the reply went out, so a client posting its next
      * upload as soon as it read this one's reply got 503 too_many_uploads. */
@@ -407,8 +411,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (*upload_size) {
         if (c->upload) {
             deadline_feeding(mc);
+            int frc;
             if (c->form && !c->rejected) {
-                if (form_feed(c->form, upload_data, *upload_size)) reject(c, ERR_REQUEST, form_error(c->form));
+                if ((frc = form_feed(c->form, upload_data, *upload_size))) reject(c, frc, form_error(c->form));
             } else if (c->im && !c->form) {
                 import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
             }
@@ -432,8 +437,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (c->rejected) {
         out = c->early;
         memset(&c->early, 0, sizeof c->early);
-    } else if (c->upload && c->form && form_finish(c->form)) {
-        http_error(&out, ERR_REQUEST, "%s", form_error(c->form));
     } else if (c->upload) {
         upload_end(c, &out);
     } else {

@@ -154,6 +154,10 @@ int import_finish(importer *im, long long *id, unsigned long long *events) {
     return 0;
 }
 
+int import_set_fallback_name(importer *im, const char *name) {
+    return loader_set_fallback_name(im->ld, name);
+}
+
 const char *import_error(const importer *im) { return im->msg; }
 
 unsigned long long import_received(const importer *im) { return im->received; }

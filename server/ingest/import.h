@@ -60,6 +60,9 @@ int import_begin(import_pool *p, const import_opts *o, importer **out, char *err
 /* Parses the next bytes of the body. 0, or the upload's (first) error: ERR_PARSE,
  * ERR_INVALID, ERR_NOTTRACE, ERR_TOOBIG, ERR_FORMAT, ERR_IO, ERR_NOMEM, ERR_DB. */
 int import_feed(importer *im, const void *data, size_t n);
+/* The session's name when neither ?name= nor the trace names it (a form's filename), before
+ * import_finish; copied. 0, or ERR_NOMEM. */
+int import_set_fallback_name(importer *im, const char *name);
 /* Ends the body: checks it, imports a spooled nsys export, analyses and commits in one
  * transaction. 0 with *id (the new session) and *events, or the first error. */
 int import_finish(importer *im, long long *id, unsigned long long *events);

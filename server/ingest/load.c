@@ -75,6 +75,7 @@ struct loader {
     int share;               /* the loaders_active the limits below were set for */
     size_t pending_max;      /* LOAD_PENDING_MAX / share */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
+    char *fallback_name; /* loader_set_fallback_name's copy, or NULL */
     char err[256];      /* the request thread's message */
     char w_err[256];    /* the loader thread's (read after evq_finish) */
 };
@@ -754,12 +755,12 @@ static int add_counts(loader *l, analysis *a) {
 }
 
 /* Name, labels and hardware for the report: the query's name and labels win over the
- * collector's firstpass object. */
+ * collector's firstpass object; a form's filename comes last. */
 static int prepare_identity(loader *l) {
     json_t *fpobj = json_object_get(l->t.meta, "firstpass");
     char ferr[128];
     if (fpobj && fp_session_meta_from_json(fpobj, &l->fm, ferr, sizeof ferr)) return set_err(l, ERR_INVALID, ferr);
-    const char *name = l->opts.name && *l->opts.name ? l->opts.name : l->fm.name;
+    const char *name = l->opts.name && *l->opts.name ? l->opts.name : l->fm.name || !l->fallback_name ? l->fm.name : l->fallback_name;
     l->t.name = name ? strdup(name) : NULL;
     json_t *labels = fp_labels_to_json(l->fm.labels, l->fm.nlabels);
     json_t *q = fp_labels_to_json(l->opts.labels, l->opts.nlabels);
@@ -843,8 +844,15 @@ out:
 void loader_set_legacy(loader *l, int legacy) { l->legacy = legacy; }
 void loader_set_source(loader *l, const char *source) { l->source = source; }
 
+int loader_set_fallback_name(loader *l, const char *name) {
+    free(l->fallback_name);
+    l->fallback_name = name ? strdup(name) : NULL;
+    return name && !l->fallback_name ? ERR_NOMEM : 0;
+}
+
 void loader_free(loader *l) {
     if (!l) return;
+    free(l->fallback_name);
     evq_free(l->q); /* first: the loader thread may still be using the statements */
     if (l->counted) atomic_fetch_sub(&loaders_active, 1);
     sqlite3_finalize(l->ins_ev);

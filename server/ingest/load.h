@@ -39,6 +39,9 @@ void loader_set_legacy(loader *l, int legacy);
 /* Names the session's source outright ("nsys"; a static string), for importers other than
  * the JSON parser. Without it loader_commit decides kineto / legacy / firstpass. */
 void loader_set_source(loader *l, const char *source);
+/* The session's name when neither ?name= nor the collector's firstpass object gives one (a
+ * form's filename); copied. 0, or ERR_NOMEM. */
+int loader_set_fallback_name(loader *l, const char *name);
 /* Analyses and stores. 0 with *id set, or an ERR_* with a message in err. */
 int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen);
 void loader_free(loader *l); /* accepts NULL; rolls back whatever was not committed */

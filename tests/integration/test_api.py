@@ -102,7 +102,8 @@ class Api(unittest.TestCase):
             out = b""
             for name, filename, data in parts:
                 fn = '; filename="%s"' % filename if filename else ""
-                out += b'--%s\r\nContent-Disposition: form-data; name="%s"%s\r\n' % (boundary.encode(), name.encode(), fn.encode())
+                out += b'--%s\r\nContent-Disposition: form-data; name="%s"%s\r\n' % (
+                    boundary.encode(), name.encode("utf-8", "surrogateescape"), fn.encode())
                 out += b"Content-Type: application/octet-stream\r\n\r\n" + data + b"\r\n"
             return out + (b"--%s--\r\n" % boundary.encode() if close else b"")
 
@@ -119,6 +120,16 @@ class Api(unittest.TestCase):
         st, _, b = post(form(("trace", None, gzip.decompress(self.small))), ctype='multipart/form-data; boundary="fpXbound"')
         self.assertEqual(st, 201, b)  # a part named trace, no filename, a quoted boundary, plain JSON
         self.assertEqual(ops(b["id"]), ops(raw))
+        self.assertEqual(self.srv.json(b["url"])["name"], "session %d" % b["id"])
+        # Without ?name= the filename names the session (as the dashboard's upload does), cut
+        # at 512 bytes on a character boundary; a name in the trace itself wins over it.
+        st, _, b = post(form(("file", "llama-decode.json.gz", self.small)))
+        self.assertEqual(self.srv.json(b["url"])["name"], "llama-decode.json.gz")
+        st, _, b = post(form(("file", "é" * 300, self.small)))
+        self.assertEqual(self.srv.json(b["url"])["name"], "é" * 256)
+        named = trace([ev("aten::mm", "cpu_op", 1, 5)], firstpass={"name": "from-the-trace"})
+        st, _, b = post(form(("file", "t.json", named)))
+        self.assertEqual(self.srv.json(b["url"])["name"], "from-the-trace")
 
         before = self.count()
         cases = [
@@ -127,6 +138,8 @@ class Api(unittest.TestCase):
             (form(("file", "a.json.gz", self.small), ("label", None, b"a:b")), None, "form field 'label' is not read"),
             (form(("file", "a.json.gz", self.small), close=False), None, "before its closing boundary"),
             (b"no parts at all", None, "no file part"),
+            # A name that is not UTF-8 in the message: 240f4e7 sent 400 with an empty body.
+            (form(("\udcff", None, b"x")), None, "form field '(not UTF-8)' is not read"),
             (form(("file", "a.json.gz", self.small)), "multipart/form-data", "needs a boundary="),
         ]
         for body, ctype, msg in cases:
