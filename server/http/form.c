@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "http/reply.h" /* HTTP_TEXT_MAX */
 #include "lib/err.h"
 #include "lib/utf8.h"
 #include "session.h" /* fp_utf8_valid */
@@ -29,7 +30,7 @@ struct form {
     unsigned long long bytes;     /* bytes of the file part so far */
     char *key;                    /* the file part's name and filename (NULL: none), to */
     char *filename;               /* tell its pieces from a second part's first piece */
-    char name[FORM_NAME_MAX + 1]; /* form_filename's: the filename, valid UTF-8, cut */
+    char name[HTTP_TEXT_MAX + 1]; /* form_filename's: the filename, valid UTF-8, cut */
 };
 
 int form_is_multipart(const char *ct) {
@@ -75,7 +76,7 @@ static int first_piece(form *f, const char *key, const char *filename) {
     f->filename = filename ? strdup(filename) : NULL;
     if (!f->key || (filename && !f->filename)) return f->rc = ERR_NOMEM;
     if (filename && fp_utf8_valid(filename, strlen(filename))) {
-        size_t n = utf8_cut(filename, strlen(filename), FORM_NAME_MAX);
+        size_t n = utf8_cut(filename, strlen(filename), HTTP_TEXT_MAX);
         memcpy(f->name, filename, n);
         f->name[n] = '\0';
     }

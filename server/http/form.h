@@ -40,10 +40,9 @@ int form_feed(form *f, const char *data, size_t n);
 /* After the body's last byte: 0 when exactly one file part was read and the form was
  * closed; else ERR_REQUEST. */
 int form_finish(form *f);
-#define FORM_NAME_MAX 512 /* bytes of form_filename, as of a ?name= (HTTP_TEXT_MAX) */
-
-/* The file part's filename when it is valid UTF-8, cut to FORM_NAME_MAX bytes at a
- * character boundary; NULL when it has none (or not yet). Valid while f lives. */
+/* The file part's filename when it is valid UTF-8, cut at a character boundary to
+ * HTTP_TEXT_MAX bytes (?name='s limit, reply.h); NULL when it has none (or not yet).
+ * Valid while f lives. */
 const char *form_filename(const form *f);
 /* The message of the first error ("" when none). */
 const char *form_error(const form *f);

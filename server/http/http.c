@@ -411,10 +411,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     if (*upload_size) {
         if (c->upload) {
             deadline_feeding(mc);
-            int frc;
-            if (c->form && !c->rejected) {
-                if ((frc = form_feed(c->form, upload_data, *upload_size))) reject(c, frc, form_error(c->form));
-            } else if (c->im && !c->form) {
+            if (c->form) { /* its error sticks too: later feeds return it at once */
+                int frc = form_feed(c->form, upload_data, *upload_size);
+                if (frc) reject(c, frc, form_error(c->form));
+            } else if (c->im) {
                 import_feed(c->im, upload_data, *upload_size); /* an error sticks: import_finish returns it */
             }
         } else if (c->body_len + *upload_size > SMALL_BODY_MAX) {

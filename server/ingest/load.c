@@ -760,7 +760,7 @@ static int prepare_identity(loader *l) {
     json_t *fpobj = json_object_get(l->t.meta, "firstpass");
     char ferr[128];
     if (fpobj && fp_session_meta_from_json(fpobj, &l->fm, ferr, sizeof ferr)) return set_err(l, ERR_INVALID, ferr);
-    const char *name = l->opts.name && *l->opts.name ? l->opts.name : l->fm.name || !l->fallback_name ? l->fm.name : l->fallback_name;
+    const char *name = l->opts.name && *l->opts.name ? l->opts.name : l->fm.name ? l->fm.name : l->fallback_name;
     l->t.name = name ? strdup(name) : NULL;
     json_t *labels = fp_labels_to_json(l->fm.labels, l->fm.nlabels);
     json_t *q = fp_labels_to_json(l->opts.labels, l->opts.nlabels);
