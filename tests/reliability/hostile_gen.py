@@ -88,6 +88,19 @@ def gen(kind, n):
     if kind == "toplevel":
         step = ev("ProfilerStep#1", 1, 1, 0, 3 * n + 10, "user_annotation")
         return events(itertools.chain([step], (ev("aten::add", 1, 2, 3 * i + 1) for i in range(n))))
+    if kind in ("opnames", "cpunames"):
+        # n distinct cpu_op names, one call each; opnames: each launches a kernel, the GPU
+        # idling between them, so every name labels a host-wait gap (idle.c, suspects.c)
+        def body():
+            for i in range(n):
+                t = 20 * i
+                yield ev("op%d" % i, 1, 1, t, 10)
+                if kind == "opnames":
+                    yield (b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":5,'
+                           b'"args":{"correlation":%d}}' % (t + 2, i + 1))
+                    yield (b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":3,'
+                           b'"args":{"correlation":%d,"device":0,"stream":7}}' % (t + 8, i + 1))
+        return events(body())
     if kind == "repeat":
         one = ev("aten::mm", 1, 1, 1)
         return events(one for _ in range(n))
