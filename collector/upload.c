@@ -132,24 +132,37 @@ int fp_upload_global_init(void)
     return curl_init_rc;
 }
 
+/* The reply, read into a buffer of FP_UPLOAD_REPLY_MAX bytes; more aborts the transfer. */
 typedef struct resp_buf {
     char *p;
-    size_t len, cap;
+    size_t len;
+    int over; /* the reply was longer than FP_UPLOAD_REPLY_MAX: cut there */
 } resp_buf;
 
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ud)
 {
     resp_buf *r = ud;
-    size_t n = size * nmemb, room;
-    if (r->p == NULL || r->cap == 0)
-        return n;
-    room = r->cap - 1 - r->len;
-    if (n < room)
-        room = n;
-    memcpy(r->p + r->len, data, room);
-    r->len += room;
+    size_t n = size * nmemb;
+    if (n > FP_UPLOAD_REPLY_MAX - r->len) {
+        r->over = 1;
+        return 0; /* CURLE_WRITE_ERROR: the rest is never read (a 400 MB error page) */
+    }
+    memcpy(r->p + r->len, data, n);
+    r->len += n;
     r->p[r->len] = '\0';
-    return n; /* keep reading, keep only the head */
+    return n;
+}
+
+/* 1 when reply (len bytes) is firstpass's answer to an upload: a JSON object whose "id" is a
+ * positive integer. */
+static int has_session_id(const char *reply, size_t len)
+{
+    json_error_t je;
+    json_t *j = json_loadb(reply, len, 0, &je);
+    json_t *id = json_object_get(j, "id");
+    int ok = json_is_integer(id) && json_integer_value(id) > 0;
+    json_decref(j);
+    return ok;
 }
 
 static int url_for(const fp_upload_opts *o, char *buf, size_t len)
@@ -166,14 +179,15 @@ static int url_for(const fp_upload_opts *o, char *buf, size_t len)
     return (w < 0 || (size_t)w >= len) ? -1 : 0;
 }
 
-/* Common setup and perform; body either in memory (mem, n) or from a FILE (fp, n). */
+/* Common setup and perform; body either in memory (mem, n) or from a FILE (fp, n). 0 on a 201
+ * with a session id; else -1 with the reason in errbuf. */
 static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n, int gzipped,
                    long *status, char *resp, size_t resplen, char *errbuf, size_t errlen)
 {
     CURL *c;
     struct curl_slist *h = NULL;
-    char url[2048], cerr[CURL_ERROR_SIZE];
-    resp_buf rb = {resp, 0, resplen};
+    char url[2048], cerr[CURL_ERROR_SIZE], why[CURL_ERROR_SIZE + 64] = "";
+    resp_buf rb = {NULL, 0, 0};
     CURLcode cr;
     int rc = -1;
 
@@ -192,12 +206,15 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
             snprintf(errbuf, errlen, "curl_global_init failed");
         return -1;
     }
-    c = curl_easy_init();
+    rb.p = malloc(FP_UPLOAD_REPLY_MAX + 1);
+    c = rb.p ? curl_easy_init() : NULL;
     if (c == NULL) {
         if (errbuf)
-            snprintf(errbuf, errlen, "curl_easy_init failed");
+            snprintf(errbuf, errlen, "out of memory");
+        free(rb.p);
         return -1;
     }
+    rb.p[0] = '\0';
     cerr[0] = '\0';
     h = curl_slist_append(h, "Content-Type: application/json");
     if (gzipped)
@@ -209,6 +226,8 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
     curl_easy_setopt(c, CURLOPT_POST, 1L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &rb);
+    /* a declared Content-Length over the cap is refused before any byte of the body */
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)FP_UPLOAD_REPLY_MAX);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "firstpass-collector/1");
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
     if (fp) {
@@ -217,18 +236,27 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, mem);
     }
     cr = curl_easy_perform(c);
-    if (cr != CURLE_OK) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(cr));
-    } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        if (*status == 201)
-            rc = 0;
-        else if (errbuf)
-            snprintf(errbuf, errlen, "HTTP %ld", *status);
-    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status); /* known once a head came */
+    if (rb.over || cr == CURLE_FILESIZE_EXCEEDED)
+        snprintf(why, sizeof why, "HTTP %ld with a reply over %d bytes (not read)", *status,
+                 FP_UPLOAD_REPLY_MAX);
+    else if (cr != CURLE_OK) {
+        *status = 0; /* no complete answer: a timeout mid-reply is no answer */
+        snprintf(why, sizeof why, "%s", cerr[0] ? cerr : curl_easy_strerror(cr));
+    } else if (*status != 201)
+        snprintf(why, sizeof why, "HTTP %ld", *status);
+    else if (!has_session_id(rb.p, rb.len))
+        snprintf(why, sizeof why, "HTTP 201 without a session id in the reply (not a firstpass "
+                                  "server's answer)");
+    else
+        rc = 0;
+    if (rc != 0 && errbuf)
+        snprintf(errbuf, errlen, "%s", why);
+    if (resp && resplen)
+        snprintf(resp, resplen, "%s", rb.p);
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
+    free(rb.p);
     return rc;
 }
 
@@ -287,21 +315,82 @@ static int mkdirs(const char *path)
     return 0;
 }
 
+/* 1 when path (symlinks followed: a home may be one) is a directory the effective user owns. */
+static int owned_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid();
+}
+
 int fp_spool_dir(char *buf, size_t len, int create)
 {
     const char *s = getenv("FIRSTPASS_SPOOL");
     const char *x = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char why[512];
     int w;
+    if (create)
+        return fp_spool_prepare(NULL, 1, buf, len, why, sizeof why) == 0 ? 0 : -1;
     if (s && s[0])
         w = snprintf(buf, len, "%s", s);
     else if (x && x[0] == '/')
         w = snprintf(buf, len, "%s/firstpass/spool", x);
+    else if (home && home[0] == '/' && owned_dir(home))
+        w = snprintf(buf, len, "%s%s.local/state/firstpass/spool", home,
+                     home[strlen(home) - 1] == '/' ? "" : "/");
     else
         w = snprintf(buf, len, "/tmp/firstpass-spool-%u", (unsigned)getuid());
-    if (w < 0 || (size_t)w >= len)
+    return (w < 0 || (size_t)w >= len) ? -1 : 0;
+}
+
+int fp_spool_check(const char *dir, char *why, size_t whylen)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) {
+        int e = errno;
+        snprintf(why, whylen, "%s: %s", dir, strerror(e));
+        errno = e;
         return -1;
-    if (create && mkdirs(buf) != 0)
+    }
+    if (S_ISLNK(st.st_mode))
+        snprintf(why, whylen, "%s is a symbolic link, not a directory of yours: refused", dir);
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, whylen, "%s is not a directory", dir);
+    else if (st.st_uid != geteuid())
+        snprintf(why, whylen,
+                 "%s belongs to uid %u, not to you (uid %u): another user may read what is "
+                 "spooled there or plant files in it; refused (remove it, or set FIRSTPASS_SPOOL)",
+                 dir, (unsigned)st.st_uid, (unsigned)geteuid());
+    else if (st.st_mode & 077)
+        snprintf(why, whylen,
+                 "%s has mode %04o: others may read what is spooled there or plant files in it; "
+                 "refused (chmod 700 it)", dir, (unsigned)(st.st_mode & 07777));
+    else
+        return 0;
+    errno = EPERM;
+    return -1;
+}
+
+int fp_spool_prepare(const char *dir, int create, char *buf, size_t len, char *why, size_t whylen)
+{
+    int w;
+    if (dir && dir[0])
+        w = snprintf(buf, len, "%s", dir);
+    else
+        w = fp_spool_dir(buf, len, 0) == 0 ? 0 : -1;
+    if (w < 0 || (size_t)w >= len) {
+        snprintf(why, whylen, "the spool directory's name is too long");
+        errno = ENAMETOOLONG;
         return -1;
+    }
+    if (create && mkdirs(buf) != 0) {
+        int e = errno;
+        snprintf(why, whylen, "cannot create %s: %s", buf, strerror(e));
+        errno = e;
+        return -1;
+    }
+    if (fp_spool_check(buf, why, whylen) != 0)
+        return (!create && errno == ENOENT) ? 1 : -1;
     return 0;
 }
 
@@ -348,19 +437,22 @@ err:
 
 int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *name)
 {
-    char resp[512], dir[4096] = "", path[4096] = "", whybuf[160];
+    char resp[512], dir[4096] = "", path[4096] = "", whybuf[CURL_ERROR_SIZE + 300];
+    char spool_why[4096 + 300] = "", err[CURL_ERROR_SIZE + 64];
     const char *why = "FIRSTPASS_SERVER not set";
     long status = 0;
-    int spooled, spool_errno = 0;
+    int spooled = 0;
 
     /* Spool first: an upload can be killed (SIGKILL after a grace period, the exit budget),
-     * a file on disk cannot. firstpass-upload --spool sends it later. */
-    spooled = fp_spool_dir(dir, sizeof dir, 1) == 0 &&
-              fp_spool_write(dir, name, gz, n, path, sizeof path) == 0;
-    if (!spooled)
-        spool_errno = errno;
+     * a file on disk cannot. firstpass-upload --spool sends it later. Only into a directory
+     * that is the user's own (fp_spool_prepare). */
+    if (fp_spool_prepare(NULL, 1, dir, sizeof dir, spool_why, sizeof spool_why) == 0) {
+        spooled = fp_spool_write(dir, name, gz, n, path, sizeof path) == 0;
+        if (!spooled)
+            snprintf(spool_why, sizeof spool_why, "%s", strerror(errno));
+    }
     if (o->server && o->server[0]) {
-        if (fp_upload_mem(o, gz, n, 1, &status, resp, sizeof resp) == 0) {
+        if (do_post(o, gz, NULL, n, 1, &status, resp, sizeof resp, err, sizeof err) == 0) {
             json_error_t je;
             json_t *j = json_loads(resp, 0, &je);
             const char *url = j ? json_string_value(json_object_get(j, "url")) : NULL;
@@ -375,15 +467,17 @@ int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *na
         if (o->abort_flag && *o->abort_flag)
             snprintf(whybuf, sizeof whybuf, "upload to %s stopped (the program is ending)",
                      o->server);
+        else if (status == 201)
+            snprintf(whybuf, sizeof whybuf, "server answered %s", err);
         else if (status)
             snprintf(whybuf, sizeof whybuf, "server answered HTTP %ld", status);
         else
-            snprintf(whybuf, sizeof whybuf, "server %s unreachable or too slow", o->server);
+            snprintf(whybuf, sizeof whybuf, "server %s unreachable or too slow (%s)", o->server, err);
         why = whybuf;
     }
     if (!spooled) {
         fp_log("session LOST: %s, and spooling to %s failed: %s", why, dir[0] ? dir : "(none)",
-               strerror(spool_errno));
+               spool_why);
         return -1;
     }
     fp_log("%s; session spooled to %s (send later: firstpass-upload --server URL --spool %s)",

@@ -8,11 +8,16 @@
 
 #include "membuf.h"
 
+/* The most bytes of an upload's reply that are read (the server's {"id","url","events"} is
+ * under 200): a longer reply is cut there and the upload counts as failed. */
+#define FP_UPLOAD_REPLY_MAX (64 * 1024)
+
 typedef struct fp_upload_opts {
     const char *server;      /* base URL, e.g. "http://host:8080"; NULL = no server */
     const char *token;       /* bearer token or NULL */
     long connect_timeout_s;  /* CURLOPT_CONNECTTIMEOUT; <= 0 means 5 */
-    long timeout_s;          /* CURLOPT_TIMEOUT (whole transfer); <= 0 means 60 */
+    long timeout_s;          /* CURLOPT_TIMEOUT: the whole request, from the name lookup to the
+                              * reply's last byte, however slowly it trickles; <= 0 means 60 */
     const char *query;       /* already-encoded query string without '?', or NULL */
     const volatile sig_atomic_t *abort_flag; /* non-zero aborts a transfer in flight; NULL */
 } fp_upload_opts;
@@ -33,19 +38,36 @@ void fp_gz_free(fp_gz *g);
  * <server>/api/v1/sessions[?query], with Authorization: Bearer when a token is set and
  * bounded timeouts. *status gets the HTTP status (0 if no response). The reply body, cut to
  * resplen-1 bytes and NUL-terminated, goes to resp when it is not NULL. Returns 0 when the
- * server answered 201, -1 otherwise (never exits, logs nothing: the caller decides). */
+ * server answered 201 with a JSON object holding a positive integer "id" (firstpass's reply;
+ * a 201 without one, a proxy's page or `{}`, confirms nothing), -1 otherwise, also when the
+ * reply passes FP_UPLOAD_REPLY_MAX (never exits, logs nothing: the caller decides). */
 int fp_upload_mem(const fp_upload_opts *o, const void *body, size_t n, int gzipped,
                   long *status, char *resp, size_t resplen);
 
 /* As fp_upload_mem for a file, streamed from disk; gzip is detected from the magic bytes.
- * Returns 0 on 201, -1 otherwise; errbuf (if any) gets a reason. */
+ * Returns 0 on a 201 with a session id, -1 otherwise; errbuf (if any) gets a reason. */
 int fp_upload_file(const fp_upload_opts *o, const char *path, long *status, char *resp,
                    size_t resplen, char *errbuf, size_t errlen);
 
-/* Spool directory: $FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool, else
- * /tmp/firstpass-spool-$UID. Writes it to buf. Creates it (mode 0700, parents too) when create
- * is set. 0, or -1 if it cannot be named or created. */
+/* Spool directory: $FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool (XDG_STATE_HOME
+ * absolute), else $HOME/.local/state/firstpass/spool (HOME an absolute path to a directory
+ * the effective user owns), else /tmp/firstpass-spool-$UID. Writes it to buf. With create,
+ * also fp_spool_prepare's creation and check. 0, or -1 if it cannot be named, created or is
+ * refused. */
 int fp_spool_dir(char *buf, size_t len, int create);
+
+/* 0 when dir is the user's own spool directory: lstat'ed (a symlink is refused, never
+ * followed), a directory, owned by the effective user, no group or other permission bits.
+ * Else -1 with the reason in why, errno EPERM (or lstat's errno, ENOENT when missing). Why:
+ * /tmp/firstpass-spool-$UID can be made first by another local user, who then reads what is
+ * spooled and plants files that firstpass-upload sends with the victim's token (issue 43). */
+int fp_spool_check(const char *dir, char *why, size_t whylen);
+
+/* The one spool rule for the collector and firstpass-upload: dir, or fp_spool_dir's name
+ * when dir is NULL or empty, into buf; created (mkdir -p, 0700) when create is set; then
+ * fp_spool_check. 0 ready, 1 does not exist (only without create), -1 refused or failed
+ * (why says which). */
+int fp_spool_prepare(const char *dir, int create, char *buf, size_t len, char *why, size_t whylen);
 
 /* Writes data atomically into dir as name: dir/.name.tmp, fsync, rename. The final path goes
  * to path (if not NULL). 0 or -1 (tmp file removed). */

@@ -22,8 +22,10 @@ static void usage(FILE *f)
             "                        [--rel X] [--abs-us X] [--abs-calls X] FILE\n"
             "\n"
             "Without FILE: sends every session in the spool directory (default: $FIRSTPASS_SPOOL,\n"
-            "else $XDG_STATE_HOME/firstpass/spool, else /tmp/firstpass-spool-$UID), deleting each\n"
-            "file the server accepts (HTTP 201) and keeping the others.\n"
+            "else $XDG_STATE_HOME/firstpass/spool, else $HOME/.local/state/firstpass/spool, else\n"
+            "/tmp/firstpass-spool-$UID), deleting each file the server accepts (HTTP 201 with a\n"
+            "session id) and keeping the others. The directory must be your own: not a symlink,\n"
+            "owned by you, mode 0700 (no group or other bits); any other is refused.\n"
             "With FILE...: uploads each trace file (Kineto / Chrome trace / native session JSON,\n"
             "plain or gzip) and prints the session URL; files are never deleted.\n"
             "With --check-against: uploads FILE, checks the new session against the named baseline\n"
@@ -36,7 +38,9 @@ static void usage(FILE *f)
             "  --spool DIR      spool directory to send\n"
             "  --name N         session name for FILE uploads (query ?name=)\n"
             "  --label k:v      label for FILE uploads, repeatable (query ?label=)\n"
-            "  --timeout S      total timeout per upload in seconds (default 300)\n"
+            "  --timeout S      deadline of each request in seconds, connect to the reply's last\n"
+            "                   byte (default 300); replies over 64 KiB (uploads) or 16 MiB\n"
+            "                   (--check-against's reads) are not read and count as failures\n"
             "  --help           this text\n"
             "\n"
             "Exit status: 0 when every upload got 201 (or nothing to send), 1 if any failed,\n"
@@ -59,9 +63,15 @@ static int query_add(char *q, size_t len, const char *key, const char *value)
 
 /* ---- --check-against: upload, then the regression check (docs/collector.md) ---- */
 
+/* The largest GET reply read (a report, a regression check); a longer one is a failed request. */
+#define GET_REPLY_MAX (16 * 1024 * 1024)
+
 static size_t on_get_body(char *data, size_t size, size_t nmemb, void *ud)
 {
+    fp_membuf *b = ud;
     size_t n = size * nmemb;
+    if (n > GET_REPLY_MAX - b->len)
+        return 0; /* CURLE_WRITE_ERROR: the rest is never read */
     return fp_membuf_write(ud, data, n) == 0 ? n : 0;
 }
 
@@ -89,11 +99,14 @@ static int http_get(const fp_upload_opts *o, const char *path, const char *accep
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_get_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)GET_REPLY_MAX);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "firstpass-upload/1");
     rc = curl_easy_perform(c);
     *status = 0;
     if (rc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else if (rc == CURLE_WRITE_ERROR || rc == CURLE_FILESIZE_EXCEEDED)
+        snprintf(err, errlen, "the reply is larger than %d bytes; not read", GET_REPLY_MAX);
     else
         snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
     curl_slist_free_all(h);
@@ -270,7 +283,7 @@ int main(int argc, char **argv)
 {
     fp_upload_opts o;
     const char *spool = NULL, *name = NULL, *check = NULL;
-    char query[4096] = "", dir[4096], thresholds[512] = "";
+    char query[4096] = "", dir[4096], thresholds[512] = "", why[4096 + 300];
     int i, nfiles = 0, failed = 0;
 
     memset(&o, 0, sizeof o);
@@ -358,14 +371,18 @@ int main(int argc, char **argv)
                 failed++;
         return failed ? 1 : 0;
     }
-    if (spool == NULL) {
-        if (fp_spool_dir(dir, sizeof dir, 0) != 0) {
-            fprintf(stderr, "firstpass-upload: cannot name the spool directory\n");
-            return 1;
-        }
-        spool = dir;
+    /* Only the user's own directory is sent from (and deleted in): files another user planted
+     * would go out with this user's token (fp_spool_check). */
+    switch (fp_spool_prepare(spool, 0, dir, sizeof dir, why, sizeof why)) {
+    case 0:
+        return send_spool(&o, dir) == 0 ? 0 : 1;
+    case 1:
+        printf("spool %s: nothing to send (no such directory)\n", dir);
+        return 0;
+    default:
+        fprintf(stderr, "firstpass-upload: spool %s\n", why);
+        return 1;
     }
-    return send_spool(&o, spool) == 0 ? 0 : 1;
 bad:
     fprintf(stderr, "firstpass-upload: query string too long\n");
     return 2;

@@ -29,14 +29,19 @@ class Client:
     """A firstpass server's REST API.
 
     server: base URL (default $FIRSTPASS_SERVER); token: bearer token (default
-    $FIRSTPASS_TOKEN), sent with every request; connect_timeout / timeout: seconds for the
-    connect and for each later read or write. Raises ValueError when there is no usable URL."""
+    $FIRSTPASS_TOKEN), sent with every request; timeout: seconds for each whole request (name
+    lookup, connect, sending, the reply's last byte), connect_timeout: at most this of it for
+    the lookup and connect; max_reply_bytes: the largest reply body read (a longer one is a
+    FirstpassError; error replies are read up to 64 KiB). Raises ValueError when there is no
+    usable URL."""
 
-    def __init__(self, server=None, token=None, connect_timeout=5.0, timeout=60.0):
+    def __init__(self, server=None, token=None, connect_timeout=5.0, timeout=60.0,
+                 max_reply_bytes=_http.MAX_REPLY_BYTES):
         self.server = _http.check_server(server or os.environ.get("FIRSTPASS_SERVER", ""))
         self.token = token if token is not None else os.environ.get("FIRSTPASS_TOKEN") or None
         self.connect_timeout = connect_timeout
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes
 
     def __repr__(self):
         return "firstpass.Client(%r)" % self.server
@@ -49,7 +54,9 @@ class Client:
         is not in expect, or when no answer came (status None)."""
         try:
             status, h, data = _http.request(self.server, method, path, params, body, headers, self.token,
-                                            self.connect_timeout, self.timeout)
+                                            self.connect_timeout, self.timeout, self.max_reply_bytes)
+        except _http.ReplyTooLarge as e:
+            raise FirstpassError(e.status, None, str(e), method, path) from None
         except (OSError, ValueError) as e:  # http.client.HTTPException is neither: below
             raise FirstpassError(None, None, "%s: %s" % (self.server, str(e) or type(e).__name__), method, path) from None
         except Exception as e:
@@ -77,7 +84,8 @@ class Client:
         """Uploads a trace: bytes, or a path to a Kineto / Chrome / native session JSON file or
         an nsys SQLite export, plain or gzip (gzip is sniffed and sent as
         Content-Encoding: gzip). Returns the reply, {"id", "url", "events"}. Raises
-        FirstpassError (a refused upload: 400, 401, 413, 422, ...), ValueError for bad labels,
+        FirstpassError (a refused upload: 400, 401, 413, 422, ...; a 201 whose reply has no
+        session id, which is no confirmation: a proxy's page, `{}`), ValueError for bad labels,
         OSError when the file cannot be read."""
         if not isinstance(trace, (bytes, bytearray, memoryview)):
             with open(trace, "rb") as f:
@@ -87,7 +95,15 @@ class Client:
         if trace[:2] == b"\x1f\x8b":
             headers["Content-Encoding"] = "gzip"
         params = ([("name", name)] if name else []) + _label_params(labels)
-        return self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201,))
+        r = self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201,))
+        # Only firstpass's own reply confirms the upload: a 201 from something in between (an
+        # HTML page, `{}`) would otherwise count as delivered and the handler drop the trace.
+        sid = r.get("id") if isinstance(r, dict) else None
+        if not isinstance(sid, int) or isinstance(sid, bool) or sid <= 0:
+            head = r if isinstance(r, str) else json.dumps(r)
+            raise FirstpassError(201, None, "no session id in the reply (not a firstpass server's answer): %s"
+                                 % (" ".join(head[:200].split()) or "(empty reply)"), "POST", "/api/v1/sessions")
+        return r
 
     def iter_sessions(self, labels=None, name=None, source=None, since=None, until=None, page_size=100):
         """Yields session summaries (dicts), newest first, every page: it follows the server's

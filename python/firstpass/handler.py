@@ -16,6 +16,9 @@ from .client import Client
 from .errors import FirstpassError
 
 MAX_NAME_BYTES = 512
+# The largest reply the handler reads (the upload's {"id","url","events"} and the five-line
+# report are a few KiB): a longer one is a failed upload, spooled.
+MAX_REPLY_BYTES = 1 << 20
 
 
 def _quiet():
@@ -131,10 +134,14 @@ class TraceHandler:
         token = self.token if self.token is not None else os.environ.get("FIRSTPASS_TOKEN") or None
         if server:
             try:
-                c = Client(server, token, _float_env("FIRSTPASS_CONNECT_TIMEOUT_S", 5.0),
-                           _float_env("FIRSTPASS_TIMEOUT_S", 60.0))
+                # One deadline for the upload and the report's read together: the handler
+                # holds the training loop at most FIRSTPASS_TIMEOUT_S on the network.
+                timeout = _float_env("FIRSTPASS_TIMEOUT_S", 60.0)
+                end = time.monotonic() + timeout
+                c = Client(server, token, _float_env("FIRSTPASS_CONNECT_TIMEOUT_S", 5.0), timeout,
+                           max_reply_bytes=MAX_REPLY_BYTES)
                 r = c.upload(gz, name=name, labels=labels)
-                return self._uploaded(c, r, len(gz))
+                return self._uploaded(c, r, len(gz), end)
             except FirstpassError as e:
                 why = ("server %s unreachable (%s)" % (server, e.message) if e.status is None
                        else "server answered HTTP %d%s: %s" % (e.status, " " + e.code if e.code else "", e.message))
@@ -144,13 +151,16 @@ class TraceHandler:
             why = "FIRSTPASS_SERVER not set"
         return self._spool(gz, fname, why, server)
 
-    def _uploaded(self, c, reply, nbytes):
-        sid = int(reply["id"])
+    def _uploaded(self, c, reply, nbytes, end):
+        sid = reply["id"]  # a positive int: Client.upload checked it
         url = "%s/session.html?id=%d" % (c.server, sid)
         if not _quiet():
             sys.stdout.write("firstpass: uploaded session %d (%d bytes gzip): %s\n" % (sid, nbytes, url))
             sys.stdout.flush()
         try:
+            c.timeout = end - time.monotonic()
+            if c.timeout <= 0:
+                raise FirstpassError(None, None, "the upload used up the FIRSTPASS_TIMEOUT_S deadline")
             report = c.report(sid, text=True)
             if not _quiet():
                 sys.stdout.write(report if report.endswith("\n") else report + "\n")
@@ -162,7 +172,7 @@ class TraceHandler:
     def _spool(self, gz, fname, why, server):
         d = _spool.spool_dir(self.spool)
         try:
-            _spool.make_dirs(d)
+            _spool.prepare(d)  # refused unless it is the user's own directory
             path = _spool.write(d, fname, gz)
         except OSError as e:
             _log("session LOST: %s, and spooling to %s failed: %s" % (why, d, e.strerror or e))
@@ -184,7 +194,11 @@ def trace_handler(server=None, name=None, labels=None, token=None, spool=None):
     win over $FIRSTPASS_LABELS ("k:v,k2:v2"), which wins over the automatic ones (host, torch,
     cuda/rocm, gpu, rank, world_size, job: labels.auto_labels). token: default
     $FIRSTPASS_TOKEN. spool: spool directory, default the collector's
-    ($FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool, else /tmp/firstpass-spool-$UID).
+    ($FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool, else
+    $HOME/.local/state/firstpass/spool, else /tmp/firstpass-spool-$UID), used only when it is
+    the user's own (spool.check_dir). The network part (upload, then the report) ends within
+    $FIRSTPASS_TIMEOUT_S (60 s) in all, whatever the server does; replies over 1 MiB are not
+    read.
 
     Raises ValueError or TypeError now, before any profiling, for a bad name or bad labels;
     the returned handler itself never raises (see TraceHandler)."""

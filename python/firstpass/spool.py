@@ -3,8 +3,15 @@
 
 The rules, as collector/upload.c has them:
   directory  $FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool when XDG_STATE_HOME is an
-             absolute path, else /tmp/firstpass-spool-$UID; created with its missing parents,
-             each with mode 0700 (before the umask, as mkdir(2) does)
+             absolute path, else $HOME/.local/state/firstpass/spool when HOME is an absolute
+             path to a directory the user owns, else /tmp/firstpass-spool-$UID; created with its
+             missing parents, each with mode 0700 (before the umask, as mkdir(2) does)
+  checked    before each use (check_dir): a real directory (not a symlink), owned by the
+             user, no group or other permission bits; else refused with the reason. Why: a
+             name in /tmp can be made first by another local user, who would then read the
+             traces spooled there and plant files that firstpass-upload sends with the
+             user's token (issue 43). Only the last component is checked: its parents are
+             the user's (home) or sticky (/tmp, where no one else may rename it)
   file       session-<host>-<pid>-<start_ns>-<part>.json.gz: a gzip'd session document that
              carries its own name and labels (firstpass-upload sends spooled files without a
              query string)
@@ -14,6 +21,7 @@ The rules, as collector/upload.c has them:
 import errno
 import os
 import re
+import stat
 
 
 def spool_dir(override=None, environ=None):
@@ -28,7 +36,53 @@ def spool_dir(override=None, environ=None):
     x = env.get("XDG_STATE_HOME")
     if x and x.startswith("/"):
         return x + "/firstpass/spool"
+    h = env.get("HOME")
+    if h and h.startswith("/") and _owned_dir(h):
+        return h.rstrip("/") + "/.local/state/firstpass/spool"
     return "/tmp/firstpass-spool-%d" % os.getuid()
+
+
+def _owned_dir(path):
+    """True when path (symlinks followed: a home may be one) is a directory owned by the
+    effective user."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid()
+
+
+class UnsafeSpool(OSError):
+    """The spool directory is not the user's own (check_dir); str() and strerror say why."""
+
+    def __init__(self, message):
+        super().__init__(errno.EPERM, message)
+
+
+def check_dir(path):
+    """Checks that path is the user's own spool directory: lstat (a symlink is refused, not
+    followed), a directory, owned by the effective user, mode without group or other bits.
+    Returns None. Raises UnsafeSpool naming what is wrong, OSError when it cannot be
+    lstat'ed (ENOENT when it does not exist)."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeSpool("%s is a symbolic link, not a directory of yours: refused" % path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeSpool("%s is not a directory" % path)
+    if st.st_uid != os.geteuid():
+        raise UnsafeSpool("%s belongs to uid %d, not to you (uid %d): another user may read what is "
+                          "spooled there or plant files in it; refused (remove it, or set FIRSTPASS_SPOOL)"
+                          % (path, st.st_uid, os.geteuid()))
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise UnsafeSpool("%s has mode %04o: others may read what is spooled there or plant files in it; "
+                          "refused (chmod 700 it)" % (path, stat.S_IMODE(st.st_mode)))
+
+
+def prepare(path):
+    """make_dirs(path), then check_dir(path). Returns None; raises OSError (UnsafeSpool when
+    the directory is not the user's own)."""
+    make_dirs(path)
+    check_dir(path)
 
 
 def make_dirs(path):

@@ -72,7 +72,7 @@ part() {
     local name=$1 t=$2 d rc t0
     shift 2
     d=$OUT/$name
-    mkdir -p "$d/spool"
+    mkdir -p "$d/spool" && chmod 700 "$d/spool"  # the collector spools only into its user's 0700 dirs
     local envs=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
     shift

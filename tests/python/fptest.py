@@ -139,3 +139,105 @@ def assert_matches_key_averages(tc, prof, rows):
     extra = sorted(set(got) - {e.key for e in prof.key_averages()})
     tc.assertEqual([x for x in extra if got[x]["kind"] != "gpu_user_annotation"], [])
     return n
+
+
+class HostilePeer:
+    """An HTTP peer on loopback that reads each request whole, then answers with the next of
+    `replies` (the last one repeats). A reply is a dict:
+        status (201), body (bytes; b'{"id":1,...}' by default), ctype ("application/json"),
+        size: send this many filler bytes as the body instead (streamed, never held),
+        length: False to send no Content-Length (the body ends with the connection),
+        trickle: seconds between single bytes of the whole reply, head included,
+        give_up: stop trickling (and close) after this many seconds.
+    Records each request (method, path, headers, body) in `requests` and counts the bytes it
+    managed to write in `sent`: a client that stops reading leaves it far below the body."""
+
+    def __init__(self, *replies):
+        import threading
+        self.replies = list(replies) or [{}]
+        self.requests, self.sent, self.errors = [], 0, []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.base = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.stopping = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        import threading
+        while not self.stopping:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+
+    def _read_request(self, c):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = c.recv(65536)
+            if not chunk:
+                return None
+            data += chunk
+        head, body = data.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        method, path = lines[0].split(" ")[:2]
+        headers = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        n = int(headers.get("content-length", "0"))
+        while len(body) < n:
+            chunk = c.recv(65536)
+            if not chunk:
+                return None
+            body += chunk
+        return method, path, headers, body
+
+    def _one(self, c):
+        import time
+        try:
+            req = self._read_request(c)
+            if req is None:
+                return
+            with self.lock:
+                self.requests.append(req)
+                r = self.replies[min(len(self.requests), len(self.replies)) - 1]
+            status = r.get("status", 201)
+            body = r.get("body", b'{"id":1,"url":"/api/v1/sessions/1","events":1}')
+            size = r.get("size", len(body))
+            head = "HTTP/1.1 %d X\r\nContent-Type: %s\r\nConnection: close\r\n" % (
+                status, r.get("ctype", "application/json"))
+            if r.get("length", True):
+                head += "Content-Length: %d\r\n" % size
+            head = (head + "\r\n").encode()
+            if r.get("trickle"):
+                end = time.monotonic() + r.get("give_up", 30)
+                for b in head + body:
+                    if time.monotonic() > end or self.stopping:
+                        return
+                    c.sendall(bytes([b]))
+                    self.sent += 1
+                    time.sleep(r["trickle"])
+                return
+            c.sendall(head)
+            if "size" in r:
+                block = b"x" * 65536
+                left = size
+                while left > 0 and not self.stopping:
+                    n = c.send(block[:min(left, len(block))])
+                    self.sent += n
+                    left -= n
+            else:
+                c.sendall(body)
+                self.sent += len(body)
+        except OSError as e:
+            self.errors.append(e)  # the client hung up: expected when it stops reading
+        finally:
+            c.close()
+
+    def close(self):
+        self.stopping = True
+        self.sock.close()
