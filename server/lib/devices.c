@@ -58,7 +58,7 @@ static const rule rules[] = {
      * (1,513*), 1,513 (3,026*), 2 TB/s, 114 SMs. NVL (94 GB) is not in the table. */
     {"h100", {NULL, NULL, NULL}, "nvl", 75, 85, 132, 9, 0,
      {"h100-sxm5-80gb", "NVIDIA H100 SXM5 80GB", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G}},
-    {"h100", {NULL, NULL, NULL}, "nvl", 75, 85, 114, 9, 0,
+    {"h100", {"pcie", NULL, NULL}, "nvl", 75, 85, 114, 9, 0,
      {"h100-pcie-80gb", "NVIDIA H100 PCIe 80GB", 51 * T, 378 * T, 756.5 * T, 1513 * T, 2000 * G}},
     /* NVIDIA H200 datasheet (h200-datasheet, 2024): SXM as H100 SXM's compute, 141 GB at
      * 4.8 TB/s. H200 NVL (lower clocks) is not in the table. */
