@@ -44,6 +44,11 @@ typedef struct frame {
     int nchild;                /* direct children popped so far */
     int pend;                  /* 1: pending holds the first child, same name: torch may merge it (pop_frame) */
     opcall pending;
+    /* effic.c: the GPU work of the launches whose innermost op this frame is */
+    long xargs;                /* EV_HOST_OP: its Input type / Concrete Inputs (trace.h: hrec.bytes), -1 none */
+    long long e_n;             /* launches with GPU work */
+    double e_u, e_ue;          /* the union of their GPU time, in launch order; its end so far */
+    double e_kc[3];            /* of it, kernel time by precision class (lib/flops.h KC_*) */
 } frame;
 
 typedef struct agg {
@@ -68,6 +73,8 @@ typedef struct hrow {
     int gsync;                     /* the work holds a pageable device-to-host copy: the call blocks */
     long kind, name, track, shapes;
     double ts, te, dur, gd, gk;    /* gd, gn: the GPU time and count of the correlation; gk: of kernels */
+    double gu, gts, gte;           /* the union of the correlation's GPU time, its first start, its end */
+    double gkc[3];                 /* its kernel time by precision class (lib/flops.h KC_*) */
     long long bytes, gn, seq, corr; /* corr: -1 when none */
 } hrow;
 
@@ -319,6 +326,11 @@ typedef struct A {
     int mem_sql;                   /* memory.c: the rows are in wscratch.mem */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
     size_t nsteps, capsteps;
+    struct effic_state *eff;       /* effic.c: the efficiency pass's sums, NULL when it is off */
+    unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
+    size_t nkclass;
+    json_t *effic;                 /* the efficiency document (effic.c), from before an_suspects on;
+                                    * owned by analyze_run (borrowed here): suspects.c reads verdicts */
 } A;
 
 /* Why: after the stream, the analysis ran on one core while the other idled, and
@@ -535,6 +547,19 @@ int idcur_get(A *a, idcur *c, long long id);
 /* memory.c */
 int an_mem_row(A *a, const hrow *r);
 int an_memory_doc(A *a, json_t **out);
+
+/* effic.c: the efficiency pass (definitions in effic.c's header comment). begin before the
+ * walk (the device, the kernel classes); launch for each launch the walk credits to frame f
+ * as its innermost op; pop when a frame with launches pops (stack[0..depth-1] its
+ * ancestors); doc after the walk: the document (a->effic, operators, phases, the device,
+ * MFU, MBU, coverage); window once the steps are known (breakdown: the steps document, NULL
+ * when none): tb-profiler's GPU utilization, SM efficiency, occupancy into the document. */
+int an_effic_begin(A *a);
+void an_effic_launch(frame *f, const hrow *r);
+int an_effic_pop(A *a, const frame *f, const frame *stack, int depth);
+int an_effic_doc(A *a, json_t **out);
+int an_effic_window(A *a, const json_t *breakdown, json_t *doc);
+void an_effic_free(A *a);
 
 /* questions.c */
 json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu);

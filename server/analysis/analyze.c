@@ -287,7 +287,10 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc) rc = an_gpu_job_start(&a, &job, gpu_busy);
     if (!rc) { STEP_BEGIN(); rc = an_idle_gaps(&a); STEP_END("idle_gaps"); }
     if (!rc) rc = an_tl_open(&a, NULL);
+    json_t *effic = NULL; /* effic.c: built from the walk, before the suspects read it (a.effic) */
+    if (!rc) rc = an_effic_begin(&a);
     if (!rc) { STEP_BEGIN(); rc = an_host_walk(&a); STEP_END("host_walk"); }
+    if (!rc) { STEP_BEGIN(); rc = an_effic_doc(&a, &effic); a.effic = effic; STEP_END("effic"); }
     json_t *suspects = NULL, *breakdown = NULL, *memory = NULL;
     /* The walk's writes are committed before the breakdown's connection opens: a write
      * transaction that spilled its cache holds the scratch file's exclusive lock, which
@@ -330,6 +333,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         STEP_END("steps_job_wait");
         if (!rc) rc = src;
     }
+    if (!rc) { STEP_BEGIN(); rc = an_effic_window(&a, breakdown, effic); STEP_END("effic_window"); }
     if (!rc) {
         STEP_BEGIN();
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
@@ -344,6 +348,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!rc && breakdown) json_object_set(out->report, "breakdown", breakdown);
         if (!rc) json_object_set(out->report, "memory", memory);
         if (!rc) out->summary = summary_doc(&a, out->gpu, out->report);
+        if (!rc) out->effic = json_incref(effic);
         if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
         STEP_END("documents");
     }
@@ -371,6 +376,8 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     an_steps_free(&a);
     json_decref(breakdown);
     json_decref(memory);
+    json_decref(effic);
+    an_effic_free(&a);
     sqlite3_finalize(a.mem_ins);
     free(a.mrows);
     return rc;
@@ -381,6 +388,7 @@ void analysis_free(analysis *a) {
     json_decref(a->report);
     json_decref(a->timeline);
     json_decref(a->summary);
+    json_decref(a->effic);
     memset(a, 0, sizeof *a);
 }
 

@@ -21,6 +21,7 @@ typedef struct analysis {
     json_t *report;   /* {"draft":{...},"smells":[...]} */
     json_t *timeline; /* {"tracks":[...],"phases":[...],"gaps":[...],"start_us","end_us"} */
     json_t *summary;  /* sessions.summary */
+    json_t *effic;    /* GET /efficiency reply (effic.c) */
 } analysis;
 
 int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);

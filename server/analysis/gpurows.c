@@ -75,7 +75,7 @@ static int write_rows(rows_job *j, sqlite3 *db, const by_total *order, size_t n)
     const trace_ctx *t = j->t;
     sqlite3_stmt *kern = NULL, *ops = NULL;
     int rc = sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK &&
-             sqlite3_prepare_v2(db, "INSERT INTO kern VALUES (?,?,?,?,?,?,?,?,?,?)", -1, &kern, NULL) == SQLITE_OK &&
+             sqlite3_prepare_v2(db, "INSERT INTO kern VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &kern, NULL) == SQLITE_OK &&
              sqlite3_prepare_v2(db, "INSERT INTO gpu_ops VALUES (" AN_OP_PARAMS ")", -1, &ops, NULL) == SQLITE_OK
                  ? 0 : ERR_DB;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -97,6 +97,14 @@ static int write_rows(rows_job *j, sqlite3 *db, const by_total *order, size_t n)
         if (k->block >= 0) sqlite3_bind_int64(kern, 8, k->block);
         if (k->regs >= 0) sqlite3_bind_int64(kern, 9, k->regs);
         if (k->smem >= 0) sqlite3_bind_int64(kern, 10, k->smem);
+        /* the launch columns as tb-profiler's kernel table has them: duration-weighted means
+         * over every launch, one without the figure weighing in as 0 (trace.h: gpu_agg); a
+         * kernel none of whose launches has it, or of no duration, has none */
+        if (k->has_bps && k->total > 0) {
+            sqlite3_bind_double(kern, 11, k->w_bps / k->total);
+            sqlite3_bind_double(kern, 13, k->w_sme / k->total);
+        }
+        if (k->has_occ && k->total > 0) sqlite3_bind_double(kern, 12, k->w_occ / k->total);
         rc = sqlite3_step(kern) == SQLITE_DONE ? 0 : ERR_DB;
         sqlite3_reset(kern);
         sqlite3_clear_bindings(kern);

@@ -132,6 +132,7 @@ static int pop_frame(A *a, frame *stack, int *depth) {
         rc = add_call(a, &c);
     }
     if (!rc) rc = note_step(a, f);
+    if (!rc && f->e_n && a->eff) rc = an_effic_pop(a, f, stack, *depth);
     if (!rc) rc = an_op_host(a, f);
     if (!rc && f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
         phase *p = phase_for(a, c.name, 0);
@@ -159,13 +160,15 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * walk's 211M on the many-names shape at 30 MB. The rows come in the index's order within
  * an id, the order TOTAL added them in, and TOTAL's sum is a plain double (SQLite 3.40
  * func.c sumStep; 3.43 moved to Kahan-Babushka-Neumaier), so d and k are the same doubles. */
-#define GCUR_SQL "SELECT corr, dur, kind, name FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
+#define GCUR_SQL "SELECT corr, dur, kind, name, ts FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
 typedef struct gcur {
     idcur c;         /* first: gcur_fold casts */
     const A *a;
     long long n;
     double d, k;     /* GPU time; of it, kernels' */
     int sync;        /* the correlation's work holds a pageable device-to-host copy */
+    double u, u0, ue; /* the union of its GPU time (its rows come by ts: ev_corr's order), first start, end */
+    double kc[3];    /* its kernel time by precision class (effic.c) */
 } gcur;
 
 /* One GPU row into its id's sums: kernels' time in k, sync when its name is a pageable
@@ -178,11 +181,24 @@ static void gcur_fold(idcur *ic, int first) {
         c->n = 0;
         c->sync = 0;
     }
-    double dur = sqlite3_column_double(ic->s, 1);
+    double dur = sqlite3_column_double(ic->s, 1), ts = sqlite3_column_double(ic->s, 4), te = ts + dur;
     long long name = sqlite3_column_int64(ic->s, 3);
+    if (first) {
+        c->u = 0;
+        c->u0 = ts;
+        c->ue = -INFINITY;
+        c->kc[0] = c->kc[1] = c->kc[2] = 0;
+    }
+    if (ts >= c->ue) c->u += dur;
+    else if (te > c->ue) c->u += te - c->ue;
+    if (te > c->ue) c->ue = te;
     c->d += dur;
     c->n++;
-    if (sqlite3_column_int64(ic->s, 2) == c->a->kernel_kind) c->k += dur;
+    if (sqlite3_column_int64(ic->s, 2) == c->a->kernel_kind) {
+        c->k += dur;
+        unsigned k = name >= 0 && (size_t)name < c->a->nkclass ? c->a->kclass[name] : 0;
+        c->kc[k ? k - 1 : 2] += dur; /* a name the table lacks: unclassified */
+    }
     if (name >= 0 && (size_t)name < c->a->nnflags && (c->a->nflags[name] & want) == want) c->sync = 1;
 }
 
@@ -194,6 +210,10 @@ static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     r->gn = r->has_g ? c->n : 0;
     r->gk = r->has_g ? c->k : 0;
     r->gsync = r->has_g && c->sync;
+    r->gu = r->has_g ? c->u : 0;
+    r->gts = r->has_g ? c->u0 : 0;
+    r->gte = r->has_g ? c->ue : 0;
+    for (int i = 0; i < 3; i++) r->gkc[i] = r->has_g ? c->kc[i] : 0;
     return rc;
 }
 
@@ -214,6 +234,8 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gd = 0;
     r->gk = 0;
     r->gsync = 0;
+    r->gu = r->gts = r->gte = 0;
+    r->gkc[0] = r->gkc[1] = r->gkc[2] = 0;
     r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
     r->gn = 0;
     return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
@@ -296,6 +318,7 @@ static int walk_row(A *a, walker *w, const hrow *r) {
     f->kind = r->kind;
     f->name = r->name;
     f->shapes = r->shapes;
+    f->xargs = r->cls == EV_HOST_OP ? (long)r->bytes : -1; /* trace.h: an op's bytes name its xargs */
     f->ts = ts;
     f->te = te;
     f->dur = r->dur;
@@ -304,7 +327,11 @@ static int walk_row(A *a, walker *w, const hrow *r) {
         for (int i = w->depth - 2; i >= 0; i--) {
             if (stack[i].cls != EV_HOST_OP) continue;
             stack[i].cuda_total += r->gd;
-            if (!self_done) { stack[i].self_cuda += r->gd; self_done = 1; }
+            if (!self_done) {
+                stack[i].self_cuda += r->gd;
+                self_done = 1;
+                if (a->eff) an_effic_launch(&stack[i], r); /* the op's own GPU work (effic.c) */
+            }
             if (stack[i].kind == a->ua_kind) { stack[i].kernels += r->gn; stack[i].kernel_us += r->gd; }
         }
         if (!self_done) { f->self_cuda += r->gd; f->cuda_total += r->gd; }

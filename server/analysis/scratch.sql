@@ -23,11 +23,14 @@ PRAGMA kscratch.synchronous=OFF;
 PRAGMA wscratch.journal_mode=OFF;
 PRAGMA wscratch.synchronous=OFF;
 PRAGMA wscratch.cache_size=-1024;
+-- bps, occ: a kernel's "blocks per SM" and "est. achieved occupancy %" (trace.h: gpu_agg),
+-- NULL when it has none (effic.c reads them with its launches, through ev_gpu).
 -- One row per analysed event that a query joins, groups or seeks (GPU activity,
 -- gpu_user_annotation, runtime calls by correlation, user_annotation ranges).
 CREATE TABLE scratch.ev(seq INTEGER PRIMARY KEY, cls INT NOT NULL, kind INT NOT NULL,
  name INT NOT NULL, track INT NOT NULL, ts REAL NOT NULL, te REAL NOT NULL, dur REAL NOT NULL, corr INT,
- dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT);
+ dev INT, stream INT, bytes INT, devtype INT, shapes INT, grid INT, block INT, regs INT, smem INT,
+ bps REAL, occ REAL);
 -- The user_annotation (cls 0) and gpu_user_annotation (cls 4) rows of ev again, in file
 -- order (rowid): the phases' queries read these few rows here. Why: each found them by a
 -- scan of every row of ev (no index of ev has them, and building one scans ev too): the
@@ -49,7 +52,7 @@ CREATE TABLE scratch.chunks(track INT NOT NULL, seq INT PRIMARY KEY, n INT NOT N
 -- operators_session's order; their walk is their place in (cls, kind, name) order, after
 -- every row of op_rows in the report's ties.
 CREATE TABLE kscratch.kern(name_id INT, kind TEXT, calls INT, total_us REAL, min_us REAL, max_us REAL, grid_id INT,
- block_id INT, regs INT, smem INT);
+ block_id INT, regs INT, smem INT, mean_bps REAL, mean_occ REAL, mean_sme REAL);
 CREATE TABLE kscratch.gpu_ops(grouping INT, name_id INT, kind TEXT, shapes_id INT, calls INT, cpu_total REAL,
  self_cpu REAL, cuda_total REAL, self_cuda REAL, cpu_mem INT, self_cpu_mem INT, cuda_mem INT, self_cuda_mem INT,
  walk INT NOT NULL);
@@ -77,7 +80,9 @@ CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur, kind, name, track) WHERE 
 -- the index at all); without cls, EXPLAIN QUERY PLAN said "USING INDEX", not "COVERING",
 -- and each row paid a deferred seek (OP_DeferredSeek, sqlite3VdbeIdxRowid): 44M
 -- instructions a flat upload at 30 MB. ev_gpu_ts holds it for that too.
-CREATE INDEX scratch.ev_gpu ON ev(dev, ts, corr, te, stream, dur, kind, cls) WHERE cls = 2;
+-- bps and occ come last for effic.c's pass over the kernels (it reads them with dev, ts, te
+-- and kind, covered).
+CREATE INDEX scratch.ev_gpu ON ev(dev, ts, corr, te, stream, dur, kind, cls, bps, occ) WHERE cls = 2;
 CREATE INDEX scratch.hblk_track ON hblk(track);
 -- The merged GPU busy intervals, BUSY_BLOCK of them a row (analyze.c): all activity, kernels only.
 CREATE TABLE scratch.busy(s0 REAL PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;

@@ -32,12 +32,15 @@ static inline int host_before(double ts, double te, double ts2, double te2) {
  * (the database never leaves the machine: it is the upload's scratch file). */
 typedef struct hrec {
     double ts, te, dur;   /* te = ts + dur; dur as in the trace */
-    long long bytes;      /* EV_MEMORY: args Bytes */
+    long long bytes;      /* EV_MEMORY: args Bytes; EV_HOST_OP: its Input type and Concrete Inputs,
+                           * an id of trace_ctx.xargs (-1: none) */
     long long corr;       /* EV_HOST_RT: its correlation id, when has_corr; EV_MEMORY: its device (args Device Id) */
     long long seq;        /* the event's place among the analysed ones (scratch.ev.seq's numbering): file order across tracks */
     int32_t kind, name, shapes; /* string ids; shapes -1: none */
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
 } hrec;
+#define XARGS_BYTES_MAX (8u << 20) /* trace_ctx.xargs: all its strings together */
+#define XARGS_ONE_MAX 4096         /* one of them */
 #define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
 /* hrec.cls of a python_function range (scratch only: its chunk keeps EV_OTHER). The host
  * walk keeps these on a stack of their own to label GPU idle time (idle.c); key_averages
@@ -56,6 +59,12 @@ typedef struct gpu_agg {
     int32_t kind, name, grid, block; /* string ids (intern ids are < INT32_MAX), -1 none */
     long long calls, regs, smem;
     double total, min, max; /* total summed in file order */
+    /* Kernels: the sums, over the launches that carry them, of duration x "blocks per SM",
+     * x "est. achieved occupancy %" and x min(1, blocks per SM) (Kineto's args, or nsys.c's
+     * estimate from the export's GPU table): the kernel table's duration-weighted means, as
+     * tb-profiler's (a launch without them weighs in as 0). has_*: some launch had them. */
+    double w_bps, w_occ, w_sme;
+    int32_t has_bps, has_occ;
 } gpu_agg;
 
 typedef struct track_info {
@@ -97,6 +106,16 @@ typedef struct trace_ctx {
                              * capgpu_agg_first entries. Why not an intern of (cls, kind,
                              * name): a copy and a slot a row, 6 MB at 100,000 kernel names. */
     size_t capgpu_agg_first;
+    /* (owned) The cpu_ops' "Input type" and "Concrete Inputs", "types\x1fconcrete", for the
+     * efficiency pass only (hrec.bytes names one): not the session's string table, so
+     * nothing of them is stored. At most XARGS_BYTES_MAX bytes in all and XARGS_ONE_MAX
+     * each (load.c); an op past them has none (its dtype reads unknown). */
+    intern *xargs;
+    size_t xargs_bytes;
+    /* The export's DRAM bandwidth per device (nsys TARGET_INFO_GPU memoryBandwidth, bytes/s),
+     * for the efficiency pass; not in meta, so downloads and replies stay as they were. */
+    struct { long long dev; double bw; } gpu_bw[16];
+    int ngpu_bw;
 } trace_ctx;
 
 #endif

@@ -241,6 +241,21 @@ static int h_gpu(app *a, http_req *rq, http_reply *out) {
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
+static int h_efficiency(app *a, http_req *rq, http_reply *out) {
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, query_efficiency(db_, rq->id, &body));
+    if (rc_) return db_fail(out, rc_, rq->id);
+    static const char *const cols[] = {"name", "shape", "dtype", "precision_class", "calls", "gpu_us", "flops", "bytes", "tflops",
+                                       "gbps", "intensity", "bound", "peak_fraction", "peak_used", NULL};
+    const char *f = http_query(rq, "format");
+    if ((f && !strcmp(f, "csv")) || !http_wants_text(rq)) return text_or_csv(rq, out, body, "operators", cols);
+    size_t len;
+    char *t = text_efficiency(body, cols, &len);
+    json_decref(body);
+    return t ? http_text(out, 200, "text/plain; charset=utf-8", t, len) : http_error(out, ERR_NOMEM, "out of memory");
+}
+
 static int h_report(app *a, http_req *rq, http_reply *out) {
     json_t *body = NULL;
     int rc_;
@@ -641,6 +656,7 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/suspects", h_suspects, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/steps", h_steps, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/memory", h_memory, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/efficiency", h_efficiency, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/events", h_events, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/busy", h_busy, CACHE_SESSION},

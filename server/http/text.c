@@ -230,3 +230,29 @@ char *text_suspects(const json_t *r, size_t *len) {
     *len = b.len;
     return b.p;
 }
+
+/* A figure as the text replies print it: "null" when unknown. */
+static void effic_line(buf *b, const char *key, const json_t *v) {
+    buf c = {0};
+    cell(v, &c);
+    buf_printf(b, "%s: %s\n", key, c.len ? buf_str(&c) : "null");
+    buf_free(&c);
+}
+
+char *text_efficiency(const json_t *reply, const char *const *cols, size_t *len) {
+    static const char *const keys[] = {"gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_fraction", "mfu", "mbu",
+                                       "coverage", NULL};
+    const json_t *dev = json_object_get(reply, "device"), *s = json_object_get(reply, "session");
+    buf b = {0};
+    effic_line(&b, "device", json_is_object(dev) ? json_object_get(dev, "name") : json_null());
+    effic_line(&b, "device_row", json_is_object(dev) ? json_object_get(dev, "row") : json_null());
+    if (!json_is_object(dev)) effic_line(&b, "device_reason", json_object_get(reply, "device_reason"));
+    for (int i = 0; keys[i]; i++) effic_line(&b, keys[i], json_object_get(s, keys[i]));
+    buf_puts(&b, "\n");
+    size_t n;
+    char *t = text_rows(json_object_get(reply, "operators"), cols, &n);
+    if (t) buf_put(&b, t, n);
+    free(t);
+    *len = b.len;
+    return b.p ? b.p : strdup("");
+}

@@ -15,5 +15,8 @@ char *text_regressions(const json_t *reply, size_t *len);
 /* GET /sessions/{id}/suspects as text: the verdict line (healthy, wall, GPU, steps), then one
  * block per suspect (rank, category, culprit, time at stake, next experiment). */
 char *text_suspects(const json_t *reply, size_t *len);
+/* GET /efficiency as text: the device and session figures, one "key: value" a line, then
+ * the operator rows (cols) as text_rows lays them out. */
+char *text_efficiency(const json_t *reply, const char *const *cols, size_t *len);
 
 #endif

@@ -7,11 +7,11 @@
 #include "lib/buf.h"
 #include "lib/mono.h"
 
-/* A packed event: the ingest_event struct as bytes, then its nine strings, each a
+/* A packed event: the ingest_event struct as bytes, then its eleven strings, each a
  * uint32 length (NO_STR for NULL), the bytes and a NUL. Unpacking points the struct's
  * strings into the block, which lives until every event in it was consumed. */
 #define NO_STR UINT32_MAX
-#define NSTR 9
+#define NSTR 11
 
 struct evq {
     evq_consume_fn consume;
@@ -29,7 +29,7 @@ struct evq {
 };
 
 static const char **str_slot(ingest_event *e, int i) {
-    const char **s[NSTR] = {&e->name, &e->cat, &e->ph, &e->pid, &e->tid, &e->shapes, &e->grid, &e->block, &e->json};
+    const char **s[NSTR] = {&e->name, &e->cat, &e->ph, &e->pid, &e->tid, &e->shapes, &e->grid, &e->block, &e->types, &e->concrete, &e->json};
     return s[i];
 }
 

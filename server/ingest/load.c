@@ -416,6 +416,15 @@ static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, lon
     gpu_agg *g = &t->gpu_aggs[i];
     g->calls++;
     g->total += dur;
+    if (e->has_bps && e->bps > 0) { /* tb-profiler drops a non-positive one (a warning there) */
+        g->w_bps += dur * e->bps;
+        g->w_sme += dur * (e->bps < 1 ? e->bps : 1);
+        g->has_bps = 1;
+    }
+    if (e->has_occ && e->occ >= 0) {
+        g->w_occ += dur * e->occ;
+        g->has_occ = 1;
+    }
     if (dur < g->min) g->min = dur;
     if (dur > g->max) {
         g->max = dur;
@@ -425,6 +434,24 @@ static int add_gpu_agg(loader *l, int cls, long kind, long name, double dur, lon
         g->smem = e->has_smem ? e->smem : -1;
     }
     return 0;
+}
+
+/* The op's "Input type" and "Concrete Inputs" as an id of t.xargs (trace.h), -1 when it has
+ * neither or they are past the limits, -2 when out of memory. */
+static long long xargs_id(loader *l, const ingest_event *e) {
+    if (!e->types && !e->concrete) return -1;
+    size_t nt = e->types ? strlen(e->types) : 0, nc = e->concrete ? strlen(e->concrete) : 0, n = nt + 1 + nc;
+    if (n > XARGS_ONE_MAX) return -1;
+    buf *k = &l->keybuf;
+    buf_reset(k);
+    if (buf_put(k, e->types ? e->types : "", nt) || buf_put(k, "\x1f", 1) || buf_put(k, e->concrete ? e->concrete : "", nc)) return -2;
+    long id = intern_lookup(l->t.xargs, k->p, n);
+    if (id >= 0) return id;
+    if (l->t.xargs_bytes + n > XARGS_BYTES_MAX) return -1;
+    id = intern_id(l->t.xargs, k->p, n);
+    if (id < 0) return -2;
+    l->t.xargs_bytes += n;
+    return id;
 }
 
 /* Whether a host-class event of track ti comes before the greatest one so far in the host
@@ -460,6 +487,8 @@ static int insert_ev(loader *l, const ingest_event *e, int cls, long kind_id, lo
     bind_opt(s, 15, e->has_regs, e->regs);
     bind_opt(s, 16, e->has_smem, e->smem);
     sqlite3_bind_double(s, 17, dur);
+    if (cls == EV_GPU && e->has_bps && e->bps > 0) sqlite3_bind_double(s, 19, e->bps);
+    if (cls == EV_GPU && e->has_occ && e->occ >= 0) sqlite3_bind_double(s, 20, e->occ);
     /* the event's place among the analysed ones (1, 2, ...), as when every one had a
      * row: synth.c's flow ids are it, so downloads stay what they were */
     sqlite3_bind_int64(s, 18, l->t.analysed);
@@ -510,7 +539,10 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     if (!host) return 0;
     /* corr: a memory event has none; it carries its device there (trace.h) */
     long long corr = cls == EV_MEMORY ? (e->has_device ? e->device : 0) : e->has_corr ? e->corr : 0;
-    hrec h = {ts, ts + dur, dur, e->has_bytes ? e->bytes : 0, corr, l->t.analysed,
+    long long bytes = e->has_bytes ? e->bytes : 0;
+    if (cls == EV_HOST_OP) bytes = xargs_id(l, e); /* trace.h: an op's bytes name its xargs */
+    if (bytes == -2) return w_fail(l, ERR_NOMEM, "out of memory");
+    hrec h = {ts, ts + dur, dur, bytes, corr, l->t.analysed,
               (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
               (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
     if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
@@ -657,11 +689,12 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.start_us = INFINITY;
     l->t.end_us = -INFINITY;
     l->t.strs = intern_new();
+    l->t.xargs = intern_new();
     l->track_keys = intern_new();
     l->count_keys = intern_new();
     l->t.meta = json_object();
     l->cctx = ZSTD_createCCtx();
-    if (!l->cctx || !l->t.strs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
+    if (!l->cctx || !l->t.strs || !l->t.xargs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
     l->t.db = store_scratch_get(st, &l->hold);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
@@ -679,7 +712,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     if (exec(l->t.db, scratch_load_sql) || exec(l->t.db, "BEGIN") ||
         sqlite3_prepare_v2(l->t.db,
                            "INSERT INTO scratch.ev(cls,kind,name,track,ts,te,corr,dev,stream,bytes,devtype,"
-                           "shapes,grid,block,regs,smem,dur,seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           "shapes,grid,block,regs,smem,dur,seq,bps,occ) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            -1, &l->ins_ev, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(l->t.db, "INSERT INTO scratch.ann(cls,kind,name,dev,ts,te,dur) VALUES (?,?,?,?,?,?,?)", -1, &l->ins_ann, NULL) !=
             SQLITE_OK ||
@@ -739,7 +772,7 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
     const trace_ctx *t = &l->t;
     store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
-                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs};
+                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic};
     char err[256];
     int rc = store_commit_session(l->st, t->db, l->hold, &in, id, err, sizeof err);
     return rc ? set_err(l, rc, err) : 0;
@@ -844,6 +877,13 @@ out:
 void loader_set_legacy(loader *l, int legacy) { l->legacy = legacy; }
 void loader_set_source(loader *l, const char *source) { l->source = source; }
 
+void loader_set_bandwidth(loader *l, long long dev, double bytes_per_s) {
+    trace_ctx *t = &l->t;
+    if (!(bytes_per_s > 0) || t->ngpu_bw >= (int)(sizeof t->gpu_bw / sizeof t->gpu_bw[0])) return;
+    t->gpu_bw[t->ngpu_bw].dev = dev;
+    t->gpu_bw[t->ngpu_bw++].bw = bytes_per_s;
+}
+
 int loader_set_fallback_name(loader *l, const char *name) {
     free(l->fallback_name);
     l->fallback_name = name ? strdup(name) : NULL;
@@ -894,6 +934,7 @@ void loader_free(loader *l) {
     free(l->chunk_min);
     free(l->chunk_max);
     intern_free(l->t.strs);
+    intern_free(l->t.xargs);
     free((char *)l->t.name);
     free(l->t.hardware);
     json_decref(l->t.labels);

@@ -39,6 +39,9 @@ void loader_set_legacy(loader *l, int legacy);
 /* Names the session's source outright ("nsys"; a static string), for importers other than
  * the JSON parser. Without it loader_commit decides kineto / legacy / firstpass. */
 void loader_set_source(loader *l, const char *source);
+/* The DRAM bandwidth of device dev in bytes/s, as an nsys export's GPU table gives it (the
+ * efficiency figures read it; trace.h: gpu_bw). Past 16 devices, ignored. */
+void loader_set_bandwidth(loader *l, long long dev, double bytes_per_s);
 /* The session's name when neither ?name= nor the collector's firstpass object gives one (a
  * form's filename); copied. 0, or ERR_NOMEM. */
 int loader_set_fallback_name(loader *l, const char *name);

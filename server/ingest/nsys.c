@@ -76,6 +76,7 @@
 #include "lib/buf.h"
 #include "lib/cuda.h"
 #include "lib/err.h"
+#include "lib/occupancy.h"
 #include "lib/tmpfile.h"
 
 #define NS_LIMIT 1000000000000000000LL /* |time| in ns a row may have (31 years) */
@@ -143,6 +144,11 @@ typedef struct nx {
     long long invalid;         /* rows skipped for bad times */
     char *err;
     size_t errlen;
+    loader *ld;
+    /* the GPU table's devices, for each kernel launch's blocks per SM and occupancy estimate
+     * (occupancy.h), which Kineto's traces carry as args and an export does not */
+    struct { long long id; occ_device d; } gpus[NSYS_MAX_GPUS];
+    int ngpus;
 } nx;
 
 #define NSYS_PROGRESS_N 1000
@@ -427,6 +433,24 @@ static int kernel_row(nx *x, sqlite3_stmt *s, const int *c) {
     snprintf(block, sizeof block, "[%lld, %lld, %lld]", b[0], b[1], b[2]);
     e.grid = grid;
     e.block = block;
+    /* Kineto's "blocks per SM" and "est. achieved occupancy %" of this launch, estimated from
+     * the GPU table (occupancy.h), for the kernel table's means and the efficiency figures;
+     * not written into the event's args, so the download stays the export's */
+    for (int i = 0; i < x->ngpus; i++) {
+        if (x->gpus[i].id != e.device) continue;
+        const occ_device *d = &x->gpus[i].d;
+        occ_launch l = {{g[0], g[1], g[2]}, {b[0], b[1], b[2]}, (int)e.regs, e.smem};
+        occ_result r;
+        if (d->num_sms > 0 && g[0] * g[1] * g[2] > 0) {
+            e.bps = (double)(g[0] * g[1] * g[2]) / d->num_sms;
+            e.has_bps = 1;
+        }
+        if (!occ_estimate(d, &l, &r)) {
+            e.occ = 100 * r.est_occupancy;
+            e.has_occ = 1;
+        }
+        break;
+    }
     rc = buf_printf(&x->args, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],\"registers per thread\":%lld,"
                         "\"shared memory\":%lld",
               g[0], g[1], g[2], b[0], b[1], b[2], e.regs, e.smem);
@@ -619,6 +643,9 @@ static json_t *gpu_props(nx *x, sqlite3_stmt *s, const int *c) {
     for (size_t i = 0; i < NGPU_KEYS; i++)
         if (c[2 + i] >= 0 && sqlite3_column_type(s, c[2 + i]) == SQLITE_INTEGER)
             json_object_set_new(o, gpu_keys[i].key, json_integer(sqlite3_column_int64(s, c[2 + i])));
+    int bwc = c[3 + NGPU_KEYS]; /* memoryBandwidth, bytes/s: the efficiency figures' (load.h) */
+    if (bwc >= 0 && sqlite3_column_type(s, bwc) == SQLITE_INTEGER && x->ld)
+        loader_set_bandwidth(x->ld, sqlite3_column_int64(s, c[0]), (double)sqlite3_column_int64(s, bwc));
     int warps = c[2 + NGPU_KEYS], tpw = c[2 + 4]; /* maxWarpsPerSm x threadsPerWarp */
     if (warps >= 0 && tpw >= 0 && sqlite3_column_type(s, warps) == SQLITE_INTEGER &&
         sqlite3_column_type(s, tpw) == SQLITE_INTEGER)
@@ -626,6 +653,26 @@ static json_t *gpu_props(nx *x, sqlite3_stmt *s, const int *c) {
                             json_integer(clamp(sqlite3_column_int64(s, warps), 0, 1 << 20) *
                                          clamp(sqlite3_column_int64(s, tpw), 0, 1 << 10)));
     return o;
+}
+
+static long long jnum(const json_t *o, const char *k) {
+    json_t *v = json_object_get(o, k);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+}
+
+/* The device of one deviceProperties object o into x->gpus (the first of an id). */
+static void note_gpu(nx *x, const json_t *o) {
+    long long id = json_integer_value(json_object_get(o, "id"));
+    for (int i = 0; i < x->ngpus; i++)
+        if (x->gpus[i].id == id) return;
+    if (x->ngpus >= NSYS_MAX_GPUS) return;
+    x->gpus[x->ngpus].id = id;
+    x->gpus[x->ngpus++].d = (occ_device){(int)jnum(o, "computeMajor"), (int)jnum(o, "computeMinor"), (int)jnum(o, "numSms"),
+                                         (int)jnum(o, "warpSize"), (int)jnum(o, "maxThreadsPerBlock"),
+                                         (int)jnum(o, "maxThreadsPerMultiprocessor"), (int)jnum(o, "regsPerBlock"),
+                                         (int)jnum(o, "regsPerMultiprocessor"), jnum(o, "sharedMemPerBlock"),
+                                         jnum(o, "sharedMemPerBlockOptin"), jnum(o, "sharedMemPerMultiprocessor"),
+                                         (int)jnum(o, "maxBlocksPerMultiProcessor")};
 }
 
 /* Appends o to arr in id order, unless arr has that id already (one row per vmId). */
@@ -647,12 +694,13 @@ static void gpu_insert(json_t *arr, json_t *o) {
 static int gpu_info(nx *x) {
     int present, rc = table_present(x, "TARGET_INFO_GPU", &present);
     if (rc || !present) return rc;
-    const char *cols[2 + NGPU_KEYS + 2];
+    const char *cols[2 + NGPU_KEYS + 3];
     cols[0] = "id";
     cols[1] = "name";
     for (size_t i = 0; i < NGPU_KEYS; i++) cols[2 + i] = gpu_keys[i].col;
     cols[2 + NGPU_KEYS] = "maxWarpsPerSm";
-    cols[3 + NGPU_KEYS] = NULL;
+    cols[3 + NGPU_KEYS] = "memoryBandwidth";
+    cols[4 + NGPU_KEYS] = NULL;
     sqlite3_stmt *s = NULL;
     int src = sqlite3_prepare_v2(x->db, "SELECT * FROM TARGET_INFO_GPU", -1, &s, NULL);
     if (src != SQLITE_OK) return db_fail(x, src, "TARGET_INFO_GPU");
@@ -663,7 +711,10 @@ static int gpu_info(nx *x) {
         if (col_null(s, col[0]) || json_array_size(arr) >= NSYS_MAX_GPUS) continue;
         json_t *o = gpu_props(x, s, col);
         if (!o) rc = ERR_NOMEM;
-        else gpu_insert(arr, o);
+        else {
+            note_gpu(x, o);
+            gpu_insert(arr, o);
+        }
     }
     if (!rc && src != SQLITE_ROW && src != SQLITE_DONE) rc = db_fail(x, src, "TARGET_INFO_GPU");
     sqlite3_finalize(s);
@@ -798,6 +849,7 @@ int nsys_import(nsys_spool *sp, loader *ld, unsigned long long *events, char *er
     nx x;
     memset(&x, 0, sizeof x);
     x.sink = loader_sink(ld);
+    x.ld = ld;
     x.err = err;
     x.errlen = errlen;
     err[0] = '\0';

@@ -38,7 +38,7 @@
 enum field {
     F_NONE, F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ARGS,
     A_CORR, A_EXT, A_DEVICE, A_STREAM, A_BYTES, A_DEVTYPE, A_REGS, A_SMEM,
-    A_SHAPES, A_GRID, A_BLOCK
+    A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC
 };
 
 enum top { TOP_UNKNOWN, TOP_ARRAY, TOP_OBJECT };
@@ -87,8 +87,9 @@ struct ingest {
     size_t raw_from;          /* where in cur the event's bytes not yet in raw start */
     ingest_event ev;
     buf name, cat, ph, pid, tid;
-    buf shapes, grid, block;
-    enum field shape_field; /* which of shapes/grid/block is being captured */
+    buf shapes, grid, block, types, concrete;
+    enum field shape_field; /* which of shapes/grid/block/types/concrete is being captured */
+    int types_junk, concrete_junk; /* an object inside that capture: it is dropped */
     int shape_depth;        /* depth where that array started, 0 = none */
     int shape_need_sep;     /* next element needs ", " */
 
@@ -114,7 +115,13 @@ static const char *sink_message(ingest *in, const char *dflt) {
 /* ---- shape capture: nested arrays rendered like Python's str(list) ---- */
 
 static buf *shape_buf(ingest *in) {
-    return in->shape_field == A_SHAPES ? &in->shapes : in->shape_field == A_GRID ? &in->grid : &in->block;
+    switch (in->shape_field) {
+    case A_SHAPES: return &in->shapes;
+    case A_GRID: return &in->grid;
+    case A_TYPES: return &in->types;
+    case A_CONCRETE: return &in->concrete;
+    default: return &in->block;
+    }
 }
 static int shape_token(ingest *in, const char *s, size_t n) {
     buf *b = shape_buf(in);
@@ -264,6 +271,10 @@ static int set_num(ingest *in, const char *s, size_t n) {
     case F_TID: buf_reset(&in->tid); return buf_put(&in->tid, s, n < 64 ? n : 63);
     case F_NAME: case F_CAT: case F_PH:
         return fail(in, ERR_INVALID, "event field '%s' must be a string", in->field == F_NAME ? "name" : in->field == F_CAT ? "cat" : "ph");
+    /* a kernel's launch figures as Kineto wrote them (the efficiency pass and the kernel
+     * table's duration-weighted means read them; a non-finite one is absent) */
+    case A_BPS: e->bps = num_double(s, n); e->has_bps = isfinite(e->bps); return 0;
+    case A_OCC: e->occ = num_double(s, n); e->has_occ = isfinite(e->occ); return 0;
     default: break;
     }
     long long ll = num_int(s, n);
@@ -415,6 +426,8 @@ static void event_reset(ingest *in) {
     buf_reset(&in->name); buf_reset(&in->cat); buf_reset(&in->ph);
     buf_reset(&in->pid); buf_reset(&in->tid);
     buf_reset(&in->shapes); buf_reset(&in->grid); buf_reset(&in->block);
+    buf_reset(&in->types); buf_reset(&in->concrete);
+    in->types_junk = in->concrete_junk = 0;
     buf_reset(&in->raw);
 }
 
@@ -450,6 +463,12 @@ static int cb_start_map(void *ctx) {
         in->raw_from = yajl_get_bytes_consumed(in->y) - 1;
     } else if (in->in_event && in->depth == in->in_event + 1 && in->field == F_ARGS) {
         in->in_args = 1;
+    } else if (in->shape_depth && (in->shape_field == A_TYPES || in->shape_field == A_CONCRETE)) {
+        /* Why not refused like the others: these two are read only for the efficiency
+         * figures, and a trace that was accepted before they were read must still be; the
+         * capture is dropped instead (the op's dtype reads unknown). */
+        in->types_junk |= in->shape_field == A_TYPES;
+        in->concrete_junk |= in->shape_field == A_CONCRETE;
     } else if (in->shape_depth) {
         return fail(in, ERR_INVALID, "args.Input Dims holds an object%s", NULL), 0;
     }
@@ -468,6 +487,8 @@ static enum field args_key(const unsigned char *k, size_t n) {
     K("device", A_DEVICE); K("Device Id", A_DEVICE); K("stream", A_STREAM); K("Bytes", A_BYTES); K("bytes", A_BYTES);
     K("Device Type", A_DEVTYPE); K("registers per thread", A_REGS); K("shared memory", A_SMEM);
     K("Input Dims", A_SHAPES); K("grid", A_GRID); K("block", A_BLOCK);
+    K("Input type", A_TYPES); K("Concrete Inputs", A_CONCRETE);
+    K("blocks per SM", A_BPS); K("est. achieved occupancy %", A_OCC);
     return F_NONE;
 #undef K
 }
@@ -507,6 +528,8 @@ static int cb_end_map(void *ctx) {
         e->shapes = in->shapes.len ? in->shapes.p : NULL;
         e->grid = in->grid.len ? in->grid.p : NULL;
         e->block = in->block.len ? in->block.p : NULL;
+        e->types = in->types.len && !in->types_junk ? in->types.p : NULL;
+        e->concrete = in->concrete.len && !in->concrete_junk ? in->concrete.p : NULL;
         e->json = in->raw.p;
         e->json_len = in->raw.len;
         e->json_ws = 1;
@@ -546,7 +569,8 @@ static int cb_start_array(void *ctx) {
         in->shape_need_sep = 0;
         return !buf_put(b, "[", 1);
     }
-    if (in->in_args && (in->field == A_SHAPES || in->field == A_GRID || in->field == A_BLOCK)) {
+    if (in->in_args && (in->field == A_SHAPES || in->field == A_GRID || in->field == A_BLOCK || in->field == A_TYPES ||
+                        in->field == A_CONCRETE)) {
         in->shape_field = in->field;
         in->shape_depth = in->depth;
         in->shape_need_sep = 0;
@@ -803,7 +827,8 @@ void ingest_free(ingest *in) {
     if (in->y) yajl_free(in->y);
     if (in->meta_gen) yajl_gen_free(in->meta_gen);
     if (in->z_live) inflateEnd(&in->z);
-    buf *bs[] = {&in->name, &in->cat, &in->ph, &in->pid, &in->tid, &in->shapes, &in->grid, &in->block, &in->meta_key, &in->raw};
+    buf *bs[] = {&in->name, &in->cat, &in->ph, &in->pid, &in->tid, &in->shapes, &in->grid, &in->block, &in->types, &in->concrete,
+                 &in->meta_key, &in->raw};
     for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) free(bs[i]->p);
     free(in);
 }

@@ -30,9 +30,12 @@ typedef struct ingest_event {
     long long bytes;             /* args.Bytes ([memory]) or args.bytes (copies) */
     long long devtype;           /* args["Device Type"] of [memory] events: 0 CPU, 1 CUDA */
     long long regs, smem;        /* registers per thread, shared memory */
-    int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem;
+    double bps, occ;             /* args["blocks per SM"], args["est. achieved occupancy %"] (kernels) */
+    int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem, has_bps, has_occ;
     const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
+    const char *types;           /* args["Input type"] as Python's str(): "['float', 'Scalar']"; NULL if absent */
+    const char *concrete;        /* args["Concrete Inputs"] likewise: "['', '1']"; NULL if absent */
     const char *json;            /* the whole event as written, args kept; at most INGEST_MAX_EVENT_BYTES */
     size_t json_len;
     int json_ws;                 /* json may still hold whitespace outside strings (ingest_minify: minify.h) */

@@ -100,7 +100,8 @@ static int copy_scratch(sqlite3 *db, long long id) {
          * sort list in the upload's order (query.c) */
         "INSERT INTO operator_rows SELECT ?1, " OP_COLS " FROM wscratch.op_rows ORDER BY rowid",
         "INSERT INTO operator_rows SELECT ?1, " OP_COLS " FROM kscratch.gpu_ops ORDER BY rowid",
-        "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern",
+        "INSERT INTO kernel_rows SELECT ?1, name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem, mean_bps,"
+        " mean_occ, mean_sme FROM kscratch.kern",
         "INSERT INTO phase_rows SELECT ?1, name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM wscratch.ph",
         ("INSERT INTO event_chunks(session_id, track, seq, n, min_ts, max_end, data, drawn, gpu)"
          " SELECT ?1, track, seq, n, min_ts, max_end, data, drawn, gpu FROM scratch.chunks"),
@@ -120,20 +121,24 @@ static int copy_scratch(sqlite3 *db, long long id) {
 static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id) {
     sqlite3_stmt *s = NULL;
     char *g = json_dumps(in->gpu, JSON_COMPACT), *r = json_dumps(in->report, JSON_COMPACT), *t = json_dumps(in->timeline, JSON_COMPACT);
-    int rc = g && r && t ? 0 : ERR_NOMEM;
-    if (!rc && sqlite3_prepare_v2(db, "INSERT INTO analysis(session_id,gpu,report,timeline) VALUES (?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
+    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL;
+    int rc = g && r && t && (e || !in->effic) ? 0 : ERR_NOMEM;
+    if (!rc && sqlite3_prepare_v2(db, "INSERT INTO analysis(session_id,gpu,report,timeline,effic) VALUES (?,?,?,?,?)", -1, &s, NULL) !=
+                   SQLITE_OK)
         rc = ERR_DB;
     if (!rc) {
         sqlite3_bind_int64(s, 1, id);
         sqlite3_bind_text(s, 2, g, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, r, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 4, t, -1, SQLITE_STATIC);
+        if (e) sqlite3_bind_text(s, 5, e, -1, SQLITE_STATIC);
         rc = step_once(s);
     }
     sqlite3_finalize(s);
     free(g);
     free(r);
     free(t);
+    free(e);
     return rc;
 }
 
@@ -298,8 +303,10 @@ static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
         /* the GPU rows' rn after the walk's, as SQLite's rowids have them */
         {"COPY operator_rows(session_id, " OP_COLS ", rn) FROM STDIN",
          "SELECT " OP_COLS ", (SELECT IFNULL(MAX(rowid), 0) FROM wscratch.op_rows) + rowid FROM kscratch.gpu_ops"},
-        {"COPY kernel_rows(session_id,name_id,kind,calls,total_us,min_us,max_us,grid_id,block_id,regs,smem) FROM STDIN",
-         "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem FROM kscratch.kern"},
+        {"COPY kernel_rows(session_id,name_id,kind,calls,total_us,min_us,max_us,grid_id,block_id,regs,smem,mean_bps,mean_occ,mean_sme)"
+         " FROM STDIN",
+         "SELECT name_id, kind, calls, total_us, min_us, max_us, grid_id, block_id, regs, smem, mean_bps, mean_occ, mean_sme"
+         " FROM kscratch.kern"},
         {"COPY phase_rows(session_id,name_id,kind,count,total_us,gpu_busy_us,kernels,kernel_us,first_ts) FROM STDIN",
          "SELECT name_id, kind, count, total_us, gpu_busy_us, kernels, kernel_us, first_ts FROM wscratch.ph"},
         {"COPY event_chunks(session_id,track,seq,n,min_ts,max_end,data,drawn,gpu) FROM STDIN",
@@ -315,20 +322,24 @@ static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
 
 static int pg_insert_analysis(db_conn *c, const store_session_in *in, long long id) {
     char *g = json_dumps(in->gpu, JSON_COMPACT), *r = json_dumps(in->report, JSON_COMPACT), *t = json_dumps(in->timeline, JSON_COMPACT);
-    int rc = g && r && t ? 0 : ERR_NOMEM;
-    db_stmt *s = rc ? NULL : db_prepare(c, "INSERT INTO analysis(session_id,gpu,report,timeline) VALUES (?,?,?,?)");
+    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL;
+    int rc = g && r && t && (e || !in->effic) ? 0 : ERR_NOMEM;
+    db_stmt *s = rc ? NULL : db_prepare(c, "INSERT INTO analysis(session_id,gpu,report,timeline,effic) VALUES (?,?,?,?,?)");
     if (!rc && !s) rc = ERR_DB;
     if (!rc) {
         db_bind_int64(s, 1, id);
         db_bind_text(s, 2, g);
         db_bind_text(s, 3, r);
         db_bind_text(s, 4, t);
+        if (e) db_bind_text(s, 5, e);
+        else db_bind_null(s, 5);
         rc = pg_step_once(s);
     }
     db_finalize(s);
     free(g);
     free(r);
     free(t);
+    free(e);
     return rc;
 }
 

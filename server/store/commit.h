@@ -34,6 +34,7 @@ typedef struct store_session_in {
     const fp_label *labels[2];
     size_t nlabels[2];
     const intern *strings;     /* the session's string table: id -> text */
+    const json_t *effic;       /* the efficiency document (analysis/effic.c), NULL: none */
 } store_session_in;
 
 /* scratch, hold: store_scratch_get's, with the scratch databases attached (above) and

@@ -412,6 +412,15 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
     long long g[3];
     int bps = have_device && d->num_sms > 0 && !dims_of(json_object_get(r, "grid"), g);
     json_object_set_new(r, "blocks_per_sm", bps ? json_real((double)(g[0] * g[1] * g[2]) / d->num_sms) : json_null());
+    /* Kernels stored since schema version 7 carry tb-profiler's duration-weighted means over
+     * every launch (store/schema.sql): those win over the one stored launch's figures. */
+    json_t *mb = json_object_get(r, "mean_bps"), *mo = json_object_get(r, "mean_occ"), *ms = json_object_get(r, "mean_sme");
+    if (json_is_number(mb)) json_object_set(r, "blocks_per_sm", mb);
+    if (json_is_number(ms)) json_object_set(r, "est_sm_efficiency", ms);
+    if (json_is_number(mo)) json_object_set_new(r, "est_occupancy", json_real(json_number_value(mo) / 100.0));
+    json_object_del(r, "mean_bps");
+    json_object_del(r, "mean_occ");
+    json_object_del(r, "mean_sme");
     const char *kind = json_string_value(json_object_get(r, "kind"));
     json_object_set_new(r, "tensor_core", json_boolean(kind && !strcmp(kind, "kernel") &&
                                                        cuda_uses_tensor_cores(json_string_value(json_object_get(r, "name")))));
@@ -426,7 +435,7 @@ int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t
     /* A share of nothing is NULL: SQLite's x / 0.0; PostgreSQL would fail the statement.
      * The sum from kernel_rows: the view would look up three texts a row for nothing. */
     snprintf(sql, sizeof sql, "SELECT name, kind, calls, total_us, min_us, max_us, grid, block, regs, smem,"
-                              " total_us / NULLIF((SELECT %s FROM kernel_rows WHERE session_id = ?1), 0)"
+                              " total_us / NULLIF((SELECT %s FROM kernel_rows WHERE session_id = ?1), 0), mean_bps, mean_occ, mean_sme"
                               " FROM kernels WHERE session_id = ?1 ORDER BY %s DESC, name LIMIT ?2",
              /* the sum in SQLite's order (its kernels_session scan), so that it rounds alike */
              db_kind_of(db) == DB_PG ? "COALESCE(SUM(total_us ORDER BY total_us DESC), 0)" : "TOTAL(total_us)", col);
@@ -449,6 +458,9 @@ int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t
         json_object_set_new(r, "block", db_column_is_null(s, 7) ? json_null() : col_json(s, 7));
         json_object_set_new(r, "registers_per_thread", db_column_is_null(s, 8) ? json_null() : json_integer(db_column_int64(s, 8)));
         json_object_set_new(r, "shared_memory_bytes", db_column_is_null(s, 9) ? json_null() : json_integer(db_column_int64(s, 9)));
+        for (int c = 11; c <= 13; c++) /* read by add_estimates, which takes them out */
+            if (!db_column_is_null(s, c))
+                json_object_set_new(r, c == 11 ? "mean_bps" : c == 12 ? "mean_occ" : "mean_sme", json_real(db_column_double(s, c)));
         add_estimates(r, &dev, have_dev);
         json_array_append_new(rows, r);
     }
@@ -487,7 +499,8 @@ int query_phases(db_conn *db, long long id, json_t **out) {
 
 static int analysis_doc(db_conn *db, long long id, int col, json_t **out) {
     static const char *const sql[] = {"SELECT gpu FROM analysis WHERE session_id = ?", "SELECT report FROM analysis WHERE session_id = ?",
-                                      "SELECT timeline FROM analysis WHERE session_id = ?"};
+                                      "SELECT timeline FROM analysis WHERE session_id = ?",
+                                      "SELECT effic FROM analysis WHERE session_id = ?"};
     db_stmt *s;
     if (!(s = db_prepare(db, sql[col]))) return ERR_DB;
     db_bind_int64(s, 1, id);
@@ -509,6 +522,17 @@ int query_gpu(db_conn *db, long long id, json_t **out) {
     double wall = json_number_value(json_object_get(*out, "wall_us")), busy = json_number_value(json_object_get(*out, "gpu_busy_us"));
     json_object_set_new(*out, "gpu_utilization", json_is_number(idle) && wall > 0 ? json_real(busy / wall) : json_null());
     return 0;
+}
+
+int query_efficiency(db_conn *db, long long id, json_t **out) {
+    int rc = analysis_doc(db, id, 3, out);
+    if (rc || json_object_get(*out, "session")) return rc;
+    json_decref(*out); /* NULL column: stored before the figures existed */
+    *out = json_pack("{s:n,s:s,s:{s:n,s:n,s:n,s:n,s:n,s:n,s:n},s:[],s:[],s:[]}", "device", "device_reason",
+                     "the session was stored before the efficiency figures existed (schema version 7): upload it again", "session",
+                     "gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_fraction", "mfu", "mbu", "coverage",
+                     "phases", "operators", "devices");
+    return *out ? 0 : ERR_NOMEM;
 }
 
 int query_report(db_conn *db, long long id, json_t **out) {

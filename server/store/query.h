@@ -33,6 +33,9 @@ int query_operators(db_conn *db, long long id, const char *sort, int limit, cons
 int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out);
 int query_phases(db_conn *db, long long id, json_t **out);
 int query_gpu(db_conn *db, long long id, json_t **out);
+/* GET /efficiency: the stored efficiency document (analysis/effic.c); a session stored
+ * before schema version 7 reads as a document of nulls that says so (device_reason). */
+int query_efficiency(db_conn *db, long long id, json_t **out);
 int query_report(db_conn *db, long long id, json_t **out);
 /* The suspect list computed at ingest (analysis/suspects.c); a session stored before it
  * existed answers {"computed": false, "suspects": []}. */

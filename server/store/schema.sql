@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 5 (PRAGMA user_version = 5).
+-- schema.sql: the firstpass database, version 7 (PRAGMA user_version = 7).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -100,11 +100,18 @@ CREATE TABLE kernel_rows (
   grid_id    INTEGER,                         -- strings.id of "[1, 1, 1]" of one launch, NULL if unknown
   block_id   INTEGER,
   regs       INTEGER,                         -- registers per thread
-  smem       INTEGER                          -- shared memory bytes
+  smem       INTEGER,                         -- shared memory bytes
+  -- version 7: tb-profiler's kernel-table columns, means over every launch weighted by its
+  -- duration (a launch without the figure counts as 0); NULL when no launch had it, and in
+  -- sessions stored before (query.c then estimates from the one launch above)
+  mean_bps   REAL,                            -- "blocks per SM"
+  mean_occ   REAL,                            -- "est. achieved occupancy %" (percent)
+  mean_sme   REAL                             -- min(1, blocks per SM): est. SM efficiency
 );
 CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);
 CREATE VIEW kernels AS
-  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem
+  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem,
+         k.mean_bps, k.mean_occ, k.mean_sme
   FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id
   LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id
   LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;
@@ -132,7 +139,9 @@ CREATE TABLE analysis (
   session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
   gpu        TEXT NOT NULL,                   -- GET /gpu reply
   report     TEXT NOT NULL,                   -- {"draft":{five lines},"smells":[...]}
-  timeline   TEXT NOT NULL                    -- tracks and the level-of-detail pyramid meta
+  timeline   TEXT NOT NULL,                   -- tracks and the level-of-detail pyramid meta
+  effic      TEXT                             -- version 7: GET /efficiency (analysis/effic.c);
+                                              -- NULL in sessions stored before
 ) WITHOUT ROWID;
 
 -- Edits a team made to the five-line report; an edit wins over the draft.

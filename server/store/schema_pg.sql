@@ -1,4 +1,4 @@
--- schema_pg.sql: the firstpass database on PostgreSQL, version 3 (fp_meta.version = 3).
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 5 (fp_meta.version = 5).
 --
 -- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
 -- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
@@ -93,11 +93,15 @@ CREATE TABLE kernel_rows (
   grid_id    BIGINT,
   block_id   BIGINT,
   regs       BIGINT,
-  smem       BIGINT
+  smem       BIGINT,
+  mean_bps   DOUBLE PRECISION,                -- version 5: as schema.sql's
+  mean_occ   DOUBLE PRECISION,
+  mean_sme   DOUBLE PRECISION
 );
 CREATE INDEX kernels_session ON kernel_rows(session_id, total_us DESC);
 CREATE VIEW kernels AS
-  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem
+  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem,
+         k.mean_bps, k.mean_occ, k.mean_sme
   FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id
   LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id
   LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;
@@ -122,7 +126,8 @@ CREATE TABLE analysis (
   session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
   gpu        TEXT NOT NULL,
   report     TEXT NOT NULL,
-  timeline   TEXT NOT NULL
+  timeline   TEXT NOT NULL,
+  effic      TEXT                             -- version 5: as schema.sql's
 );
 
 CREATE TABLE report_edits (

@@ -190,6 +190,19 @@ static const char *const migrations[] = {
      * grouping 2 (schema.sql); the version keeps an older server, which reads grouping 0
      * and 1 only, from serving them without their kernels. */
     "SELECT 1;\n",
+    /* 6 -> 7: the kernel table's duration-weighted launch columns and the efficiency
+     * document (schema.sql); NULL in the sessions already stored. */
+    "ALTER TABLE kernel_rows ADD COLUMN mean_bps REAL;\n"
+    "ALTER TABLE kernel_rows ADD COLUMN mean_occ REAL;\n"
+    "ALTER TABLE kernel_rows ADD COLUMN mean_sme REAL;\n"
+    "ALTER TABLE analysis ADD COLUMN effic TEXT;\n"
+    "DROP VIEW kernels;\n"
+    "CREATE VIEW kernels AS\n"
+    "  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem,\n"
+    "         k.mean_bps, k.mean_occ, k.mean_sme\n"
+    "  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id\n"
+    "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -355,6 +368,17 @@ static const char *const pg_migrations[] = {
     "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts, max_end, drawn, gpu);\n",
     /* 3 -> 4: no DDL; the GPU rows in grouping 2, as SQLite's 5 -> 6. */
     "SELECT 1;\n",
+    /* 4 -> 5: the kernel table's means and the efficiency document, as SQLite's 6 -> 7. */
+    "ALTER TABLE kernel_rows ADD COLUMN mean_bps DOUBLE PRECISION, ADD COLUMN mean_occ DOUBLE PRECISION,\n"
+    "  ADD COLUMN mean_sme DOUBLE PRECISION;\n"
+    "ALTER TABLE analysis ADD COLUMN effic TEXT;\n"
+    "DROP VIEW kernels;\n"
+    "CREATE VIEW kernels AS\n"
+    "  SELECT k.session_id, n.s AS name, k.kind, k.calls, k.total_us, k.min_us, k.max_us, g.s AS grid, b.s AS block, k.regs, k.smem,\n"
+    "         k.mean_bps, k.mean_occ, k.mean_sme\n"
+    "  FROM kernel_rows k JOIN strings n ON n.session_id = k.session_id AND n.id = k.name_id\n"
+    "  LEFT JOIN strings g ON g.session_id = k.session_id AND g.id = k.grid_id\n"
+    "  LEFT JOIN strings b ON b.session_id = k.session_id AND b.id = k.block_id;\n",
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 

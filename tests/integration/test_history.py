@@ -474,7 +474,7 @@ class Migration(unittest.TestCase):
     TABLES = ("baseline_labels", "baselines", "baselines_session", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "sessions",
               "sessions_created")
-    NEWEST = 6
+    NEWEST = 7
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -496,6 +496,8 @@ class Migration(unittest.TestCase):
             cols = ", ".join(ln.split()[0] for ln in ddl.splitlines()[1:] if ln.strip() and not ln.startswith(")"))
             script += ("CREATE TABLE %s_v3 AS SELECT %s FROM %s;" % (t, cols, t) + "DROP VIEW %s; DROP TABLE %s;" % (t, ROWS[t])
                        + ddl + ";" + "INSERT INTO %s SELECT * FROM %s_v3; DROP TABLE %s_v3;" % (t, t, t))
+        # version 7's efficiency document out again (the kernels' means went with kernel_rows)
+        script += "ALTER TABLE analysis DROP COLUMN effic;"
         # version 5's chunk counts out again
         script += ("DROP INDEX event_chunks_track; ALTER TABLE event_chunks DROP COLUMN drawn; ALTER TABLE event_chunks DROP COLUMN gpu;"
                    "CREATE INDEX event_chunks_track ON event_chunks(session_id, track, min_ts);")
