@@ -9,7 +9,9 @@
  *   cseg.c      a CPU-only trace's labelled pieces, stored by thread, read merged by start
  *   runs.c      runs of records stored as blocks under a key, read back in the order written
  *   hspill.c    the step breakdown's host ranges past its limit: sorted runs, merged back
- *   analyze.c   the order of the steps (analyze_run), the summary, and these helpers
+ *   analyze.c   the conductor: the order of the passes (analyze_run), the summary
+ *   an.c        the helpers at the bottom (errors, statements, strings, scratch readers):
+ *               every pass calls down into it, it calls no pass
  * Definitions of every number are in analyze.c's header comment. */
 #ifndef FP_AN_H
 #define FP_AN_H
@@ -113,6 +115,8 @@ enum {
     LB_STEP,         /* a ProfilerStep#N's own time (name: ProfilerStep*) */
     LB_UNTRACED,     /* no range open */
     LB_OP,           /* a cpu_op's own time */
+    LB_RT,           /* a runtime/driver call's own time: no GPU work, not a launch, copy or sync (cudaMalloc, cuModuleLoadData) */
+    LB_SYNC_LAUNCH,  /* a gap that starts as a blocking kernel launch returns: the op that launched it */
     LB_LEAD_DATA,    /* lead-in: a DataLoader range on the stack */
     LB_LEAD,         /* lead-in: the innermost range (name -1: none, or no launch found) */
     LB_TAIL_DATA,    /* tail: a DataLoader range on the stack */
@@ -127,7 +131,7 @@ typedef struct idle_sum {
 } idle_sum;
 
 /* CPU-only segment categories (wscratch.cseg.cat), in the order they take wall time. */
-enum { CSEG_COMM, CSEG_DATA, CSEG_CPU, CSEG_PY, CSEG_N };
+enum { CSEG_COMM, CSEG_DATA, CSEG_GC, CSEG_TOKENIZE, CSEG_COMPILE, CSEG_CPU, CSEG_PY, CSEG_N };
 
 /* cseg.c: a CPU-only trace's labelled pieces, CSEG_BLOCK of them a wscratch.cseg row. Why
  * 40 (960 bytes): cseg is WITHOUT ROWID, an index b-tree, which keeps at most ~1,000 bytes of
@@ -216,9 +220,10 @@ typedef struct idle_state {
 
 /* One range of the labelling stack. */
 typedef struct label_frame { double te; long name; int type; } label_frame;
-/* A host-wait gap being labelled; sync_name >= 0: the sync's; edge GAP_LEAD_IN or GAP_TAIL
- * for those (no sync rule), else 0. */
-typedef struct open_gap { double g0, g1; long sync_name; int edge; } open_gap;
+/* A host-wait gap being labelled; sync_name >= 0: it starts as a blocking call returns (a
+ * sync, or a blocking launch: sync_launch), which explains at most sync_left more of it
+ * (idle.c: the sync rule); edge GAP_LEAD_IN or GAP_TAIL for those (no sync rule), else 0. */
+typedef struct open_gap { double g0, g1, sync_left; long sync_name; int edge, sync_launch; } open_gap;
 
 /* The walk's labelling state for the thread being walked. */
 typedef struct idle_walk {
@@ -236,9 +241,11 @@ typedef struct idle_walk {
     int hw_row, kw_row;            /* the cursors are on a row */
     double kw_lts, kw_us;          /* the kernel-wait cursor's gap: its launch's start, its length */
     long long kw_corr;             /* and its launch's correlation */
-    int sync_ok;                   /* a blocking sync call was seen: the latest one */
+    int sync_ok;                   /* a blocking call was seen: the latest one */
     double sync_ts, sync_te;
-    long sync_name;                /* the outermost cpu_op around it, else its own name */
+    long sync_name;                /* a sync: the outermost cpu_op around it; a launch: the innermost; else its own name */
+    int sync_launch;               /* it was a kernel launch that returned after its kernels (not a sync call) */
+    long long nlaunch, nblock;     /* the thread's kernel launches so far, and those that blocked */
 } idle_walk;
 
 /* ---- suspects (suspects.c) ---- */
@@ -248,6 +255,7 @@ typedef struct opstat {
     long name;
     long long calls;     /* its calls (before torch's same-name merge) */
     double host_us;      /* their host time */
+    double max_us;       /* its longest call */
     double kern_under;   /* kernel time launched with it anywhere on the launch's stack */
     double kern_self;    /* kernel time where it is the innermost op and no GEMM/copy/collective op is around */
 } opstat;
@@ -258,11 +266,13 @@ typedef struct suspect_state {
     size_t nops, capops;
     double kern_no_op;   /* kernel time launched under no op at all */
     long long graph_launches; /* launches of a CUDA or HIP graph (NF_GRAPH_LAUNCH) */
+    long long launches;  /* kernel launches (NF_LAUNCH calls with kernel work, no sync) */
+    long long blocking;  /* of them, calls that returned after their kernels ended (sync_launch) */
     sqlite3_stmt *ccorr_ins;
 } suspect_state;
 
-/* One ProfilerStep#N range on the host (name: its own, ProfilerStep#5). */
-typedef struct step { double ts, te, dur; long name; } step;
+/* One ProfilerStep#N range on the host (name: its own, ProfilerStep#5; track: its thread). */
+typedef struct step { double ts, te, dur; long name, track; } step;
 
 
 /* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
@@ -312,7 +322,7 @@ typedef struct A {
     buf *tl_mem;                   /* non-NULL (gpu_job's): an_tl_flush appends {i64 track, u32 len, blob} here */
     tlacc tl;                      /* the accumulator of timeline_buckets and host_walk */
     long step_name;                /* string id of "ProfilerStep*" when the trace has steps, else -1 */
-    unsigned short *nflags;        /* per string id at the start: NF_* (names.h) */
+    nflags_t *nflags;              /* per string id at the start: NF_* (names.h) */
     size_t nnflags;                /* how many ids nflags covers */
     idle_state *idle;              /* idle.c */
     int ndev;                      /* devices with GPU activity, counted up to 2 (gpu_devices) */
@@ -325,6 +335,7 @@ typedef struct A {
     size_t nmrows, capmrows;
     int mem_sql;                   /* memory.c: the rows are in wscratch.mem */
     step *steps;                   /* the ProfilerStep#N ranges, in pop order */
+    long walk_track;               /* host.c: the thread the walk is on */
     size_t nsteps, capsteps;
     struct effic_state *eff;       /* effic.c: the efficiency pass's sums, NULL when it is off */
     unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
@@ -398,6 +409,18 @@ typedef struct rows_job {
  * of three). */
 #define AN_JOB_CACHE_KIB "1024"
 
+/* A gap that starts this soon after a blocking call returned is the call's (idle.c's sync
+ * rule); a launch call that ends this soon before its kernels' end blocked on them. */
+#define SYNC_SLACK_US 2.0
+
+/* A kernel launch tells whether launches block only when its kernels run longer than any
+ * launch call lasts when it does not (an asynchronous call returns in a few us; a kernel of
+ * 1 us ends before it, blocking or not): of those, one that returned after its kernels
+ * ended blocked. */
+#define BLOCKING_MIN_KERNEL_US 10.0
+static inline int an_launch_tells(const hrow *r) { return r->has_g && r->gk >= BLOCKING_MIN_KERNEL_US; }
+static inline int an_launch_blocked(const hrow *r) { return an_launch_tells(r) && r->te >= r->gte; }
+
 /* A name quoted as evidence (suspects' top contributors, compute_bound_op's op, the idle
  * labels and phases) is cut to this many bytes and an ellipsis (utf8_clip): the suspect's
  * culprit and /phases keep the whole name, and a 1 MiB name quoted whole in each place made
@@ -435,6 +458,8 @@ static inline int an_any_flagged(const A *a, unsigned f) {
 }
 static inline long an_fold(const A *a, long name) { return an_flags(a, name) & NF_STEP ? a->step_name : name; }
 
+/* ---- an.c: the helpers every pass calls (nothing there calls a pass) ---- */
+
 /* An analysis error: the SQLite message into a->err; returns ERR_DB. */
 int an_dberr(A *a);
 int an_run(A *a, const char *sql);
@@ -454,9 +479,17 @@ int an_job_db(A *a, sqlite3 **db);
 /* The upload's connection's busy timeout in ms, 0 when it has none: a job's connection
  * waits for the scratch files' locks as long. */
 int an_busy_ms(A *a);
+/* A thread's host records: scratch.hblk's rows of track ?, in file order. */
+#define AN_TRACK_BLOCKS_SQL "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid"
+/* Calls fn(a, ctx, &h) for each host record of track tr in file order; tb is
+ * AN_TRACK_BLOCKS_SQL prepared (an_track_recs prepares its own). The first non-zero return
+ * stops it and is returned. */
+int an_track_recs_stmt(A *a, sqlite3_stmt *tb, long tr, int (*fn)(A *, void *, const hrec *), void *ctx);
+int an_track_recs(A *a, long tr, int (*fn)(A *, void *, const hrec *), void *ctx);
 
 /* host.c */
 int an_host_walk(A *a);
+
 int an_gpu_track_host_ops(A *a);
 /* The operator-table row (grouping g) of the GPU sums k: the GPU rows are not in a->aggs. */
 void an_gpu_agg_row(const gpu_agg *k, int g, agg *r);
@@ -560,6 +593,13 @@ int an_effic_pop(A *a, const frame *f, const frame *stack, int depth);
 int an_effic_doc(A *a, json_t **out);
 int an_effic_window(A *a, const json_t *breakdown, json_t *doc);
 void an_effic_free(A *a);
+/* The verdict of op name in the efficiency document doc (NULL: none), from its row with the
+ * most GPU time: a new object {bound, tflops, gbps, intensity, peak_fraction, peak_used,
+ * precision_class, dtype, peak: the roof in words ("NVIDIA H100 SXM5 80GB memory bandwidth
+ * (3350 GB/s)")}, or {bound: null, bound_unknown_reason} when it has none. NULL: no memory. */
+json_t *an_effic_verdict(const json_t *doc, const char *name);
+/* A verdict in words: "memory-bound: 1200 GB/s, 36% of the <peak>"; "" without a bound. */
+void an_effic_phrase(const json_t *verdict, char *out, size_t n);
 
 /* questions.c */
 json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu);

@@ -45,88 +45,6 @@
 #include "lib/vec.h"
 #include "scratch_sql.h" /* generated from analysis/scratch.sql */
 
-int an_dberr(A *a) {
-    snprintf(a->err, a->errlen, "analysis failed: %s", sqlite3_errmsg(a->db));
-    return ERR_DB;
-}
-int an_run(A *a, const char *sql) {
-    return sqlite3_exec(a->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : an_dberr(a);
-}
-sqlite3_stmt *an_prep(A *a, const char *sql) {
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(a->db, sql, -1, &s, NULL) != SQLITE_OK) {
-        an_dberr(a);
-        return NULL;
-    }
-    return s;
-}
-int an_span_insert(A *a, sqlite3_stmt **ins, const char *sql, long long key, double ts, double te) {
-    if (!*ins && !(*ins = an_prep(a, sql))) return ERR_DB;
-    sqlite3_bind_int64(*ins, 1, key);
-    sqlite3_bind_double(*ins, 2, ts);
-    sqlite3_bind_double(*ins, 3, te);
-    int rc = sqlite3_step(*ins) == SQLITE_DONE ? 0 : an_dberr(a);
-    sqlite3_reset(*ins);
-    return rc;
-}
-int an_has_gpu_rows(const A *a, int cls, long kind) {
-    for (size_t i = 0; i < a->t->ngpu_aggs; i++)
-        if (a->t->gpu_aggs[i].cls == cls && (kind < 0 || a->t->gpu_aggs[i].kind == kind)) return 1;
-    return 0;
-}
-int an_gpu_devs(A *a, long long **devs, size_t *n) {
-    sqlite3_stmt *q = an_prep(a, "SELECT DISTINCT dev FROM scratch.ev WHERE cls = 2 ORDER BY dev");
-    size_t cap = 0;
-    int rc = q ? 0 : ERR_DB, st;
-    *devs = NULL;
-    *n = 0;
-    while (!rc && (st = sqlite3_step(q)) == SQLITE_ROW) {
-        if (VEC_RESERVE(*devs, cap, *n + 1, 4)) rc = ERR_NOMEM;
-        else (*devs)[(*n)++] = sqlite3_column_int64(q, 0);
-    }
-    if (!rc && st != SQLITE_DONE) rc = an_dberr(a);
-    sqlite3_finalize(q);
-    return rc;
-}
-
-/* PRAGMA busy_timeout of the upload's connection. */
-int an_busy_ms(A *a) {
-    sqlite3_stmt *s = NULL;
-    int ms = sqlite3_prepare_v2(a->db, "PRAGMA busy_timeout", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int(s, 0) : 0;
-    sqlite3_finalize(s);
-    return ms;
-}
-
-/* A job's connection waits for the scratch file's locks as long as the upload's own does
- * (store/db.h: DB_BUSY_TIMEOUT_MS, set by whoever opened t->db): both sides wait, neither
- * fails at once with "database is locked" while the other's statement runs. Its main
- * (":memory:", empty) gets the small cache too: SQLite sizes a sort's memory by main's
- * cache_size, so each job's ORDER BY held 2 MB at the default (the steps job's and the
- * GPU timeline's: ~8 MB of two many-names uploads' peak, massif), 1 MB now; what is
- * longer spills to a temporary file, as it did past 2 MB. */
-int an_job_db(A *a, sqlite3 **out) {
-    sqlite3 *db = NULL;
-    sqlite3_stmt *at = NULL;
-    int ok = a->t->scratch_path && sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) == SQLITE_OK &&
-             sqlite3_busy_timeout(db, an_busy_ms(a)) == SQLITE_OK &&
-             sqlite3_prepare_v2(db, "ATTACH ? AS scratch", -1, &at, NULL) == SQLITE_OK &&
-             sqlite3_bind_text(at, 1, a->t->scratch_path, -1, SQLITE_STATIC) == SQLITE_OK && sqlite3_step(at) == SQLITE_DONE &&
-             sqlite3_exec(db, "PRAGMA scratch.cache_size=-" AN_JOB_CACHE_KIB "; PRAGMA main.cache_size=-" AN_JOB_CACHE_KIB,
-                          NULL, NULL, NULL) == SQLITE_OK;
-    sqlite3_finalize(at);
-    if (!ok) {
-        snprintf(a->err, a->errlen, "analysis failed: cannot open the scratch file again: %s", db ? sqlite3_errmsg(db) : "no memory");
-        sqlite3_close(db);
-        db = NULL;
-    }
-    *out = db;
-    return ok ? 0 : ERR_DB;
-}
-const char *an_str(A *a, long id) {
-    const char *s = id >= 0 ? intern_str(a->t->strs, id) : NULL;
-    return s ? s : "";
-}
-
 /* fp_str(id) in the scratch SQL: string id's text, NULL for NULL. Why a function and not
  * a table of the texts: the report (wscratch.ops) quotes a handful of names, and copying
  * every name the operator table holds into scratch was 100,000 rows and 15 MB at 100,000
@@ -339,7 +257,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
         json_object_set_new(suspects, "questions", an_questions(&a, suspects, out->gpu));
-        report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall, 0, 0};
+        report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall, 0, 0, effic};
         long long calls;
         op_totals(&a, &in.self_cpu_total, &in.self_cuda_total, &calls);
         rc = report_draft(&in, &out->report);

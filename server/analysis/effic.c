@@ -603,3 +603,65 @@ int an_effic_window(A *a, const json_t *breakdown, json_t *doc) {
     json_object_set_new(doc, "devices", list);
     return 0;
 }
+
+/* ---- verdicts, as the suspect list and the report quote them ---- */
+
+/* The row of op name with the most GPU time, NULL when there is none. */
+static const json_t *row_of(const json_t *doc, const char *name) {
+    const json_t *best = NULL, *r;
+    size_t i;
+    json_array_foreach(json_object_get(doc, "operators"), i, r) {
+        const char *n = json_string_value(json_object_get(r, "name"));
+        if (n && !strcmp(n, name) &&
+            (!best || json_number_value(json_object_get(r, "gpu_us")) > json_number_value(json_object_get(best, "gpu_us"))))
+            best = r;
+    }
+    return best;
+}
+
+json_t *an_effic_verdict(const json_t *doc, const char *name) {
+    const json_t *r = row_of(doc, name), *dev = json_object_get(doc, "device");
+    const char *bound = r ? json_string_value(json_object_get(r, "bound")) : NULL;
+    static const char *const keys[] = {"tflops", "gbps", "intensity", "peak_fraction", "peak_used", "precision_class", "dtype", NULL};
+    json_t *v = json_object();
+    if (!v) return NULL;
+    for (int k = 0; r && keys[k]; k++) {
+        json_t *x = json_object_get(r, keys[k]);
+        if (x) json_object_set(v, keys[k], x);
+    }
+    json_object_set_new(v, "bound", bound ? json_string(bound) : json_null());
+    if (!bound) {
+        const char *note = r ? json_string_value(json_object_get(r, "peak_note")) : NULL;
+        const char *why = !doc ? "no efficiency figures" : !r ? "no shapes recorded for it" : note ? note
+                        : !json_is_object(dev) ? "the device is not in the table of peaks" : "its FLOPs or bytes are not known from its shapes";
+        json_object_set_new(v, "bound_unknown_reason", json_string(why));
+        return v;
+    }
+    const char *label = json_string_value(json_object_get(dev, "label")), *used = json_string_value(json_object_get(r, "peak_used"));
+    char peak[192];
+    if (!strcmp(bound, "memory") || !used)
+        snprintf(peak, sizeof peak, "%s memory bandwidth (%.0f GB/s)", label ? label : "device",
+                 json_number_value(json_object_get(dev, "bandwidth")) / 1e9);
+    else
+        snprintf(peak, sizeof peak, "%s %s peak (%.0f TFLOP/s)", label ? label : "device", used,
+                 json_number_value(json_object_get(json_object_get(dev, "peaks"), used)) / 1e12);
+    json_object_set_new(v, "peak", json_string(peak));
+    return v;
+}
+
+void an_effic_phrase(const json_t *v, char *out, size_t n) {
+    const char *bound = json_string_value(json_object_get(v, "bound")), *peak = json_string_value(json_object_get(v, "peak"));
+    double gbps = json_number_value(json_object_get(v, "gbps")), tflops = json_number_value(json_object_get(v, "tflops"));
+    const json_t *frac = json_object_get(v, "peak_fraction");
+    char fig[64] = "";
+    *out = '\0';
+    if (!bound) return;
+    if (!strcmp(bound, "memory") && gbps > 0) snprintf(fig, sizeof fig, "%.0f GB/s", gbps);
+    else if (tflops > 0) snprintf(fig, sizeof fig, "%.1f TFLOP/s", tflops);
+    if (*fig && peak && json_is_number(frac))
+        snprintf(out, n, "%s-bound: %s, %.0f%% of the %s", bound, fig, json_number_value(frac) * 100, peak);
+    else if (*fig)
+        snprintf(out, n, "%s-bound: %s", bound, fig);
+    else
+        snprintf(out, n, "%s-bound", bound);
+}

@@ -89,7 +89,7 @@ static opcall call_of(A *a, const frame *f) {
 static int note_step(A *a, const frame *f) {
     if (f->cls != EV_HOST_OP || f->kind != a->ua_kind || an_fold(a, f->name) != a->step_name) return 0;
     if (VEC_RESERVE(a->steps, a->capsteps, a->nsteps + 1, 64)) return ERR_NOMEM;
-    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur, f->name};
+    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur, f->name, a->walk_track};
     return 0;
 }
 
@@ -175,7 +175,7 @@ typedef struct gcur {
  * device-to-host copy (names.h flags). */
 static void gcur_fold(idcur *ic, int first) {
     gcur *c = (gcur *)ic;
-    const unsigned short want = NF_PAGEABLE | NF_DTOH;
+    const nflags_t want = NF_PAGEABLE | NF_DTOH;
     if (first) {
         c->d = c->k = 0;
         c->n = 0;
@@ -362,26 +362,6 @@ static int walk_end(A *a, walker *w) {
 static long walk_late_max = WALK_LATE_MAX;
 void analyze_set_late_max(long n) { walk_late_max = n >= 0 ? n : WALK_LATE_MAX; }
 
-#define TRACK_BLOCKS_SQL "SELECT data FROM scratch.hblk WHERE track = ? ORDER BY rowid"
-
-/* Calls fn(a, ctx, &h) for each hrec of track tr in file order; tb is TRACK_BLOCKS_SQL.
- * The first non-zero return stops it and is returned. */
-static int track_recs(A *a, sqlite3_stmt *tb, long tr, int (*fn)(A *, void *, const hrec *), void *ctx) {
-    int rc = 0, src = SQLITE_DONE;
-    sqlite3_reset(tb);
-    sqlite3_bind_int64(tb, 1, tr);
-    while (!rc && (src = sqlite3_step(tb)) == SQLITE_ROW) {
-        const void *blob = sqlite3_column_blob(tb, 0);
-        size_t n = (size_t)sqlite3_column_bytes(tb, 0) / sizeof(hrec);
-        for (size_t i = 0; !rc && i < n; i++) {
-            hrec h;
-            hrec_at(blob, i, &h);
-            rc = fn(a, ctx, &h);
-        }
-    }
-    return !rc && src != SQLITE_DONE ? an_dberr(a) : rc;
-}
-
 /* load_late's and walk_sorted's per-record state. */
 typedef struct walk_ctx {
     walker *w;
@@ -398,10 +378,10 @@ static int keep_late(A *a, void *ctx, const hrec *h) {
     return hrow_of(a, x->c, x->tr, h, &w->late[w->nlate++]);
 }
 
-/* The late rows of track tr (tb: TRACK_BLOCKS_SQL), sorted, into w. */
+/* The late rows of track tr (tb: AN_TRACK_BLOCKS_SQL), sorted, into w. */
 static int load_late(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
     walk_ctx x = {w, c, tr, NULL};
-    int rc = track_recs(a, tb, tr, keep_late, &x);
+    int rc = an_track_recs_stmt(a, tb, tr, keep_late, &x);
     if (!rc && w->nlate) qsort(w->late, w->nlate, sizeof *w->late, hrow_cmp);
     return rc;
 }
@@ -425,7 +405,7 @@ static int walk_sorted(A *a, walker *w, gcur *c, sqlite3_stmt *tb, long tr) {
     sqlite3_stmt *sel = rc ? NULL : an_prep(a, "SELECT rec FROM temp.hsort ORDER BY ts, te DESC, seq");
     if (!rc && (!ins || !sel)) rc = ERR_DB;
     walk_ctx x = {w, c, tr, ins};
-    if (!rc) rc = track_recs(a, tb, tr, insert_sorted, &x);
+    if (!rc) rc = an_track_recs_stmt(a, tb, tr, insert_sorted, &x);
     int src = SQLITE_DONE;
     while (!rc && (src = sqlite3_step(sel)) == SQLITE_ROW) {
         hrec h;
@@ -457,7 +437,7 @@ int an_host_walk(A *a) {
     gcur c;
     memset(&c, 0, sizeof c);
     sqlite3_stmt *blk = an_prep(a, "SELECT track, data FROM scratch.hblk ORDER BY track, rowid");
-    sqlite3_stmt *tb = blk ? an_prep(a, TRACK_BLOCKS_SQL) : NULL;
+    sqlite3_stmt *tb = blk ? an_prep(a, AN_TRACK_BLOCKS_SQL) : NULL;
     c.a = a;
     c.c.fold = gcur_fold;
     c.c.s = tb ? an_prep(a, GCUR_SQL) : NULL;
@@ -470,6 +450,7 @@ int an_host_walk(A *a) {
         if (tr != track) {
             if (track >= 0 && !skip && (rc = walk_end(a, &w))) break;
             track = tr;
+            a->walk_track = tr;
             if ((rc = an_idle_thread(a, &w.iw, tr))) break;
             long long late = a->t->tracks[tr].host_late;
             skip = late > walk_late_max;
@@ -533,12 +514,12 @@ int an_gpu_track_host_ops(A *a) {
     for (size_t tr = 0; !rc && tr < a->t->ntracks; tr++) {
         if (!a->t->tracks[tr].gpu || !a->t->tracks[tr].host_seen) continue;
         if (!tb) {
-            tb = an_prep(a, TRACK_BLOCKS_SQL);
+            tb = an_prep(a, AN_TRACK_BLOCKS_SQL);
             ins = tb ? an_prep(a, "INSERT INTO scratch.ev(cls, kind, name, track, ts, te, dur, shapes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)") : NULL;
             if (!ins) { rc = ERR_DB; break; }
         }
         walk_ctx x = {NULL, NULL, (long)tr, ins};
-        rc = track_recs(a, tb, (long)tr, copy_host_op, &x);
+        rc = an_track_recs_stmt(a, tb, (long)tr, copy_host_op, &x);
     }
     sqlite3_finalize(tb);
     sqlite3_finalize(ins);

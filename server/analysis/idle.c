@@ -12,10 +12,17 @@
  *    it yet), to be labelled on R's thread.
  *  - the walk hooks (an_idle_*), called by host.c's walk for the threads that own gaps: each
  *    instant of a host-wait gap is labelled by the innermost host range of the thread at that
- *    instant (cpu_op, user_annotation, python_function; runtime calls are their op's time),
- *    a DataLoader range anywhere on the stack taking it; a gap that starts as a blocking sync
- *    call returns is the sync's (less its DataLoader instants). A kernel-wait gap is labelled
- *    with the innermost cpu_op around its launch.
+ *    instant (cpu_op, user_annotation, python_function, or a runtime/driver call that is
+ *    neither a launch, a copy nor a sync: cudaMalloc, cuModuleLoadData; launches and copies
+ *    are their op's time), a DataLoader range anywhere on the stack taking it. The sync rule
+ *    (issue 41): a gap that starts as a blocking call returns (a sync; or a kernel launch
+ *    that returned after its kernels, where the thread's launches mostly do) is the call's
+ *    only for what the host could have queued ahead while it was blocked: at most the time
+ *    it was blocked before the GPU went idle (g0 - call start), taken from the gap's first
+ *    instants; what the host does past that is its own label. Instants of named host work
+ *    (a DataLoader range, a runtime call, a compile, tokenizer, garbage-collection or
+ *    allocator range) are their own label from the first: the sync explains none of them.
+ *    A kernel-wait gap is labelled with the innermost cpu_op around its launch.
  *  - the lead-in (trace start to the first GPU activity) is labelled like a host-wait gap on
  *    the thread that launched that activity (no sync rule): its labels (LB_LEAD*) feed the
  *    startup suspect and are not idle (they are outside the GPU window). The tail (the last
@@ -39,7 +46,6 @@
 #include "lib/utf8.h"
 #include "lib/vec.h"
 
-#define SYNC_SLACK_US 2.0 /* a gap starting this soon after a sync call returned is the sync's */
 _Static_assert(GAP_LEAD_IN == 3 && GAP_TAIL == 4, "the queries below name the lead-in's class as 3, the tail's as 4");
 
 /* One row of the sums: a label and its idle (or, CPU-only, labelled) time. */
@@ -328,6 +334,8 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
     w->nopen = 0;
     w->cur = -INFINITY;
     w->sync_ok = 0;
+    w->sync_launch = 0;
+    w->nlaunch = w->nblock = 0;
     w->on = 0;
     w->hw_row = w->kw_row = 0;
     if (a->idle->cpu_only) {
@@ -379,9 +387,15 @@ static void label_at(const idle_walk *w, double t, int *type, long *name, double
  * (wscratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
 static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
     unsigned f = an_flags(a, name);
-    int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : type == LB_OP ? CSEG_CPU : CSEG_PY;
+    int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : f & NF_GC ? CSEG_GC : f & NF_TOKENIZE ? CSEG_TOKENIZE
+            : f & NF_COMPILE ? CSEG_COMPILE : type == LB_OP ? CSEG_CPU : CSEG_PY;
     int rc = cseg_add(a, w->track, cat, name, x, y);
     return rc ? rc : add_label(a, type, name, w->track, y - x);
+}
+
+/* Named host work: an instant under it is its own, never a sync's (the sync rule). */
+static int named_work(const A *a, int type, long name) {
+    return type == LB_DATALOADER || type == LB_RT || (an_flags(a, name) & (NF_COMPILE | NF_TOKENIZE | NF_GC | NF_ALLOC));
 }
 
 /* Counts [x, y) of every open gap under label (type, name). */
@@ -389,13 +403,18 @@ static int count_piece(A *a, idle_walk *w, double x, double y, int type, long na
     int rc = 0;
     if (a->idle->cpu_only) return type == LB_UNTRACED ? 0 : cpu_piece(a, w, x, y, type, name);
     for (int i = 0; i < w->nopen && !rc; i++) {
-        const open_gap *g = &w->open[i];
+        open_gap *g = &w->open[i];
         double lo = x > g->g0 ? x : g->g0, hi = y < g->g1 ? y : g->g1;
         if (hi <= lo) continue;
         if (g->edge == GAP_LEAD_IN) rc = add_label(a, type == LB_DATALOADER ? LB_LEAD_DATA : LB_LEAD, name, -1, hi - lo);
         else if (g->edge == GAP_TAIL) rc = add_label(a, type == LB_DATALOADER ? LB_TAIL_DATA : LB_TAIL, name, -1, hi - lo);
-        else if (type == LB_DATALOADER || g->sync_name < 0) rc = add_label(a, type, name, -1, hi - lo);
-        else rc = add_label(a, LB_SYNC, g->sync_name, -1, hi - lo);
+        else if (g->sync_name < 0 || named_work(a, type, name)) rc = add_label(a, type, name, -1, hi - lo);
+        else { /* the sync's first, up to what it left; the rest is the host's own */
+            double s = hi - lo < g->sync_left ? hi - lo : g->sync_left;
+            g->sync_left -= s;
+            rc = add_label(a, g->sync_launch ? LB_SYNC_LAUNCH : LB_SYNC, g->sync_name, -1, s);
+            if (!rc) rc = add_label(a, type, name, -1, hi - lo - s);
+        }
     }
     return rc;
 }
@@ -407,7 +426,7 @@ static int open_next_gap(idle_walk *w) {
     double g0 = sqlite3_column_double(w->hw, 0), g1 = sqlite3_column_double(w->hw, 1);
     int cls = sqlite3_column_int(w->hw, 2), edge = cls == GAP_LEAD_IN || cls == GAP_TAIL ? cls : 0;
     int sync = !edge && w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
-    w->open[w->nopen++] = (open_gap){g0, g1, sync ? w->sync_name : -1, edge};
+    w->open[w->nopen++] = (open_gap){g0, g1, sync ? g0 - w->sync_ts : 0, sync ? w->sync_name : -1, edge, sync && w->sync_launch};
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
     return 0;
 }
@@ -441,9 +460,10 @@ int an_idle_advance(A *a, idle_walk *w, double t) {
     return rc;
 }
 
-/* The label type of a host range. */
+/* The label type of a host range, or of a runtime call that labels (LB_RT). */
 static int range_type(const A *a, const hrow *r) {
     unsigned f = an_flags(a, r->name);
+    if (r->cls == EV_HOST_RT) return LB_RT;
     if (r->cls == HREC_PY) return LB_PY;
     if (f & NF_DATALOADER) return LB_DATALOADER;
     if (f & NF_STEP) return LB_STEP;
@@ -476,21 +496,42 @@ static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, i
     return rc;
 }
 
+/* Whether r, a runtime call, blocks the host: a sync call or a pageable device-to-host copy
+ * (1), or a kernel launch that returned after its kernels ended (2) where the thread's
+ * launches so far mostly did, of those that tell (an_launch_tells: CUDA_LAUNCH_BLOCKING=1, a
+ * blocking stream; a launch that blocks once, on a lazy module load, is no sync). */
+static int blocking_call(const A *a, idle_walk *w, const hrow *r) {
+    unsigned f = an_flags(a, r->name);
+    if (f & NF_SYNC || r->gsync) return 1;
+    if (!(f & NF_LAUNCH) || !an_launch_tells(r)) return 0;
+    w->nlaunch++;
+    if (!an_launch_blocked(r)) return 0;
+    w->nblock++;
+    return 2 * w->nblock >= w->nlaunch ? 2 : 0;
+}
+
 int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
     if (!w->on) return 0;
     if (r->cls == EV_HOST_RT) {
-        if (an_flags(a, r->name) & NF_SYNC || r->gsync) { /* the latest blocking sync call, and the op that made it */
+        int b = blocking_call(a, w, r);
+        if (b) { /* the latest blocking call, and the op that made it: a sync's outermost cpu_op, a launch's innermost */
             w->sync_ok = 1;
             w->sync_ts = r->ts;
             w->sync_te = r->te;
             w->sync_name = r->name;
-            for (int i = 0; i < depth; i++)
-                if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) { w->sync_name = stack[i].name; break; }
+            w->sync_launch = b == 2;
+            for (int i = 0; i < depth; i++) {
+                int k = b == 2 ? depth - 1 - i : i;
+                if (stack[k].cls == EV_HOST_OP && stack[k].kind != a->ua_kind) { w->sync_name = stack[k].name; break; }
+            }
         }
-        return w->kw_row ? kernel_waits(a, w, r, stack, depth) : 0;
+        int rc = w->kw_row ? kernel_waits(a, w, r, stack, depth) : 0;
+        /* a call that is neither a launch, a copy nor a sync labels its own time */
+        if (rc || r->has_g || an_flags(a, r->name) & (NF_LAUNCH | NF_SYNC)) return rc;
+    } else if (r->cls != EV_HOST_OP && r->cls != HREC_PY) {
+        return 0;
     }
-    if (r->cls != EV_HOST_OP && r->cls != HREC_PY) return 0;
-    /* the labelling stack: host ranges and python_function ranges nested by torch's rule */
+    /* the labelling stack: host ranges, python_function ranges and the calls above, nested by torch's rule */
     while (w->nframes > 0 && (r->ts >= w->frames[w->nframes - 1].te || r->te > w->frames[w->nframes - 1].te)) w->nframes--;
     if (VEC_RESERVE(w->frames, w->capframes, (size_t)w->nframes + 1, 64)) return ERR_NOMEM;
     int type = range_type(a, r);

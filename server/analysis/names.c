@@ -18,6 +18,23 @@ static int has_any(const char *low, const char *const *words) {
 
 static int starts_with(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
 
+static int starts_any(const char *s, const char *const *ps) {
+    for (int k = 0; ps[k]; k++)
+        if (starts_with(s, ps[k])) return 1;
+    return 0;
+}
+
+/* Compilation (NF_COMPILE): torch.compile's ranges and frames, and the driver's module
+ * loads. Why not "inductor" alone: a compiled model's every step launches its kernels
+ * through torch/_inductor/runtime/ (triton_heuristics' CachingAutotuner.run), which is the
+ * launch path, not compilation. */
+static int is_compile(const char *s, const char *low) {
+    static const char *const words[] = {"(dynamo_timed)", "torchdynamo", "compile_fx", "torch/_dynamo/", "aot_autograd", "convert_frame", NULL};
+    static const char *const calls[] = {"cuModuleLoad", "cuLibraryLoad", "hipModuleLoad", "nvrtc", NULL};
+    if (has_any(low, words) || starts_any(s, calls)) return 1;
+    return strstr(low, "torch/_inductor/") && !strstr(low, "torch/_inductor/runtime/") && !strstr(low, "triton_heuristics");
+}
+
 static int is_step(const char *s) {
     if (!starts_with(s, "ProfilerStep#") || !s[13]) return 0;
     size_t d = strspn(s + 13, "0123456789");
@@ -31,6 +48,14 @@ unsigned name_flags_of(const char *s) {
     static const char *const attention[] = {"attention", "flash", NULL};
     static const char *const copy_ops[] = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone",
                                            "aten::type_as", "aten::_copy_from", "aten::_copy_from_and_resize", NULL};
+    static const char *const launches[] = {"cudaLaunch", "cuLaunch", "hipLaunch", "hipModuleLaunch", "hipExtLaunch", NULL};
+    static const char *const allocs[] = {"cudaMalloc", "cudaFree", "cudaHostAlloc", "cuMemAlloc", "cuMemFree", "cuMemCreate",
+                                         "cuMemRelease", "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree",
+                                         "cuMemHostAlloc", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipExtMalloc", NULL};
+    static const char *const tokenize[] = {"tokeniz", "sentencepiece", "tiktoken", NULL};
+    static const char *const gc[] = {"gc.collect", "gc_collect", "garbage collect", "garbage_collect", NULL};
+    static const char *const mem_op[] = {"gather", "scatter", "index", "embedding", "aten::cat", "aten::stack", "catarraybatchedcopy",
+                                         "masked_select", "aten::take", "repeat", "aten::roll", "aten::flip", "constant_pad_nd", NULL};
     unsigned f = 0;
     char low[256];
     size_t n;
@@ -49,6 +74,14 @@ unsigned name_flags_of(const char *s) {
     if (has_any(low, attention)) f |= NF_ATTENTION;
     if (cuda_is_sync_call(s)) f |= NF_SYNC;
     if (starts_with(s, "cudaGraphLaunch") || starts_with(s, "cuGraphLaunch") || starts_with(s, "hipGraphLaunch")) f |= NF_GRAPH_LAUNCH;
+    if (starts_any(s, launches) || f & NF_GRAPH_LAUNCH || strstr(s, "Memcpy") || strstr(s, "memcpy") || strstr(s, "Memset") ||
+        strstr(s, "memset"))
+        f |= NF_LAUNCH;
+    if (starts_any(s, allocs) || strstr(low, "empty_cache")) f |= NF_ALLOC;
+    if (is_compile(s, low)) f |= NF_COMPILE;
+    if (has_any(low, tokenize)) f |= NF_TOKENIZE;
+    if (has_any(low, gc) || !strcmp(s, "<built-in function collect>") || starts_with(low, "gc:")) f |= NF_GC;
+    if (has_any(low, mem_op)) f |= NF_MEM_OP;
     if (strstr(s, "Memcpy") || strstr(s, "memcpy")) {
         if (cuda_copy_pageable(s)) f |= NF_PAGEABLE;
         if (strstr(s, "HtoD") || strstr(s, "DtoH")) f |= NF_HOST_COPY;
@@ -58,16 +91,16 @@ unsigned name_flags_of(const char *s) {
     return f;
 }
 
-unsigned short *name_flags_all(const intern *strs, size_t *n) {
+nflags_t *name_flags_all(const intern *strs, size_t *n) {
     *n = intern_count(strs);
-    unsigned short *f = calloc(*n + 1, sizeof *f);
+    nflags_t *f = calloc(*n + 1, sizeof *f);
     if (!f) return NULL;
-    for (size_t i = 0; i < *n; i++) f[i] = (unsigned short)name_flags_of(intern_str(strs, (long)i));
+    for (size_t i = 0; i < *n; i++) f[i] = (nflags_t)name_flags_of(intern_str(strs, (long)i));
     return f;
 }
 
 typedef struct flags_ctx {
-    const unsigned short *f;
+    const nflags_t *f;
     size_t n;
 } flags_ctx;
 
@@ -75,10 +108,10 @@ static void fp_flags_fn(sqlite3_context *c, int argc, sqlite3_value **v) {
     (void)argc;
     const flags_ctx *x = sqlite3_user_data(c);
     sqlite3_int64 id = sqlite3_value_int64(v[0]);
-    sqlite3_result_int(c, id >= 0 && (size_t)id < x->n ? x->f[id] : 0);
+    sqlite3_result_int64(c, id >= 0 && (size_t)id < x->n ? x->f[id] : 0);
 }
 
-int name_flags_sql(sqlite3 *db, const unsigned short *flags, size_t n) {
+int name_flags_sql(sqlite3 *db, const nflags_t *flags, size_t n) {
     flags_ctx *x = malloc(sizeof *x);
     if (!x) return -1;
     *x = (flags_ctx){flags, n};

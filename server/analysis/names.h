@@ -1,7 +1,8 @@
 /* names.h: what a trace's names say, decided once per name (analysis-internal).
  *
  * The suspect list reads meaning from names: a DataLoader range, a collective, a copy or
- * cast op, a GEMM, a blocking sync call, a pageable copy. names.c owns those rules (the
+ * cast op, a GEMM, a blocking sync call, a pageable copy, an allocator or compiler call, a
+ * tokenizer, the garbage collector, a data-movement op. names.c owns those rules (the
  * lists are tests/triage/oracle.py's, which the labelled corpus was checked with) and
  * computes every string's flags in one pass over the upload's string table, so the walk
  * and the SQL (fp_flags(name)) test a bit, not a string. */
@@ -10,6 +11,7 @@
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lib/intern.h"
 
@@ -28,16 +30,31 @@ enum {
     NF_ATTENTION = 1 << 11,  /* attention or flash in the name */
     NF_DTOH = 1 << 12,       /* a device-to-host copy (DtoH in its name) */
     NF_GRAPH_LAUNCH = 1 << 13, /* a call that launches a graph: cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch (any suffix) */
+    NF_LAUNCH = 1 << 14,     /* a call that launches GPU work or copies: cudaLaunch*, cuLaunch*, hipLaunch*, hipModuleLaunch*,
+                              * hipExtLaunch*, graph launches, and any name with Memcpy / Memset (its time is its op's) */
+    NF_ALLOC = 1 << 15,      /* the device or pinned allocator: cudaMalloc*, cudaFree*, cudaHostAlloc, cuMemAlloc*, cuMemFree*,
+                              * cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap, cuMemAddressReserve/Free, cuMemHostAlloc,
+                              * hipMalloc*, hipFree*, hipHostMalloc, hipHostFree; or "empty_cache" in the name */
+    NF_COMPILE = 1 << 16,    /* compilation: "(dynamo_timed)", "torchdynamo", "compile_fx", "torch/_dynamo/", "aot_autograd",
+                              * "convert_frame", "torch/_inductor/" outside "torch/_inductor/runtime/" and "triton_heuristics";
+                              * module loads and JIT calls: cuModuleLoad*, cuLibraryLoad*, hipModuleLoad*, nvrtc* */
+    NF_TOKENIZE = 1 << 17,   /* a tokenizer: "tokeniz" (tokenizer, tokenization, detokenize), "sentencepiece", "tiktoken" */
+    NF_GC = 1 << 18,         /* the garbage collector: "gc.collect", "gc_collect", "garbage collect", "garbage_collect",
+                              * "<built-in function collect>", or a name starting "gc:" */
+    NF_MEM_OP = 1 << 19,     /* data movement posing as model work: "gather", "scatter", "index", "embedding", "aten::cat",
+                              * "aten::stack", "catarraybatchedcopy", "masked_select", "aten::take", "repeat", "aten::roll",
+                              * "aten::flip", "constant_pad_nd" */
 };
+typedef uint32_t nflags_t;
 
 /* Flags of one name (pure: the rules above). */
 unsigned name_flags_of(const char *name);
 
 /* Flags of every string of strs, indexed by string id (calloc'd, n entries): NULL when out
  * of memory. */
-unsigned short *name_flags_all(const intern *strs, size_t *n);
+nflags_t *name_flags_all(const intern *strs, size_t *n);
 
 /* Registers fp_flags(id) on db: the flags of string id (0 past the table). */
-int name_flags_sql(sqlite3 *db, const unsigned short *flags, size_t n);
+int name_flags_sql(sqlite3 *db, const nflags_t *flags, size_t n);
 
 #endif

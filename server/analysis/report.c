@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/an.h"
 #include "lib/err.h"
 #include "lib/timefmt.h"
 #include "lib/utf8.h"
@@ -46,11 +47,13 @@ const char *report_op_class(const char *name) {
     size_t i;
     for (i = 0; name[i] && i < sizeof lower - 1; i++) lower[i] = (char)tolower((unsigned char)name[i]);
     lower[i] = '\0';
+    static const char *const comm[] = {"nccl", "rccl", "gloo:", "c10d::", "all_reduce", "allreduce", "all_gather", "allgather",
+                                       "reduce_scatter", "reducescatter", "sendrecv", NULL};
     static const char *const memory[] = {"copy", "memcpy", "memset", "aten::to", "_to_copy", "cast", "contiguous", "gather",
-                                         "scatter", "index", "aten::cat", "clone", "fill_", "reshape", "permute", "transpose",
-                                         "nccl", NULL};
+                                         "scatter", "index", "aten::cat", "clone", "fill_", "reshape", "permute", "transpose", NULL};
     static const char *const compute[] = {"mm", "matmul", "gemm", "gemv", "linear", "conv", "attention", "sdpa", "flash",
                                           "cutlass", "cublas", "xmma", "cudnn", "bmm", "einsum", NULL};
+    if (has_word(lower, comm)) return "communication";
     if (has_word(lower, memory)) return "memory";
     if (has_word(lower, compute)) return "compute";
     return "other";
@@ -114,6 +117,9 @@ static json_t *smell(const char *id, const char *title, int fired, const char *s
 }
 
 #define GPU_KINDS "kind IN ('kernel', 'gpu_memcpy', 'gpu_memset')"
+/* A runtime or driver call whose own time is the host waiting on the GPU: a synchronize, or
+ * a copy or memset call (a blocking one waits for its copy; an asynchronous one is short). */
+#define WAITING_CALL "(name LIKE '%Synchronize%' OR name LIKE '%Memcpy%' OR name LIKE '%Memset%' OR name LIKE '%memcpy%')"
 #define HOST_OPS "kind IN ('cpu_op', 'cuda_runtime', 'cuda_driver')"
 
 static const char *plural(long long n) { return n == 1 ? "" : "s"; }
@@ -139,7 +145,8 @@ static double sum_ops(draft *d, const char *table, const char *where, const char
  * summary's top_cuda_operator too (analyze.c). A CPU-only trace: self CPU. suspects.c's
  * compute_bound has the same rule (kern_no_op). */
 static json_t *smell_owns(draft *d, op *top, int *ntop) {
-    static const char *const cats[] = {"compute_bound_op", "copies_casts", NULL}, *const cpu_cats[] = {"cpu_bound_op", NULL};
+    static const char *const cats[] = {"compute_bound_op", "memory_bound_op", "copies_casts", "dominant_op", NULL},
+                             *const cpu_cats[] = {"cpu_bound_op", NULL};
     *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
     const char *basis = d->rocm ? "self GPU" : "self CUDA";
     double denom = d->self_cuda_total;
@@ -173,7 +180,7 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
 
 /* Smell 2: a cheap operator called thousands of times (the busiest such op, or kernel). */
 static json_t *smell_cheap(draft *d) {
-    static const char *const cats[] = {"launch_bound", NULL};
+    static const char *const cats[] = {"launch_bound", "synchronous_launch", NULL};
     op c[1], k[1];
     char where[256], buf[512], t1[32], t2[32];
     snprintf(where, sizeof where, "kind = 'cpu_op' AND calls >= %d AND self_cpu / calls < %f", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
@@ -210,7 +217,9 @@ static json_t *smell_cheap(draft *d) {
 /* Smell 3: CPU time large while CUDA time is sparse (the GPU waits on the host). The title
  * says GPU on a ROCm trace: its kernels are HIP's, and "CUDA" there misleads. */
 static json_t *smell_idle(draft *d) {
-    static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", "tail", NULL};
+    static const char *const cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "startup", "tail", "allocator_churn",
+                                       "compilation", "tokenization", "garbage_collection", "host_work", "copy_on_critical_path",
+                                       "pageable_memcpy", NULL};
     op host[3], syncs[3];
     char buf[512];
     int nh = load_ops(d, WALK_OPS, "kind = 'cpu_op'", "self_cpu", host, 3);
@@ -284,10 +293,20 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
         utf8_snprintf(out, n, "no GPU time in the trace");
         return;
     }
-    char t1[32];
+    char t1[32], bound[256];
     const char *word = d->rocm ? "self GPU" : "self CUDA";
+    /* its bound from the efficiency figures; else what it is by name, never a guessed bound
+     * (a batch-1 GEMV is a matmul and memory-bound) */
+    json_t *v = an_effic_verdict(d->in->effic, top[0].name);
+    an_effic_phrase(v, bound, sizeof bound);
+    if (!*bound) {
+        const char *cls = report_op_class(top[0].name);
+        utf8_snprintf(bound, sizeof bound, "%s; bound unknown: %s", !strcmp(cls, "compute") ? "matmul / convolution / attention" : cls,
+                      v ? json_string_value(json_object_get(v, "bound_unknown_reason")) : "no memory");
+    }
+    json_decref(v);
     int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
-                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), report_op_class(top[0].name));
+                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), bound);
     if (ntop > 1 && o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
     if (d->outside > 0 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; %.1f%% of the GPU time was launched outside every operator", d->outside * 100);
 }
@@ -297,7 +316,8 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
  * most self CPU time. */
 static void line_top_cpu(draft *d, char *out, size_t n) {
     static const char *const host_cats[] = {"data_loading", "host_sync", "python_overhead", "cpu_bound_op", "launch_bound", "communication",
-                                            "startup", "tail", NULL};
+                                            "startup", "tail", "allocator_churn", "compilation", "tokenization", "garbage_collection",
+                                            "synchronous_launch", "host_work", "step_outlier", NULL};
     const json_t *best = NULL, *s;
     size_t i;
     json_array_foreach(json_object_get(d->in->suspects, "suspects"), i, s) {
@@ -312,14 +332,21 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
                      json_string_value(json_object_get(best, "category")),
                      timefmt_us(json_number_value(json_object_get(best, "at_stake_us")), t1, sizeof t1),
                      json_number_value(json_object_get(best, "at_stake_fraction")) * 100, d->cpu_only ? "" : " with the GPU waiting");
+    /* Host work apart from host waiting: a sync call or a copy call's own time is the host
+     * blocked on the GPU (a DtoH copy it waits in), not work it does (issue 41). */
     op h[1];
-    int nh = load_ops(d, WALK_OPS, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'", "self_cpu", h, 1);
+    int nh = load_ops(d, WALK_OPS, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'"
+                                   " AND NOT (kind IN ('cuda_runtime', 'cuda_driver') AND " WAITING_CALL ")", "self_cpu", h, 1);
+    double wait = d->cpu_only ? 0 : sum_ops(d, WALK_OPS, "kind IN ('cuda_runtime', 'cuda_driver') AND " WAITING_CALL, "self_cpu");
     if (nh && d->self_cpu_total > 0 && o < (int)n)
-        o += utf8_snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top self CPU: " : "", h[0].name,
+        o += utf8_snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top host work: " : "", h[0].name,
                       h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls,
                       plural(h[0].calls));
     else if (!o)
         o = utf8_snprintf(out, n, "no host operators in the trace");
+    if (wait > 0 && d->self_cpu_total > 0 && o < (int)n)
+        o += utf8_snprintf(out + o, n - (size_t)o, "; host waiting on the GPU (syncs, blocking copies): %s, %.1f%% of self CPU",
+                           timefmt_us(wait, t1, sizeof t1), wait / d->self_cpu_total * 100);
     const json_t *gpu = json_object_get(d->in->suspects, "gpu");
     if (json_is_object(gpu) && o < (int)n)
         utf8_snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);

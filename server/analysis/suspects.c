@@ -9,21 +9,38 @@
  *
  * Categories (at stake: at most what removing the culprit could save, in wall time):
  *   data_loading     host-wait idle under a DataLoader range
- *   host_sync        host-wait idle of gaps that start as a blocking sync returns
+ *   host_sync        host-wait idle of gaps that start as a blocking sync returns, up to the
+ *                    time the host was blocked (idle.c's sync rule)
  *   python_overhead  host-wait idle under a python_function, a user_annotation's own time or nothing
  *   launch_bound     host-wait idle under a short-kernel op, and kernel-wait idle of launches from one
  *   cpu_bound_op     host-wait idle under one other cpu_op (the largest one only)
  *   communication    host-wait idle under a collective range, plus exposed collective kernels
  *   copies_casts     the union of GPU work launched under a copy/cast op, and DtoD copies
  *   pageable_memcpy  the union of copies to or from pageable host memory
- *   compute_bound_op one non-GEMM, non-copy op holding > COMPUTE_SHARE of the GPU time
+ *   compute_bound_op one non-GEMM, non-copy, non-data-movement op holding > COMPUTE_SHARE of the GPU time
  *   startup          the lead-in (trace start to first GPU activity) but its DataLoader
  *                    instants (data_loading's), labelled on the first launch's thread
  *   tail             the tail (last GPU activity's end to trace end) but its DataLoader
  *                    instants, labelled on the thread that launched the last activity
- * A suspect fires at FIRE_FRACTION of the wall; healthy = GPU busy >= HEALTHY_BUSY of the
- * wall and nothing fired. A CPU-only trace labels every host instant of every thread; a
- * category's at stake is then its largest thread's. */
+ *   allocator_churn  host-wait idle under an allocator call (cudaMalloc, cudaFree, ...) or empty_cache
+ *   compilation      host-wait idle under a compile range or frame (dynamo, inductor) or a module load
+ *   tokenization     host-wait idle under a tokenizer
+ *   garbage_collection host-wait idle under the garbage collector
+ *   synchronous_launch host-wait idle of gaps that start as a blocking kernel launch returns,
+ *                    where most launches of the trace block (CUDA_LAUNCH_BLOCKING=1)
+ *   copy_on_critical_path the union of host<->device copies from pinned memory (pageable ones
+ *                    are pageable_memcpy's) less the union of kernels: GPU time no kernel hides
+ *   memory_bound_op  one data-movement op (gather, scatter, index, cat, embedding: names.h
+ *                    NF_MEM_OP) holding > COMPUTE_SHARE of the GPU time
+ *   step_outlier     the steps longer than OUTLIER_RATIO x the median step, each one's excess
+ *                    over the median; culprit: what that step did longer than the median step
+ *   host_work        host-wait idle under any other runtime or driver call (its own time)
+ *   dominant_op      a target, not waste: the op whose kernels hold > COMPUTE_SHARE of the GPU
+ *                    time when no category above names it; at stake: its GPU time; listed last
+ * A suspect fires at FIRE_FRACTION of the wall (step_outlier whenever one step reaches
+ * OUTLIER_RATIO x the median: one slow step in fifty is a cause too); healthy = GPU busy >=
+ * HEALTHY_BUSY of the wall and nothing fired. A CPU-only trace labels every host instant of
+ * every thread; a category's at stake is then its largest thread's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,10 +57,19 @@
 #define COMPUTE_SHARE 0.50          /* compute_bound_op: one op's kernels hold more than this of the GPU time */
 #define SHORT_MIN_CALLS 10          /* short-kernel op: at least this many calls, ... */
 #define SHORT_MAX_MEAN_HOST_US 1000 /* ... at most this host time per call, and less kernel time than host time */
+#define FIRST_CALL_SHARE 0.5        /* cpu_bound_op: its longest call holds this share of its time: first-call work */
+#define OUTLIER_RATIO 1.5           /* step_outlier: a step this many times the median step */
+#define OUTLIER_MIN_STEPS 5         /* ... among at least this many steps */
+#define OUTLIER_MAX_EVENTS (1 << 20) /* the host events of a step compared at most (step_culprit) */
 
-enum { C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_TAIL, C_N };
+enum {
+    C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_TAIL,
+    C_ALLOC, C_COMPILE, C_TOKENIZE, C_GC, C_SYNC_LAUNCH, C_COPY_CRIT, C_MEMBOUND, C_OUTLIER, C_HOST_WORK, C_DOMINANT, C_N
+};
 static const char *const cat_ids[] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
-                                      "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup", "tail"};
+                                      "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup", "tail",
+                                      "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
+                                      "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op"};
 _Static_assert(sizeof cat_ids / sizeof cat_ids[0] == C_N, "one id per category");
 
 /* ---- the walk's statistics ---- */
@@ -57,12 +83,16 @@ static opstat *stat_of(A *a, long name) {
     return &s->ops[i];
 }
 
+/* A popped host frame: a cpu_op's call, or a runtime call's (allocator_churn's and
+ * host_work's premises read their calls too). */
 int an_op_host(A *a, const frame *f) {
-    if (f->cls != EV_HOST_OP || f->kind == a->ua_kind) return 0;
+    if ((f->cls != EV_HOST_OP && f->cls != EV_HOST_RT) || f->kind == a->ua_kind) return 0;
+    if (f->cls == EV_HOST_RT && an_flags(a, f->name) & (NF_LAUNCH | NF_SYNC)) return 0; /* most calls: no label, no statistics */
     opstat *o = stat_of(a, f->name);
     if (!o) return ERR_NOMEM;
     o->calls++;
     o->host_us += f->dur;
+    if (f->dur > o->max_us) o->max_us = f->dur;
     return 0;
 }
 
@@ -70,7 +100,13 @@ int an_op_host(A *a, const frame *f) {
 int an_op_launch(A *a, const hrow *r, const frame *stack, int depth) {
     suspect_state *s = a->sus;
     int inner = -1, outer_copy = -1, plain = 1;
-    if (an_flags(a, r->name) & NF_GRAPH_LAUNCH) s->graph_launches++;
+    unsigned rf = an_flags(a, r->name);
+    if (rf & NF_GRAPH_LAUNCH) s->graph_launches++;
+    /* kernel launches, and those that returned after their kernels (synchronous_launch's premise) */
+    if (rf & NF_LAUNCH && !(rf & NF_SYNC) && !r->gsync && an_launch_tells(r)) {
+        s->launches++;
+        if (an_launch_blocked(r)) s->blocking++;
+    }
     for (int i = 0; i < depth; i++) {
         if (stack[i].cls != EV_HOST_OP) continue;
         unsigned f = an_flags(a, stack[i].name);
@@ -145,7 +181,11 @@ static int credit(tally *t, int cat, long name, long track, double us) {
     return 0;
 }
 
-/* The category of an idle label, C_N for none. */
+/* Whether the trace's kernel launches mostly block until their kernels end. */
+static int launches_block(const A *a) { return a->sus->launches > 0 && 2 * a->sus->blocking >= a->sus->launches; }
+
+/* The category of an idle label, C_N for none. Named host work comes before what kind of
+ * range holds it: a tokenizer in a python_function is tokenization, not Python. */
 static int category_of(const A *a, const idle_sum *s) {
     unsigned f = an_flags(a, s->name);
     switch (s->type) {
@@ -153,11 +193,18 @@ static int category_of(const A *a, const idle_sum *s) {
     case LB_LEAD: return C_START;
     case LB_TAIL: return C_TAIL;
     case LB_SYNC: return C_SYNC;
+    case LB_SYNC_LAUNCH: return launches_block(a) ? C_SYNC_LAUNCH : C_SYNC;
     case LB_KWAIT_OP: return is_short(a, s->name) ? C_LAUNCH : C_N;
     case LB_NO_LAUNCH: case LB_KWAIT_RANGE: case LB_KWAIT_RT: return C_N;
     default: break;
     }
     if (f & NF_COMM_RANGE) return C_COMM;
+    if (f & NF_GC) return C_GC;
+    if (f & NF_TOKENIZE) return C_TOKENIZE;
+    if (f & NF_COMPILE) return C_COMPILE;
+    if (a->idle->cpu_only && s->type != LB_OP) return C_PY; /* cseg's categories (idle.c cpu_piece) */
+    if (f & NF_ALLOC) return C_ALLOC;
+    if (s->type == LB_RT) return C_HOST_WORK;
     if (s->type == LB_OP) return is_short(a, s->name) ? C_LAUNCH : C_CPU;
     return C_PY;
 }
@@ -205,60 +252,52 @@ static int union_credit(tally *t, sqlite3_stmt *q, int cat, double *len) {
     return rc;
 }
 
-/* Collective kernels not hidden behind other GPU work: union(comm) - union(rest), both
- * streamed in start order from one query. A trace with no collective kernel's name skips
- * the query: it sorted every GPU activity by start for nothing (130,000 of them in a
- * 150 MB many-names trace: the suspects step 235-241 -> 173-177 ms). */
-static int comm_exposed(A *a, tally *t) {
-    if (!an_any_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm: as !any below */
-    sqlite3_stmt *q = an_prep(a, "SELECT ts, te, (fp_flags(name) & ?1) != 0, name FROM scratch.ev WHERE cls = 2 ORDER BY ts");
-    if (!q) return ERR_DB;
-    sqlite3_bind_int(q, 1, NF_COMM_KERNEL);
-    /* Sweep: comm intervals merged (cs, ce); the other work's union so far reaches oe.
-     * Exposed = the parts of comm past oe; other work starting later trims what follows. */
-    double cs = 0, ce = -INFINITY, cover = -INFINITY, comm = 0, exposed = 0, best_us = -1;
-    long best = -1;
-    int any = 0;
+/* The union of a target set of GPU rows less the union of the others, both streamed in
+ * start order from q (ts, te, is_target, culprit id). *len: the target union's length,
+ * *exposed: its part no other row covers, *best: the culprit with the most target time. */
+typedef struct exposure { double len, exposed; long best; int any; } exposure;
+
+static int exposed_sweep(sqlite3_stmt *q, exposure *x) {
+    /* Sweep: target intervals merged (cs, ce); the other work's union so far reaches cover.
+     * Pieces of [s, e) not covered by other work are only known once later other work is
+     * seen, so target intervals are closed when the next row starts past them. */
+    double cs = 0, ce = -INFINITY, cover = -INFINITY, best_us = -1;
     intern *k = intern_new();
     double *by = NULL;
     size_t nby = 0, capby = 0;
     int rc = k ? 0 : ERR_NOMEM;
-    /* Pieces of [s, e) not covered by other work are only known once later other work is
-     * seen, so comm intervals are closed when the next row starts past them. */
     typedef struct piece { double s, e; } piece;
     piece *open = NULL;
     size_t nopen = 0, capopen = 0;
+    *x = (exposure){0, 0, -1, 0};
     while (!rc && sqlite3_step(q) == SQLITE_ROW) {
         double ts = sqlite3_column_double(q, 0), te = sqlite3_column_double(q, 1);
-        int is_comm = sqlite3_column_int(q, 2);
-        if (is_comm) {
+        if (sqlite3_column_int(q, 2)) {
             long name = (long)sqlite3_column_int64(q, 3);
             int fresh;
             long i = INTERN_SLOT(k, &name, sizeof name, by, nby, capby, 16, &fresh);
             if (i < 0) { rc = ERR_NOMEM; break; }
             by[i] += te - ts;
-            if (any && ts <= ce) {
+            if (x->any && ts <= ce) {
                 if (te > ce) ce = te;
             } else {
-                if (any) comm += ce - cs;
+                if (x->any) x->len += ce - cs;
                 cs = ts;
                 ce = te;
-                any = 1;
+                x->any = 1;
             }
-            /* the uncovered part of [ts, te) so far: past cover */
-            double s0 = ts > cover ? ts : cover;
+            double s0 = ts > cover ? ts : cover; /* the uncovered part of [ts, te) so far: past cover */
             if (te > s0) {
                 if (VEC_RESERVE(open, capopen, nopen + 1, 16)) { rc = ERR_NOMEM; break; }
                 open[nopen++] = (piece){s0, te};
             }
         } else {
-            /* other work [ts, te) covers what of the open pieces lies inside it */
-            size_t j = 0;
+            size_t j = 0; /* other work [ts, te) covers what of the open pieces lies inside it */
             for (size_t i = 0; i < nopen; i++) {
                 piece p = open[i];
-                if (p.e <= ts) { exposed += p.e - p.s; continue; } /* closed before this work: exposed for good */
-                if (p.s < ts) { exposed += ts - p.s; p.s = ts; }
-                if (p.e <= te) continue;                           /* covered */
+                if (p.e <= ts) { x->exposed += p.e - p.s; continue; } /* closed before this work: exposed for good */
+                if (p.s < ts) { x->exposed += ts - p.s; p.s = ts; }
+                if (p.e <= te) continue;                              /* covered */
                 if (p.s < te) p.s = te;
                 open[j++] = p;
             }
@@ -266,19 +305,69 @@ static int comm_exposed(A *a, tally *t) {
             if (te > cover) cover = te;
         }
     }
-    for (size_t i = 0; i < nopen; i++) exposed += open[i].e - open[i].s;
-    if (any) comm += ce - cs;
+    for (size_t i = 0; i < nopen; i++) x->exposed += open[i].e - open[i].s;
+    if (x->any) x->len += ce - cs;
     free(open);
     sqlite3_finalize(q);
-    /* pieces overlap one another when comm kernels overlap: cap at the union's length */
-    if (exposed > comm) exposed = comm;
+    if (x->exposed > x->len) x->exposed = x->len; /* pieces overlap one another when targets overlap: cap at the union */
     for (size_t i = 0; !rc && i < nby; i++)
-        if (by[i] > best_us) { best_us = by[i]; best = *(const long *)intern_str(k, (long)i); }
+        if (by[i] > best_us) { best_us = by[i]; x->best = *(const long *)intern_str(k, (long)i); }
     intern_free(k);
     free(by);
-    if (rc || !any) return rc;
-    t->evidence[C_COMM] = json_pack("{s:f,s:f,s:f}", "comm_kernel_us", comm, "exposed_us", exposed, "overlap_us", comm - exposed);
-    return credit(t, C_COMM, best, -1, exposed);
+    return rc;
+}
+
+/* Collective kernels not hidden behind other GPU work: union(comm) - union(rest). A trace
+ * with no collective kernel's name skips the query: it sorted every GPU activity by start
+ * for nothing (130,000 of them in a 150 MB many-names trace: the suspects step 235-241 ->
+ * 173-177 ms). */
+static int comm_exposed(A *a, tally *t) {
+    if (!an_any_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm */
+    sqlite3_stmt *q = an_prep(a, "SELECT ts, te, (fp_flags(name) & ?1) != 0, name FROM scratch.ev WHERE cls = 2 ORDER BY ts");
+    if (!q) return ERR_DB;
+    sqlite3_bind_int(q, 1, NF_COMM_KERNEL);
+    exposure x;
+    int rc = exposed_sweep(q, &x);
+    if (rc || !x.any) return rc;
+    t->evidence[C_COMM] = json_pack("{s:f,s:f,s:f}", "comm_kernel_us", x.len, "exposed_us", x.exposed, "overlap_us", x.len - x.exposed);
+    return credit(t, C_COMM, x.best, -1, x.exposed);
+}
+
+/* Host<->device copies from pinned memory that no kernel hides (pageable ones are
+ * pageable_memcpy's, device-to-device ones copies_casts'): on the GPU's critical path. The
+ * culprit is the op that issued the copy (the outermost copy op: ccorr), else the copy.
+ * Evidence: how much of it ran on a stream that also runs kernels (the compute stream),
+ * which is the premise of "move it to a side stream". */
+static int copy_critical(A *a, tally *t) {
+    if (!an_any_flagged(a, NF_HOST_COPY)) return 0;
+    const char *sql =
+        "SELECT g.ts, g.te, g.kind = ?2, COALESCE(c.op, g.name) FROM scratch.ev g LEFT JOIN wscratch.ccorr c ON c.corr = g.corr"
+        " WHERE g.cls = 2 AND (g.kind = ?3 OR (g.kind = ?2 AND (fp_flags(g.name) & ?1) = ?4)) ORDER BY g.ts";
+    sqlite3_stmt *q = an_prep(a, sql);
+    if (!q) return ERR_DB;
+    sqlite3_bind_int(q, 1, NF_HOST_COPY | NF_PAGEABLE);
+    sqlite3_bind_int64(q, 2, a->memcpy_kind);
+    sqlite3_bind_int64(q, 3, a->kernel_kind);
+    sqlite3_bind_int(q, 4, NF_HOST_COPY);
+    exposure x;
+    int rc = exposed_sweep(q, &x);
+    if (rc || !x.any || x.exposed <= 0) return rc;
+    /* the copies' time on streams that run kernels too */
+    double on_compute = 0;
+    sqlite3_stmt *st = an_prep(a, "SELECT TOTAL(g.dur) FROM scratch.ev g WHERE g.cls = 2 AND g.kind = ?2 AND (fp_flags(g.name) & ?1) = ?3"
+                                  " AND EXISTS (SELECT 1 FROM scratch.ev k WHERE k.cls = 2 AND k.dev = g.dev AND k.stream = g.stream"
+                                  " AND k.kind = ?4 LIMIT 1)");
+    if (!st) return ERR_DB;
+    sqlite3_bind_int(st, 1, NF_HOST_COPY | NF_PAGEABLE);
+    sqlite3_bind_int64(st, 2, a->memcpy_kind);
+    sqlite3_bind_int(st, 3, NF_HOST_COPY);
+    sqlite3_bind_int64(st, 4, a->kernel_kind);
+    if (sqlite3_step(st) == SQLITE_ROW) on_compute = sqlite3_column_double(st, 0);
+    else rc = an_dberr(a);
+    sqlite3_finalize(st);
+    if (rc) return rc;
+    t->evidence[C_COPY_CRIT] = json_pack("{s:f,s:f,s:f}", "copy_us", x.len, "exposed_us", x.exposed, "on_compute_stream_us", on_compute);
+    return credit(t, C_COPY_CRIT, x.best, -1, x.exposed);
 }
 
 /* GPU work launched under a copy/cast op (not host<->device copies), and DtoD copies. A
@@ -314,6 +403,13 @@ static int pageable(A *a, tally *t) {
     return rc;
 }
 
+/* Merges op name's efficiency verdict (an_effic_verdict) into its evidence ev. */
+static void add_verdict(const A *a, json_t *ev, const char *name) {
+    json_t *v = an_effic_verdict(a->effic, name);
+    if (v) json_object_update(ev, v);
+    json_decref(v);
+}
+
 /* The one non-GEMM, non-copy, non-collective op whose kernels hold most GPU time; kernels
  * launched under no op at all count by their own name (a collector or nsys session). */
 static int compute_bound(A *a, tally *t) {
@@ -336,7 +432,178 @@ static int compute_bound(A *a, tally *t) {
     t->evidence[C_COMPUTE] = json_pack("{s:s,s:f,s:f}", "op", utf8_clip(an_str(a, name), EVIDENCE_NAME_MAX, cut, sizeof cut), "gpu_us",
                                        top, "share_of_gpu_time", top / total);
     if (top / total <= COMPUTE_SHARE || is_short(a, name)) return 0;
-    return credit(t, C_COMPUTE, name, -1, top);
+    add_verdict(a, t->evidence[C_COMPUTE], an_str(a, name));
+    /* a gather, scatter, index or cat owning the GPU moves memory, it computes nothing */
+    int cat = an_flags(a, name) & NF_MEM_OP ? C_MEMBOUND : C_COMPUTE;
+    if (cat == C_MEMBOUND) t->evidence[C_MEMBOUND] = json_incref(t->evidence[C_COMPUTE]);
+    return credit(t, cat, name, -1, top);
+}
+
+/* ---- the target of a busy GPU ---- */
+
+/* The op whose kernels hold > COMPUTE_SHARE of the GPU time (the cpu_op row with the most
+ * self CUDA, as the report's Top CUDA line), when no category names it already: a copy or
+ * cast (copies_casts), a collective (communication), or compute_bound_op / memory_bound_op.
+ * "One operator owns the run. Good. You have a target": the next question is its bound. */
+static int dominant(A *a, tally *t) {
+    double total = 0;
+    for (size_t i = 0; i < a->t->ngpu_aggs; i++)
+        if (a->t->gpu_aggs[i].cls == EV_GPU) total += a->t->gpu_aggs[i].total;
+    const agg *top = NULL, *second = NULL;
+    for (size_t i = 0; i < a->naggs; i++) {
+        const agg *g = &a->aggs[i];
+        if (g->grouping || g->kind == a->ua_kind || strcmp(an_str(a, g->kind), "cpu_op") || g->self_cuda <= 0) continue;
+        if (!top || g->self_cuda > top->self_cuda) second = top, top = g;
+        else if (!second || g->self_cuda > second->self_cuda) second = g;
+    }
+    if (!top || total <= 0 || top->self_cuda / total <= COMPUTE_SHARE) return 0;
+    unsigned f = an_flags(a, top->name);
+    if (f & (NF_COPY_OP | NF_COMM_RANGE) || is_short(a, top->name)) return 0;
+    for (size_t i = 0; i < t->n; i++)
+        if ((t->c[i].cat == C_COMPUTE || t->c[i].cat == C_MEMBOUND) && t->c[i].name == top->name) return 0;
+    char cut[EVIDENCE_NAME_MAX + 4];
+    json_t *ev = json_pack("{s:s,s:f,s:f}", "op", utf8_clip(an_str(a, top->name), EVIDENCE_NAME_MAX, cut, sizeof cut), "gpu_us",
+                           top->self_cuda, "share_of_gpu_time", top->self_cuda / total);
+    if (!ev) return ERR_NOMEM;
+    if (second) json_object_set_new(ev, "next_op", json_string(utf8_clip(an_str(a, second->name), EVIDENCE_NAME_MAX, cut, sizeof cut)));
+    add_verdict(a, ev, an_str(a, top->name));
+    t->evidence[C_DOMINANT] = ev;
+    return credit(t, C_DOMINANT, top->name, -1, top->self_cuda);
+}
+
+/* ---- one-step outliers ---- */
+
+/* A host event inside a compared step, clipped to it. */
+typedef struct win_ev { double ts, te; long name; } win_ev;
+typedef struct window { double ts, te; win_ev *ev; size_t n, cap; } window;
+typedef struct step_pair { window w[2]; } step_pair; /* the outlier, the typical step */
+
+static int keep_in_window(A *a, void *ctx, const hrec *h) {
+    step_pair *p = ctx;
+    if (h->cls != EV_HOST_OP && h->cls != EV_HOST_RT && h->cls != HREC_PY) return 0;
+    for (int k = 0; k < 2; k++) {
+        window *w = &p->w[k];
+        if (h->te <= w->ts || h->ts >= w->te || w->n >= OUTLIER_MAX_EVENTS) continue;
+        if (VEC_RESERVE(w->ev, w->cap, w->n + 1, 256)) return ERR_NOMEM;
+        /* a step's own time reads as untraced (-1): every ProfilerStep#N has a name of its own */
+        long name = an_flags(a, h->name) & NF_STEP ? -1 : h->name;
+        w->ev[w->n++] = (win_ev){h->ts > w->ts ? h->ts : w->ts, h->te < w->te ? h->te : w->te, name};
+    }
+    return 0;
+}
+
+static int win_cmp(const void *x, const void *y) {
+    const win_ev *p = x, *q = y;
+    if (p->ts != q->ts) return p->ts < q->ts ? -1 : 1;
+    return p->te > q->te ? -1 : p->te < q->te; /* the longer first: it holds the other */
+}
+
+/* Adds each name's innermost time in w (what the thread was doing, instant by instant, as
+ * idle.c labels it) to col of by[] (keyed by name in keys); the step's instants under no
+ * event go to -1 (untraced). */
+static int window_times(window *w, intern *keys, double (**by)[2], size_t *n, size_t *cap, int col) {
+    qsort(w->ev, w->n, sizeof *w->ev, win_cmp);
+    win_ev *stack = malloc((w->n + 1) * sizeof *stack);
+    if (!stack) return ERR_NOMEM;
+    int depth = 0, rc = 0;
+    double cur = w->ts;
+    /* label [cur, t) with the innermost open event, popping what ended */
+#define WIN_LABEL(t)                                                                                  \
+    while (!rc && cur < (t)) {                                                                        \
+        while (depth && stack[depth - 1].te <= cur) depth--;                                          \
+        double nx = depth && stack[depth - 1].te < (t) ? stack[depth - 1].te : (t);                  \
+        long nm = depth ? stack[depth - 1].name : -1;                                                 \
+        int fresh;                                                                                    \
+        long i = INTERN_SLOT(keys, &nm, sizeof nm, *by, *n, *cap, 64, &fresh);                        \
+        if (i < 0) rc = ERR_NOMEM;                                                                    \
+        else (*by)[i][col] += nx - cur;                                                               \
+        cur = nx;                                                                                     \
+    }
+    for (size_t i = 0; i < w->n && !rc; i++) {
+        WIN_LABEL(w->ev[i].ts);
+        while (depth && (w->ev[i].ts >= stack[depth - 1].te || w->ev[i].te > stack[depth - 1].te)) depth--;
+        stack[depth++] = w->ev[i];
+    }
+    WIN_LABEL(w->te);
+#undef WIN_LABEL
+    free(stack);
+    return rc;
+}
+
+/* What step o did longer than step typ: the name whose time (innermost, on the step's
+ * thread) grew the most, -1 for untraced time. *grew: by how much. */
+static int step_culprit(A *a, const step *o, const step *typ, long *culprit, double *grew) {
+    step_pair p;
+    memset(&p, 0, sizeof p);
+    p.w[0].ts = o->ts, p.w[0].te = o->te;
+    p.w[1].ts = typ->ts, p.w[1].te = typ->te;
+    intern *keys = intern_new();
+    double (*by)[2] = NULL;
+    size_t n = 0, cap = 0;
+    int rc = keys ? an_track_recs(a, o->track, keep_in_window, &p) : ERR_NOMEM;
+    if (!rc && typ->track != o->track) rc = ERR_INTERNAL; /* both are the steps' thread's */
+    for (int k = 0; k < 2 && !rc; k++) rc = window_times(&p.w[k], keys, &by, &n, &cap, k);
+    *culprit = -1;
+    *grew = -INFINITY;
+    for (size_t i = 0; !rc && i < n; i++)
+        if (by[i][0] - by[i][1] > *grew) { *grew = by[i][0] - by[i][1]; *culprit = *(const long *)intern_str(keys, (long)i); }
+    free(p.w[0].ev);
+    free(p.w[1].ev);
+    free(by);
+    intern_free(keys);
+    return rc;
+}
+
+static int cmp_step_dur(const void *x, const void *y) {
+    double p = ((const step *)x)->dur, q = ((const step *)y)->dur;
+    return p < q ? -1 : p > q;
+}
+
+/* Steps of OUTLIER_RATIO x the median step or more: each one's excess over the median goes
+ * to what it did longer than the typical step (the step nearest the median). The five
+ * longest are compared event by event; the excess of any others goes to the longest's
+ * culprit. */
+static int step_outliers(A *a, tally *t) {
+    size_t n = a->nsteps;
+    if (n < OUTLIER_MIN_STEPS) return 0;
+    step *v = malloc(n * sizeof *v);
+    if (!v) return ERR_NOMEM;
+    memcpy(v, a->steps, n * sizeof *v);
+    /* With a GPU, steps count inside its window: the time before its first work and after
+     * its last is startup's and tail's (a capture that ends 80 ms after the last step's
+     * work made that step an "outlier" of its own tail). */
+    if (!a->idle->cpu_only)
+        for (size_t i = 0; i < n; i++) {
+            if (v[i].ts < a->idle->w0) v[i].ts = a->idle->w0;
+            if (v[i].te > a->idle->w1) v[i].te = a->idle->w1;
+            v[i].dur = v[i].te > v[i].ts ? v[i].te - v[i].ts : 0;
+        }
+    qsort(v, n, sizeof *v, cmp_step_dur);
+    const step *typ = &v[(size_t)ceil(0.5 * (double)n) - 1]; /* the median by nearest rank */
+    double med = typ->dur;
+    int rc = 0, k = 0;
+    long first = -1;
+    json_t *rows = json_array();
+    for (size_t i = n; i-- > 0 && !rc && med > 0 && v[i].dur >= OUTLIER_RATIO * med; k++) {
+        long culprit = first;
+        double grew = 0;
+        if (k < 5) rc = step_culprit(a, &v[i], typ, &culprit, &grew);
+        if (rc) break;
+        if (k == 0) first = culprit;
+        rc = credit(t, C_OUTLIER, culprit, -1, v[i].dur - med);
+        char cut[EVIDENCE_NAME_MAX + 4];
+        if (!rc && k < 5)
+            json_array_append_new(rows, json_pack("{s:s,s:f,s:f,s:s,s:f}", "step", an_str(a, v[i].name), "dur_us", v[i].dur, "excess_us",
+                                                  v[i].dur - med, "culprit", culprit >= 0 ? utf8_clip(an_str(a, culprit), EVIDENCE_NAME_MAX, cut, sizeof cut)
+                                                                                          : "(untraced)", "culprit_grew_us", grew));
+    }
+    if (!rc && k > 0)
+        t->evidence[C_OUTLIER] = json_pack("{s:f,s:s,s:I,s:o}", "median_step_us", med, "typical_step", an_str(a, typ->name), "outlier_steps",
+                                           (json_int_t)k, "steps", rows);
+    else
+        json_decref(rows);
+    free(v);
+    return rc;
 }
 
 /* ---- CPU-only: wall time in priority order ---- */
@@ -422,7 +689,8 @@ static long top_name(const tally *t, int cat) {
  * op's pieces only). A category with no piece is skipped (its share is 0, it takes nothing
  * from the ones after it). */
 static int cpu_priority(A *a, const tally *t, double at[C_N]) {
-    static const int order[CSEG_N] = {C_COMM, C_DATA, C_CPU, C_PY};
+    static const int order[CSEG_N] = {C_COMM, C_DATA, C_GC, C_TOKENIZE, C_COMPILE, C_CPU, C_PY};
+    _Static_assert(CSEG_N == 7 && CSEG_CPU == 5, "order[k] is cseg category k's (an.h)");
     int before[CSEG_N], nbefore = 0, rc = 0;
     long names[CSEG_N];
     for (int k = 0; !rc && k < CSEG_N; k++) {
@@ -489,15 +757,43 @@ static const char *end_window(const char *source) {
     return "end it with the last step's GPU work (call prof.step() right after each step and stop the profiler there)";
 }
 
-/* The next experiment of a category, naming its culprit. graphs: "" or how many graph
- * launches the trace has ("640 launches, 32 a step"): where the launches are already
- * graphs, "capture it in a CUDA graph" is advice the team has taken. */
-static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm, const char *source, const char *graphs, char *out,
-                            size_t n) {
+/* What a suspect's advice is written from: its category, culprit and evidence, and what the
+ * trace says of its premises. graphs: "" or how many graph launches the trace has ("640
+ * launches, 32 a step"): where the launches are already graphs, "capture it in a CUDA graph"
+ * is advice the team has taken. */
+typedef struct advice_in {
+    int cat;
+    const char *culprit;
+    const json_t *ev;        /* the category's evidence (t->evidence[cat]), NULL for none */
+    const opstat *op;        /* the culprit's walk statistics, NULL for none */
+    int cpu_only, rocm, blocking_launches;
+    const char *source, *graphs;
+} advice_in;
+
+static double ev_num(const json_t *ev, const char *k) { return json_number_value(json_object_get(ev, k)); }
+static const char *ev_str(const json_t *ev, const char *k) {
+    const char *v = json_string_value(json_object_get(ev, k));
+    return v ? v : "";
+}
+
+/* " It is <bound>-bound: <figure>, <share> of the <peak>." of an op's evidence, "" without a bound. */
+static void bound_phrase(const json_t *ev, char *out, size_t n) {
+    char p[256];
+    an_effic_phrase(ev, p, sizeof p);
+    if (*p) utf8_snprintf(out, n, " It is %s.", p);
+    else *out = '\0';
+}
+
+/* The next experiment of a suspect, naming its culprit; each premise checked before its
+ * advice is given (issue 41). */
+static void next_experiment(const advice_in *in, char *out, size_t n) {
+    const char *culprit = in->culprit, *graphs = in->graphs;
+    int cpu_only = in->cpu_only, rocm = in->rocm;
     /* "(untraced)" names no place: the time is outside every traced range */
     int untraced = !strcmp(culprit, "(untraced)");
     const char *who = untraced ? "Host time outside any traced range (untraced)" : culprit, *runs = untraced ? " passes" : " runs";
-    switch (cat) {
+    char b[320] = "";
+    switch (in->cat) {
     case C_DATA:
         /* a CPU-only trace has no GPU to overlap nor pinned copies to make */
         if (cpu_only)
@@ -511,6 +807,12 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
         utf8_snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "
                  "read it every N steps or with a non_blocking copy to pinned memory, so the host queues the next step while the GPU works",
                  culprit);
+        return;
+    case C_SYNC_LAUNCH:
+        utf8_snprintf(out, n, "Kernel launches block until their kernels finish (%.0f of %.0f launches, %s among them): unset "
+                 "CUDA_LAUNCH_BLOCKING (or %s), take any stream synchronize out of the launch path and launch on a non-blocking stream, so "
+                 "the host queues work ahead of the GPU; compare GPU idle per step", ev_num(in->ev, "blocking_launches"), ev_num(in->ev, "launches"),
+                 culprit, rocm ? "AMD_SERIALIZE_KERNEL, HIP_LAUNCH_BLOCKING" : "a debugging wrapper that synchronizes");
         return;
     case C_PY:
         /* CPU-only traces leave untraced time unlabelled (idle.c: cpu_piece): GPU traces only */
@@ -528,6 +830,14 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                      "per-token work, so launches queue ahead of the GPU; compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_LAUNCH:
+        /* the premise of a graph: launches that cost more than their kernels because each one
+         * is host overhead, not because each waits for its kernel */
+        if (in->blocking_launches) {
+            utf8_snprintf(out, n, "Launches of %s cost more than their kernels, but the launches block until their kernels end: unset "
+                     "CUDA_LAUNCH_BLOCKING (or take the synchronize out of the launch path) first, then re-profile; capture the loop in a %s "
+                     "only if launches still dominate", culprit, rocm ? "HIP graph" : "CUDA graph");
+            return;
+        }
         if (*graphs) {
             utf8_snprintf(out, n, "Launches of %s cost more than their kernels, though the loop already replays %s graphs (%s): capture "
                      "more of the loop in each graph (fewer, larger graphs) or fuse the small ops with torch.compile; compare launches and GPU "
@@ -538,8 +848,20 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
                  "or fuse the small ops with torch.compile; compare launches and GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph");
         return;
     case C_CPU:
-        utf8_snprintf(out, n, "%s holds the host: check its inputs (shapes, dtype, device), first-call work (lazy init, cudnn.benchmark "
-                 "autotuning) and run it outside the measured window, or profile it with_stack=True", culprit);
+        /* first-call work only where one call holds most of the op's time */
+        if (in->op && in->op->calls > 1 && in->op->max_us >= FIRST_CALL_SHARE * in->op->host_us)
+            utf8_snprintf(out, n, "%s holds the host, most of it in one call of %lld (%.0f us of %.0f): first-call work (lazy init, "
+                     "cudnn.benchmark autotuning, a compile); warm it up and keep it outside the measured window", culprit, in->op->calls,
+                     in->op->max_us, in->op->host_us);
+        else if (in->op && in->op->calls > 1)
+            utf8_snprintf(out, n, "%s holds the host in steady calls (%lld, %.0f us each): make each call cheaper: check its inputs' "
+                     "shapes, dtype and device, %s, move it out of the loop, or profile it with_stack=True", culprit, in->op->calls,
+                     in->op->host_us / (double)in->op->calls,
+                     cpu_only ? "the threads it may use (torch.get_num_threads(), OMP_NUM_THREADS, the CPUs the process may run on)"
+                              : "whether it belongs on the GPU");
+        else
+            utf8_snprintf(out, n, "%s holds the host: check its inputs (shapes, dtype, device), first-call work (lazy init, cudnn.benchmark "
+                     "autotuning) and run it outside the measured window, or profile it with_stack=True", culprit);
         return;
     case C_COMM:
         utf8_snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
@@ -553,20 +875,107 @@ static void next_experiment(int cat, const char *culprit, int cpu_only, int rocm
         utf8_snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
                  "so %s overlaps compute instead of blocking the host", culprit);
         return;
+    case C_COPY_CRIT:
+        if (ev_num(in->ev, "on_compute_stream_us") >= 0.5 * ev_num(in->ev, "copy_us"))
+            utf8_snprintf(out, n, "Take the copies of %s off the compute stream: issue them on a side stream (torch.cuda.Stream) from pinned "
+                     "memory with non_blocking=True one step ahead (prefetch), and wait on an event before use, so they overlap the kernels "
+                     "instead of running between them; compare GPU time per step", culprit);
+        else
+            utf8_snprintf(out, n, "Start the copies of %s earlier (prefetch the next batch while this step computes) so that kernels run "
+                     "while they do, or copy less (keep the tensors on the GPU); compare GPU time per step", culprit);
+        return;
     case C_START:
         utf8_snprintf(out, n, "%s%s before the GPU gets any work: if it is one-time start-up (%s context creation, lazy init, model load, "
                  "cudnn.benchmark autotuning), %s; if it recurs per request (tokenization, preprocessing), overlap it with the previous "
-                 "step's GPU work", who, runs, rocm ? "HIP" : "CUDA", steady_window(source));
+                 "step's GPU work", who, runs, rocm ? "HIP" : "CUDA", steady_window(in->source));
         return;
     case C_TAIL:
         utf8_snprintf(out, n, "%s%s after the GPU's last work: if it is post-processing of the results (decoding, .cpu() copies, metrics, "
                  "logging), overlap it with the next step's GPU work or move it out of the loop; if the capture runs past the work, %s",
-                 who, runs, end_window(source));
+                 who, runs, end_window(in->source));
         return;
-    default:
-        utf8_snprintf(out, n, "%s holds most of the GPU time: profile its kernels with %s for achieved FLOP/s and memory "
-                 "throughput, try a fused or library kernel (SDPA / FlashAttention for attention), lower precision", culprit,
-                 rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
+    case C_ALLOC:
+        /* churn recurs: one call holding most of the time is a one-time allocation */
+        if (in->op && (in->op->calls < 2 || in->op->max_us >= FIRST_CALL_SHARE * in->op->host_us)) {
+            utf8_snprintf(out, n, "%s blocks the host in one call (%.0f us of %.0f in %lld): a one-time allocation (a workspace, the "
+                     "first batch, the cache growing to its peak), not churn; warm up before the measured window, or reserve the memory "
+                     "up front (one large first batch); compare GPU idle per step", culprit, in->op->max_us, in->op->host_us, in->op->calls);
+            return;
+        }
+        utf8_snprintf(out, n, "Stop the allocator churn in %s: the loop returns memory to the driver and asks for it again; take "
+                 "torch.cuda.empty_cache() out of the loop, keep shapes steady (pad to a few bucket sizes) so cached blocks are reused, "
+                 "try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; compare GPU idle per step", culprit);
+        return;
+    case C_COMPILE:
+        utf8_snprintf(out, n, "Stop compiling in the loop: %s recompiles as the inputs change; mark the varying dimensions dynamic "
+                 "(torch._dynamo.mark_dynamic or torch.compile(dynamic=True)), pad inputs to a few bucket sizes, warm every shape up "
+                 "before the measured window; TORCH_LOGS=recompiles says which guard failed", culprit);
+        return;
+    case C_TOKENIZE:
+        utf8_snprintf(out, n, "Take %s out of the token loop: keep the new token ids on the GPU and detokenize every N tokens, after "
+                 "generation or in another thread or process (as vLLM and SGLang do), with a fast (Rust) tokenizer; compare GPU idle "
+                 "per step", culprit);
+        return;
+    case C_GC:
+        utf8_snprintf(out, n, "Keep the garbage collector out of the loop: %s pauses the host; call gc.freeze() after warm-up, "
+                 "gc.disable() around the loop with gc.collect() between requests or epochs, or raise gc.set_threshold(); "
+                 "compare the slowest steps", culprit);
+        return;
+    case C_OUTLIER:
+        utf8_snprintf(out, n, "%s made %.0f step%s of %s take %.1fx the median step (%.0f us): look at what %s does in that step that the "
+                 "others do not (a collection, a recompile, a reallocation, I/O) and take it out of the loop or do it between steps; then "
+                 "compare the p90 step", who, ev_num(in->ev, "outlier_steps"), ev_num(in->ev, "outlier_steps") == 1 ? "" : "s",
+                 ev_str(in->ev, "typical_step")[0] ? "the loop" : "the loop",
+                 ev_num(in->ev, "median_step_us") > 0
+                     ? ev_num(json_array_get(json_object_get(in->ev, "steps"), 0), "dur_us") / ev_num(in->ev, "median_step_us") : 0,
+                 ev_num(in->ev, "median_step_us"), untraced ? "the untraced code" : culprit);
+        return;
+    case C_HOST_WORK:
+        utf8_snprintf(out, n, "%s is host work in the loop while the GPU waits: move it out of the step, do it less often (once, or "
+                 "every N steps), or overlap it with the GPU's work; compare GPU idle per step", culprit);
+        return;
+    case C_MEMBOUND:
+        bound_phrase(in->ev, b, sizeof b);
+        utf8_snprintf(out, n, "%s holds most of the GPU time moving memory, not computing (memory traffic pretending to be model work).%s "
+                 "Remove or fuse the traffic: index in place (a paged KV cache instead of gathering it every step), reorder once "
+                 "outside the loop, fuse the gather into its consumer (torch.compile); compare GPU time per step", culprit, b);
+        return;
+    case C_DOMINANT: {
+        const char *bound = ev_str(in->ev, "bound");
+        double frac = ev_num(in->ev, "peak_fraction"), share = ev_num(in->ev, "share_of_gpu_time") * 100;
+        int known = json_is_number(json_object_get(in->ev, "peak_fraction"));
+        bound_phrase(in->ev, b, sizeof b);
+        if (!strcmp(bound, "memory"))
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Move fewer bytes per result: batch more requests per step "
+                     "(continuous batching), quantize the weights (int8, fp8, int4) or the KV cache, or decode speculatively; compare "
+                     "throughput per step", culprit, share, b);
+        else if (!strcmp(bound, "compute") && known && frac >= 0.6)
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Little is left in that kernel: look at the next operator (%s) "
+                     "or at the algorithm (fewer FLOPs)", culprit, share, b, ev_str(in->ev, "next_op")[0] ? ev_str(in->ev, "next_op") : "none");
+        else if (!strcmp(bound, "compute"))
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s It is below the roof: use a lower precision on tensor cores (bf16, "
+                     "fp8), tile-aligned shapes (multiples of 64 or 128) and a fused library kernel; check with %s", culprit, share, b,
+                     rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
+        else if (!strcmp(bound, "latency"))
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Its kernels are too small to fill the GPU: give each more work "
+                     "(batch, larger tiles), fuse it with its neighbours, or replay it in a %s", culprit, share, b, rocm ? "HIP graph" : "CUDA graph");
+        else
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time): the next question is whether it is compute-bound or memory-bound, "
+                     "which this trace cannot tell (%s); record with record_shapes=True on a known device, or measure its kernels' FLOP/s and "
+                     "bandwidth with %s", culprit, share, ev_str(in->ev, "bound_unknown_reason")[0] ? ev_str(in->ev, "bound_unknown_reason")
+                                                                                                      : "no shapes or no device peak",
+                     rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
+        return;
+    }
+    default: /* C_COMPUTE */
+        bound_phrase(in->ev, b, sizeof b);
+        if (!strcmp(ev_str(in->ev, "bound"), "memory"))
+            utf8_snprintf(out, n, "%s holds most of the GPU time.%s Fuse it with the ops around it (torch.compile, a fused library kernel: "
+                     "SDPA / FlashAttention for attention) so its data crosses memory once; compare GPU time per step", culprit, b);
+        else
+            utf8_snprintf(out, n, "%s holds most of the GPU time.%s Profile its kernels with %s for achieved FLOP/s and memory "
+                     "throughput, try a fused or library kernel (SDPA / FlashAttention for attention), lower precision", culprit, b,
+                     rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
         return;
     }
 }
@@ -601,17 +1010,22 @@ static json_t *evidence_of(A *a, const tally *t, int cat, int cpu_only) {
     return ev;
 }
 
+/* Whether a CPU-only trace gives category cat wall time in cpu_priority's order. */
+static int cpu_ranked(int cat) {
+    return cat == C_COMM || cat == C_DATA || cat == C_GC || cat == C_TOKENIZE || cat == C_COMPILE || cat == C_CPU || cat == C_PY;
+}
+
 /* Each category's at stake and culprit: the sum of its contributions (a CPU-only trace:
  * its largest thread's), the largest contributor; cpu_bound_op and compute_bound_op: one op. */
 static void at_stake_of(const tally *t, int cat, const double *cpu_at, double *us, long *culprit) {
     *us = 0;
     *culprit = top_name(t, cat);
-    if (cpu_at) { /* CPU-only: cpu_priority's share */
+    if (cpu_at && cpu_ranked(cat)) { /* CPU-only: cpu_priority's share */
         *us = cpu_at[cat];
         return;
     }
     double best = -1;
-    int single = cat == C_CPU || cat == C_COMPUTE;
+    int single = cat == C_CPU || cat == C_COMPUTE || cat == C_MEMBOUND || cat == C_DOMINANT;
     for (size_t i = 0; i < t->n; i++) {
         const contrib *c = &t->c[i];
         if (c->cat != cat) continue;
@@ -627,6 +1041,13 @@ static int rocm_trace(const A *a) {
     return n && (strstr(n, "AMD") || strstr(n, "Radeon") || strstr(n, "Instinct"));
 }
 
+/* Whether category c fires: FIRE_FRACTION of the wall, or, for step_outlier, any step of
+ * OUTLIER_RATIO x the median (its at stake is positive only then). */
+static int fires(int c, double at, double wall) {
+    if (wall <= 0 || at <= 0) return 0;
+    return c == C_OUTLIER || at >= FIRE_FRACTION * wall;
+}
+
 static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu_at, int *nfired) {
     int cpu_only = cpu_at != NULL;
     json_t *list = json_array();
@@ -635,14 +1056,17 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
     int order[C_N], n = 0;
     for (int c = 0; c < C_N; c++) {
         at_stake_of(t, c, cpu_at, &at[c], &culprit[c]);
-        if (wall > 0 && at[c] >= FIRE_FRACTION * wall && culprit[c] >= -1 && at[c] > 0) order[n++] = c;
+        if (fires(c, at[c], wall) && culprit[c] >= -1) order[n++] = c;
     }
-    for (int i = 1; i < n; i++) /* by at stake, descending (insertion: n <= C_N) */
+    /* by at stake, descending (insertion: n <= C_N); dominant_op last: a target, not waste */
+    for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && at[order[j]] > at[order[j - 1]]; j--) {
             int x = order[j];
             order[j] = order[j - 1];
             order[j - 1] = x;
         }
+    for (int i = 0; i + 1 < n; i++)
+        if (order[i] == C_DOMINANT) { order[i] = order[i + 1]; order[i + 1] = C_DOMINANT; }
     int rocm = rocm_trace(a);
     char graphs[96] = "";
     long long ng = a->sus->graph_launches;
@@ -650,16 +1074,19 @@ static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu
         snprintf(graphs, sizeof graphs, "%lld launch%s, %.0f a step", ng, ng == 1 ? "" : "es", (double)ng / (double)a->nsteps);
     else if (ng > 0)
         snprintf(graphs, sizeof graphs, "%lld launch%s", ng, ng == 1 ? "" : "es");
+    static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy", NULL, "one_op_dominates",
+                                        "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy",
+                                        "cpu_heavy", "cpu_heavy", "cpu_heavy", "one_op_dominates", NULL, "cpu_heavy", "one_op_dominates"};
+    _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
     for (int i = 0; i < n; i++) {
         int c = order[i];
         const char *name = culprit[c] >= 0 ? an_str(a, culprit[c]) : "(untraced)";
         char next[1024];
-        next_experiment(c, name, cpu_only, rocm, a->t->source ? a->t->source : "kineto", graphs, next, sizeof next);
-        static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy",
-                                            NULL, "one_op_dominates", "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy"};
-        _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
-        /* the lead-in and the tail happen once: a share per step would read as a cost of each */
-        int per_step = a->nsteps && c != C_START && c != C_TAIL;
+        advice_in in = {c, name, t->evidence[c], culprit[c] >= 0 ? find_stat(a, culprit[c]) : NULL, cpu_only, rocm, launches_block(a),
+                        a->t->source ? a->t->source : "kineto", graphs};
+        next_experiment(&in, next, sizeof next);
+        /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
+        int per_step = a->nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;
         json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
                                               smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at[c], "at_stake_fraction",
                                               at[c] / wall, "at_stake_per_step_us",
@@ -680,7 +1107,8 @@ static json_t *idle_doc(A *a, json_t *phases) {
         total += s->by_class[c];
     }
     static const char *const types[] = {"no_launch", "kernel_wait_op", "kernel_wait_range", "kernel_wait_launch", "dataloader", "sync",
-                                        "python_function", "user_annotation", "step", "untraced", "cpu_op"};
+                                        "python_function", "user_annotation", "step", "untraced", "cpu_op", "runtime_call", "sync_launch"};
+    _Static_assert(sizeof types / sizeof types[0] == LB_LEAD_DATA, "a name per idle label type");
     int used[25];
     int nused = 0;
     for (; nused < 25; nused++) { /* the 25 largest labels */
@@ -716,7 +1144,13 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc && !cpu_only) rc = comm_exposed(a, &t);
     if (!rc && !cpu_only) rc = copies(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = pageable(a, &t);
+    if (!rc && !cpu_only) rc = copy_critical(a, &t);
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
+    if (!rc) rc = step_outliers(a, &t);
+    if (!rc && !cpu_only) rc = dominant(a, &t); /* after compute_bound: it leaves that op to it */
+    if (!rc && !cpu_only && a->sus->launches > 0 &&
+        !(t.evidence[C_SYNC_LAUNCH] = json_pack("{s:I,s:I}", "launches", a->sus->launches, "blocking_launches", a->sus->blocking)))
+        rc = ERR_NOMEM;
     if (!rc && !cpu_only && is->w0 > a->t->start_us && !(t.evidence[C_START] = json_pack("{s:f}", "lead_in_us", is->w0 - a->t->start_us)))
         rc = ERR_NOMEM;
     if (!rc && !cpu_only && is->w1 < a->t->end_us && !(t.evidence[C_TAIL] = json_pack("{s:f}", "tail_us", a->t->end_us - is->w1)))
