@@ -550,6 +550,9 @@ void cseg_close(cseg_stream *m);
 int an_op_host(A *a, const frame *f);
 int an_op_launch(A *a, const hrow *r, const frame *stack, int depth);
 int an_suspects(A *a, double gpu_busy, json_t **out);
+/* Once the step breakdown is known: the suspects document's steps become tb-profiler's (its
+ * steps), the outlier steps among them join the list, per-step shares divide by their count. */
+int an_suspects_steps(A *a, json_t *doc, const json_t *breakdown);
 void an_suspects_free(A *a);
 
 /* steps.c: a host range of role SPAN_* */

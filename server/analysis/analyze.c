@@ -256,11 +256,13 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         STEP_BEGIN();
         out->timeline = an_timeline_doc(&a, tl_phases, gaps);
         tl_phases = gaps = NULL;
+        /* the steps are tb-profiler's from here on, in the suspects and all they feed */
+        rc = breakdown ? an_suspects_steps(&a, suspects, breakdown) : 0;
         json_object_set_new(suspects, "questions", an_questions(&a, suspects, out->gpu));
         report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall, 0, 0, effic};
         long long calls;
         op_totals(&a, &in.self_cpu_total, &in.self_cuda_total, &calls);
-        rc = report_draft(&in, &out->report);
+        if (!rc) rc = report_draft(&in, &out->report);
         if (rc == ERR_DB) an_dberr(&a);
         if (!rc) json_object_set(out->report, "suspects", suspects);
         if (!rc && breakdown) json_object_set(out->report, "breakdown", breakdown);

@@ -33,7 +33,19 @@ static json_t *kernels_packed(const json_t *sus) {
     if (!json_is_object(gpu)) return answer("n/a", "no GPU activity in the trace", NULL);
     double busy = num(gpu, "busy_fraction"), hw = num(idle, "host_wait"), kw = num(idle, "kernel_wait");
     char s[512];
-    const json_t *top = json_array_get(json_object_get(json_object_get(sus, "idle"), "by_culprit"), 0);
+    /* the culprit is the suspect list's (its top suspect that waits on the host), so the
+     * answer and the list name one op (issue 42: they named aten::empty and aten::fill_);
+     * the largest idle label only when no such suspect fired */
+    static const char *const waits[] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op", "allocator_churn",
+                                        "compilation", "tokenization", "garbage_collection", "synchronous_launch", "host_work", NULL};
+    const json_t *top = NULL, *x;
+    size_t i;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) {
+        for (int k = 0; waits[k] && !top; k++)
+            if (!strcmp(json_string_value(json_object_get(x, "category")), waits[k])) top = x;
+        if (top) break;
+    }
+    if (!top) top = json_array_get(json_object_get(json_object_get(sus, "idle"), "by_culprit"), 0);
     if (busy >= PACKED_BUSY)
         utf8_snprintf(s, sizeof s, "yes: the GPU is busy %.1f%% of its window", busy * 100);
     else

@@ -170,9 +170,17 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     char buf[512], t1[32];
     double v = d->cpu_only ? top[0].self_cpu : top[0].self_cuda, share = v / denom;
     const char *cls = report_op_class(top[0].name);
+    /* what it is; whether it is compute- or memory-bound only from the efficiency figures */
+    char what[256];
+    json_t *vd = d->cpu_only ? NULL : an_effic_verdict(d->in->effic, top[0].name);
+    an_effic_phrase(vd, what, sizeof what);
+    json_decref(vd);
+    if (!*what)
+        utf8_snprintf(what, sizeof what, "%s", !strcmp(cls, "compute") ? "matmul, convolution or attention" : !strcmp(cls, "memory")
+                                                   ? "memory traffic, not model math" : !strcmp(cls, "communication") ? "communication"
+                                                   : "neither matmul nor copy");
     utf8_snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,
-             timefmt_us(v, t1, sizeof t1), top[0].calls, plural(top[0].calls),
-             !strcmp(cls, "compute") ? "compute-bound work" : !strcmp(cls, "memory") ? "memory traffic, not model math" : "neither matmul nor copy");
+             timefmt_us(v, t1, sizeof t1), top[0].calls, plural(top[0].calls), what);
     return smell("one_operator_owns_the_run", "One operator owns the run", fired_any(d->in, d->cpu_only ? cpu_cats : cats), buf,
                  json_pack("{s:s,s:s,s:s,s:f,s:f,s:f,s:I,s:s}", "operator", top[0].name, "kind", top[0].kind, "basis", basis, "share",
                            share, "time_us", v, "total_us", denom, "calls", top[0].calls, "class", cls));
@@ -194,7 +202,7 @@ static json_t *smell_cheap(draft *d) {
     if (on_gpu) { c[0] = k[0]; share = kshare; basis = d->rocm ? "GPU" : "CUDA"; nc = 1; }
     int fired = fired_any(d->in, cats);
     const json_t *lb = suspect_of(d->in, "launch_bound");
-    if (!nc && lb) { /* the suspect list's launch-bound op is the evidence */
+    if (lb) { /* the suspect list's launch-bound op is the evidence: one culprit on every surface */
         utf8_snprintf(buf, sizeof buf, "%s: kernels shorter than their launches, %s of the wall at stake",
                  json_string_value(json_object_get(lb, "culprit")), timefmt_us(json_number_value(json_object_get(lb, "at_stake_us")), t1, sizeof t1));
         return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,

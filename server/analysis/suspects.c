@@ -554,6 +554,11 @@ static int step_culprit(A *a, const step *o, const step *typ, long *culprit, dou
     return rc;
 }
 
+static int cmp_step_ts(const void *x, const void *y) {
+    double p = ((const step *)x)->ts, q = ((const step *)y)->ts;
+    return p < q ? -1 : p > q;
+}
+
 static int cmp_step_dur(const void *x, const void *y) {
     double p = ((const step *)x)->dur, q = ((const step *)y)->dur;
     return p < q ? -1 : p > q;
@@ -563,12 +568,11 @@ static int cmp_step_dur(const void *x, const void *y) {
  * to what it did longer than the typical step (the step nearest the median). The five
  * longest are compared event by event; the excess of any others goes to the longest's
  * culprit. */
-static int step_outliers(A *a, tally *t) {
-    size_t n = a->nsteps;
+static int step_outliers(A *a, tally *t, const step *steps, size_t n) {
     if (n < OUTLIER_MIN_STEPS) return 0;
     step *v = malloc(n * sizeof *v);
     if (!v) return ERR_NOMEM;
-    memcpy(v, a->steps, n * sizeof *v);
+    memcpy(v, steps, n * sizeof *v);
     /* With a GPU, steps count inside its window: the time before its first work and after
      * its last is startup's and tail's (a capture that ends 80 ms after the last step's
      * work made that step an "outlier" of its own tail). */
@@ -598,8 +602,8 @@ static int step_outliers(A *a, tally *t) {
                                                                                           : "(untraced)", "culprit_grew_us", grew));
     }
     if (!rc && k > 0)
-        t->evidence[C_OUTLIER] = json_pack("{s:f,s:s,s:I,s:o}", "median_step_us", med, "typical_step", an_str(a, typ->name), "outlier_steps",
-                                           (json_int_t)k, "steps", rows);
+        t->evidence[C_OUTLIER] = json_pack("{s:f,s:s,s:I,s:o}", "median_step_in_gpu_window_us", med, "typical_step", an_str(a, typ->name),
+                                           "outlier_steps", (json_int_t)k, "steps", rows);
     else
         json_decref(rows);
     free(v);
@@ -921,15 +925,15 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
                  "gc.disable() around the loop with gc.collect() between requests or epochs, or raise gc.set_threshold(); "
                  "compare the slowest steps", culprit);
         return;
-    case C_OUTLIER:
-        utf8_snprintf(out, n, "%s made %.0f step%s of %s take %.1fx the median step (%.0f us): look at what %s does in that step that the "
-                 "others do not (a collection, a recompile, a reallocation, I/O) and take it out of the loop or do it between steps; then "
-                 "compare the p90 step", who, ev_num(in->ev, "outlier_steps"), ev_num(in->ev, "outlier_steps") == 1 ? "" : "s",
-                 ev_str(in->ev, "typical_step")[0] ? "the loop" : "the loop",
-                 ev_num(in->ev, "median_step_us") > 0
-                     ? ev_num(json_array_get(json_object_get(in->ev, "steps"), 0), "dur_us") / ev_num(in->ev, "median_step_us") : 0,
-                 ev_num(in->ev, "median_step_us"), untraced ? "the untraced code" : culprit);
+    case C_OUTLIER: {
+        double med = ev_num(in->ev, "median_step_in_gpu_window_us"), k = ev_num(in->ev, "outlier_steps");
+        double worst = ev_num(json_array_get(json_object_get(in->ev, "steps"), 0), "dur_us");
+        utf8_snprintf(out, n, "%s made %.0f step%s take up to %.1fx the median step (%.0f us inside the GPU window): find what %s does "
+                 "in %s that the others do not (a collection, a recompile, a reallocation, I/O) and take it out of the loop or do it "
+                 "between steps; then compare the p90 step", who, k, k == 1 ? "" : "s", med > 0 ? worst / med : 0, med,
+                 untraced ? "the untraced code" : culprit, k == 1 ? "that step" : "those steps");
         return;
+    }
     case C_HOST_WORK:
         utf8_snprintf(out, n, "%s is host work in the loop while the GPU waits: move it out of the step, do it less often (once, or "
                  "every N steps), or overlap it with the GPU's work; compare GPU idle per step", culprit);
@@ -1048,53 +1052,146 @@ static int fires(int c, double at, double wall) {
     return c == C_OUTLIER || at >= FIRE_FRACTION * wall;
 }
 
-static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu_at, int *nfired) {
-    int cpu_only = cpu_at != NULL;
-    json_t *list = json_array();
-    double at[C_N];
-    long culprit[C_N];
-    int order[C_N], n = 0;
-    for (int c = 0; c < C_N; c++) {
-        at_stake_of(t, c, cpu_at, &at[c], &culprit[c]);
-        if (fires(c, at[c], wall) && culprit[c] >= -1) order[n++] = c;
-    }
-    /* by at stake, descending (insertion: n <= C_N); dominant_op last: a target, not waste */
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && at[order[j]] > at[order[j - 1]]; j--) {
-            int x = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = x;
-        }
-    for (int i = 0; i + 1 < n; i++)
-        if (order[i] == C_DOMINANT) { order[i] = order[i + 1]; order[i + 1] = C_DOMINANT; }
-    int rocm = rocm_trace(a);
-    char graphs[96] = "";
+/* How many graph launches the trace has, for the advice ("640 launches, 32 a step"), "" none. */
+static void graph_note(const A *a, char *out, size_t n) {
     long long ng = a->sus->graph_launches;
+    *out = '\0';
     if (ng > 0 && a->nsteps)
-        snprintf(graphs, sizeof graphs, "%lld launch%s, %.0f a step", ng, ng == 1 ? "" : "es", (double)ng / (double)a->nsteps);
+        snprintf(out, n, "%lld launch%s, %.0f a step", ng, ng == 1 ? "" : "es", (double)ng / (double)a->nsteps);
     else if (ng > 0)
-        snprintf(graphs, sizeof graphs, "%lld launch%s", ng, ng == 1 ? "" : "es");
+        snprintf(out, n, "%lld launch%s", ng, ng == 1 ? "" : "es");
+}
+
+/* One suspect of category c: its culprit, at stake (wall: the trace's), evidence and next
+ * experiment. nsteps: the steps a per-step share divides by (0: none). */
+static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culprit, int cpu_only, size_t nsteps) {
     static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy", NULL, "one_op_dominates",
                                         "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy",
                                         "cpu_heavy", "cpu_heavy", "cpu_heavy", "one_op_dominates", NULL, "cpu_heavy", "one_op_dominates"};
     _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
-    for (int i = 0; i < n; i++) {
-        int c = order[i];
-        const char *name = culprit[c] >= 0 ? an_str(a, culprit[c]) : "(untraced)";
-        char next[1024];
-        advice_in in = {c, name, t->evidence[c], culprit[c] >= 0 ? find_stat(a, culprit[c]) : NULL, cpu_only, rocm, launches_block(a),
-                        a->t->source ? a->t->source : "kineto", graphs};
-        next_experiment(&in, next, sizeof next);
-        /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
-        int per_step = a->nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;
-        json_array_append_new(list, json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
-                                              smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at[c], "at_stake_fraction",
-                                              at[c] / wall, "at_stake_per_step_us",
-                                              per_step ? json_real(at[c] / (double)a->nsteps) : json_null(), "evidence",
-                                              evidence_of(a, t, c, cpu_only), "next_experiment", next));
+    const char *name = culprit >= 0 ? an_str(a, culprit) : "(untraced)";
+    char next[1024], graphs[96];
+    graph_note(a, graphs, sizeof graphs);
+    advice_in in = {c, name, t->evidence[c], culprit >= 0 ? find_stat(a, culprit) : NULL, cpu_only, rocm_trace(a), launches_block(a),
+                    a->t->source ? a->t->source : "kineto", graphs};
+    next_experiment(&in, next, sizeof next);
+    /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
+    int per_step = nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;
+    return json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
+                     smell[c] ? json_string(smell[c]) : json_null(), "at_stake_us", at, "at_stake_fraction", at / a->wall,
+                     "at_stake_per_step_us", per_step ? json_real(at / (double)nsteps) : json_null(), "evidence",
+                     evidence_of(a, t, c, cpu_only), "next_experiment", next);
+}
+
+/* The order of a suspect list: by at stake, descending; dominant_op last (a target, not waste). */
+static int entry_cmp(const void *x, const void *y) {
+    const json_t *p = *(json_t *const *)x, *q = *(json_t *const *)y;
+    int dp = !strcmp(json_string_value(json_object_get(p, "category")), cat_ids[C_DOMINANT]);
+    int dq = !strcmp(json_string_value(json_object_get(q, "category")), cat_ids[C_DOMINANT]);
+    if (dp != dq) return dp - dq;
+    double ap = json_number_value(json_object_get(p, "at_stake_us")), aq = json_number_value(json_object_get(q, "at_stake_us"));
+    return ap > aq ? -1 : ap < aq;
+}
+
+static int sort_list(json_t *list) {
+    size_t n = json_array_size(list);
+    json_t **v = malloc((n ? n : 1) * sizeof *v);
+    if (!v) return ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) v[i] = json_incref(json_array_get(list, i));
+    /* stable for equal keys: the entries come in category order, as before */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && entry_cmp(&v[j], &v[j - 1]) < 0; j--) {
+            json_t *x = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = x;
+        }
+    json_array_clear(list);
+    for (size_t i = 0; i < n; i++) json_array_append_new(list, v[i]);
+    free(v);
+    return 0;
+}
+
+static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu_at, int *nfired) {
+    int cpu_only = cpu_at != NULL;
+    json_t *list = json_array();
+    *nfired = 0;
+    for (int c = 0; c < C_N; c++) {
+        double at;
+        long culprit;
+        at_stake_of(t, c, cpu_at, &at, &culprit);
+        if (!fires(c, at, wall) || culprit < -1) continue;
+        json_array_append_new(list, suspect_entry(a, t, c, at, culprit, cpu_only, a->nsteps));
+        ++*nfired;
     }
-    *nfired = n;
+    if (sort_list(list)) {
+        json_decref(list);
+        return NULL;
+    }
     return list;
+}
+
+/* ---- the steps, once tb-profiler's are known ---- */
+
+/* The step figures of doc from the step breakdown (steps.c: tb-profiler's steps, each
+ * ProfilerStep range extended to the end of the GPU work it launched, trailing steps without
+ * GPU work dropped): one step definition on every surface (issue 42). Then the outlier steps
+ * among them, and every per-step share divided by their count. */
+int an_suspects_steps(A *a, json_t *doc, const json_t *breakdown) {
+    const json_t *bs = json_object_get(breakdown, "steps");
+    size_t n = json_array_size(bs);
+    if (!n || n > a->nsteps) return 0; /* no steps, or not the walk's: the host ranges stand */
+    step *v = malloc(n * sizeof *v);
+    double *d = malloc(n * sizeof *d), sum = 0;
+    int rc = v && d ? 0 : ERR_NOMEM;
+    if (!rc) { /* the breakdown's steps are the walk's in start order, the first n */
+        memcpy(v, a->steps, n * sizeof *v);
+        step *all = malloc(a->nsteps * sizeof *all);
+        if (!all) rc = ERR_NOMEM;
+        else {
+            memcpy(all, a->steps, a->nsteps * sizeof *all);
+            qsort(all, a->nsteps, sizeof *all, cmp_step_ts);
+            memcpy(v, all, n * sizeof *v);
+            free(all);
+        }
+    }
+    for (size_t i = 0; !rc && i < n; i++) {
+        const json_t *r = json_array_get(bs, i);
+        v[i].ts = json_number_value(json_object_get(r, "start_us"));
+        v[i].dur = json_number_value(json_object_get(r, "dur_us"));
+        v[i].te = v[i].ts + v[i].dur;
+        sum += d[i] = v[i].dur;
+    }
+    if (!rc) {
+        qsort(d, n, sizeof *d, cmp_double);
+        json_t *st = json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:s}", "count", (json_int_t)n, "mean_us", sum / (double)n, "p50_us",
+                               nearest_rank(d, n, 0.5), "p90_us", nearest_rank(d, n, 0.9), "min_us", d[0], "max_us", d[n - 1], "definition",
+                               "tb-profiler's: each ProfilerStep range extended to the end of the GPU work it launched");
+        if (!st || json_object_set_new(doc, "steps", st)) rc = ERR_NOMEM;
+    }
+    tally t;
+    memset(&t, 0, sizeof t);
+    if (!rc && !(t.keys = intern_new())) rc = ERR_NOMEM;
+    if (!rc) rc = step_outliers(a, &t, v, n);
+    json_t *list = json_object_get(doc, "suspects");
+    double at;
+    long culprit;
+    if (!rc) at_stake_of(&t, C_OUTLIER, NULL, &at, &culprit);
+    if (!rc && fires(C_OUTLIER, at, a->wall)) {
+        json_array_append_new(list, suspect_entry(a, &t, C_OUTLIER, at, culprit, a->idle->cpu_only, n));
+        json_object_set_new(doc, "healthy", json_false());
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(list, i, x) /* per step: of the steps counted now */
+        if (json_is_number(json_object_get(x, "at_stake_per_step_us")))
+            json_object_set_new(x, "at_stake_per_step_us", json_real(json_number_value(json_object_get(x, "at_stake_us")) / (double)n));
+    if (!rc) rc = sort_list(list);
+    for (int c = 0; c < C_N; c++) json_decref(t.evidence[c]);
+    intern_free(t.keys);
+    free(t.c);
+    free(v);
+    free(d);
+    return rc;
 }
 
 /* The idle document: by class, and the largest labels. */
@@ -1146,7 +1243,6 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = copy_critical(a, &t);
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
-    if (!rc) rc = step_outliers(a, &t);
     if (!rc && !cpu_only) rc = dominant(a, &t); /* after compute_bound: it leaves that op to it */
     if (!rc && !cpu_only && a->sus->launches > 0 &&
         !(t.evidence[C_SYNC_LAUNCH] = json_pack("{s:I,s:I}", "launches", a->sus->launches, "blocking_launches", a->sus->blocking)))
