@@ -422,8 +422,8 @@ test('GET /api/v1/sessions/{id}/suspects: JSON, text, csv; 404, 405', async () =
   await call('POST', P, {}, 405);
 });
 
-test('GET /api/v1/sessions/{id}/steps and /memory: JSON, text, csv; 404, 405', async () => {
-  for (const what of ['steps', 'memory']) {
+test('GET /api/v1/sessions/{id}/steps, /memory and /efficiency: JSON, text, csv; 404, 405', async () => {
+  for (const what of ['steps', 'memory', 'efficiency']) {
     for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/${what}`, {}, 200);
     const P = `/api/v1/sessions/${ids.simpleAdd}/${what}`;
     await call('GET', `${P}?format=text`, {}, 200);
