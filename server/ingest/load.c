@@ -50,6 +50,7 @@ struct loader {
     chunk_builder **chunks; /* per track: events not yet written; NULL until its first event (builder_of) */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
     buf minbuf;            /* store_event: the event's text without whitespace */
+    buf scrubbuf;          /* store_event: the event's text made valid UTF-8, when it was not */
     double *chunk_min, *chunk_max;
     size_t capchunks, caphblk, capchunk_min, capchunk_max; /* capacities (vec.h); ntracks in use */
     long long next_chunk;
@@ -572,6 +573,21 @@ static int chunk_event(loader *l, const ingest_event *e, int cls, long kind_id, 
         l->minbuf.p[jlen] = '\0';
         json = l->minbuf.p;
     }
+    /* The stored text is valid UTF-8, so that a download is JSON (RFC 8259 8.1). YAJL lets
+     * overlong forms, encoded surrogates and code points over U+10FFFF through; the parser
+     * refuses them in the fields it reads (names, pids, shapes: 400), but an args value, a
+     * key, a thread_name's label or a flow id went to the chunk as sent and came back in
+     * /trace, which strict parsers then refused (issue 43). Such bytes become U+FFFD: only
+     * inside strings can they be (JSON's structure is ASCII), where U+FFFD is text too.
+     * Checked 8 ASCII bytes a step; only an event that has them is copied. */
+    size_t ok = utf8_valid_prefix(json, jlen);
+    if (ok < jlen) {
+        if (buf_reserve(&l->scrubbuf, ok + 3 * (jlen - ok) + 1)) return w_fail(l, ERR_NOMEM, "out of memory");
+        memcpy(l->scrubbuf.p, json, ok);
+        jlen = ok + utf8_scrub(json + ok, jlen - ok, l->scrubbuf.p + ok);
+        l->scrubbuf.p[jlen] = '\0';
+        json = l->scrubbuf.p;
+    }
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)jlen,
                    (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
     size_t before = track_mem(l, tr);
@@ -948,6 +964,7 @@ void loader_free(loader *l) {
     ZSTD_freeCCtx(l->cctx);
     buf_free(&l->keybuf);
     buf_free(&l->minbuf);
+    buf_free(&l->scrubbuf);
     json_decref(l->t.meta);
     fp_session_meta_free(&l->fm);
     free(l);

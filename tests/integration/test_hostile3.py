@@ -131,5 +131,68 @@ class ErrorBodies(unittest.TestCase):
         self.check("/" + "%e2%82%ac" * 300, 404)
 
 
+class DownloadStaysJson(unittest.TestCase):
+    """Bytes YAJL lets through (overlong forms, encoded surrogates, code points over
+    U+10FFFF) in args, other event keys, thread names and flow ids are stored as U+FFFD, so
+    that /trace is JSON a strict parser reads (issue 43: they were sent back raw)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def download(self, sid):
+        st, h, b = raw_get(self.srv, "/api/v1/sessions/%d/trace" % sid)
+        self.assertEqual(st, 200, b[:300])
+        self.assertNotIn("content-encoding", h)
+        return strict_json(b)
+
+    def test_bad_bytes_everywhere_but_names(self):
+        # what YAJL takes (it checks a sequence's shape only; a stray or cut one is 400 invalid_json)
+        bad = {"overlong": b"\xc0\xaf", "overlong3": b"\xe0\x80\xaf", "overlong4": b"\xf0\x80\x80\xaf",
+               "surrogate": b"\xed\xa0\x80", "over_max": b"\xf4\x90\x80\x80"}
+        parts = [b'{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5,"args":{"ok":"\xc3\xa9\xf0\x9f\x98\x80"}}']
+        for i, (what, x) in enumerate(bad.items()):
+            ts = 10 + 10 * i
+            parts.append(b'{"ph":"X","cat":"cpu_op","name":"op_%s","pid":1,"tid":1,"ts":%d,"dur":2,'
+                         b'"args":{"value":"a%sb","key%s":1,"list":["%s"]},"extra%s":"x"}' % (what.encode(), ts, x, x, x, x))
+        parts.append(b'{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"worker\xed\xa0\x80"}}')
+        parts.append(b'{"ph":"M","name":"process_name","pid":1,"tid":0,"args":{"name":"proc\xc0\xaf"}}')
+        parts.append(b'{"ph":"s","cat":"ac2g","name":"ac2g","id":"f\xc0\xaf","pid":1,"tid":1,"ts":1}')
+        parts.append(b'{"ph":"f","cat":"ac2g","name":"ac2g","id":"f\xc0\xaf","pid":1,"tid":1,"ts":11,"bp":"e"}')
+        body = b'{"traceEvents":[' + b",".join(parts) + b"]}"
+        st, _, r = self.srv.upload(body)
+        self.assertEqual(st, 201, r)
+        doc = self.download(r["id"])
+        evs = doc["traceEvents"]
+        ok = [e for e in evs if e.get("name") == "aten::mm"]
+        self.assertEqual(ok[0]["args"]["ok"], "\u00e9\U0001F600")  # valid text is kept as it was
+        for what in bad:
+            e = [x for x in evs if x.get("name") == "op_" + what]
+            self.assertEqual(len(e), 1, what)
+            v = e[0]["args"]["value"]
+            self.assertTrue(v.startswith("a\ufffd") and v.endswith("\ufffdb"), (what, v))
+            self.assertTrue(any(k.startswith("key\ufffd") for k in e[0]["args"]), (what, e[0]["args"]))
+            self.assertTrue(any(k.startswith("extra\ufffd") for k in e[0]), (what, e[0]))
+        tn = [x for x in evs if x.get("ph") == "M" and x.get("name") == "thread_name" and x.get("tid") == 1]
+        self.assertIn("worker\ufffd", [x["args"]["name"][:7] for x in tn])
+        flows = [x for x in evs if x.get("ph") in ("s", "f") and str(x.get("id", "")).startswith("f\ufffd")]
+        self.assertEqual(len(flows), 2)
+
+    def test_long_non_ascii_pid_names_its_process(self):
+        # The download names a process without a process_name "process <pid>" in a fixed
+        # buffer: cut inside a character, the label was not UTF-8 and the upload failed.
+        pid = "\u00e9" * 200
+        st, _, r = self.srv.upload(json.dumps({"traceEvents": [ev("aten::mm", 1, 5, pid=pid, tid=pid)]}).encode())
+        self.assertEqual(st, 201, r)
+        doc = self.download(r["id"])
+        names = [e["args"]["name"] for e in doc["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"]
+        self.assertEqual(len(names), 1)
+        self.assertTrue(names[0].startswith("process \u00e9\u00e9"), names)
+
+
 if __name__ == "__main__":
     unittest.main()
