@@ -803,6 +803,8 @@ static int add_counts(loader *l, analysis *a) {
     return 0;
 }
 
+int load_label_refused(const char *key, const char *value) { return !strcmp(key, "job") && value && !*value; }
+
 /* Name, labels and hardware for the report: the query's name and labels win over the
  * collector's firstpass object; a form's filename comes last. */
 static int prepare_identity(loader *l) {
@@ -816,6 +818,10 @@ static int prepare_identity(loader *l) {
     if (labels && q) json_object_update(labels, q);
     json_decref(q);
     l->t.labels = labels;
+    const char *k;
+    json_t *v;
+    json_object_foreach(labels, k, v) /* the query's were checked at import_begin; what the trace adds, here */
+        if (load_label_refused(k, json_string_value(v))) return set_err(l, ERR_INVALID, "firstpass.labels: " LOAD_LABEL_REFUSED_MSG);
     l->t.hardware = hardware_of(l->t.meta);
     return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
 }

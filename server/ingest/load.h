@@ -29,6 +29,16 @@ typedef struct load_opts {
  * in a 107 KB gzip stored 318 MB (issue 22). */
 #define LOAD_NAME_BYTES_FREE (16ull << 20)
 
+/* Labels follow api/session.h's rules (a non-empty key, a value that may be empty), and one
+ * more: the `job` label names a job, read back at GET /api/v1/jobs/{job}, and a path segment
+ * cannot be empty, so `job:` with no value would list a job nobody can fetch (issue 43). Such
+ * a label is refused at upload, in ?label= (400 invalid_parameter, before the body is read)
+ * and in the trace's "firstpass".labels (400 invalid_trace); the Python handler never sends
+ * one (it leaves the label out when TORCHELASTIC_RUN_ID is empty). 1 when key:value is
+ * refused. */
+int load_label_refused(const char *key, const char *value);
+#define LOAD_LABEL_REFUSED_MSG "the label job needs a value: a job is read back at /api/v1/jobs/{job} (label=job:NAME)"
+
 typedef struct loader loader;
 
 loader *loader_new(store *s, const load_opts *o, char *err, size_t errlen);

@@ -194,5 +194,88 @@ class DownloadStaysJson(unittest.TestCase):
         self.assertTrue(names[0].startswith("process \u00e9\u00e9"), names)
 
 
+class EmptyJob(unittest.TestCase):
+    """A job is read at /api/v1/jobs/{job}; an empty job label would list a job nobody can
+    fetch, so it is refused at upload (issue 43)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_empty_job_label_is_refused(self):
+        for q in ("?label=job:", "?label=job:%20%20", "?label=rank:0&label=job:"):
+            with self.subTest(q=q):
+                st, _, b = self.srv.upload(TRACE, q)
+                self.assertEqual(st, 400, b)
+                self.assertEqual(b["error"]["code"], "invalid_parameter")
+                self.assertIn("job", b["error"]["message"])
+        fp = {"format": "firstpass-session", "version": 1, "labels": {"job": "", "rank": "0"}}
+        st, _, b = self.srv.upload(json.dumps({"firstpass": fp, "traceEvents": [ev("aten::mm", 1, 5)]}).encode())
+        self.assertEqual(st, 400, b)
+        self.assertIn("job", b["error"]["message"])
+        self.assertEqual(self.srv.json("/api/v1/sessions")["sessions"], [])
+        self.assertEqual(self.srv.json("/api/v1/jobs")["jobs"], [])
+
+    def test_query_job_wins_over_an_empty_one_in_the_trace(self):
+        fp = {"format": "firstpass-session", "version": 1, "labels": {"job": ""}}
+        sid = self.srv.upload_ok(json.dumps({"firstpass": fp, "traceEvents": [ev("aten::mm", 1, 5)]}).encode(), "?label=job:named")
+        j = self.srv.json("/api/v1/jobs/named")
+        self.assertEqual([r["session_id"] for r in j["ranks"]], [sid])
+        for listed in self.srv.json("/api/v1/jobs")["jobs"]:
+            self.assertTrue(listed["job"], "a job listed that /api/v1/jobs/{job} cannot fetch")
+
+    def test_other_empty_labels_are_kept(self):
+        sid = self.srv.upload_ok(TRACE, "?label=note:")
+        self.assertEqual(self.srv.json("/api/v1/sessions/%d" % sid)["labels"], {"note": ""})
+
+
+class JobRanksCap(unittest.TestCase):
+    """The phases table of a job reads the ranks the ranks table lists: at most 4,096
+    (JOB_RANKS_MAX, store/jobs.h). Before: every session of the job (issue 43)."""
+
+    RANKS = 4096 + 5
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        steps = [ev("train_step", 100 * i, 50, cat="user_annotation") for i in range(3)]
+        cls.sid = cls.srv.upload_ok(json.dumps({"traceEvents": steps + [ev("aten::mm", 1, 5)]}).encode(),
+                                    "?label=job:wide&label=rank:0")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    @sqlite_only
+    def test_phases_read_the_listed_ranks_only(self):
+        # 4,100 more ranks of the same session, written beside it (uploading them would
+        # take minutes): every table jobs.c reads gets the copy's rows.
+        db = sqlite3.connect(self.srv.db, timeout=30)
+        with db:
+            cols = [r[1] for r in db.execute("PRAGMA table_info(sessions)") if r[1] != "id"]
+            db.execute("CREATE TEMP TABLE n AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
+                       " SELECT i FROM n", (self.RANKS - 1,))
+            db.execute("INSERT INTO sessions(id, %s) SELECT 100000 + i, %s FROM sessions, n WHERE id = ?"
+                       % (", ".join(cols), ", ".join(cols)), (self.sid,))
+            for table in ("strings", "phase_rows", "analysis"):
+                tcols = [r[1] for r in db.execute("PRAGMA table_info(%s)" % table) if r[1] != "session_id"]
+                db.execute("INSERT INTO %s(session_id, %s) SELECT 100000 + i, %s FROM %s, n WHERE session_id = ?"
+                           % (table, ", ".join(tcols), ", ".join(tcols), table), (self.sid,))
+            db.execute("INSERT INTO labels(session_id, key, value) SELECT 100000 + i, 'job', 'wide' FROM n")
+            db.execute("INSERT INTO labels(session_id, key, value) SELECT 100000 + i, 'rank', CAST(i AS TEXT) FROM n")
+        db.close()
+        j = self.srv.json("/api/v1/jobs/wide")
+        self.assertEqual(len(j["ranks"]), 4096)
+        listed = {r["session_id"] for r in j["ranks"]}
+        self.assertTrue(j["phases"], j["phases"])
+        for p in j["phases"]:
+            self.assertLessEqual(len(p["ranks"]), 4096, p["name"])
+            self.assertLessEqual({r["session_id"] for r in p["ranks"]}, listed, p["name"])
+
+
 if __name__ == "__main__":
     unittest.main()
