@@ -116,7 +116,8 @@ int import_begin(import_pool *p, const import_opts *o, importer **out, char *err
         return ERR_NOMEM;
     }
     im->pool = p;
-    load_opts lo = {o->name, o->labels, o->nlabels, p->lim.max_events, 0, p->lim.max_tracks, p->lim.max_name_bytes_per_event};
+    load_opts lo = {o->name, o->labels, o->nlabels, p->lim.max_events, 0, p->lim.max_tracks, p->lim.max_name_bytes_per_event,
+                    p->lim.max_distinct};
     im->ld = loader_new(p->st, &lo, err, errlen);
     if (!im->ld) {
         import_free(im);

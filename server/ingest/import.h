@@ -32,6 +32,9 @@ typedef struct import_limits {
     unsigned long long max_name_bytes_per_event; /* distinct names, kinds and shapes may total
                                         LOAD_NAME_BYTES_FREE plus this per event
                                         (--max-name-bytes-per-event); 0: none */
+    unsigned long long max_distinct; /* distinct strings, and distinct operators by name and
+                                        shapes, each at most this (--max-distinct, load.h);
+                                        0: none */
 } import_limits;
 
 /* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */

@@ -21,7 +21,18 @@ typedef struct load_opts {
     unsigned long long bytes_in; /* bytes received, recorded on the session */
     unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
     unsigned long long max_name_bytes_per_event; /* 0: no limit; see LOAD_NAME_BYTES_FREE */
+    unsigned long long max_distinct; /* 0: no limit; see below */
 } load_opts;
+
+/* max_distinct (--max-distinct) bounds what an upload holds in memory per distinct text, a
+ * bound that does not grow with its events: the distinct strings (event names, categories,
+ * input shapes, grids, blocks: the string table, t.strs) and the distinct host operators by
+ * kind, name and input shapes (the operator table's second grouping, host.c's aggs) are
+ * each at most max_distinct; one more: ERR_TOOBIG, naming the flag. Why: each distinct
+ * text costs ~70 bytes in the string table and each operator row ~300 bytes of analysis
+ * state, whatever the events: 1M distinct "Input Dims" took +268 MB and 3M 951 MB, ~6 GB
+ * at --max-events (issue 43); 1,000 names x 1,000 shapes are 2,000 strings but 1M rows.
+ * Real traces hold a few thousand (the 26 in shared/data/traces: at most 1,705 rows). */
 
 /* The distinct names, kinds and shapes of one upload may total this much, plus
  * max_name_bytes_per_event for each event so far; more: ERR_TOOBIG. Each distinct name is

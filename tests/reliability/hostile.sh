@@ -279,6 +279,19 @@ case_names_once() {
     sleep 1
     within "names_once: shared shapes and grid stored" "$(stored_mb)" 8 MB
 }
+# Issue 43, 5: distinct strings and operator rows cost memory that does not shrink with the
+#     events (string table ~70 bytes each, the analysis' operator rows ~300). Before
+#     --max-distinct: 1M distinct "Input Dims" (5.6 MB gzip) 201 with 293 MB peak, 3M
+#     974 MB (31 MB when the shapes repeat); 1M names ran past 25 min (suspects.c); 1,000
+#     names x 1,000 shapes (2,000 strings) made 1M rows. Each is now a 413 naming the flag,
+#     refused while the events stream; an upload at the cap (250k shapes) is still read.
+case_distinct() {
+    resource shapes1m shapes 1000000 413 max-distinct 80 3 1
+    resource names1m names 1000000 413 max-distinct 80 3 1
+    resource pairs1m pairs 1000000 413 max-distinct 80 3 1
+    resource names_flag names 2000 413 max-distinct 64 3 1 --max-distinct 1000
+    resource shapes250k shapes 250000 201 "" 150 10 80
+}
 # 9. the WAL after a big upload. Before: the -wal stayed 95 MB after a 95 MB session.
 case_wal() {
     $GEN longnames 30 "$TMP/wal.gz"
@@ -555,7 +568,7 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="opnames diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

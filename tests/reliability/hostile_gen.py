@@ -17,6 +17,8 @@ generated here, streamed through zlib, so the test needs no fixture files.
   shapes N      N operators of one name, each with distinct "Input Dims" ([[i, 3], [3, 4]])
   samedims N    N operators of one name sharing one "Input Dims" (shapes' baseline)
   names N       N operators, each with a distinct name ("op0000001"), no shapes
+  pairs N       N operators: 1,000 names x N/1,000 distinct "Input Dims", each pair once (few
+                strings, N operator rows by name and shapes)
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
   toplevel N    a step holding N disjoint top-level operators on one thread (the step
                 breakdown's host ranges, 16 bytes each)
@@ -89,6 +91,12 @@ def gen(kind, n):
                        + dims + b'}}')
                 yield (b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
                        b'"args":{"device":0,"stream":7,"grid":' % (i, i) + dims + b'}}')
+        return events(body())
+    if kind == "pairs":
+        def body():
+            for i in range(n):
+                yield (b'{"ph":"X","cat":"cpu_op","name":"op%03d","pid":1,"tid":1,"ts":%d,"dur":1,'
+                       b'"args":{"Input Dims":[[%d, 3]]}}' % (i % 1000, 2 * i, i // 1000))
         return events(body())
     if kind in ("shapes", "samedims", "names"):
         def body():
