@@ -18,6 +18,7 @@ typedef struct server_cfg {
     unsigned long long max_events;   /* --max-events per session, default 20,000,000 */
     unsigned long long max_tracks;   /* --max-tracks distinct (pid, tid) per upload, default 10,000 */
     unsigned long long max_name_bytes_per_event; /* --max-name-bytes-per-event, default 4096 */
+    unsigned long long max_distinct; /* --max-distinct strings and operators by shapes per upload, default 256K */
     unsigned max_connections;  /* --max-connections, default 256 */
     unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
     unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */

@@ -706,15 +706,8 @@ static int match(const char *pattern, const char *path, long long *id) {
     return !*pattern && (!*path || !strcmp(path, "/"));
 }
 
-/* The reply cache's key: the path, the query as sent, and the Accept header (the only
- * request header these routes negotiate on). "" when it would not fit: not cached. */
-static void cache_key(const http_req *rq, char *key, size_t n) {
-    const char *acc = http_header(rq, "Accept");
-    int w = snprintf(key, n, "%s?", rq->path);
-    if (w < 0 || (size_t)w >= n) { key[0] = '\0'; return; }
-    size_t q = http_query_string(rq, key + w, n - (size_t)w);
-    if ((size_t)w + q + 1 >= n || snprintf(key + w + q, n - w - q, "\x1f%s", acc ? acc : "") >= (int)(n - w - q)) key[0] = '\0';
-}
+/* The reply cache's key: http_cache_key (reply.h), "" when it would not fit: not cached. */
+static void cache_key(const http_req *rq, char *key, size_t n) { http_cache_key(rq, key, n); }
 
 /* Runs a cacheable GET through the reply cache. The generation is read before the
  * handler runs, so a write that lands meanwhile makes the entry miss next time. */
