@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "upload.h"
 
 static void usage(FILE *f)
@@ -18,6 +19,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: firstpass-upload --server URL [--token T] [--spool DIR]\n"
             "       firstpass-upload --server URL [--token T] [--name N] [--label k:v]... FILE...\n"
+            "       firstpass-upload --watch DIR... [--target ENGINE=URL...] (firstpass-upload --watch x --help)\n"
             "       firstpass-upload --check-against BASELINE [--server URL] [--name N] [--label k:v]...\n"
             "                        [--rel X] [--abs-us X] [--abs-calls X] FILE\n"
             "\n"
@@ -286,6 +288,8 @@ int main(int argc, char **argv)
     char query[4096] = "", dir[4096], thresholds[512] = "", why[4096 + 300];
     int i, nfiles = 0, failed = 0;
 
+    if (fp_agent_wanted(argc, argv)) /* the agent beside serving engines (agent.h) */
+        return fp_agent_main(argc, argv);
     memset(&o, 0, sizeof o);
     o.server = getenv("FIRSTPASS_SERVER");
     o.token = getenv("FIRSTPASS_TOKEN");
