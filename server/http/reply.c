@@ -46,6 +46,7 @@ static const struct {
     {ERR_REQUEST, 400, "bad_request"},
     {ERR_FULL, 507, "insufficient_storage"},
     {ERR_DBDOWN, 503, "database_unreachable"},
+    {ERR_RATE, 429, "rate_limited"},
 };
 
 static int row_of(int err) {

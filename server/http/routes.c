@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/report.h"
+#include "http/capture.h"
 #include "http/metrics.h"
 #include "http/rcache.h"
 #include "http/text.h"
@@ -672,6 +673,13 @@ static const route routes[] = {
     {"GET", "/api/v1/jobs/{tail}", h_job, CACHE_LIST},
     {"GET", "/metrics", h_metrics, CACHE_NO},
     {"POST", "/api/v1/admin/backup", h_backup, CACHE_NO},
+    {"GET", "/api/v1/targets", capture_h_targets, CACHE_NO},
+    {"GET", "/api/v1/captures", capture_h_list, CACHE_NO},
+    {"POST", "/api/v1/captures", capture_h_create, CACHE_NO},
+    {"GET", "/api/v1/captures/{id}", capture_h_get, CACHE_NO},
+    {"POST", "/api/v1/captures/{id}/status", capture_h_status, CACHE_NO},
+    {"PUT", "/api/v1/agents/{name}", capture_h_agent_put, CACHE_NO},
+    {"POST", "/api/v1/agents/{name}/poll", capture_h_agent_poll, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},
 };
 

@@ -50,7 +50,7 @@ def start_server(*extra, port=None, db=None, quiet=True):
     """A real firstpass-server on 127.0.0.1:port (free when None) with db (new when None)."""
     port = port or free_port()
     d = tempfile.mkdtemp(prefix="fp-agent-srv-")
-    db = db or os.path.join(d, "db.sqlite")
+    db = db or fps.new_db(d)  # a PostgreSQL database of its own under FIRSTPASS_TEST_PG (tests/pg/run.sh)
     log = open(os.path.join(d, "server.log"), "w")
     p = subprocess.Popen([SERVER, "--port", str(port), "--db", db, "--static", os.path.join(ROOT, "static"),
                           *(["--quiet"] if quiet else []), *extra], stdout=log, stderr=subprocess.STDOUT)

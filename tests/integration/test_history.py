@@ -471,10 +471,11 @@ class Migration(unittest.TestCase):
     to the newest version with the same DDL a new database gets from schema.sql, keeping every
     row. (Version 3 -> 4, texts by id: test_migration_3_to_4 and tests/replies/snapshot.py migrate.)"""
 
-    TABLES = ("baseline_labels", "baselines", "baselines_session", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
+    TABLES = ("agents", "baseline_labels", "baselines", "baselines_session", "captures", "captures_active", "captures_agent", "captures_target",
+              "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "sessions",
-              "sessions_created")
-    NEWEST = 7
+              "sessions_created", "targets", "targets_agent")
+    NEWEST = 8
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -496,6 +497,8 @@ class Migration(unittest.TestCase):
             cols = ", ".join(ln.split()[0] for ln in ddl.splitlines()[1:] if ln.strip() and not ln.startswith(")"))
             script += ("CREATE TABLE %s_v3 AS SELECT %s FROM %s;" % (t, cols, t) + "DROP VIEW %s; DROP TABLE %s;" % (t, ROWS[t])
                        + ddl + ";" + "INSERT INTO %s SELECT * FROM %s_v3; DROP TABLE %s_v3;" % (t, t, t))
+        # version 8's serving agents, targets and captures out again
+        script += "DROP TABLE captures; DROP TABLE targets; DROP TABLE agents;"
         # version 7's efficiency document out again (the kernels' means went with kernel_rows)
         script += "ALTER TABLE analysis DROP COLUMN effic;"
         # version 5's chunk counts out again
