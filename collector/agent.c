@@ -146,7 +146,8 @@ static size_t on_reply(char *data, size_t size, size_t nmemb, void *ud)
 
 /* One request: method to url with an optional JSON body. The server's token goes along only
  * when o has one (engine calls pass an o without). 0 when a reply came (status in *status,
- * body in reply, NUL-terminated), -1 on a transport error (reason in err). */
+ * body in reply, NUL-terminated: the caller frees it), -1 on a transport error (reason in
+ * err; reply then holds nothing). */
 static int http_call(const fp_upload_opts *o, const char *method, const char *url, const char *json, long timeout_s,
                      long *status, fp_membuf *reply, char *err, size_t errlen)
 {
@@ -184,11 +185,15 @@ static int http_call(const fp_upload_opts *o, const char *method, const char *ur
         snprintf(err, errlen, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
+    if (rc != CURLE_OK) {
+        fp_membuf_free(reply); /* a transfer cut short: nothing for the caller to read or free */
+        return -1;
+    }
     if (!reply->p && fp_membuf_write(reply, "", 0) != 0) {
         fp_membuf_free(reply);
         return -1;
     }
-    return rc == CURLE_OK ? 0 : -1;
+    return 0;
 }
 
 /* The server's URL for path (path begins with '/'). */
@@ -1377,7 +1382,7 @@ int fp_agent_main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    fp_log("watching %zu director%s for %s (state %s, settle %.1f s, %s)", npat + a->ntargets, npat + a->ntargets == 1 ? "y" : "ies",
+    fp_log("watching %zu pattern%s for %s (state %s, settle %.1f s, %s)", npat + a->ntargets, npat + a->ntargets == 1 ? "" : "s",
            a->up.server, a->state_path, a->settle_s, a->remove ? "remove when sent" : "keep files");
 
     pthread_t poller;

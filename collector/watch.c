@@ -946,7 +946,8 @@ int fp_watch_scan(fp_watch *w)
             free(w->f[i].path);
     }
     w->n = keep;
-    qsort(w->f, w->n, sizeof *w->f, cmp_files);
+    if (w->n > 1) /* qsort of a NULL array is undefined, even of none */
+        qsort(w->f, w->n, sizeof *w->f, cmp_files);
     sidx_free(&w->idx);
     for (size_t i = 0; i < w->n; i++)
         if (sidx_put(&w->idx, w->f[i].path, (int)i) != 0)

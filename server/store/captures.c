@@ -159,7 +159,7 @@ int captures_register(db_conn *db, const char *agent, const char *host, const ch
 
 int captures_create(db_conn *db, const char *target, long long seconds, long long steps, const json_t *options, const cap_limits *lim,
                     long long now, json_t **out, char *why, size_t whylen) {
-    char *opts = json_dumps(options ? options : json_object(), JSON_COMPACT | JSON_SORT_KEYS);
+    char *opts = options ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
     if (!opts) return ERR_NOMEM;
     int rc = captures_expire(db, now, lim->agent_timeout_s);
     if (rc || db_begin_write(db) != 0) {

@@ -56,8 +56,9 @@ int captures_expire(db_conn *db, long long now, long long agent_timeout_s);
 
 /* Asks for a capture of target for seconds or steps (one > 0, the other 0), with options (a
  * JSON object, borrowed: record_shapes, with_stack). *out: the capture (new reference).
- * ERR_NOTFOUND: no such registered target; ERR_CONFLICT: one in flight (*out then names it);
- * ERR_RATE: per_hour reached (why says when the next one may go); ERR_DB. */
+ * ERR_NOTFOUND: no such registered target; ERR_CONFLICT: one in flight (why names it);
+ * ERR_RATE: per_hour reached (why says when the next one may go); ERR_PARAM: steps or options
+ * for an engine whose endpoint takes none (vLLM, torch); ERR_DB. why gets the message. */
 int captures_create(db_conn *db, const char *target, long long seconds, long long steps, const json_t *options, const cap_limits *lim,
                     long long now, json_t **out, char *why, size_t whylen);
 

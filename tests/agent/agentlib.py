@@ -34,6 +34,18 @@ PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executabl
 _live = fps._live  # processes killed at exit (fpserver's reaper)
 
 
+SANITIZER = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def check_log(path, who):
+    """Fails when a sanitizer reported in the log at path (the ASan+UBSan builds)."""
+    with open(path, errors="replace") as f:
+        log = f.read()
+    for bad in SANITIZER:
+        if bad in log:
+            raise AssertionError("%s log has '%s':\n%s" % (who, bad, log[-4000:]))
+
+
 def wait_for(fn, timeout=20.0, step=0.1, what="condition"):
     """Calls fn until it returns something true; returns it. AssertionError after timeout."""
     end = time.time() + timeout
@@ -99,6 +111,7 @@ class Server:
             self.proc.wait(30)
         _live.discard(self.proc)
         self.log.close()
+        check_log(self.log.name, "server")
 
     def kill(self):
         self.proc.kill()
@@ -137,6 +150,7 @@ class Agent:
         rc = self.proc.wait(30)
         _live.discard(self.proc)
         self.logf.close()
+        check_log(self.logpath, "agent")
         return rc
 
 
