@@ -130,8 +130,8 @@ test: deps-test
 test-openapi: server
 	@tests/openapi/run.sh $(SERVER)
 
-test-browser: server
-	@tests/browser/run.sh $(SERVER)
+test-browser: server $(COL_UPLOAD)
+	@FP_UPLOAD_BIN=$(abspath $(COL_UPLOAD)) tests/browser/run.sh $(SERVER)
 
 # The dashboard on a generated 1M-event LLM trace (bench/gen_trace.c): time to usable, timeline
 # drawn, zoom, pan, search (tests/browser/perf.test.mjs; numbers in docs/dashboard.md). Minutes.
