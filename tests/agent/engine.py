@@ -32,7 +32,9 @@ The trace is real: between start and stop a thread runs a small model on the CPU
 torch.profiler (Debian's python3-torch), and stop exports it. Each rank's file is then written
 under its final name in pieces over --flush-seconds, as torch's export_chrome_trace does for a
 .gz path (gzip.open(path, 'wt') while it compresses), so a watcher sees half-written files.
-GET /health answers 200; GET /calls lists the profiler calls received (for the tests)."""
+With --trace FILE no torch is needed: that recorded trace is what every rank flushes (the
+image of docker/compose.serving.yaml runs so). GET /health answers 200; GET /calls lists the
+profiler calls received (for the tests)."""
 import argparse
 import gzip
 import json
@@ -46,6 +48,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ap = argparse.ArgumentParser()
 ap.add_argument("--mode", choices=("vllm", "sglang"), required=True)
 ap.add_argument("--port", type=int, required=True)
+ap.add_argument("--bind", default="127.0.0.1")
 ap.add_argument("--dir", required=True)
 ap.add_argument("--ranks", type=int, default=2)
 ap.add_argument("--flush-seconds", type=float, default=2.0)
@@ -53,6 +56,8 @@ ap.add_argument("--naming", choices=("old", "new"), default="old")
 ap.add_argument("--no-profiler", action="store_true")
 ap.add_argument("--step-hz", type=float, default=20.0)
 ap.add_argument("--traffic", type=int, default=1, help="0: no requests, so num_steps never comes")
+ap.add_argument("--trace", help="a recorded trace (.json or .json.gz) to flush instead of recording one: no torch "
+                                "needed (the compose example's image, docker/standin-engine.Dockerfile)")
 args = ap.parse_args()
 
 torch = None
@@ -66,7 +71,15 @@ def _load_torch():
     _ready.set()
 
 
-threading.Thread(target=_load_torch, daemon=True).start()
+if not args.trace:
+    threading.Thread(target=_load_torch, daemon=True).start()
+
+
+def recorded():
+    """The --trace file's JSON (bytes)."""
+    with open(args.trace, "rb") as f:
+        raw = f.read()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
 
 lock = threading.Lock()
 state = {"thread": None, "running": False, "profile_id": None, "out": None, "steps_left": None, "calls": []}
@@ -77,6 +90,18 @@ def workload(stop, done):
     """Decode steps on the CPU under torch.profiler until stop is set, then the trace's JSON in
     state["raw"] and done set. The profiler is started and stopped on this thread: torch's
     profiler state belongs to the thread that enabled it."""
+    if args.trace:  # no torch: steps are counted, the recorded trace is flushed
+        while not stop.is_set():
+            time.sleep(1.0 / args.step_hz)
+            with lock:
+                if state["steps_left"] is not None and args.traffic:
+                    state["steps_left"] -= 1
+                    if state["steps_left"] <= 0:
+                        state["steps_left"] = None
+                        threading.Thread(target=stop_and_flush, daemon=True).start()
+        state["raw"] = recorded()
+        done.set()
+        return
     from torch.profiler import ProfilerActivity, profile, record_function
     m = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
     x = torch.randn(4, 64)
@@ -101,7 +126,8 @@ def workload(stop, done):
 
 
 def start(out_dir):
-    _ready.wait(60)
+    if not args.trace:
+        _ready.wait(60)
     stop, done = threading.Event(), threading.Event()
     th = threading.Thread(target=workload, args=(stop, done), daemon=True)
     state.update(stop=stop, done=done, thread=th, running=True, profile_id=str(time.time()), out=out_dir, raw=None)
@@ -250,4 +276,4 @@ class H(BaseHTTPRequestHandler):
 
 
 ThreadingHTTPServer.daemon_threads = True
-ThreadingHTTPServer(("127.0.0.1", args.port), H).serve_forever()
+ThreadingHTTPServer((args.bind, args.port), H).serve_forever()
