@@ -144,6 +144,21 @@ static size_t on_reply(char *data, size_t size, size_t nmemb, void *ud)
     return fp_membuf_write(b, data, n) == 0 ? n : 0;
 }
 
+/* An engine call's progress callback: it ends the transfer once the agent is stopping and
+ * the call has had ENGINE_GRACE_S to reach the engine. Why not at once, as a server call:
+ * /stop_profile must get there, or the engine's profiler goes on slowing it; the engines
+ * finish a stop whose client has gone. */
+#define ENGINE_GRACE_S 5.0
+static int on_engine_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
+{
+    const double *start = ud;
+    (void)dlt;
+    (void)dln;
+    (void)ult;
+    (void)uln;
+    return g_stop && fp_now() - *start > ENGINE_GRACE_S;
+}
+
 /* One request: method to url with an optional JSON body. The server's token goes along only
  * when o has one (engine calls pass an o without). 0 when a reply came (status in *status,
  * body in reply, NUL-terminated: the caller frees it), -1 on a transport error (reason in
@@ -151,6 +166,7 @@ static size_t on_reply(char *data, size_t size, size_t nmemb, void *ud)
 static int http_call(const fp_upload_opts *o, const char *method, const char *url, const char *json, long timeout_s,
                      long *status, fp_membuf *reply, char *err, size_t errlen)
 {
+    double start = fp_now();
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
     char cerr[CURL_ERROR_SIZE] = "";
@@ -168,6 +184,11 @@ static int http_call(const fp_upload_opts *o, const char *method, const char *ur
     if (json)
         h = curl_slist_append(h, "Content-Type: application/json");
     fp_curl_common(c, &oo, &h, cerr);
+    if (!o->abort_flag) { /* an engine call (engine_call): stopped after its grace */
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_engine_progress);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, &start);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_USERAGENT, AGENT_VERSION);
@@ -752,8 +773,7 @@ static int engine_call(const target *t, const char *path, const char *json, long
     fp_membuf b;
     size_t k = strlen(t->url);
     memset(&o, 0, sizeof o);
-    o.abort_flag = &g_stop;
-    o.connect_timeout_s = 10;
+    o.connect_timeout_s = 10; /* no abort_flag: http_call gives it ENGINE_GRACE_S after a stop */
     while (k > 0 && t->url[k - 1] == '/')
         k--;
     snprintf(url, sizeof url, "%.*s%s", (int)k, t->url, path);
