@@ -333,16 +333,16 @@ static target *target_of(agent *a, const char *dir)
 
 /* The labels f goes up with: --label flags first (they win), then the capture's, then the
  * target's engine, then what the name says, then host, file and file_id. */
-static size_t file_labels(agent *a, const fp_watch_file *f, capture *cap, const target *t, kv *l)
+static size_t file_labels(agent *a, const fp_watch_file *f, long long cap_id, const target *t, kv *l)
 {
     size_t n = 0;
     char buf[512], id[17];
     for (size_t i = 0; i < a->nlabels; i++)
         add_label(l, &n, a->labels[i].k, a->labels[i].v);
-    if (cap) {
-        snprintf(buf, sizeof buf, "%lld", cap->id);
+    if (cap_id) {
+        snprintf(buf, sizeof buf, "%lld", cap_id);
         add_label(l, &n, "capture", buf);
-        snprintf(buf, sizeof buf, "capture-%lld", cap->id);
+        snprintf(buf, sizeof buf, "capture-%lld", cap_id);
         add_label(l, &n, "job", buf);
     }
     if (t) {
@@ -555,12 +555,21 @@ static void send_spool(agent *a)
     closedir(d);
 }
 
+static void update_captures(agent *a, int scanned);
+
 /* ---- one file ------------------------------------------------------------------------- */
 
-/* What the main thread tells a capture about one of its files. */
-static void cap_note(agent *a, capture *c, long long sid, const char *refusal)
+/* What the main thread tells capture cap_id of target t about one of its files. The capture
+ * is named by id and looked up under the lock: its thread may have ended (and the poll
+ * thread freed it) while the file was being sent; then there is nobody to tell. */
+static void cap_note(agent *a, target *t, long long cap_id, long long sid, const char *refusal)
 {
     pthread_mutex_lock(&a->lock);
+    capture *c = t->cap;
+    if (!c || c->id != cap_id) {
+        pthread_mutex_unlock(&a->lock);
+        return;
+    }
     if (sid > 0 && c->nsessions < sizeof c->sessions / sizeof c->sessions[0])
         c->sessions[c->nsessions++] = sid;
     if (refusal)
@@ -587,10 +596,10 @@ static int send_file(agent *a, const fp_watch_file *f)
     long status = 0;
     long long sid = 0;
     target *t = target_of(a, f->dir);
-    capture *cap = NULL;
+    long long cap = 0; /* the id of the capture f belongs to, 0 none */
     pthread_mutex_lock(&a->lock);
     if (t && t->cap && f->mtime_ns >= t->cap->since_ns)
-        cap = t->cap;
+        cap = t->cap->id;
     pthread_mutex_unlock(&a->lock);
     size_t n = file_labels(a, f, cap, t, l);
     if (make_query(f->info.name, l, n, q, sizeof q) != 0) {
@@ -601,6 +610,8 @@ static int send_file(agent *a, const fp_watch_file *f)
      * after a crash, the file_id label says whether the upload was stored. */
     if (fp_state_put(a->st, f->path, f->size, f->mtime_ns, FP_ST_SENDING, 0) != 0)
         return -1;
+    if (cap)
+        update_captures(a, 0); /* the capture waits for this one while it is sent */
     fp_upload_opts o = a->up;
     o.query = q;
     int rc = fp_upload_file(&o, f->path, &status, resp, sizeof resp, err, sizeof err);
@@ -614,11 +625,11 @@ static int send_file(agent *a, const fp_watch_file *f)
         if (fp_state_put(a->st, f->path, f->size, f->mtime_ns, FP_ST_DONE, sid) != 0)
             return -1;
         if (cap)
-            fp_log("%s: session %lld (capture %lld)", f->path, sid, cap->id);
+            fp_log("%s: session %lld (capture %lld)", f->path, sid, cap);
         else
             fp_log("%s: session %lld", f->path, sid);
         if (cap)
-            cap_note(a, cap, sid, NULL);
+            cap_note(a, t, cap, sid, NULL);
         done_with(a, f);
         return 0;
     }
@@ -631,7 +642,7 @@ static int send_file(agent *a, const fp_watch_file *f)
         if (fp_state_put(a->st, f->path, f->size, f->mtime_ns, FP_ST_REFUSED, 0) != 0)
             return -1;
         if (cap)
-            cap_note(a, cap, 0, why);
+            cap_note(a, t, cap, 0, why);
         return 0;
     }
     /* The server is down, busy or refuses the token: nothing was stored (a 201 without an
@@ -648,7 +659,7 @@ static int send_file(agent *a, const fp_watch_file *f)
         file_id(a, f, id);
         fp_log("%s: server not taking it (%s); spooled as %s/watch-%s.json.gz", f->path, why, a->spool, id);
         if (cap)
-            cap_note(a, cap, 0, NULL);
+            cap_note(a, t, cap, 0, NULL);
         done_with(a, f);
         a->spool_next = fp_now() + a->retry_s;
         return 0;
@@ -1040,11 +1051,12 @@ static void *poll_main(void *arg)
 
 /* ---- the main loop ---------------------------------------------------------------------- */
 
-/* After each scan: what each running capture still waits for. */
-static void update_captures(agent *a)
+/* What each running capture still waits for: after each scan (scanned set: counted as one),
+ * and before each upload (a file handed out in the scan that found it was never counted). */
+static void update_captures(agent *a, int scanned)
 {
     pthread_mutex_lock(&a->lock);
-    a->scans++;
+    a->scans += scanned;
     for (size_t i = 0; i < a->ntargets; i++) {
         capture *c = a->targets[i].cap;
         if (!c)
@@ -1053,7 +1065,7 @@ static void update_captures(agent *a)
         if (p != c->pending)
             c->last_activity = fp_now();
         c->pending = p;
-        c->scans++;
+        c->scans += scanned;
     }
     pthread_mutex_unlock(&a->lock);
 }
@@ -1081,7 +1093,7 @@ static int run(agent *a)
             if (r > 0 && g_stop)
                 break;
         }
-        update_captures(a);
+        update_captures(a, 1);
         if (!g_stop && fp_now() >= a->spool_next) {
             send_spool(a);
             a->spool_next = fp_now() + a->retry_s;

@@ -1008,7 +1008,8 @@ size_t fp_watch_pending(const fp_watch *w, const fp_state *st, const char *dir, 
         const wfile *e = &w->f[i];
         if (strcmp(w->dirs[e->dir], dir) != 0 || e->mtime_ns < since_ns || e->verdict == -1)
             continue;
-        if (fp_state_get(st, e->path, e->size, e->mtime_ns, NULL) == FP_ST_NONE)
+        int stw = fp_state_get(st, e->path, e->size, e->mtime_ns, NULL);
+        if (stw == FP_ST_NONE || stw == FP_ST_SENDING) /* SENDING: its upload is under way */
             n++;
     }
     return n;

@@ -125,8 +125,8 @@ int fp_watch_next(fp_watch *w, const fp_state *st, fp_watch_file *f);
 void fp_watch_defer(fp_watch *w, const char *path, double seconds);
 
 /* Files in dir (as given to fp_watch_add) with an mtime at or after since_ns that are not
- * handed out yet (still being written, settling or checked incomplete) and have no state
- * entry: what a capture still waits for. */
+ * settled: still being written, settling, checked incomplete, or being sent (no state entry,
+ * or SENDING): what a capture still waits for. */
 size_t fp_watch_pending(const fp_watch *w, const fp_state *st, const char *dir, long long since_ns);
 
 /* Waits up to timeout_ms for a change in a watched directory (inotify), or sleeps when there
