@@ -479,7 +479,11 @@ static int spool_file(agent *a, const fp_watch_file *f, const kv *l, size_t n, c
     if (session_doc(f->path, m, &g, err, errlen) == 0) {
         file_id(a, f, id);
         snprintf(name, sizeof name, "watch-%s.json.gz", id);
-        if (fp_spool_dir(a->spool, sizeof a->spool, 1) != 0 || fp_spool_write(a->spool, name, g.out.p, g.out.len, NULL, 0) != 0)
+        char why[256] = "";
+        /* the one spool rule (upload.h): created if missing, refused unless it is this user's own */
+        if (fp_spool_prepare(NULL, 1, a->spool, sizeof a->spool, why, sizeof why) != 0)
+            snprintf(err, errlen, "the spool cannot be used: %.200s", why);
+        else if (fp_spool_write(a->spool, name, g.out.p, g.out.len, NULL, 0) != 0)
             snprintf(err, errlen, "cannot write to the spool %.150s: %.60s", a->spool, strerror(errno));
         else
             rc = 0;
@@ -518,7 +522,9 @@ static void send_spool(agent *a)
 {
     DIR *d;
     struct dirent *de;
-    if (fp_spool_dir(a->spool, sizeof a->spool, 0) != 0 || !(d = opendir(a->spool)))
+    char why[256];
+    /* 1: there is none yet; -1: not this user's own, so nothing in it is sent (upload.h) */
+    if (fp_spool_prepare(NULL, 0, a->spool, sizeof a->spool, why, sizeof why) != 0 || !(d = opendir(a->spool)))
         return;
     while (!g_stop && (de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);

@@ -32,10 +32,12 @@ RUN apt-get update -q \
 # the engine's uid (docker run --user, compose `user:`).
 RUN groupadd --gid 10001 firstpass \
  && useradd --uid 10001 --gid firstpass --home-dir /var/lib/firstpass --no-create-home --shell /usr/sbin/nologin firstpass \
- && mkdir -p /var/lib/firstpass/spool /traces && chown -R firstpass:firstpass /var/lib/firstpass /traces
+ && mkdir -p /var/lib/firstpass/spool /traces && chown -R firstpass:firstpass /var/lib/firstpass /traces \
+ && chmod 0700 /var/lib/firstpass/spool
 COPY --from=build /src/build/firstpass-upload /usr/local/bin/firstpass-upload
 # What was sent (the state file: a restart sends nothing twice) and the spool (what waits for
-# a server that is down) live on this volume: keep it across restarts.
+# a server that is down) live on this volume: keep it across restarts. The spool must be the
+# user's own, mode 0700 (firstpass-upload refuses any other: upload.h, fp_spool_check).
 ENV FIRSTPASS_STATE=/var/lib/firstpass/watch.state \
     FIRSTPASS_SPOOL=/var/lib/firstpass/spool
 VOLUME ["/var/lib/firstpass"]
