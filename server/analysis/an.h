@@ -76,13 +76,15 @@ typedef struct hrow {
     double gu, gts, gte;           /* the union of the correlation's GPU time, its first start, its end */
     double gkc[3];                 /* its kernel time by precision class (lib/flops.h KC_*) */
     long long bytes, gn, seq, corr; /* corr: -1 when none */
+    long long total_alloc, total_reserved; /* EV_MEMORY: hrec's, -1 when absent */
 } hrow;
 
 /* One [memory] event as memory.c keeps it: dev is its Device Id (hrow.corr), idx its place
- * in the walk. */
+ * in the walk, the totals the allocator's after it (trace.h). */
 typedef struct mrow {
     double ts;
     long long dev, bytes;
+    long long total_alloc, total_reserved; /* -1 when the event has none */
     int devtype;
     unsigned idx;
 } mrow;

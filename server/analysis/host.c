@@ -237,6 +237,8 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gu = r->gts = r->gte = 0;
     r->gkc[0] = r->gkc[1] = r->gkc[2] = 0;
     r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
+    r->total_alloc = h->total_alloc;
+    r->total_reserved = h->total_reserved;
     r->gn = 0;
     return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
 }

@@ -469,6 +469,57 @@ static void test_memory_rows_in_memory_as_in_sqlite(void **state) {
 }
 #undef MD
 
+/* Issue 42, item 2: allocated and reserved are the trace's own Total Allocated / Total
+ * Reserved where its [memory] events carry them (what the allocator held, the window's start
+ * included), the running sum of Bytes from 0 only where they do not. cuda:0 starts with 1000
+ * held before the window: +100 at 10 (1100), -100 at 20 (1000), +300 at 30 (1300), -300 at
+ * 40 (1000); reserved 2048 then 4096 from 30 on. cuda:1 has no totals: the running sum, 64.
+ * The same in memory, spilled and in SQL. Fails when the totals are not read (peak 300). */
+#define MT(ts, bytes, dev, ta, tr)                                                                                            \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes \
+    ",\"Device Type\":1,\"Device Id\":" #dev ",\"Total Allocated\":" #ta ",\"Total Reserved\":" #tr "}}"
+#define MB(ts, bytes, dev)                                                                                                    \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes \
+    ",\"Device Type\":1,\"Device Id\":" #dev "}}"
+static void test_memory_totals_from_the_trace(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "," MT(10, 100, 0, 1100, 2048) "," MT(20, -100, 0, 1000, 2048) ","
+                    MT(30, 300, 0, 1300, 4096) "," MT(40, -300, 0, 1000, 4096) "," MB(15, 64, 1) "," MB(25, -64, 1) "]}";
+    json_t *mem = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(2);
+    json_t *spill = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(-1);
+    json_object_del(mem, "session_id");
+    json_object_del(spill, "session_id");
+    char *a = json_dumps(mem, JSON_SORT_KEYS), *b = json_dumps(spill, JSON_SORT_KEYS);
+    assert_string_equal(a, b);
+    json_t *devs = json_object_get(mem, "devices"), *d0 = json_array_get(devs, 0), *d1 = json_array_get(devs, 1);
+    assert_int_equal(json_array_size(devs), 2);
+    assert_int_equal(json_integer_value(json_object_get(d0, "peak_bytes")), 1300);
+    assert_string_equal(json_string_value(json_object_get(d0, "allocated_from")), "total_allocated");
+    assert_true(json_real_value(json_object_get(d0, "peak_ts_us")) == 30);
+    assert_int_equal(json_integer_value(json_object_get(d0, "end_bytes")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(d0, "reserved_peak_bytes")), 4096);
+    assert_true(json_real_value(json_object_get(d0, "reserved_peak_ts_us")) == 30);
+    assert_int_equal(json_integer_value(json_object_get(d0, "reserved_end_bytes")), 4096);
+    assert_int_equal(json_integer_value(json_object_get(d0, "allocations")), 2);
+    /* the curve's largest sample is the peak */
+    json_int_t top = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(d0, "samples"), i, p) if (json_integer_value(json_array_get(p, 1)) > top) top = json_integer_value(json_array_get(p, 1));
+    assert_int_equal(top, 1300);
+    assert_string_equal(json_string_value(json_object_get(d1, "allocated_from")), "running_sum");
+    assert_int_equal(json_integer_value(json_object_get(d1, "peak_bytes")), 64);
+    assert_true(json_is_null(json_object_get(d1, "reserved_peak_bytes")));
+    free(a);
+    free(b);
+    json_decref(mem);
+    json_decref(spill);
+}
+#undef MT
+#undef MB
+
 /* One thread's events in three orders must give the same table: sorted; with late rows
  * (a parent after its children, a second thread's op after its child: analyze.c merges
  * them into the rows read in file order); and late rows plus 65 one-event threads, more
@@ -1073,6 +1124,7 @@ int main(void) {
         cmocka_unit_test(test_steps_device_spans_in_one_pass),
         cmocka_unit_test(test_steps_host_ranges_spilled),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
+        cmocka_unit_test(test_memory_totals_from_the_trace),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
         cmocka_unit_test(test_analyze_gap_launches_by_cursor),
