@@ -268,10 +268,11 @@ typedef struct step { double ts, te, dur; long name; } step;
 
 
 /* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
- * the outermost other ranges of each thread, role 2 the runtime calls; a range that
- * overlaps or touches the one before it on the same role is merged into it (the breakdown
- * reads only their union). */
-enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_ROLES };
+ * the outermost other ranges of each thread, role 2 the runtime calls, role 3 the host
+ * collective ranges (NF_COMM_RANGE: gloo:, nccl:, mpi:, c10d::, record_param_comms), every
+ * one; a range that overlaps or touches the one before it on the same role is merged into
+ * it (the breakdown reads only their union). */
+enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_COMM, SPAN_ROLES };
 _Static_assert(SPAN_ROLES == HSPILL_ROLES, "each role of steps_state has its runs in the spill file");
 typedef struct steps_state {
     int on;              /* the trace has steps or record_function ranges: span is filled */

@@ -215,7 +215,7 @@ char *text_suspects(const json_t *r, size_t *len) {
                        num(gpu, "busy_fraction") * 100, timefmt_us(num(gpu, "lead_in_us"), t2, sizeof t2),
                        timefmt_us(num(gpu, "tail_us"), t3, sizeof t3));
         else
-            buf_printf(&b, "; no GPU activity (CPU-only trace)");
+            buf_printf(&b, "; no GPU activity in the trace"); /* CPU-only only with no device either: the doc cannot tell */
         if (json_is_object(steps))
             buf_printf(&b, "; %lld step%s, mean %s (p50 %s, p90 ", (long long)json_integer_value(json_object_get(steps, "count")),
                        json_integer_value(json_object_get(steps, "count")) == 1 ? "" : "s",

@@ -361,6 +361,25 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     json_decref(one);
     json_decref(apart);
 }
+/* Issue 42, item 7: a collective on the host (gloo's all_reduce runs on the CPU) is
+ * communication in the step breakdown, as the suspects call it, above runtime, DataLoader and
+ * CPU exec; nested ranges inside it count with it. Step [0, 100): aten::add [10, 20) on
+ * thread 1, gloo:all_reduce [30, 70) on thread 2 with aten::copy_ [40, 50) inside, and a
+ * range "outer" [25, 80) around it: communication 40, cpu_exec 10 + 5 + 10 = 25, other 35.
+ * Fails when the collective is cpu_exec (65). */
+static void test_steps_host_collectives_are_communication(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" UA("ProfilerStep#1", 1, 0, 100) "," X("aten::add", "cpu_op", 1, 10, 10, "") ","
+                    X("outer", "user_annotation", 2, 25, 55, "") "," X("gloo:all_reduce", "user_annotation", 2, 30, 40, "") ","
+                    X("aten::copy_", "cpu_op", 2, 40, 10, "") "]}";
+    json_t *r = reply_of(t, query_steps);
+    json_t *st = json_array_get(json_object_get(r, "steps"), 0);
+    assert_true(fabs(f(st, "communication_us") - 40) < 1e-9);
+    assert_true(fabs(f(st, "cpu_exec_us") - 25) < 1e-9);
+    assert_true(fabs(f(st, "other_us") - 35) < 1e-9);
+    json_decref(r);
+}
+
 /* The ranges past the walk's limit (DataLoader, outermost, runtime calls) go to a spill file
  * as sorted runs that the breakdown merges: the same document as from memory, whichever range the limit falls on (0: a run a
  * range; 2, 3: runs of several and a remainder at the end), and no file is left. The walk
@@ -375,10 +394,12 @@ static void test_steps_host_ranges_spilled(void **state) {
              X("%s", "user_annotation", 1, 120, 15, "") "," X("A", "cpu_op", 1, 140, 30, "") "," X("a", "cpu_op", 1, 145, 10, "") ","
              RT(1, 146, 1) "," X("B", "cpu_op", 1, 170, 10, "") "," X("C", "cpu_op", 2, 10, 50, "") ","
              X("%s", "user_annotation", 2, 60, 20, "") "," X("D", "cpu_op", 2, 85, 10, "") "," RT(2, 86, 2) ","
-             X("E", "cpu_op", 3, 50, 20, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
+             X("E", "cpu_op", 3, 50, 20, "") "," X("gloo:all_reduce", "user_annotation", 4, 20, 30, "") ","
+             X("gloo:all_reduce", "user_annotation", 4, 110, 5, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
              dl, dl);
     json_t *mem = reply_of(t, query_steps);
     json_object_del(mem, "session_id");
+    assert_true(f(json_object_get(mem, "mean"), "communication_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "data_loading_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "cpu_exec_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "runtime_us") > 0);
@@ -1123,6 +1144,7 @@ int main(void) {
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
         cmocka_unit_test(test_steps_device_spans_in_one_pass),
         cmocka_unit_test(test_steps_host_ranges_spilled),
+        cmocka_unit_test(test_steps_host_collectives_are_communication),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
         cmocka_unit_test(test_memory_totals_from_the_trace),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
