@@ -252,6 +252,18 @@ class Surfaces(unittest.TestCase):
                 if s["suspects"]["computed"] and sg:
                     self.assertTrue(close(sg["utilization_of_wall"], g["gpu_utilization"]), rel)
 
+    def test_device_busy_gpu_and_busy(self):
+        """Each device's busy time and share: /gpu devices[].busy_us against /busy devices[]
+        (busy_us, busy_fraction = busy_us / wall) (EXACT: one union per device)."""
+        for rel, s in self.each():
+            with self.subTest(trace=rel):
+                g = {d["device"]: d for d in s["gpu"]["devices"]}
+                b = {d["device"]: d for d in s["busy"]["devices"]}
+                self.assertEqual(set(g), set(b), rel)
+                for dev, d in b.items():
+                    self.assertTrue(close(d["busy_us"], g[dev]["busy_us"]), (rel, dev))
+                    self.assertTrue(close(d["busy_fraction"], d["busy_us"] / s["gpu"]["wall_us"]), (rel, dev))
+
     @unittest.expectedFailure  # issue 42 item 4 (the efficiency helper): no headline GPU utilization with tb-profiler's definition yet
     def test_gpu_utilization_is_tb_profilers(self):
         """The headline GPU utilization against tb-profiler's published one (GPU busy / all steps
