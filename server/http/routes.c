@@ -567,6 +567,11 @@ static int h_regressions(app *a, http_req *rq, http_reply *out) {
         threshold_param(rq, out, "abs_calls", HIST_ABS_CALLS_DEFAULT, &t.abs_calls) ||
         threshold_param(rq, out, "abs_share", HIST_ABS_SHARE_DEFAULT, &t.abs_share))
         return ERR_PARAM;
+    /* ?gate=steps (default: the step and the named phases decide) or operators (every item
+     * too); history.h */
+    const char *gate = http_query(rq, "gate");
+    if (gate && strcmp(gate, "steps") && strcmp(gate, "operators")) return http_error(out, ERR_PARAM, "gate must be steps or operators");
+    t.strict = gate && !strcmp(gate, "operators");
     const char *name = http_query(rq, "baseline");
     if (name && !history_name_valid(name))
         return http_error(out, ERR_PARAM, "baseline must be a baseline name (A-Z a-z 0-9 . _ -, 1 to %d), not '%.64s'",

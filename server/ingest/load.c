@@ -566,9 +566,12 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     long long bytes = e->has_bytes ? e->bytes : 0;
     if (cls == EV_HOST_OP) bytes = xargs_id(l, e); /* trace.h: an op's bytes name its xargs */
     if (bytes == -2) return w_fail(l, ERR_NOMEM, "out of memory");
+    int mem = cls == EV_MEMORY;
     hrec h = {ts, ts + dur, dur, bytes, corr, l->t.analysed,
               (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
-              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
+              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late,
+              mem && e->has_total_alloc && e->total_alloc >= 0 ? e->total_alloc : -1,
+              mem && e->has_total_reserved && e->total_reserved >= 0 ? e->total_reserved : -1};
     if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
     return 0;
 }
@@ -579,7 +582,7 @@ static int python_range(loader *l, const ingest_event *e, const char *kind, long
     if (strcmp(kind, "python_function") || strcmp(e->ph, "X") || !e->has_ts || !e->has_dur) return 0;
     track_info *ti = &l->t.tracks[tr];
     int late = host_order(ti, e->ts, e->dur);
-    hrec h = {e->ts, e->ts + e->dur, e->dur, 0, 0, l->t.analysed, (int32_t)kind_id, (int32_t)name_id, -1, HREC_PY, 0, 0, (uint8_t)late};
+    hrec h = {e->ts, e->ts + e->dur, e->dur, 0, 0, l->t.analysed, (int32_t)kind_id, (int32_t)name_id, -1, HREC_PY, 0, 0, (uint8_t)late, -1, -1};
     int rc = add_hrec(l, tr, &h);
     return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory") : 0;
 }

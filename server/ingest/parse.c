@@ -39,6 +39,7 @@
 enum field {
     F_NONE, F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ARGS,
     A_CORR, A_EXT, A_DEVICE, A_STREAM, A_BYTES, A_DEVTYPE, A_REGS, A_SMEM,
+    A_TOTAL_ALLOC, A_TOTAL_RESERVED,
     A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC
 };
 
@@ -288,6 +289,8 @@ static int set_num(ingest *in, const char *s, size_t n) {
     case A_DEVTYPE: e->devtype = ll; e->has_devtype = 1; break;
     case A_REGS: e->regs = ll; e->has_regs = 1; break;
     case A_SMEM: e->smem = ll; e->has_smem = 1; break;
+    case A_TOTAL_ALLOC: e->total_alloc = ll; e->has_total_alloc = 1; break;
+    case A_TOTAL_RESERVED: e->total_reserved = ll; e->has_total_reserved = 1; break;
     default: break;
     }
     return 0;
@@ -466,6 +469,7 @@ static enum field args_key(const unsigned char *k, size_t n) {
     K("Input Dims", A_SHAPES); K("grid", A_GRID); K("block", A_BLOCK);
     K("Input type", A_TYPES); K("Concrete Inputs", A_CONCRETE);
     K("blocks per SM", A_BPS); K("est. achieved occupancy %", A_OCC);
+    K("Total Allocated", A_TOTAL_ALLOC); K("Total Reserved", A_TOTAL_RESERVED);
     return F_NONE;
 #undef K
 }
