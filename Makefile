@@ -35,6 +35,7 @@ SERVER      := $(BUILD)/firstpass-server
 
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench bench-pg install clean \
         bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python test-pg
+.PHONY: test-agent
 all: server collector
 
 server: $(SERVER)
@@ -104,6 +105,11 @@ test-pg: server $(COL_UPLOAD)
 test-python: server $(COL_UPLOAD)
 	@tests/python/run.sh $(SERVER) $(COL_UPLOAD)
 
+# The serving agent (firstpass-upload --watch / --target, docs/serving.md) against the server
+# and a stand-in vLLM/SGLang engine (tests/agent/engine.py), no GPU: ~30 s, its files side by side.
+test-agent: server $(COL_UPLOAD)
+	@tests/agent/run.sh $(SERVER) $(COL_UPLOAD)
+
 test: deps-test
 	@$(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-layers
@@ -112,6 +118,7 @@ test: deps-test
 	@$(MAKE) --no-print-directory test-integration
 	@$(MAKE) --no-print-directory test-triage
 	@$(MAKE) --no-print-directory test-python
+	@$(MAKE) --no-print-directory test-agent
 	@$(MAKE) --no-print-directory test-reliability
 	@$(MAKE) --no-print-directory test-fuzz
 	@$(MAKE) --no-print-directory test-openapi
@@ -123,8 +130,8 @@ test: deps-test
 test-openapi: server
 	@tests/openapi/run.sh $(SERVER)
 
-test-browser: server
-	@tests/browser/run.sh $(SERVER)
+test-browser: server $(COL_UPLOAD)
+	@FP_UPLOAD_BIN=$(abspath $(COL_UPLOAD)) tests/browser/run.sh $(SERVER)
 
 # The dashboard on a generated 1M-event LLM trace (bench/gen_trace.c): time to usable, timeline
 # drawn, zoom, pan, search (tests/browser/perf.test.mjs; numbers in docs/dashboard.md). Minutes.

@@ -34,7 +34,7 @@ COL_BASE_OBJS  := $(addprefix $(COL_DIR)/,agg.o demangle.o session_json.o membuf
 COL_CUPTI_OBJS := $(addprefix $(COL_DIR)/,record.o buffer.o meta.o)
 COL_INJECT_OBJ := $(COL_DIR)/inject.o
 
-COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload $(COL_DIR)/tests/test_pool
+COL_TESTS_BASE  := $(COL_DIR)/tests/test_agg $(COL_DIR)/tests/test_upload $(COL_DIR)/tests/test_pool $(COL_DIR)/tests/test_watch
 COL_TESTS_CUPTI := $(COL_DIR)/tests/test_record $(COL_DIR)/tests/test_buffer $(COL_DIR)/tests/test_dlopen
 COL_E2E_DRIVER  := $(COL_DIR)/tests/e2e_driver
 
@@ -68,7 +68,7 @@ $(COL_DIR)/%.o: collector/%.c $(COL_HDRS)
 $(COL_LIB): $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
 	$(CC) $(LDFLAGS_ALL) -shared -fPIC $(COL_NOUNDEF) -o $@ $^ $(CUPTI_LIBS) $(COL_LIBS)
 
-$(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o
+$(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o $(COL_DIR)/agent.o $(COL_DIR)/watch.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COL_LIBS)
 
 # The launcher: sets CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH, then execs the program.
@@ -85,6 +85,10 @@ $(COL_DIR)/tests/test_pool: tests/collector/test_pool.c $(COL_DIR)/pool.o
 	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) -lpthread -lcmocka
 
 $(COL_DIR)/tests/test_upload: tests/collector/test_upload.c $(COL_BASE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
+
+$(COL_DIR)/tests/test_watch: tests/collector/test_watch.c $(COL_DIR)/watch.o $(COL_DIR)/log.o
 	@mkdir -p $(dir $@)
 	$(CC) $(COL_CFLAGS) -o $@ $^ $(LDFLAGS_ALL) $(COL_LIBS) -lcmocka
 

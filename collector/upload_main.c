@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "upload.h"
 
 static void usage(FILE *f)
@@ -18,8 +19,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: firstpass-upload --server URL [--token T] [--spool DIR]\n"
             "       firstpass-upload --server URL [--token T] [--name N] [--label k:v]... FILE...\n"
+            "       firstpass-upload --watch DIR... [--target ENGINE=URL...] (firstpass-upload --watch x --help)\n"
             "       firstpass-upload --check-against BASELINE [--server URL] [--name N] [--label k:v]...\n"
-            "                        [--rel X] [--abs-us X] [--abs-calls X] FILE\n"
+            "                        [--rel X] [--abs-us X] [--abs-calls X] [--gate steps|operators] FILE\n"
             "\n"
             "Without FILE: sends every session in the spool directory (default: $FIRSTPASS_SPOOL,\n"
             "else $XDG_STATE_HOME/firstpass/spool, else $HOME/.local/state/firstpass/spool, else\n"
@@ -31,7 +33,9 @@ static void usage(FILE *f)
             "With --check-against: uploads FILE, checks the new session against the named baseline\n"
             "(GET /api/v1/sessions/{id}/regressions), prints the five-line report and the\n"
             "regressions as text; thresholds default to the server's (rel 0.10, abs_us 100,\n"
-            "abs_calls 10).\n"
+            "abs_calls 10). The verdict is the server's \"regressed\": the step time and each named\n"
+            "phase's beyond the steps' own noise (--gate steps, the default); --gate operators\n"
+            "also fails on any operator, kernel or phase item past the thresholds.\n"
             "\n"
             "  --server URL     server base URL (default $FIRSTPASS_SERVER)\n"
             "  --token T        bearer token (default $FIRSTPASS_TOKEN)\n"
@@ -286,6 +290,8 @@ int main(int argc, char **argv)
     char query[4096] = "", dir[4096], thresholds[512] = "", why[4096 + 300];
     int i, nfiles = 0, failed = 0;
 
+    if (fp_agent_wanted(argc, argv)) /* the agent beside serving engines (agent.h) */
+        return fp_agent_main(argc, argv);
     memset(&o, 0, sizeof o);
     o.server = getenv("FIRSTPASS_SERVER");
     o.token = getenv("FIRSTPASS_TOKEN");
@@ -330,6 +336,16 @@ int main(int argc, char **argv)
                 return 2;
             }
             i++;
+        } else if (strcmp(a, "--gate") == 0 && has_val) {
+            if (strcmp(argv[i + 1], "steps") != 0 && strcmp(argv[i + 1], "operators") != 0) {
+                fprintf(stderr, "firstpass-upload: --gate wants steps or operators, got '%s'\n", argv[i + 1]);
+                return 2;
+            }
+            /* a fixed word, checked above: no escaping needed */
+            if (strlen(thresholds) + strlen("&gate=") + strlen(argv[i + 1]) >= sizeof thresholds)
+                goto bad;
+            strcat(thresholds, "&gate=");
+            strcat(thresholds, argv[++i]);
         } else if (a[0] == '-' && a[1] != '\0') {
             fprintf(stderr, "firstpass-upload: unknown or incomplete option '%s'\n", a);
             usage(stderr);
@@ -349,7 +365,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (thresholds[0] && !check) {
-        fprintf(stderr, "firstpass-upload: --rel, --abs-us and --abs-calls go with --check-against\n");
+        fprintf(stderr, "firstpass-upload: --rel, --abs-us, --abs-calls and --gate go with --check-against\n");
         return 2;
     }
     if (check && (nfiles != 1 || spool)) {

@@ -7,7 +7,10 @@
 #   2. docker/compose.pg.yaml (PostgreSQL, three replicas, nginx) up with podman-compose from
 #      the same images (--no-build): healthz through nginx names PostgreSQL, an upload
 #      through nginx reads the same bytes through every replica, a delete through one is
-#      gone through another at once, a session survives down/up (the pg-data volume).
+#      gone through another at once, a session survives down/up (the pg-data volume);
+#   3. docker/compose.serving.yaml (the server, a stand-in vLLM engine, the agent as its
+#      sidecar): the agent registers the engine, a capture asked through the API ends as a
+#      job of two ranks, and a restarted agent sends nothing twice (issue 44).
 # Run from anywhere, as root. Everything it made is removed at the end.
 #
 # Follows ../shared/design/containers.md (podman on a host without a registry or systemd): a
@@ -22,10 +25,13 @@
 # FP_CONTAINERS_REQUIRED=1 (.ci/run sets it, after scripts/install-deps.sh containers)
 # turns a missing tool into a failure: CI must not pass by skipping. Took 718 s from scratch
 # on this 2-core machine under a load of 10 (base image 218 s, the three images 426 s, the
-# single-image check 21 s, the compose check 53 s); see docker/README.md.
+# single-image check 21 s, the compose check 53 s); see docker/README.md. The serving check
+# (FP_DOCKER_CI_ONLY=serving) alone took 226 s from scratch on 2026-12-06 under a load of 5-8:
+# base image 77 s, server image 71 s, agent 21 s, stand-in engine 17 s, its check 40 s.
 #   FP_DOCKER_CI_KEEP=1   leave the containers, images and work dir (prints where)
 #   FP_DOCKER_CI_WORK=DIR use DIR as the work dir, and its base image if it has one (reruns)
-#   FP_DOCKER_CI_ONLY=single|compose   run one of the two checks (both are built anyway)
+#   FP_DOCKER_CI_ONLY=single|compose|serving   run one of the checks (serving builds only its
+#                     three images; the others build all)
 set -euo pipefail
 # One compound command to the end: bash reads it whole before running it, so an edit of this
 # file during a run (it takes minutes) cannot make the running shell read shifted lines.
@@ -33,7 +39,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 P1=${FP_DOCKER_CI_PORT:-19480}   # the single image
 PLB=${FP_PG_CHECK_PORT:-18080}   # nginx of the compose stack (replicas: 18081-18083)
+PSV=${FP_SERVING_CHECK_PORT:-19490} # the server of compose.serving.yaml
 PROJECT=fppgci
+SPROJECT=fpsvci
 T_START=$(date +%s)
 log() { printf 'containers: %s\n' "$*" >&2; }
 skip() {
@@ -71,11 +79,13 @@ runroot = "$WORK/run"
 EOF
 export CONTAINERS_CONF=$WORK/containers.conf CONTAINERS_STORAGE_CONF=$WORK/storage.conf BUILDAH_FORMAT=docker
 compose() { (cd "$ROOT" && FIRSTPASS_HOST_PORT=127.0.0.1:$PLB podman-compose -p "$PROJECT" -f docker/compose.pg.yaml "$@"); }
+scompose() { (cd "$ROOT" && FIRSTPASS_HOST_PORT=127.0.0.1:$PSV podman-compose -p "$SPROJECT" -f docker/compose.serving.yaml "$@"); }
 cleanup() {
     if [ "${FP_DOCKER_CI_KEEP:-0}" = 1 ]; then log "left up; work dir $WORK (CONTAINERS_CONF, CONTAINERS_STORAGE_CONF there)"; return; fi
     compose down -v >/dev/null 2>&1 || true
+    scompose down -v >/dev/null 2>&1 || true
     podman rm -af >/dev/null 2>&1 || true
-    podman network rm -f "${PROJECT}_default" fpci-net >/dev/null 2>&1 || true
+    podman network rm -f "${PROJECT}_default" "${SPROJECT}_default" fpci-net >/dev/null 2>&1 || true
     podman rmi -a -f >/dev/null 2>&1 || true
     podman system reset -f >/dev/null 2>&1 || true
     umount -R "$WORK/storage/overlay" 2>/dev/null || true
@@ -142,8 +152,15 @@ build() { # TAG DOCKERFILE
 }
 t0=$(date +%s)
 build firstpass-server:0.1.0 docker/Dockerfile
-build firstpass-postgres:15 docker/pg/postgres.Dockerfile
-build firstpass-nginx:0.1.0 docker/pg/nginx.Dockerfile
+if [ "${FP_DOCKER_CI_ONLY:-}" != serving ]; then
+    build firstpass-postgres:15 docker/pg/postgres.Dockerfile
+    build firstpass-nginx:0.1.0 docker/pg/nginx.Dockerfile
+fi
+case "${FP_DOCKER_CI_ONLY:-}" in
+single|compose) ;;
+*)  build firstpass-agent:0.1.0 docker/agent.Dockerfile          # its build stage is the server's, cached
+    build firstpass-standin-engine:0.1.0 docker/standin-engine.Dockerfile ;;
+esac
 T_BUILD=$(since "$t0")
 log "images in $T_BUILD s"
 
@@ -230,10 +247,44 @@ stack() {
     log "compose stack checked in $(since "$t") s"
 }
 
+# ---- 3. a serving engine, its agent as a sidecar, the server (issue 44) ----
+serving() {
+    local t=$(date +%s) B=http://127.0.0.1:$PSV i st="" id="" body="" n1 n2
+    scompose up -d --no-build >"$WORK/sup.log" 2>&1 || { cat "$WORK/sup.log" >&2; ko "serving: up failed"; return; }
+    wait_health "$B/healthz" 120 || { ko "serving: no /healthz"; podman ps -a >&2; return; }
+    for i in $(seq 60); do
+        curl -fsS "$B/api/v1/targets" 2>/dev/null | grep -q '"name":"replica-0","engine":"vllm".*"online":true' && break
+        sleep 1
+    done
+    [ "$i" -lt 60 ] && ok "serving: the agent registered the engine as replica-0" ||
+        { ko "serving: replica-0 not registered"; podman logs "${SPROJECT}_agent_1" >&2 || true; return; }
+    body=$(curl -sS -d '{"target":"replica-0","seconds":2}' "$B/api/v1/captures")
+    id=$(printf '%s' "$body" | json_id)
+    [ -n "$id" ] && ok "serving: capture $id asked through the API" || { ko "serving: POST /api/v1/captures: $body"; return; }
+    for i in $(seq 120); do
+        st=$(curl -fsS "$B/api/v1/captures/$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>/dev/null || true)
+        case "$st" in uploaded|failed) break ;; esac
+        sleep 1
+    done
+    [ "$st" = uploaded ] && ok "serving: capture $id uploaded in about $i s" ||
+        { ko "serving: capture $id ended '$st': $(curl -fsS "$B/api/v1/captures/$id")"; podman logs "${SPROJECT}_agent_1" >&2 || true; return; }
+    n1=$(curl -fsS "$B/api/v1/jobs/capture-$id" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["ranks"]))' 2>/dev/null || true)
+    [ "$n1" = 2 ] && ok "serving: job capture-$id has one session per rank (2)" || ko "serving: job capture-$id has '$n1' ranks"
+    # the agent's state volume: a restart sends none of those files again
+    n1=$(curl -fsS "$B/api/v1/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')
+    podman restart -t 30 "${SPROJECT}_agent_1" >/dev/null 2>>"$WORK/podman.log"
+    sleep 8
+    n2=$(curl -fsS "$B/api/v1/sessions" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))')
+    [ "$n1" = "$n2" ] && ok "serving: a restarted agent sent nothing twice ($n2 sessions)" || ko "serving: $n1 sessions before the agent's restart, $n2 after"
+    scompose down -v >/dev/null 2>&1
+    log "serving stack checked in $(since "$t") s"
+}
+
 case "${FP_DOCKER_CI_ONLY:-}" in
 single) single ;;
 compose) stack ;;
-*) single; stack ;;
+serving) serving ;;
+*) single; stack; serving ;;
 esac
 [ $fail = 0 ] || { podman ps -a >&2; tail -20 "$WORK/podman.log" >&2 2>/dev/null || true; }
 echo "containers: $([ $fail = 0 ] && echo passed || echo FAILED) in $(since "$T_START") s (base image $T_BASE s, images $T_BUILD s)"

@@ -79,6 +79,16 @@ const FP = (() => {
     }
   }
 
+  // once(path, opts) -> the same promise for every caller of one GET in this page: the
+  // session page's sections and trend.js share the summary, operator and kernel replies
+  // (issue 42: the page made 22 requests, several twice). opts as api()'s; the first
+  // caller's are used.
+  const onceCache = new Map();
+  function once(path, opts = {}) {
+    if (!onceCache.has(path)) onceCache.set(path, api(path, opts));
+    return onceCache.get(path);
+  }
+
   // ---- formatting: units a human reads ------------------------------------------------------
   function num(x) { return typeof x === 'number' && isFinite(x) ? x : 0; }
   // Three significant digits (one more for 1000..9999 is kept whole): 1.04s, 323ms, 45.2µs.
@@ -135,12 +145,14 @@ const FP = (() => {
     return d.toISOString().replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
   }
   function fmtDims(a) { return Array.isArray(a) ? a.join('×') : (a === undefined || a === null ? '—' : String(a)); }
-  // A kernel or operator name short enough to read: no "void ", no parameter list, template
-  // arguments folded past the first level. shortNames() keeps a list's short names distinct.
+  // A kernel or operator name short enough to read: no "void ", the parameter list folded to
+  // "(…)", template arguments folded past the first level, and past max characters the middle
+  // cut out with "…" (the end stays: a name never loses its closing parenthesis silently).
+  // shortNames() keeps a list's short names distinct.
   function shortName(name, max = 70) {
     let s = String(name ?? '').replace(/^void /, '');
     const paren = s.search(/\((?![^<]*>)/);
-    if (paren > 0 && s.endsWith(')') && /^[\w:~<>, *&]+$/.test(s.slice(0, paren))) s = s.slice(0, paren);
+    if (paren > 0 && s.endsWith(')') && /^[\w:~<>, *&]+$/.test(s.slice(0, paren))) s = s.slice(0, paren) + (s.length > paren + 2 ? '(…)' : '()');
     let out = '', depth = 0;
     for (const c of s) {
       if (c === '<') { depth++; if (depth === 2) out += '…'; }
@@ -300,7 +312,7 @@ const FP = (() => {
 
   function sessionName(s) { return s && (s.name || `session ${s.id}`); }
 
-  return { ApiError, api, showError, clearError, fmtTime, fmtTimeAt, fmtShare, shortName, shortNames, nameEl, gpuWord, cpuOnly, fmtValue, fmtMem, fmtPct, fmtInt, fmtSigned,
+  return { ApiError, api, once, showError, clearError, fmtTime, fmtTimeAt, fmtShare, shortName, shortNames, nameEl, gpuWord, cpuOnly, fmtValue, fmtMem, fmtPct, fmtInt, fmtSigned,
            fmtDate, fmtDims, smellText, el, param, qs, debounce, renderTable, sortRows, nextSort, dl,
            sessionName, num };
 })();

@@ -1,9 +1,12 @@
 // charts.js: the dashboard's pictures as inline SVG, no library. Every mark carries the number
 // it stands for in data-value (and data-key for a stacked part), so a test reads what is drawn.
 //   FPC.bars(items, fmt)                 one horizontal bar per {label, value, title?}, in order
-//   FPC.stacked(rows, keys, colors, fmt) one bar per {label, parts: {key: value}}, parts stacked
+//   FPC.stacked(rows, keys, colors, fmt) one bar per {label, parts: {key: value}, mean?}, parts
+//                                        stacked; each part's hover gives its share of the bar
 //   FPC.columns(values, fmtY, opts)      a column per value (a share per time slice)
-//   FPC.line(points, fmtX, fmtY, opts)   [x, y] points as a line, the maximum marked
+//   FPC.line(points, fmtX, fmtY, opts)   [x, y] points as a line, the maximum marked; opts.second:
+//                                        a second series, dashed, its maximum marked too
+// A label cut to fit its gutter ends in "…" and keeps the whole name on hover (<title>).
 'use strict';
 const FPC = (() => {
   const NS = 'http://www.w3.org/2000/svg';
@@ -15,8 +18,12 @@ const FPC = (() => {
   }
   const tip = (t) => svg('title', {}, t);
 
+  // The right gutter: room for the longest value text (11px: about 6.5 units a character), so
+  // "142ms (23.60%)" is never cut at the picture's edge.
+  const gutter = (texts, least) => Math.max(least, ...texts.map((t) => String(t).length * 6.5 + 10));
+
   function bars(items, fmt, opts = {}) {
-    const W = 720, L = opts.labelW || 260, R = 90, RH = 20;
+    const W = 720, L = opts.labelW || 260, RH = 20, R = gutter(items.map((i) => fmt(i.value)), 90);
     const max = Math.max(...items.map((i) => i.value), 0) || 1;
     const root = svg('svg', { viewBox: `0 0 ${W} ${items.length * RH + 4}`, class: 'chart bars', role: 'img', 'aria-label': opts.label || null });
     items.forEach((it, i) => {
@@ -31,29 +38,32 @@ const FPC = (() => {
   }
 
   function stacked(rows, keys, colors, fmt, opts = {}) {
-    const W = 720, L = opts.labelW || 200, R = 70, RH = 20;
     const tot = (r) => keys.reduce((a, k) => a + (r.parts[k] || 0), 0);
+    const W = 720, L = opts.labelW || 200, RH = 20, R = gutter(rows.map((r) => fmt(tot(r))), 70);
     const max = Math.max(...rows.map(tot), 0) || 1;
     const root = svg('svg', { viewBox: `0 0 ${W} ${rows.length * RH + 4}`, class: 'chart stacked', role: 'img', 'aria-label': opts.label || null });
     rows.forEach((r, i) => {
       const y = i * RH + 2;
       let x = L;
-      const g = svg('g', { class: 'row', 'data-label': r.label });
+      const t = tot(r);
+      const g = svg('g', { class: r.mean ? 'row mean' : 'row', 'data-label': r.label, 'data-total': t });
       for (const k of keys) {
         const v = r.parts[k] || 0;
         const w = ((W - L - R) * v) / max;
         if (v > 0) g.append(svg('rect', { x: x.toFixed(2), y, width: Math.max(0.5, w).toFixed(2), height: RH - 5, fill: colors[k], 'data-key': k,
-                                          'data-value': v }, tip(`${r.label}: ${k.replace(/_/g, ' ')} ${fmt(v)}`)));
+                                          'data-value': v }, tip(`${r.title || r.label}: ${k.replace(/_/g, ' ')} ${fmt(v)} (${(t ? (v * 100) / t : 0).toFixed(2)}%)`)));
         x += w;
       }
-      root.append(svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: 'lbl' }, r.label, tip(r.title || r.label)), g,
-        svg('text', { x: x + 4, y: y + 13, class: 'val' }, fmt(tot(r))));
+      root.append(svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: r.mean ? 'lbl mean' : 'lbl' }, r.label, tip(r.title || r.label)), g,
+        svg('text', { x: x + 4, y: y + 13, class: 'val' }, fmt(t)));
     });
     return root;
   }
 
-  function legend(keys, colors) {
-    return FP.el('div', { class: 'legend' }, keys.map((k) => FP.el('span', {}, FP.el('i', { style: `background:${colors[k]}` }), k.replace(/_/g, ' '))));
+  // extra(key): more words after a key's name (its share of the mean step), or none.
+  function legend(keys, colors, extra) {
+    return FP.el('div', { class: 'legend' }, keys.map((k) => FP.el('span', { dataset: { key: k } }, FP.el('i', { style: `background:${colors[k]}` }),
+      k.replace(/_/g, ' '), extra ? FP.el('b', { class: 'share' }, ' ' + extra(k)) : null)));
   }
 
   function columns(values, fmtY, opts = {}) {
@@ -76,12 +86,18 @@ const FPC = (() => {
   function line(points, fmtX, fmtY, opts = {}) {
     const W = 720, H = opts.height || 150, L = 70, R = 10, T = 10, B = 18;
     if (!points.length) return svg('svg', { viewBox: `0 0 ${W} 20` });
-    const x0 = points[0][0], x1 = points[points.length - 1][0] || x0 + 1;
-    const ymax = Math.max(...points.map((p) => p[1]), 0) || 1;
+    const two = opts.second && opts.second.length ? opts.second : null, all = two ? points.concat(two) : points;
+    const x0 = Math.min(...all.map((p) => p[0])), x1 = Math.max(...all.map((p) => p[0])) || x0 + 1;
+    const ymax = Math.max(...all.map((p) => p[1]), 0) || 1;
     const X = (x) => L + ((W - L - R) * (x - x0)) / (x1 - x0 || 1), Y = (y) => T + (H - T - B) * (1 - y / ymax);
-    const d = points.map((p, i) => `${i ? 'L' : 'M'}${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join('');
+    const path = (ps) => ps.map((p, i) => `${i ? 'L' : 'M'}${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join('');
+    const d = path(points);
     const peak = points.reduce((a, p) => (p[1] > a[1] ? p : a));
+    const peak2 = two ? two.reduce((a, p) => (p[1] > a[1] ? p : a)) : null;
     return svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart line', role: 'img', 'aria-label': opts.label || null },
+      two ? svg('path', { d: path(two), class: 'series second' }) : null,
+      two ? svg('circle', { cx: X(peak2[0]).toFixed(1), cy: Y(peak2[1]).toFixed(1), r: 3, class: 'peak2', 'data-value': peak2[1], 'data-x': peak2[0] },
+        tip(`reserved peak ${fmtY(peak2[1])} at ${fmtX(peak2[0])}`)) : null,
       svg('line', { class: 'axis', x1: L, y1: Y(0), x2: W - R, y2: Y(0) }), svg('line', { class: 'axis', x1: L, y1: T, x2: L, y2: Y(0) }),
       svg('text', { x: L - 4, y: T + 8, 'text-anchor': 'end' }, fmtY(ymax)), svg('text', { x: L - 4, y: Y(0), 'text-anchor': 'end' }, fmtY(0)),
       svg('text', { x: L, y: H - 3 }, fmtX(x0)), svg('text', { x: W - R, y: H - 3, 'text-anchor': 'end' }, fmtX(x1)),

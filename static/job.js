@@ -49,6 +49,14 @@
         render: (r) => (r.top_suspect ? `${r.top_suspect.category.replace(/_/g, ' ')}: ${r.top_suspect.culprit}` : 'none') },
       { key: 'comm', label: 'Communication at stake', num: true, value: (r) => (r.communication ? r.communication.at_stake_us : null),
         render: (r) => (r.communication ? fmtTime(r.communication.at_stake_us) : '—') },
+      // the collective kernels' time and how much of it ran beside other GPU work (issue 42,
+      // item 9: the API had it, the page did not)
+      { key: 'comm_kernel', label: 'Collective kernels', num: true, value: (r) => (r.communication ? r.communication.kernel_us : null),
+        render: (r) => (r.communication && r.communication.kernel_us !== null ? fmtTime(r.communication.kernel_us) : '—') },
+      { key: 'overlap', label: 'Overlapped with compute', num: true,
+        value: (r) => (r.communication && r.communication.kernel_us ? r.communication.overlap_us / r.communication.kernel_us : null),
+        render: (r) => (r.communication && r.communication.overlap_us !== null && r.communication.kernel_us
+          ? `${fmtTime(r.communication.overlap_us)} (${fmtPct(r.communication.overlap_us / r.communication.kernel_us)})` : '—') },
       { key: 'strag', label: 'Straggler', value: (r) => (isStrag(r) ? 1 : 0), render: (r) => (isStrag(r) ? 'yes' : ''),
         cls: (r) => (isStrag(r) ? 'slower' : null) },
     ];

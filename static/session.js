@@ -10,11 +10,12 @@
   document.getElementById('download').setAttribute('download', `firstpass-session-${id}.trace.json`);
   document.getElementById('to-timeline').href = `timeline.html?id=${encodeURIComponent(id)}`;
   document.getElementById('to-compare').href = `compare.html?base=${encodeURIComponent(id)}`;
+  document.getElementById('to-baselines').href = `baselines.html?session=${encodeURIComponent(id)}`;
 
   // ---- summary ------------------------------------------------------------------------------
   let sessionStart = 0;
   let word = 'CUDA', noGpu = false; // "GPU" on AMD (ROCm) traces; noGpu: a CPU-only trace
-  const summary = api(base, { quiet: true });
+  const summary = FP.once(base, { quiet: true }); // trend.js reads the same reply
   async function loadSummary() {
     const s = await summary;
     sessionStart = s.start_us || 0;
@@ -32,6 +33,14 @@
       item('uploaded', FP.fmtDate(s.created_at)),
       el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))));
   }
+
+  // ---- replies several sections read (each requested once: FP.once) ----------------------------
+  // Every operator row, in the server's order of the table's default sort (CUDA total; CPU
+  // total on a CPU-only trace): the table's first page, the share chart, the report's long
+  // names and trend.js's operator list are all cut from it.
+  const ALL_OPS = 10000; // the most the server returns
+  const allOps = () => FP.once(`${base}/operators${qs({ sort: noGpu ? 'cpu_time_total' : 'cuda_time_total', limit: ALL_OPS })}`);
+  const topKernels = () => FP.once(`${base}/kernels${qs({ sort: 'total_us', limit: 50 })}`);
 
   // ---- report -------------------------------------------------------------------------------
   const LINES = [
@@ -96,9 +105,8 @@
 
   async function loadReport() {
     if (!longNames.length) {
-      const [k, o] = await Promise.all([api(`${base}/kernels${qs({ limit: 50 })}`, { quiet: true }).catch(() => ({})),
-        api(`${base}/operators${qs({ limit: 50 })}`, { quiet: true }).catch(() => ({}))]);
-      longNames = [...(k.kernels || []), ...(o.operators || [])].map((x) => x.name).filter((n) => n.length > 60)
+      const [k, o] = await Promise.all([topKernels().catch(() => ({})), allOps().catch(() => ({}))]);
+      longNames = [...(k.kernels || []), ...(o.operators || []).slice(0, 50)].map((x) => x.name).filter((n) => n.length > 60)
         .sort((a, b) => b.length - a.length);
     }
     renderReport(await api(`${base}/report`));
@@ -176,7 +184,11 @@
       kind: opKind.value,
       group_by: opGroup.checked ? 'input_shape' : null,
     });
-    const j = await api(`${base}/operators${q}`);
+    // The default sort, no kind, no grouping: the rows every section shares, cut here (the
+    // server's LIMIT gives the same first rows of the same order).
+    const shared = (serverKey || 'cuda_time_total') === (noGpu ? 'cpu_time_total' : 'cuda_time_total') && !opKind.value && !opGroup.checked;
+    let j = await (shared ? allOps() : api(`${base}/operators${q}`));
+    if (shared && serverOrder && !filter && limit) j = { ...j, operators: (j.operators || []).slice(0, limit) };
     if (seq !== opSeq) return; // a newer request is on its way
     totals = j.totals || {};
     let rows = j.operators || [];
@@ -227,7 +239,7 @@
     draw();
   }
   async function loadKernels() {
-    const j = await api(`${base}/kernels${qs({ sort: 'total_us', limit: 50 })}`);
+    const j = await topKernels();
     const short = FP.shortNames((j.kernels || []).map((k) => k.name));
     (j.kernels || []).forEach((k, i) => { k.short = short[i]; });
     clientTable(document.getElementById('kernels'), kCols, j.kernels || [], { key: 'total_us', dir: 'descending' });
@@ -315,8 +327,40 @@
   const QUESTIONS = { kernels_packed: 'Are the kernels packed?', cpu_ranges_align: 'Do CPU ranges line up with their GPU work?',
     prefill_dense_decode_small: 'Prefill one dense block, decode many small ones?', copies_on_critical_path: 'Copies on the critical path?' };
 
+  // The first screen's answer to "what next" (issue 42, item 8): the top suspect in full, its
+  // time at stake per step and as a share of the wall, and its next experiment.
+  function renderNext(j) {
+    const box = document.getElementById('next-body');
+    const list = j.suspects || [];
+    if (!j.computed) {
+      box.replaceChildren(el('p', {}, 'No suspect list for this session (stored before firstpass computed one): upload it again.'));
+      return;
+    }
+    if (!list.length) {
+      box.replaceChildren(el('p', { id: 'next-none' }, `Nothing holds more than 5% of the wall${j.healthy ? ': healthy' : ''}. ` +
+        'Compare with a baseline to see what moved.'));
+      return;
+    }
+    const top = list[0];
+    const perStep = top.at_stake_per_step_us;
+    box.replaceChildren(...[
+      el('p', { class: 'next-culprit' }, el('span', { class: 'next-cat', dataset: { category: top.category } }, top.category.replace(/_/g, ' ')),
+        ': ', el('b', { id: 'next-culprit' }, top.culprit)),
+      el('p', { class: 'next-stake' }, 'At stake: ',
+        perStep !== null && perStep !== undefined
+          ? el('b', { id: 'next-per-step', dataset: { value: perStep } }, `${fmtTime(perStep)} per step`)
+          : el('b', { id: 'next-once', dataset: { value: top.at_stake_us } }, `${fmtTime(top.at_stake_us)} once`),
+        ', ', el('b', { id: 'next-share', dataset: { value: top.at_stake_fraction } }, `${fmtPct(top.at_stake_fraction)} of the wall`),
+        ` (${fmtTime(top.at_stake_us)} of ${fmtTime(j.wall_us)}; at most what removing the cause could save).`),
+      el('p', { class: 'next-exp' }, el('span', { class: 'key' }, 'Next experiment: '), el('span', { id: 'next-experiment' }, top.next_experiment)),
+      list.length > 1 ? el('p', { class: 'muted small' }, 'Then: ', list.slice(1, 3).map((x, i) =>
+        [i ? '; ' : '', `${x.category.replace(/_/g, ' ')} `, FP.nameEl(x.culprit, FP.shortName(x.culprit, 50)), ` (${fmtPct(x.at_stake_fraction)})`])) : null,
+    ].filter(Boolean));
+  }
+
   async function loadSuspects() {
-    const j = await api(`${base}/suspects`);
+    const j = await FP.once(`${base}/suspects`);
+    renderNext(j);
     const box = document.getElementById('suspects-chart');
     const list = j.suspects || [];
     document.getElementById('suspects-note').textContent = !j.computed ? 'Not computed for this session (stored before suspects existed).'
@@ -324,7 +368,7 @@
         : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;
     // 26: "compute bound op: " and the culprit fit the 294-unit gutter at 11px (30 could not)
     box.replaceChildren(list.length ? FPC.bars(list.map((x) => ({ label: `${x.category.replace(/_/g, ' ')}: ${FP.shortName(x.culprit, 26)}`,
-      title: `${x.category}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category] })),
+      title: `${x.category.replace(/_/g, ' ')}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category] })),
     (v) => fmtTime(v), { label: 'Suspects by time at stake', labelW: 300 }) : '');
     const q = j.questions || {};
     document.getElementById('questions').replaceChildren(...Object.entries(QUESTIONS).filter(([k]) => q[k]).map(([k, text]) =>
@@ -332,18 +376,35 @@
         el('span', { class: `answer a-${q[k].answer.replace('/', '')}` }, q[k].answer), el('div', { class: 'small' }, q[k].summary || ''))));
   }
 
+  // The step chart: the mean step first, then each step, on one axis; each role's share of the
+  // mean step in the legend, as tb-profiler's overview gives it. The phases are totals over
+  // the window (a DataLoader phase of 6 instances is 6 steps' worth), so they get a chart of
+  // their own, never the steps' axis.
   async function loadSteps() {
     const j = await api(`${base}/steps`);
     const roles = j.roles || Object.keys(ROLE_COLORS);
     const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
-    const rows = (j.steps || []).map((r) => ({ label: r.name, parts: part(r) }))
-      // 22: with " ×count" the label fits the chart's 194-unit gutter at 11px (28 ran past its edge)
-      .concat((j.phases || []).map((r) => ({ label: `${FP.shortName(r.name, 22)} ×${r.count}`, title: r.name, parts: part(r) })));
-    document.getElementById('steps-note').textContent = rows.length
-      ? `Each ProfilerStep, then the longest record_function phases (prefill beside decode), split by role as tb-profiler's overview does${j.dropped_steps ? `; ${j.dropped_steps} more steps not shown` : ''}.`
-      : 'No ProfilerStep or record_function ranges in this trace.';
+    const steps = j.steps || [], phases = j.phases || [], mean = j.mean;
+    const meanDur = mean ? (mean.dur_us ?? roles.reduce((a, k) => a + (mean[`${k}_us`] || 0), 0)) : 0;
+    const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${steps.length} step${steps.length === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
+      .concat(steps.map((r) => ({ label: r.name, parts: part(r) })));
+    const note = document.getElementById('steps-note');
+    note.dataset.meanUs = mean ? String(meanDur) : '';
+    note.replaceChildren(...(steps.length
+      ? [el('b', { id: 'step-mean', dataset: { value: meanDur } }, `Mean step ${fmtTime(meanDur)}`),
+        ` over ${steps.length} step${steps.length === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
+        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}. Each role's share of the mean step:`]
+      : ['No ProfilerStep in this trace.']));
     const box = document.getElementById('steps-chart');
-    box.replaceChildren(...(rows.length ? [FPC.stacked(rows, roles, ROLE_COLORS, fmtTime, { label: 'Step time by role' }), FPC.legend(roles, ROLE_COLORS)] : []));
+    const share = (k) => (meanDur ? fmtShare(mean[`${k}_us`] || 0, meanDur) : '—');
+    box.replaceChildren(...(rows.length ? [FPC.stacked(rows, roles, ROLE_COLORS, fmtTime, { label: 'Step time by role' }),
+      FPC.legend(roles, ROLE_COLORS, mean ? (k) => `${share(k)} (${fmtTime(mean[`${k}_us`] || 0)})` : null)] : []));
+    const pbox = document.getElementById('steps-phases-chart');
+    document.getElementById('steps-phases-note').textContent = phases.length
+      ? 'The longest record_function phases, each the total over the window of all its instances (not per step), split the same way.'
+      : '';
+    pbox.replaceChildren(...(phases.length ? [FPC.stacked(phases.map((r) => ({ label: `${FP.shortName(r.name, 40)} ×${r.count}`, title: r.name, parts: part(r) })),
+      roles, ROLE_COLORS, fmtTime, { label: 'Phase totals by role', labelW: 300 })] : []));
   }
 
   async function loadBusy(s) {
@@ -361,31 +422,59 @@
   }
 
   // The top operators' self GPU time (every kernel counted once, under the innermost op that
-  // launched it), and the rest, so the bars add up to the GPU time; CPU time on a CPU-only trace.
+  // launched it), the other operators, and what no operator launched, so the bars add up to
+  // the GPU time; CPU time on a CPU-only trace. A runtime call is never GPU time (issue 42,
+  // item 7): runtime and driver calls are not operators here.
+  const NOT_OPS = /^(kernel|gpu_memcpy|gpu_memset|gpu_user_annotation|cuda_runtime|cuda_driver)$/;
   async function loadShare() {
     const key = noGpu ? 'self_cpu_time_total' : 'self_cuda_time_total';
-    const j = await api(`${base}/operators${qs({ sort: key, limit: 10000 })}`);
+    const j = await allOps();
     const total = (j.totals || {})[`${key}_us`] || 0;
-    const host = (j.operators || []).filter((r) => !/^(kernel|gpu_memcpy|gpu_memset|gpu_user_annotation)$/.test(r.kind) && r[`${key}_us`] > 0);
-    const top = host.slice(0, 8);
-    const rest = total - top.reduce((a, r) => a + r[`${key}_us`], 0);
+    const host = (j.operators || []).filter((r) => (noGpu ? !/^(kernel|gpu_memcpy|gpu_memset|gpu_user_annotation)$/.test(r.kind) : !NOT_OPS.test(r.kind)) &&
+      r[`${key}_us`] > 0).sort((a, b) => b[`${key}_us`] - a[`${key}_us`]);
+    // No operator launched any of it (an Nsight export, a collector session): the GPU rows
+    // themselves, so the picture still says where the time went.
+    const gpuRows = noGpu ? [] : (j.operators || []).filter((r) => /^(kernel|gpu_memcpy|gpu_memset)$/.test(r.kind) && r[`${key}_us`] > 0)
+      .sort((a, b) => b[`${key}_us`] - a[`${key}_us`]);
+    const byKernel = !host.length && gpuRows.length > 0;
+    const rows = byKernel ? gpuRows : host;
+    const top = rows.slice(0, 8);
+    const sum = (rs) => rs.reduce((a, r) => a + r[`${key}_us`], 0);
+    const others = sum(rows.slice(8)), outside = total - sum(rows);
     const items = top.map((r) => ({ label: FP.shortName(r.name, 36), title: r.name, value: r[`${key}_us`] }));
-    if (rest > 0.0005) items.push({ label: 'everything else', value: rest, color: '#bab0ac' });
-    document.getElementById('share-h').textContent = noGpu ? "Top operators' share of CPU time" : `Top operators' share of ${word === 'CUDA' ? 'GPU' : 'GPU'} time`;
-    document.getElementById('share-note').textContent = `Self ${noGpu ? 'CPU' : word} time per operator; the bars add up to ${fmtTime(total)}.`;
-    document.getElementById('share-chart').replaceChildren(items.length ? FPC.bars(items, (v) => `${fmtTime(v)} (${fmtShare(v, total)})`, { label: 'Top operators' }) : '');
+    const what = byKernel ? 'kernels' : 'operators';
+    if (others > 0.0005) items.push({ label: `other ${what}`, title: `other ${what} (${rows.length - top.length})`, value: others, color: '#bab0ac' });
+    if (!noGpu && outside > 0.0005) items.push({ label: 'launched outside every operator', value: outside, color: '#d3d3d3' });
+    if (noGpu && outside > 0.0005) items.push({ label: 'everything else', value: outside, color: '#bab0ac' });
+    document.getElementById('share-h').textContent = noGpu ? "Top operators' share of CPU time" : `Top ${what}' share of GPU time`;
+    document.getElementById('share-note').textContent = !noGpu && !(total > 0) ? 'No GPU time in this trace: no kernel, copy or memset ran.'
+      : byKernel ? `No operator launched GPU work in this trace (a runtime call is not GPU time): each kernel's time; the bars add up to ${fmtTime(total)}, the GPU time.`
+      : `Self ${noGpu ? 'CPU' : word} time per operator; the bars add up to ${fmtTime(total)}` +
+        (noGpu ? '.' : ', the GPU time; what ran with no operator around its launch has a bar of its own (a runtime call is not GPU time).');
+    document.getElementById('share-chart').replaceChildren(items.length ? FPC.bars(items, (v) => `${fmtTime(v)} (${fmtShare(v, total)})`, { label: 'Top operators', labelW: 300 }) : '');
   }
 
+  // Memory per device: allocated (the trace's Total Allocated when it has it) and reserved
+  // (Total Reserved) over time, each with its peak and when.
   async function loadMemory() {
     const j = await api(`${base}/memory`);
     const devs = j.devices || [];
     document.getElementById('mem-note').textContent = devs.length
-      ? 'Allocated memory over time from the [memory] events (profile_memory=True), per device; the dot is the peak.'
+      ? 'Memory over time from the [memory] events (profile_memory=True), per device; the dot is the peak. Allocated is what the ' +
+        'allocator held (the trace\'s Total Allocated, before the window included) where the trace has it; reserved, dashed, is its Total Reserved.'
       : 'No [memory] events: record with profile_memory=True to see memory.';
-    document.getElementById('memory').replaceChildren(...devs.map((d) => el('div', { class: 'mem-dev', dataset: { device: d.device } },
-      el('h3', {}, d.device), dl([['peak', fmtMem(d.peak_bytes)], ['peak at', fmtTime(d.peak_ts_us - sessionStart)],
-        ['at the end', fmtMem(d.end_bytes)], ['allocations', fmtInt(d.allocations)]]),
-      FPC.line(d.samples || [], (x) => fmtTime(x - sessionStart), fmtMem, { label: `${d.device} allocated over time` }))));
+    document.getElementById('memory').replaceChildren(...devs.map((d) => {
+      const fromTotals = d.allocated_from !== 'running_sum';
+      const hasRes = d.reserved_peak_bytes !== null && d.reserved_peak_bytes !== undefined;
+      return el('div', { class: 'mem-dev', dataset: { device: d.device, allocatedFrom: d.allocated_from || 'running_sum' } },
+        el('h3', {}, d.device), dl([
+          ['peak allocated', fmtMem(d.peak_bytes)], ['peak allocated at', fmtTime(d.peak_ts_us - sessionStart)],
+          ...(hasRes ? [['peak reserved', fmtMem(d.reserved_peak_bytes)], ['peak reserved at', fmtTime(d.reserved_peak_ts_us - sessionStart)]] : []),
+          ['allocated at the end', fmtMem(d.end_bytes)], ['allocations', fmtInt(d.allocations)],
+          ['allocated is', fromTotals ? "the trace's Total Allocated" : 'the running sum of the window\'s allocations and frees (the trace has no Total Allocated)']]),
+        FPC.line(d.samples || [], (x) => fmtTime(x - sessionStart), fmtMem, { label: `${d.device} memory over time`,
+          second: hasRes ? d.reserved_samples || [] : null }));
+    }));
     const cols = [
       { key: 'name', label: 'Operator', rowHeader: true, render: (r) => FP.nameEl(r.name) },
       { key: 'calls', label: 'Calls', num: true, render: (r) => fmtInt(r.calls) },

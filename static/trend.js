@@ -1,6 +1,7 @@
 // trend.js: session.html's trend chart: one operator of this session in the last 30 sessions
 // with the same labels (GET /api/v1/trends), as an inline SVG line chart. Self-contained: it
-// reads the session and its top operators itself, so session.js does not depend on it.
+// reads the session and its top operators itself (through FP.once, so that a reply session.js
+// also reads is fetched once), and session.js does not depend on it.
 'use strict';
 (() => {
   const { api, el, qs, fmtTime, fmtInt } = FP;
@@ -84,9 +85,11 @@
 
   async function init() {
     // quiet: a missing session is session.js's one message, not a second one in the banner
-    const s = await api(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true });
+    // FP.once: the same replies session.js reads (one request each for the page); the
+    // operators are every row in the table's default order, of which the first ones are used
+    const s = await FP.once(`/api/v1/sessions/${encodeURIComponent(id)}`, { quiet: true });
     const by = FP.cpuOnly(s) ? 'cpu_time_total' : 'cuda_time_total';
-    const ops = await api(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: by, limit: 25 })}`, { quiet: true });
+    const ops = await FP.once(`/api/v1/sessions/${encodeURIComponent(id)}/operators${qs({ sort: by, limit: 10000 })}`, { quiet: true });
     labels = s.labels || {};
     // a CPU-only trace: CPU total and calls only; AMD says GPU (app.js decides both)
     if (FP.cpuOnly(s)) {
@@ -96,7 +99,7 @@
       for (const o of metricSel.options) o.textContent = o.textContent.replace('CUDA', FP.gpuWord(s));
     }
     const names = [];
-    for (const r of ops.operators || []) if (!SKIP_KINDS.has(r.kind) && !names.includes(r.name) && names.length < 10) names.push(r.name);
+    for (const r of (ops.operators || []).slice(0, 25)) if (!SKIP_KINDS.has(r.kind) && !names.includes(r.name) && names.length < 10) names.push(r.name);
     opSel.replaceChildren(...names.map((n) => el('option', { value: n, title: n }, FP.shortName(n, 60))));
     if (!names.length) { summary.textContent = 'No operators in this session.'; return; }
     await load();

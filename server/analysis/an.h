@@ -78,13 +78,15 @@ typedef struct hrow {
     double gu, gts, gte;           /* the union of the correlation's GPU time, its first start, its end */
     double gkc[3];                 /* its kernel time by precision class (lib/flops.h KC_*) */
     long long bytes, gn, seq, corr; /* corr: -1 when none */
+    long long total_alloc, total_reserved; /* EV_MEMORY: hrec's, -1 when absent */
 } hrow;
 
 /* One [memory] event as memory.c keeps it: dev is its Device Id (hrow.corr), idx its place
- * in the walk. */
+ * in the walk, the totals the allocator's after it (trace.h). */
 typedef struct mrow {
     double ts;
     long long dev, bytes;
+    long long total_alloc, total_reserved; /* -1 when the event has none */
     int devtype;
     unsigned idx;
 } mrow;
@@ -276,10 +278,11 @@ typedef struct step { double ts, te, dur; long name, track; } step;
 
 
 /* steps.c's walk state: the host ranges the walk records, role 0 DataLoader ranges, role 1
- * the outermost other ranges of each thread, role 2 the runtime calls; a range that
- * overlaps or touches the one before it on the same role is merged into it (the breakdown
- * reads only their union). */
-enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_ROLES };
+ * the outermost other ranges of each thread, role 2 the runtime calls, role 3 the host
+ * collective ranges (NF_COMM_RANGE: gloo:, nccl:, mpi:, c10d::, record_param_comms), every
+ * one; a range that overlaps or touches the one before it on the same role is merged into
+ * it (the breakdown reads only their union). */
+enum { SPAN_DATA, SPAN_CPU, SPAN_RUNTIME, SPAN_COMM, SPAN_ROLES };
 _Static_assert(SPAN_ROLES == HSPILL_ROLES, "each role of steps_state has its runs in the spill file");
 typedef struct steps_state {
     int on;              /* the trace has steps or record_function ranges: span is filled */

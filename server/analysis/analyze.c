@@ -11,8 +11,10 @@
  *  - Self CPU = duration - durations of direct children on the same thread.
  *  - GPU activity (kernel/memcpy/memset) joins its runtime call by `correlation`. Its time
  *    is self CUDA of the innermost op (cpu_op or user_annotation) around that call and
- *    CUDA total of every op above; a call with no op around it keeps the time itself.
- *    Each GPU activity counts once as self, so self CUDA sums to the GPU time.
+ *    CUDA total of every op above; a call with no op around it gives it to no host row
+ *    (a runtime call is never GPU time, as in torch). Each GPU activity counts once as
+ *    self in its GPU row, so the GPU rows' self CUDA sums to the GPU time; the host rows'
+ *    to the part launched inside some op.
  *  - GPU rows of the operator table (kernel, gpu_memcpy, gpu_memset): calls and time,
  *    self = total; gpu_user_annotation rows carry CUDA total only (they are ranges).
  *  - Memory: [memory] events (args Bytes, "Device Type" 0 CPU / 1 CUDA) inside an op's

@@ -237,6 +237,8 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gu = r->gts = r->gte = 0;
     r->gkc[0] = r->gkc[1] = r->gkc[2] = 0;
     r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
+    r->total_alloc = h->total_alloc;
+    r->total_reserved = h->total_reserved;
     r->gn = 0;
     return h->cls == EV_HOST_RT && h->has_corr ? gcur_get(a, c, h->corr, r) : 0;
 }
@@ -268,11 +270,13 @@ static int in_range(const A *a, const frame *stack, int depth, double t) {
     return 0;
 }
 
-/* What the step breakdown needs of a host range (steps.c): every DataLoader range, and the
- * ranges no other range (steps aside) holds. */
+/* What the step breakdown needs of a host range (steps.c): every DataLoader range, every
+ * collective range (communication, as the suspects class it: a gloo all_reduce runs on the
+ * CPU), and the ranges no other range (steps aside) holds. */
 static int step_span(A *a, const hrow *r, const frame *stack, int depth) {
     unsigned f = an_flags(a, r->name);
     if (f & NF_DATALOADER) return an_step_span(a, SPAN_DATA, r->ts, r->te);
+    if (f & NF_COMM_RANGE) return an_step_span(a, SPAN_COMM, r->ts, r->te);
     if (f & NF_STEP || in_range(a, stack, depth, r->ts)) return 0;
     return an_step_span(a, SPAN_CPU, r->ts, r->te);
 }
@@ -334,7 +338,10 @@ static int walk_row(A *a, walker *w, const hrow *r) {
             }
             if (stack[i].kind == a->ua_kind) { stack[i].kernels += r->gn; stack[i].kernel_us += r->gd; }
         }
-        if (!self_done) { f->self_cuda += r->gd; f->cuda_total += r->gd; }
+        /* A call with no op around it keeps nothing: a runtime call is not GPU time (issue
+         * 42, item 7; torch attributes kernels to the op around the call, never to the
+         * call). Its kernels stay in their own rows, and the report's "launched outside
+         * every operator" share is what no op holds. */
     }
     return 0;
 }

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <sqlite3.h>
 
-/* The lists a file holds runs of (steps.c's roles: DataLoader, outermost, runtime). */
-#define HSPILL_ROLES 3
+/* The lists a file holds runs of (steps.c's roles: DataLoader, outermost, runtime, collectives). */
+#define HSPILL_ROLES 4
 
 /* A host range the step breakdown reads (steps.c). */
 typedef struct hspan { double ts, te; } hspan;

@@ -125,8 +125,9 @@ CREATE TABLE wscratch.gstream(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 CREATE TABLE wscratch.kwruns(id INTEGER PRIMARY KEY, data BLOB NOT NULL);
 -- The instances of the host phases (host.c), pid an index into A.phases: idle per phase.
 CREATE TABLE wscratch.pinst(pid INT, ts REAL, te REAL);
--- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free).
-CREATE TABLE wscratch.mem(devtype INT, dev INT, ts REAL, bytes INT);
+-- The [memory] events in walk order (memory.c): Device Type, Device Id, time, bytes (+ alloc, - free),
+-- the allocator's Total Allocated / Total Reserved after the event (-1: the event has none).
+CREATE TABLE wscratch.mem(devtype INT, dev INT, ts REAL, bytes INT, total_alloc INT, total_reserved INT);
 -- CPU-only traces: every labelled piece of every thread, by category (an.h CSEG_*), seq
 -- numbering a (category, thread)'s blocks; data is up to CSEG_BLOCK cseg_pieces (an.h: start,
 -- end, name id), the thread's in start order (cseg.c has why).

@@ -5,8 +5,9 @@
  * the previous one ended (or at its host start, the later) and ends at its host end or at the
  * end of the last GPU work launched by a runtime call wholly inside it, the later. Each span
  * is split, in priority order, into roles: kernel, memcpy, memset, communication (collective
- * kernels), runtime (CUDA runtime/driver calls), data_loading (DataLoader ranges), cpu_exec
- * (any other host range), other (none of them). A role takes the part of the span covered by
+ * kernels, and the host's collective ranges: gloo's all_reduce runs on the CPU, and the
+ * suspects call it communication too, issue 42 item 7), runtime (CUDA runtime/driver calls),
+ * data_loading (DataLoader ranges), cpu_exec (any other host range), other (none of them). A role takes the part of the span covered by
  * any of its intervals (any thread, any device) that the roles before it left. The CPU
  * phases (record_function names other than steps, the 8 longest) are split the same way over
  * the union of their instances, host spans as they are.
@@ -73,7 +74,7 @@ static int spill_end(A *a) {
 
 int an_step_span(A *a, int role, double ts, double te) {
     steps_state *s = a->steps_st;
-    int rc = s->n[SPAN_DATA] + s->n[SPAN_CPU] + s->n[SPAN_RUNTIME] >= (size_t)host_spans_max ? spill_host(a) : 0;
+    int rc = s->n[SPAN_DATA] + s->n[SPAN_CPU] + s->n[SPAN_RUNTIME] + s->n[SPAN_COMM] >= (size_t)host_spans_max ? spill_host(a) : 0;
     if (rc) return rc;
     hspan *last = s->n[role] ? &s->span[role][s->n[role] - 1] : NULL;
     /* the walk gives each thread's ranges in start order: touching ones merge here as the
@@ -88,6 +89,13 @@ int an_step_span(A *a, int role, double ts, double te) {
 }
 
 /* ---- role streams ---- */
+
+/* The streams the sweep reads, in priority order: one a role up to R_CPU (rs[r] is role r's),
+ * and the host's collective ranges, a second stream of R_COMM after the collective kernels. */
+#define S_COMM_HOST (R_CPU + 1) /* a stream index, not a role (R_OTHER has no stream) */
+#define S_N (R_CPU + 2)
+static const int sweep_order[S_N] = {R_KERNEL, R_MEMCPY, R_MEMSET, R_COMM, S_COMM_HOST, R_RUNTIME, R_DATA, R_CPU};
+static int role_of_stream(int k) { return k == S_COMM_HOST ? R_COMM : k; }
 
 /* One role's intervals read merged: cur = [s, e) the current union interval. The rows come
  * from q (GPU activity), from m (the walk's ranges, when they spilled) or from span[0..n)
@@ -172,7 +180,7 @@ static int open_streams(A *a, role_stream *rs) {
      * Why the runtime calls too, not ev's cls 1 rows by ts: that order took an index
      * (ev_rt_ts) built on the upload's critical path, 11-26 ms at 100 MB. */
     steps_state *s = a->steps_st;
-    static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME};
+    static const int role_of[SPAN_ROLES] = {R_DATA, R_CPU, R_RUNTIME, S_COMM_HOST};
     for (int k = 0; k < SPAN_ROLES && s->spill.path; k++) {
         int rc = hmerge_open(a->db, &s->spill, k, &rs[role_of[k]].m);
         if (rc) return rc == ERR_DB ? an_dberr(a) : rc;
@@ -240,7 +248,7 @@ static void sl_done(slist *l) {
  * list's pieces are cut at its own boundaries and the roles' only, summed in the same order
  * (the doubles are the same). */
 static void sweep(role_stream *rs, slist *L, int k) {
-    for (int r = 0; r <= R_CPU; r++) rs_start(&rs[r]);
+    for (int r = 0; r < S_N; r++) rs_start(&rs[r]);
     for (int j = 0; j < k; j++) sl_start(&L[j]);
     for (;;) {
         slist *l = NULL;
@@ -257,11 +265,12 @@ static void sweep(role_stream *rs, slist *L, int k) {
         }
         int owner = R_OTHER;
         double next = l->te;
-        for (int r = 0; r <= R_CPU; r++) {
+        for (int j = 0; j < S_N; j++) {
+            int r = sweep_order[j];
             while (rs[r].on && rs[r].e <= t) rs_next(&rs[r]);
             if (!rs[r].on) continue;
             if (rs[r].s <= t) {
-                if (owner == R_OTHER) owner = r;
+                if (owner == R_OTHER) owner = role_of_stream(r);
                 if (rs[r].e < next) next = rs[r].e; /* the role leaves here */
             } else if (rs[r].s < next) {
                 next = rs[r].s;                       /* the role enters here */
@@ -431,7 +440,7 @@ static json_t *phase_json(A *a, const slist *l, const phase *p) {
 
 int an_steps_doc(A *a, json_t **out) {
     *out = NULL;
-    role_stream rs[R_CPU + 1];
+    role_stream rs[S_N];
     memset(rs, 0, sizeof rs);
     slist L[1 + PHASES_MAX];
     memset(L, 0, sizeof L);
@@ -464,7 +473,7 @@ int an_steps_doc(A *a, json_t **out) {
         if (!sweep_apart) sweep(rs, L, 1 + nph);
         else
             for (int j = 0; j < 1 + nph; j++) sweep(rs, &L[j], 1); /* tests: one list a pass, as before */
-        double sum[R_N] = {0};
+        double sum[R_N] = {0}, dur = 0;
         for (size_t i = 0; i < n; i++) {
             json_t *o = roles_json(acc[i]);
             json_object_set_new(o, "name", json_string(an_str(a, sp[i].name)));
@@ -472,8 +481,11 @@ int an_steps_doc(A *a, json_t **out) {
             json_object_set_new(o, "dur_us", json_real(sp[i].te - sp[i].ts));
             json_array_append_new(steps, o);
             for (int r = 0; r < R_N; r++) sum[r] += acc[i][r] / (double)n;
+            dur += (sp[i].te - sp[i].ts) / (double)n;
         }
         mean = n ? roles_json(sum) : json_null();
+        /* the mean step beside its roles (issue 42: one step mean, this one, on every surface) */
+        if (n) json_object_set_new(mean, "dur_us", json_real(dur));
         for (int j = 0; j < nph; j++) json_array_append_new(phases, phase_json(a, &L[1 + j], &a->phases[used[j]]));
         *out = json_pack("{s:o,s:o,s:o,s:o,s:I}", "roles", roles, "steps", steps, "mean", mean, "phases", phases, "dropped_steps",
                          (json_int_t)(a->nsteps - n));
@@ -483,7 +495,7 @@ int an_steps_doc(A *a, json_t **out) {
         json_decref(steps);
         json_decref(phases);
     }
-    for (int r = 0; r <= R_CPU; r++) {
+    for (int r = 0; r < S_N; r++) {
         if (!rc && rs[r].m && hmerge_rc(rs[r].m)) rc = an_dberr(a);
         sqlite3_finalize(rs[r].q);
         hmerge_close(rs[r].m);

@@ -38,10 +38,12 @@ typedef struct hrec {
     long long seq;        /* the event's place among the analysed ones (scratch.ev.seq's numbering): file order across tracks */
     int32_t kind, name, shapes; /* string ids; shapes -1: none */
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
+    long long total_alloc, total_reserved; /* EV_MEMORY: args "Total Allocated" / "Total Reserved" (the allocator's
+                                            * totals after the event); -1 when absent (and for the other classes) */
 } hrec;
 #define XARGS_BYTES_MAX (8u << 20) /* trace_ctx.xargs: all its strings together */
 #define XARGS_ONE_MAX 4096         /* one of them */
-#define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (32 KiB) */
+#define HBLK_RECS 512 /* hrecs per scratch.hblk row at most (40 KiB) */
 /* hrec.cls of a python_function range (scratch only: its chunk keeps EV_OTHER). The host
  * walk keeps these on a stack of their own to label GPU idle time (idle.c); key_averages
  * leaves them out, as torch does. */

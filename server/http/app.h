@@ -18,6 +18,7 @@ typedef struct server_cfg {
     unsigned long long max_events;   /* --max-events per session, default 20,000,000 */
     unsigned long long max_tracks;   /* --max-tracks distinct (pid, tid) per upload, default 10,000 */
     unsigned long long max_name_bytes_per_event; /* --max-name-bytes-per-event, default 4096 */
+    unsigned long long max_distinct; /* --max-distinct strings and operators by shapes per upload, default 256K */
     unsigned max_connections;  /* --max-connections, default 256 */
     unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
     unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */
@@ -33,6 +34,11 @@ typedef struct server_cfg {
     unsigned retain_interval_s;      /* --retain-interval seconds between retention passes, default 300 */
     unsigned long long vacuum_min_bytes; /* --vacuum-min-bytes: retention VACUUMs when this much is free; 0 never */
     const char *backup_dir;          /* --backup-dir for POST /api/v1/admin/backup; "" when off */
+    unsigned max_capture_seconds;    /* --max-capture-seconds: longest capture asked for, default 60 */
+    unsigned max_capture_steps;      /* --max-capture-steps: most engine steps a capture asks for, default 1000 */
+    unsigned captures_per_hour;      /* --captures-per-hour: captures of one target in any hour, default 6 */
+    unsigned agent_timeout_s;        /* --agent-timeout: an agent silent this long fails its captures, default 60 */
+    unsigned max_polls;              /* --max-polls: agents' long polls waiting at once, default 32 */
 } server_cfg;
 
 typedef struct app {

@@ -19,6 +19,13 @@
 
 #define FORM_PP_BUFFER (64u << 10) /* MHD's own advice for "good performance"; it also bounds a
                                       part's headers, so key and filename below */
+/* The bytes a form may hold before its first boundary (RFC 2046's preamble; curl and browsers
+ * send none). Why a bound: MHD's post processor skips a preamble one '-' at a time and moves
+ * its whole buffer (FORM_PP_BUFFER) after each, so a preamble of dashes cost ~0.55 s of CPU
+ * per MiB (16 MiB: 9 s), where 64 MiB inside a file part took under 2 s (issue 43). The
+ * preamble is held here (at most this much plus the delimiter) until the first delimiter
+ * shows, and only then goes to MHD: it never scans more than FORM_PREAMBLE_MAX of it. */
+#define FORM_PREAMBLE_MAX 1024
 
 struct form {
     struct MHD_PostProcessor *pp; /* NULL after form_finish */
@@ -31,6 +38,10 @@ struct form {
     char *key;                    /* the file part's name and filename (NULL: none), to */
     char *filename;               /* tell its pieces from a second part's first piece */
     char name[HTTP_TEXT_MAX + 1]; /* form_filename's: the filename, valid UTF-8, cut */
+    char *delim;                  /* "--" and the boundary, as MHD reads it (delim_of) */
+    size_t dlen;
+    char *pre;                    /* the body's first bytes until the first delimiter: */
+    size_t npre;                  /* FORM_PREAMBLE_MAX + dlen at most; NULL once it came */
 };
 
 int form_is_multipart(const char *ct) {
@@ -108,6 +119,25 @@ static enum MHD_Result on_piece(void *cls, enum MHD_ValueKind kind, const char *
     return MHD_YES;
 }
 
+/* "--" and the boundary of mc's Content-Type, read as MHD_create_post_processor reads it
+ * (libmicrohttpd 0.9.75, postprocessor.c): everything after the first "boundary=" that
+ * follows "multipart/form-data", without enclosing double quotes. NULL when there is none. */
+static char *delim_of(struct MHD_Connection *mc, size_t *dlen) {
+    static const char mp[] = MHD_HTTP_POST_ENCODING_MULTIPART_FORMDATA;
+    const char *ct = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *b = ct && strlen(ct) >= sizeof mp - 1 ? strstr(ct + sizeof mp - 1, "boundary=") : NULL;
+    if (!b) return NULL;
+    b += sizeof "boundary=" - 1;
+    size_t n = strlen(b);
+    if (n >= 2 && b[0] == '"' && b[n - 1] == '"') b++, n -= 2;
+    char *d = n ? malloc(n + 2) : NULL;
+    if (!d) return NULL;
+    memcpy(d, "--", 2);
+    memcpy(d + 2, b, n);
+    *dlen = n + 2;
+    return d;
+}
+
 form *form_new(struct MHD_Connection *mc, form_sink sink, void *cls, int *rc, char *err, size_t errlen) {
     form *f = calloc(1, sizeof *f);
     if (!f) {
@@ -119,8 +149,10 @@ form *form_new(struct MHD_Connection *mc, form_sink sink, void *cls, int *rc, ch
     f->cls = cls;
     /* MHD refuses a multipart type without a boundary= here (and on no memory). */
     f->pp = MHD_create_post_processor(mc, FORM_PP_BUFFER, on_piece, f);
-    if (!f->pp) {
-        free(f);
+    if (f->pp) f->delim = delim_of(mc, &f->dlen);
+    if (f->delim) f->pre = malloc(FORM_PREAMBLE_MAX + f->dlen);
+    if (!f->pp || !f->delim || !f->pre) {
+        form_free(f);
         *rc = ERR_REQUEST;
         snprintf(err, errlen, "Content-Type multipart/form-data needs a boundary= parameter");
         return NULL;
@@ -128,11 +160,29 @@ form *form_new(struct MHD_Connection *mc, form_sink sink, void *cls, int *rc, ch
     return f;
 }
 
-int form_feed(form *f, const char *data, size_t n) {
-    if (f->rc || !n) return f->rc;
-    if (MHD_post_process(f->pp, data, n) != MHD_YES) /* our refusal, or MHD's parse error */
+static int post(form *f, const char *data, size_t n) {
+    if (n && MHD_post_process(f->pp, data, n) != MHD_YES) /* our refusal, or MHD's parse error */
         return fail(f, "the multipart/form-data body is malformed (a boundary or a part's headers)");
     return 0;
+}
+
+int form_feed(form *f, const char *data, size_t n) {
+    if (f->rc || !n) return f->rc;
+    if (!f->pre) return post(f, data, n);
+    /* The preamble (FORM_PREAMBLE_MAX): held until the first delimiter, which MHD finds
+     * wherever it is (it skips to each '-' and compares), as memmem does here. */
+    size_t room = FORM_PREAMBLE_MAX + f->dlen - f->npre, take = n < room ? n : room;
+    memcpy(f->pre + f->npre, data, take);
+    f->npre += take;
+    if (!memmem(f->pre, f->npre, f->delim, f->dlen)) {
+        if (f->npre < FORM_PREAMBLE_MAX + f->dlen) return 0; /* more to come */
+        return fail(f, "the form has over %d bytes before its first boundary (its preamble): a form starts with "
+                       "--BOUNDARY (curl -F does)", FORM_PREAMBLE_MAX);
+    }
+    int rc = post(f, f->pre, f->npre);
+    free(f->pre);
+    f->pre = NULL;
+    return rc ? rc : post(f, data + take, n - take);
 }
 
 const char *form_filename(const form *f) {
@@ -141,6 +191,7 @@ const char *form_filename(const form *f) {
 
 int form_finish(form *f) {
     if (f->rc) return f->rc;
+    if (f->pre && post(f, f->pre, f->npre)) return f->rc; /* a short body that never had a delimiter: MHD says so */
     /* MHD says MHD_NO here when the closing boundary never came (or bytes were left over). */
     enum MHD_Result done = MHD_destroy_post_processor(f->pp);
     f->pp = NULL;
@@ -158,6 +209,8 @@ const char *form_error(const form *f) {
 void form_free(form *f) {
     if (!f) return;
     if (f->pp) MHD_destroy_post_processor(f->pp);
+    free(f->delim);
+    free(f->pre);
     free(f->key);
     free(f->filename);
     free(f);

@@ -8,7 +8,8 @@
  *   - exactly one file part: a part with a filename, or one named "file" or "trace";
  *   - no other field: the session's name and labels come from the query (?name=, ?label=),
  *     as for any upload, so a form field that would be ignored is refused instead;
- *   - the body ends with the form's closing boundary.
+ *   - the body ends with the form's closing boundary;
+ *   - at most FORM_PREAMBLE_MAX (1 KiB) of bytes come before the first boundary (form.c).
  * form_filename gives the file part's filename; http.c names the session with it unless
  * ?name= or the trace does (the dashboard's upload sends the file's name as ?name=).
  *

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "http/auth.h"
+#include "http/capture.h"
 #include "http/deadline.h"
 #include "http/form.h"
 #include "http/metrics.h"
@@ -487,6 +488,7 @@ static unsigned requests_in_flight(void) {
  * answer and nothing of theirs is stored. */
 static void drain_and_stop(struct MHD_Daemon *d) {
     atomic_store(&g_stopping, 1);
+    capture_http_stop(); /* agents' long polls answer now, not after their wait */
     MHD_socket ls = MHD_quiesce_daemon(d);
     if (ls != MHD_INVALID_SOCKET) close(ls);
     for (int i = 0, idle = 0; i < 600 && idle < 3; i++) {

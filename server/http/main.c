@@ -57,6 +57,10 @@ static const opt opts[] = {
     {"max-name-bytes-per-event", OPT_SIZE, CFG(max_name_bytes_per_event), 0, 0, "BYTES",
      "the distinct names, categories and shapes of one upload may take\n16 MiB plus BYTES per event [FIRSTPASS_MAX_NAME_BYTES_PER_EVENT]\n"
      "(default 4K; 0 = no limit); more: 413. Bounds the stored bytes of\nan upload by the events it holds"},
+    {"max-distinct", OPT_SIZE, CFG(max_distinct), 0, 0, "N",
+     "most distinct strings (event names, categories, input shapes, grids)\nand most distinct operators by name and input shapes in one upload,\n"
+     "each [FIRSTPASS_MAX_DISTINCT] (default 256K = 262144; 0 = no limit);\nmore: 413 (what an upload holds per distinct one does not shrink\n"
+     "with its events: ~70 and ~300 bytes)"},
     {"max-uploads", OPT_UINT, CFG(max_uploads), 1, 0, "N", "uploads processed at once [FIRSTPASS_MAX_UPLOADS] (default 4); more: 503"},
     {"max-connections", OPT_UINT, CFG(max_connections), 1, 0, "N", "open connections at most [FIRSTPASS_MAX_CONNECTIONS] (default 256)"},
     {"timeout", OPT_UINT, CFG(timeout_s), 0, 0, "SECONDS",
@@ -91,6 +95,18 @@ static const opt opts[] = {
      "[FIRSTPASS_VACUUM_MIN_BYTES] (default 64M; 0 = never)"},
     {"backup-dir", OPT_STR, CFG(backup_dir), 0, 0, "DIR",
      "where POST /api/v1/admin/backup writes [FIRSTPASS_BACKUP_DIR]\n(default: backups/ next to --db; 'none' turns backups off: 403)"},
+    {"max-capture-seconds", OPT_UINT, CFG(max_capture_seconds), 1, 0, "SECONDS",
+     "longest capture POST /api/v1/captures may ask for: the engines'\nprofilers slow inference while they run (docs/serving.md)\n"
+     "[FIRSTPASS_MAX_CAPTURE_SECONDS] (default 60); longer: 400"},
+    {"max-capture-steps", OPT_UINT, CFG(max_capture_steps), 1, 0, "N",
+     "most engine steps a capture may ask for (SGLang's num_steps)\n[FIRSTPASS_MAX_CAPTURE_STEPS] (default 1000); more: 400"},
+    {"captures-per-hour", OPT_UINT, CFG(captures_per_hour), 1, 0, "N",
+     "captures of one target in any hour at most\n[FIRSTPASS_CAPTURES_PER_HOUR] (default 6); more: 429"},
+    {"agent-timeout", OPT_UINT, CFG(agent_timeout_s), 2, 0, "SECONDS",
+     "an agent not heard from this long fails its captures in flight; a\npoll waits at most half of it [FIRSTPASS_AGENT_TIMEOUT] (default 60)"},
+    {"max-polls", OPT_UINT, CFG(max_polls), 1, 0, "N",
+     "agents' long polls waiting at once (each holds a connection and\nits thread); more are answered at once with retry_s\n"
+     "[FIRSTPASS_MAX_POLLS] (default 32)"},
     {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
 };
 
@@ -242,9 +258,10 @@ static void limit_arenas(void) {
 int main(int argc, char **argv) {
     limit_arenas();
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
-                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096,
+                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096, .max_distinct = 256u << 10,
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
+    cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
     /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL
@@ -291,7 +308,7 @@ int main(int argc, char **argv) {
         log_line("error", "out of memory", NULL);
         return 1;
     }
-    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event};
+    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event, cfg.max_distinct};
     a.imports = import_pool_new(a.st, cfg.max_uploads, &lim);
     if (!a.imports) {
         log_line("error", "out of memory", NULL);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lib/err.h"
+#include "lib/utf8.h"
 #include "session.h"
 
 /* The error table: one row per ERR_* (tests/unit/test_reply.c walks ERR_LAST..-1). */
@@ -45,6 +46,7 @@ static const struct {
     {ERR_REQUEST, 400, "bad_request"},
     {ERR_FULL, 507, "insufficient_storage"},
     {ERR_DBDOWN, 503, "database_unreachable"},
+    {ERR_RATE, 429, "rate_limited"},
 };
 
 static int row_of(int err) {
@@ -71,16 +73,33 @@ const char *http_code_from_err(int err) {
     return i < 0 ? "internal_error" : reply_errors[i].code;
 }
 
+/* Why the message is scrubbed: it often quotes the client (a path, a parameter's value,
+ * ?limit=%ff), and Jansson refuses text that is not UTF-8: json_pack returned NULL and the
+ * reply went out labelled JSON with no body at all (issue 43). Bytes that start no valid
+ * UTF-8 sequence are shown as U+FFFD, and a message cut at its buffer's end inside a
+ * character loses that character's first bytes (utf8_snprintf). Should Jansson still fail
+ * (no memory), the body is a fixed one: an error reply is never empty. */
 int http_error(http_reply *out, int err, const char *fmt, ...) {
-    char msg[512];
+    char msg[512], clean[3 * sizeof msg];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    utf8_vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    clean[utf8_scrub(msg, strlen(msg), clean)] = '\0';
     if (!err) err = ERR_INTERNAL; /* an error reply for "no error" is a bug, shown as one */
     json_decref(out->json);
     out->json = NULL;
-    http_json(out, http_status_from_err(err), json_pack("{s:{s:s,s:s}}", "error", "code", http_code_from_err(err), "message", msg));
+    free(out->text);
+    out->text = NULL;
+    json_t *body = json_pack("{s:{s:s,s:s}}", "error", "code", http_code_from_err(err), "message", clean);
+    if (body) {
+        http_json(out, http_status_from_err(err), body);
+        return err;
+    }
+    static const char fixed[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"out of memory\"}}\n";
+    char *t = malloc(sizeof fixed);
+    if (t) memcpy(t, fixed, sizeof fixed);
+    http_text(out, t ? 500 : http_status_from_err(err), "application/json", t, t ? sizeof fixed - 1 : 0);
     return err;
 }
 
@@ -144,19 +163,57 @@ int http_render(http_reply *r) {
     return 0;
 }
 
-typedef struct qstr { char *out; size_t n, len; } qstr;
-static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v) {
+/* The reply cache's key (reply.h). Why every part is percent-encoded: MHD hands over the
+ * query decoded, and a key written from decoded values ("k=v&k2=v2") could not tell
+ * ?sort%3Dcalls%26limit=1 (one parameter, "sort=calls&limit", = "1") from
+ * ?sort=calls&limit=1: the first one's reply was then served for the second (issue 43).
+ * Encoded, no part holds a separator ('?', '&', '=', ' '), so two requests share a key
+ * only when their path, parameters (names, values, order, a name without '=') and Accept
+ * are the same. */
+typedef struct ckey { char *out; size_t n, len; } ckey;
+
+static void ckey_put(ckey *k, const char *s, size_t len) {
+    if (k->len < k->n) memcpy(k->out + k->len, s, k->len + len < k->n ? len : k->n - k->len);
+    k->len += len;
+}
+static void ckey_enc(ckey *k, const char *s) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        unsigned c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~:,/*", (int)c)) {
+            char ch = (char)c;
+            ckey_put(k, &ch, 1);
+        } else {
+            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            ckey_put(k, e, 3);
+        }
+    }
+}
+static enum MHD_Result ckey_arg(void *cls, enum MHD_ValueKind kind, const char *name, const char *v) {
     (void)kind;
-    qstr *q = cls;
-    int w = snprintf(q->out + (q->len < q->n ? q->len : q->n), q->len < q->n ? q->n - q->len : 0, "%s%s=%s", q->len ? "&" : "", k, v ? v : "");
-    q->len += w > 0 ? (size_t)w : 0;
+    ckey *k = cls;
+    ckey_put(k, "&", 1);
+    ckey_enc(k, name);
+    if (v) { /* ?a and ?a= are told apart: MHD gives NULL for the first, "" for the second */
+        ckey_put(k, "=", 1);
+        ckey_enc(k, v);
+    }
     return MHD_YES;
 }
-size_t http_query_string(const http_req *r, char *out, size_t n) {
-    qstr q = {out, n, 0};
-    if (n) out[0] = '\0';
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
-    return q.len;
+int http_cache_key(const http_req *r, char *key, size_t n) {
+    ckey k = {key, n, 0};
+    const char *acc = http_header(r, "Accept");
+    ckey_enc(&k, r->path);
+    ckey_put(&k, "?", 1);
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, ckey_arg, &k);
+    ckey_put(&k, " ", 1);
+    if (acc) ckey_enc(&k, acc);
+    if (k.len >= n) {
+        if (n) key[0] = '\0';
+        return -1;
+    }
+    key[k.len] = '\0';
+    return 0;
 }
 
 int http_text(http_reply *out, int status, const char *ctype, char *text, size_t len) {

@@ -69,9 +69,12 @@ int http_error(http_reply *out, int err, const char *fmt, ...) __attribute__((fo
 /* Turns a JSON reply into the text send_reply would send (compact JSON and a newline,
  * application/json), so that a caller can keep the bytes. 0, or ERR_NOMEM. */
 int http_render(http_reply *r);
-/* The query arguments as "k=v&k2=v2" in request order (decoded); writes at most n bytes
- * (NUL included) and returns the full length, like snprintf. */
-size_t http_query_string(const http_req *r, char *out, size_t n);
+/* The reply cache's key of the request (rcache.h): its path, its query arguments in request
+ * order and its Accept header, each name and value percent-encoded, so that two requests
+ * share a key only when all of those are the same (a decoded "k=v&k2=v2" could not tell
+ * ?a%3Db%26c=1 from ?a=b&c=1). 0 with the key in key; -1 and "" when it is n bytes or
+ * longer (the reply is then not cached). */
+int http_cache_key(const http_req *r, char *key, size_t n);
 /* The status and code of err's row (500 internal_error for a value with none). */
 int http_status_from_err(int err);
 /* err's row: 0 with *status and *code, -1 when the table has none (a test checks each ERR_*). */

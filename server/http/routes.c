@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/report.h"
+#include "http/capture.h"
 #include "http/metrics.h"
 #include "http/rcache.h"
 #include "http/text.h"
@@ -566,6 +567,11 @@ static int h_regressions(app *a, http_req *rq, http_reply *out) {
         threshold_param(rq, out, "abs_calls", HIST_ABS_CALLS_DEFAULT, &t.abs_calls) ||
         threshold_param(rq, out, "abs_share", HIST_ABS_SHARE_DEFAULT, &t.abs_share))
         return ERR_PARAM;
+    /* ?gate=steps (default: the step and the named phases decide) or operators (every item
+     * too); history.h */
+    const char *gate = http_query(rq, "gate");
+    if (gate && strcmp(gate, "steps") && strcmp(gate, "operators")) return http_error(out, ERR_PARAM, "gate must be steps or operators");
+    t.strict = gate && !strcmp(gate, "operators");
     const char *name = http_query(rq, "baseline");
     if (name && !history_name_valid(name))
         return http_error(out, ERR_PARAM, "baseline must be a baseline name (A-Z a-z 0-9 . _ -, 1 to %d), not '%.64s'",
@@ -672,6 +678,13 @@ static const route routes[] = {
     {"GET", "/api/v1/jobs/{tail}", h_job, CACHE_LIST},
     {"GET", "/metrics", h_metrics, CACHE_NO},
     {"POST", "/api/v1/admin/backup", h_backup, CACHE_NO},
+    {"GET", "/api/v1/targets", capture_h_targets, CACHE_NO},
+    {"GET", "/api/v1/captures", capture_h_list, CACHE_NO},
+    {"POST", "/api/v1/captures", capture_h_create, CACHE_NO},
+    {"GET", "/api/v1/captures/{id}", capture_h_get, CACHE_NO},
+    {"POST", "/api/v1/captures/{id}/status", capture_h_status, CACHE_NO},
+    {"PUT", "/api/v1/agents/{name}", capture_h_agent_put, CACHE_NO},
+    {"POST", "/api/v1/agents/{name}/poll", capture_h_agent_poll, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},
 };
 
@@ -706,15 +719,8 @@ static int match(const char *pattern, const char *path, long long *id) {
     return !*pattern && (!*path || !strcmp(path, "/"));
 }
 
-/* The reply cache's key: the path, the query as sent, and the Accept header (the only
- * request header these routes negotiate on). "" when it would not fit: not cached. */
-static void cache_key(const http_req *rq, char *key, size_t n) {
-    const char *acc = http_header(rq, "Accept");
-    int w = snprintf(key, n, "%s?", rq->path);
-    if (w < 0 || (size_t)w >= n) { key[0] = '\0'; return; }
-    size_t q = http_query_string(rq, key + w, n - (size_t)w);
-    if ((size_t)w + q + 1 >= n || snprintf(key + w + q, n - w - q, "\x1f%s", acc ? acc : "") >= (int)(n - w - q)) key[0] = '\0';
-}
+/* The reply cache's key: http_cache_key (reply.h), "" when it would not fit: not cached. */
+static void cache_key(const http_req *rq, char *key, size_t n) { http_cache_key(rq, key, n); }
 
 /* Runs a cacheable GET through the reply cache. The generation is read before the
  * handler runs, so a write that lands meanwhile makes the entry miss next time. */

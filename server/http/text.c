@@ -169,19 +169,26 @@ char *text_report(const json_t *report, size_t *len) {
 char *text_regressions(const json_t *r, size_t *len) {
     static const char *const cols[] = {"direction", "kind", "category", "name", "metric", "base", "head", "delta", "relative", NULL};
     const json_t *c = json_object_get(r, "counts"), *t = json_object_get(r, "thresholds");
-    char head[1024];
+    char head[2048]; /* the why is at most 1 KiB (history.c), the baseline name 64 bytes */
+    const json_t *v = json_object_get(r, "verdict");
     int n = snprintf(head, sizeof head,
                      "regressed: %s (%lld regressed, %lld improved); session %lld against baseline '%s' (session %lld)\n"
+                     "gate %s: %s\n"
                      "thresholds: rel %g, abs_us %g, abs_calls %g, abs_share %g (both relative and absolute must be exceeded); compared %s\n",
                      json_is_true(json_object_get(r, "regressed")) ? "yes" : "no",
                      (long long)json_integer_value(json_object_get(c, "regressed")), (long long)json_integer_value(json_object_get(c, "improved")),
                      (long long)json_integer_value(json_object_get(r, "head_session_id")), json_string_value(json_object_get(r, "baseline")),
-                     (long long)json_integer_value(json_object_get(r, "base_session_id")), json_number_value(json_object_get(t, "rel")),
+                     (long long)json_integer_value(json_object_get(r, "base_session_id")),
+                     json_string_value(json_object_get(v, "gate")) ? json_string_value(json_object_get(v, "gate")) : "steps",
+                     json_string_value(json_object_get(v, "why")) ? json_string_value(json_object_get(v, "why")) : "",
+                     json_number_value(json_object_get(t, "rel")),
                      json_number_value(json_object_get(t, "abs_us")), json_number_value(json_object_get(t, "abs_calls")),
                      json_number_value(json_object_get(t, "abs_share")),
                      strcmp(json_string_value(json_object_get(r, "basis")) ? json_string_value(json_object_get(r, "basis")) : "", "per_step")
                          ? "per call (not both sessions have ProfilerStep#N steps)"
                          : "per step");
+    if (n < 0) return NULL;
+    if ((size_t)n >= sizeof head) n = (int)sizeof head - 1; /* cut, never past the buffer */
     size_t tl = 0;
     char *table = text_rows(json_object_get(r, "items"), cols, &tl);
     char *all = table ? malloc((size_t)n + tl + 1) : NULL;
@@ -208,7 +215,7 @@ char *text_suspects(const json_t *r, size_t *len) {
                        num(gpu, "busy_fraction") * 100, timefmt_us(num(gpu, "lead_in_us"), t2, sizeof t2),
                        timefmt_us(num(gpu, "tail_us"), t3, sizeof t3));
         else
-            buf_printf(&b, "; no GPU activity (CPU-only trace)");
+            buf_printf(&b, "; no GPU activity in the trace"); /* CPU-only only with no device either: the doc cannot tell */
         if (json_is_object(steps))
             buf_printf(&b, "; %lld step%s, mean %s (p50 %s, p90 ", (long long)json_integer_value(json_object_get(steps, "count")),
                        json_integer_value(json_object_get(steps, "count")) == 1 ? "" : "s",

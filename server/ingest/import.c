@@ -101,6 +101,12 @@ int import_begin(import_pool *p, const import_opts *o, importer **out, char *err
         snprintf(err, errlen, "the body is %llu bytes; --max-upload is %llu", o->declared_bytes, p->lim.max_upload);
         return ERR_TOOBIG;
     }
+    for (size_t i = 0; i < o->nlabels; i++) {
+        if (load_label_refused(o->labels[i].key, o->labels[i].value)) {
+            snprintf(err, errlen, "%s", LOAD_LABEL_REFUSED_MSG);
+            return ERR_PARAM;
+        }
+    }
     int rc = take_slot(p, err, errlen);
     if (rc) return rc;
     importer *im = calloc(1, sizeof *im);
@@ -110,7 +116,8 @@ int import_begin(import_pool *p, const import_opts *o, importer **out, char *err
         return ERR_NOMEM;
     }
     im->pool = p;
-    load_opts lo = {o->name, o->labels, o->nlabels, p->lim.max_events, 0, p->lim.max_tracks, p->lim.max_name_bytes_per_event};
+    load_opts lo = {o->name, o->labels, o->nlabels, p->lim.max_events, 0, p->lim.max_tracks, p->lim.max_name_bytes_per_event,
+                    p->lim.max_distinct};
     im->ld = loader_new(p->st, &lo, err, errlen);
     if (!im->ld) {
         import_free(im);

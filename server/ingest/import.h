@@ -32,6 +32,9 @@ typedef struct import_limits {
     unsigned long long max_name_bytes_per_event; /* distinct names, kinds and shapes may total
                                         LOAD_NAME_BYTES_FREE plus this per event
                                         (--max-name-bytes-per-event); 0: none */
+    unsigned long long max_distinct; /* distinct strings, and distinct operators by name and
+                                        shapes, each at most this (--max-distinct, load.h);
+                                        0: none */
 } import_limits;
 
 /* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */
@@ -53,9 +56,9 @@ typedef struct import_opts {
 
 typedef struct importer importer;
 
-/* Takes a slot and opens the loader. 0 with *out set, or ERR_BUSY (no slot, or paused:
- * the message says which), ERR_TOOBIG (declared_bytes over max_upload), ERR_NOMEM,
- * ERR_DB; the message in err. On failure *out is NULL and no slot is held. */
+/* Takes a slot and opens the loader. 0 with *out set, or ERR_PARAM (a label load.h refuses:
+ * load_label_refused), ERR_BUSY (no slot, or paused: the message says which), ERR_TOOBIG
+ * (declared_bytes over max_upload), ERR_NOMEM, ERR_DB; the message in err. On failure *out is NULL and no slot is held. */
 int import_begin(import_pool *p, const import_opts *o, importer **out, char *err, size_t errlen);
 /* Parses the next bytes of the body. 0, or the upload's (first) error: ERR_PARSE,
  * ERR_INVALID, ERR_NOTTRACE, ERR_TOOBIG, ERR_FORMAT, ERR_IO, ERR_NOMEM, ERR_DB. */

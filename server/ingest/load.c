@@ -50,12 +50,15 @@ struct loader {
     chunk_builder **chunks; /* per track: events not yet written; NULL until its first event (builder_of) */
     buf *hblk;             /* per track: hrecs not yet written to scratch.hblk */
     buf minbuf;            /* store_event: the event's text without whitespace */
+    buf scrubbuf;          /* store_event: the event's text made valid UTF-8, when it was not */
     double *chunk_min, *chunk_max;
     size_t capchunks, caphblk, capchunk_min, capchunk_max; /* capacities (vec.h); ntracks in use */
     long long next_chunk;
     size_t pending;     /* heap bytes the tracks' chunk builders and host blocks hold (track_mem; budget) */
     intern *track_keys; /* "pid\x1ftid" -> track index */
     intern *count_keys; /* counts keys (count_key) -> index into counts */
+    intern *op_keys;    /* (kind, name, shapes) of the host events that have shapes (max_distinct) */
+    struct { int32_t k[3]; } op_seen[256]; /* the last keys op_keys was asked about, by hash: most repeat */
     long long *counts;
     size_t capcounts;
     chunk_builder synth; /* synthesized events (synth.h) not yet written */
@@ -469,6 +472,26 @@ static int host_order(track_info *ti, double ts, double dur) {
     return late;
 }
 
+/* Counts the host operator (kind, name, shapes) of an event that has input shapes, for
+ * max_distinct (load.h): 0, ERR_NOMEM, or ERR_TOOBIG with the loader thread's message. A
+ * host event without shapes makes an operator row per (kind, name), which the strings'
+ * bound already bounds. Why op_seen: a trace repeats its few (name, shapes) in a row, and
+ * hashing the key into op_keys for every host event is the cost op_seen spares. */
+static int count_op(loader *l, long kind, long name, long shapes) {
+    int32_t k[3] = {(int32_t)kind, (int32_t)name, (int32_t)shapes};
+    size_t h = ((size_t)kind * 31u + (size_t)name * 1000003u + (size_t)shapes * 7919u) % (sizeof l->op_seen / sizeof l->op_seen[0]);
+    if (!memcmp(l->op_seen[h].k, k, sizeof k)) return 0;
+    if (intern_id(l->op_keys, (const char *)k, sizeof k) < 0) return w_fail(l, ERR_NOMEM, "out of memory");
+    memcpy(l->op_seen[h].k, k, sizeof k);
+    if (l->opts.max_distinct && intern_count(l->op_keys) > l->opts.max_distinct) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the trace has more than %llu distinct operators by name and input shapes (--max-distinct)",
+                 l->opts.max_distinct);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
+    return 0;
+}
+
 /* One scratch.ev row (trace.h: what a query seeks or joins). */
 static int insert_ev(loader *l, const ingest_event *e, int cls, long kind_id, long name_id, long tr, const track_info *ti, double ts,
                      double dur) {
@@ -535,6 +558,7 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     if (!rc && s) rc = bind_str(l, s, 14, e->block, &block);
     if (!rc && (cls == EV_GPU || cls == EV_GPU_ANN)) rc = add_gpu_agg(l, cls, kind_id, name_id, dur, grid, block, e);
     if (rc) return w_fail(l, rc, "out of memory");
+    if (host && shapes >= 0 && (rc = count_op(l, kind_id, name_id, shapes))) return rc;
     if (s && (rc = insert_ev(l, e, cls, kind_id, name_id, tr, ti, ts, dur))) return rc;
     if (!host) return 0;
     /* corr: a memory event has none; it carries its device there (trace.h) */
@@ -542,9 +566,12 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     long long bytes = e->has_bytes ? e->bytes : 0;
     if (cls == EV_HOST_OP) bytes = xargs_id(l, e); /* trace.h: an op's bytes name its xargs */
     if (bytes == -2) return w_fail(l, ERR_NOMEM, "out of memory");
+    int mem = cls == EV_MEMORY;
     hrec h = {ts, ts + dur, dur, bytes, corr, l->t.analysed,
               (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
-              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late};
+              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late,
+              mem && e->has_total_alloc && e->total_alloc >= 0 ? e->total_alloc : -1,
+              mem && e->has_total_reserved && e->total_reserved >= 0 ? e->total_reserved : -1};
     if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
     return 0;
 }
@@ -555,7 +582,7 @@ static int python_range(loader *l, const ingest_event *e, const char *kind, long
     if (strcmp(kind, "python_function") || strcmp(e->ph, "X") || !e->has_ts || !e->has_dur) return 0;
     track_info *ti = &l->t.tracks[tr];
     int late = host_order(ti, e->ts, e->dur);
-    hrec h = {e->ts, e->ts + e->dur, e->dur, 0, 0, l->t.analysed, (int32_t)kind_id, (int32_t)name_id, -1, HREC_PY, 0, 0, (uint8_t)late};
+    hrec h = {e->ts, e->ts + e->dur, e->dur, 0, 0, l->t.analysed, (int32_t)kind_id, (int32_t)name_id, -1, HREC_PY, 0, 0, (uint8_t)late, -1, -1};
     int rc = add_hrec(l, tr, &h);
     return rc ? w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory") : 0;
 }
@@ -571,6 +598,21 @@ static int chunk_event(loader *l, const ingest_event *e, int cls, long kind_id, 
         jlen = ingest_minify(e->json, jlen, l->minbuf.p);
         l->minbuf.p[jlen] = '\0';
         json = l->minbuf.p;
+    }
+    /* The stored text is valid UTF-8, so that a download is JSON (RFC 8259 8.1). YAJL lets
+     * overlong forms, encoded surrogates and code points over U+10FFFF through; the parser
+     * refuses them in the fields it reads (names, pids, shapes: 400), but an args value, a
+     * key, a thread_name's label or a flow id went to the chunk as sent and came back in
+     * /trace, which strict parsers then refused (issue 43). Such bytes become U+FFFD: only
+     * inside strings can they be (JSON's structure is ASCII), where U+FFFD is text too.
+     * Checked 8 ASCII bytes a step; only an event that has them is copied. */
+    size_t ok = utf8_valid_prefix(json, jlen);
+    if (ok < jlen) {
+        if (buf_reserve(&l->scrubbuf, ok + 3 * (jlen - ok) + 1)) return w_fail(l, ERR_NOMEM, "out of memory");
+        memcpy(l->scrubbuf.p, json, ok);
+        jlen = ok + utf8_scrub(json + ok, jlen - ok, l->scrubbuf.p + ok);
+        l->scrubbuf.p[jlen] = '\0';
+        json = l->scrubbuf.p;
     }
     chunk_rec r = {ts, dur, (uint32_t)name_id, (uint32_t)kind_id, (uint8_t)cls, (uint8_t)e->ph[0], (uint32_t)jlen,
                    (uint8_t)((e->has_ts ? 0 : CHUNK_NO_TS) | (e->has_dur ? 0 : CHUNK_NO_DUR))};
@@ -607,6 +649,12 @@ static int store_event(void *ctx, const ingest_event *e) {
     note_shown(l, ti, e);
     if (count_event(l, e, cls, kind)) return w_fail(l, ERR_NOMEM, "out of memory");
     int rc = cls != EV_OTHER ? index_event(l, e, cls, kind, kind_id, name_id, tr) : python_range(l, e, kind, kind_id, name_id, tr);
+    if (!rc && l->opts.max_distinct && intern_count(l->t.strs) > l->opts.max_distinct) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "the trace has more than %llu distinct names, categories and input shapes (--max-distinct)",
+                 l->opts.max_distinct);
+        return w_fail(l, ERR_TOOBIG, msg);
+    }
     if (!rc && l->opts.max_name_bytes_per_event &&
         intern_bytes(l->t.strs) > LOAD_NAME_BYTES_FREE + l->seen * l->opts.max_name_bytes_per_event) {
         char msg[200];
@@ -692,9 +740,11 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->t.xargs = intern_new();
     l->track_keys = intern_new();
     l->count_keys = intern_new();
+    l->op_keys = intern_new();
+    memset(l->op_seen, 0xff, sizeof l->op_seen); /* -1s: no key */
     l->t.meta = json_object();
     l->cctx = ZSTD_createCCtx();
-    if (!l->cctx || !l->t.strs || !l->t.xargs || !l->track_keys || !l->count_keys || !l->t.meta) goto oom;
+    if (!l->cctx || !l->t.strs || !l->t.xargs || !l->track_keys || !l->count_keys || !l->op_keys || !l->t.meta) goto oom;
     l->t.db = store_scratch_get(st, &l->hold);
     if (!l->t.db) {
         snprintf(err, errlen, "cannot open the database");
@@ -787,6 +837,8 @@ static int add_counts(loader *l, analysis *a) {
     return 0;
 }
 
+int load_label_refused(const char *key, const char *value) { return !strcmp(key, "job") && value && !*value; }
+
 /* Name, labels and hardware for the report: the query's name and labels win over the
  * collector's firstpass object; a form's filename comes last. */
 static int prepare_identity(loader *l) {
@@ -800,6 +852,10 @@ static int prepare_identity(loader *l) {
     if (labels && q) json_object_update(labels, q);
     json_decref(q);
     l->t.labels = labels;
+    const char *k;
+    json_t *v;
+    json_object_foreach(labels, k, v) /* the query's were checked at import_begin; what the trace adds, here */
+        if (load_label_refused(k, json_string_value(v))) return set_err(l, ERR_INVALID, "firstpass.labels: " LOAD_LABEL_REFUSED_MSG);
     l->t.hardware = hardware_of(l->t.meta);
     return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
 }
@@ -824,6 +880,8 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
                 mono_ms() - t0, full, empty);
     }
     t0 = mono_ms();
+    intern_free(l->op_keys); /* counted for max_distinct while the events came; the analysis has its own */
+    l->op_keys = NULL;
     if (rc) {
         set_err(l, rc, l->w_err[0] ? l->w_err : "the events could not be stored");
         goto out;
@@ -940,6 +998,7 @@ void loader_free(loader *l) {
     json_decref(l->t.labels);
     intern_free(l->track_keys);
     intern_free(l->count_keys);
+    intern_free(l->op_keys);
     free(l->t.gpu_agg_first);
     free(l->t.gpu_aggs);
     free(l->counts);
@@ -948,6 +1007,7 @@ void loader_free(loader *l) {
     ZSTD_freeCCtx(l->cctx);
     buf_free(&l->keybuf);
     buf_free(&l->minbuf);
+    buf_free(&l->scrubbuf);
     json_decref(l->t.meta);
     fp_session_meta_free(&l->fm);
     free(l);

@@ -21,13 +21,34 @@ typedef struct load_opts {
     unsigned long long bytes_in; /* bytes received, recorded on the session */
     unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
     unsigned long long max_name_bytes_per_event; /* 0: no limit; see LOAD_NAME_BYTES_FREE */
+    unsigned long long max_distinct; /* 0: no limit; see below */
 } load_opts;
+
+/* max_distinct (--max-distinct) bounds what an upload holds in memory per distinct text, a
+ * bound that does not grow with its events: the distinct strings (event names, categories,
+ * input shapes, grids, blocks: the string table, t.strs) and the distinct host operators by
+ * kind, name and input shapes (the operator table's second grouping, host.c's aggs) are
+ * each at most max_distinct; one more: ERR_TOOBIG, naming the flag. Why: each distinct
+ * text costs ~70 bytes in the string table and each operator row ~300 bytes of analysis
+ * state, whatever the events: 1M distinct "Input Dims" took +268 MB and 3M 951 MB, ~6 GB
+ * at --max-events (issue 43); 1,000 names x 1,000 shapes are 2,000 strings but 1M rows.
+ * Real traces hold a few thousand (the 26 in shared/data/traces: at most 1,705 rows). */
 
 /* The distinct names, kinds and shapes of one upload may total this much, plus
  * max_name_bytes_per_event for each event so far; more: ERR_TOOBIG. Each distinct name is
  * stored several times (strings, operators or kernels, the report), so 100 names of 1 MiB
  * in a 107 KB gzip stored 318 MB (issue 22). */
 #define LOAD_NAME_BYTES_FREE (16ull << 20)
+
+/* Labels follow api/session.h's rules (a non-empty key, a value that may be empty), and one
+ * more: the `job` label names a job, read back at GET /api/v1/jobs/{job}, and a path segment
+ * cannot be empty, so `job:` with no value would list a job nobody can fetch (issue 43). Such
+ * a label is refused at upload, in ?label= (400 invalid_parameter, before the body is read)
+ * and in the trace's "firstpass".labels (400 invalid_trace); the Python handler never sends
+ * one (it leaves the label out when TORCHELASTIC_RUN_ID is empty). 1 when key:value is
+ * refused. */
+int load_label_refused(const char *key, const char *value);
+#define LOAD_LABEL_REFUSED_MSG "the label job needs a value: a job is read back at /api/v1/jobs/{job} (label=job:NAME)"
 
 typedef struct loader loader;
 

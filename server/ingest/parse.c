@@ -24,6 +24,7 @@
 #include "ingest/minify.h"
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/utf8.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -38,6 +39,7 @@
 enum field {
     F_NONE, F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ARGS,
     A_CORR, A_EXT, A_DEVICE, A_STREAM, A_BYTES, A_DEVTYPE, A_REGS, A_SMEM,
+    A_TOTAL_ALLOC, A_TOTAL_RESERVED,
     A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC
 };
 
@@ -287,40 +289,18 @@ static int set_num(ingest *in, const char *s, size_t n) {
     case A_DEVTYPE: e->devtype = ll; e->has_devtype = 1; break;
     case A_REGS: e->regs = ll; e->has_regs = 1; break;
     case A_SMEM: e->smem = ll; e->has_smem = 1; break;
+    case A_TOTAL_ALLOC: e->total_alloc = ll; e->has_total_alloc = 1; break;
+    case A_TOTAL_RESERVED: e->total_reserved = ll; e->has_total_reserved = 1; break;
     default: break;
     }
     return 0;
 }
 
-/* 1 when s (n bytes) is UTF-8 as RFC 3629 has it. YAJL checks only the shape of a
- * multi-byte sequence, so overlong forms (C0 AF), encoded surrogates (ED A0 80) and code
- * points over U+10FFFF (F4 90 ...) get through it; Jansson refuses them later, and an
- * operator named so vanished from /operators, a kernel failed the upload with a 500
- * (issue 22). The usual all-ASCII string is checked eight bytes a step. */
-static int utf8_valid(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) { i += 8; continue; }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) { i++; continue; }
-        size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-        if (c < 0xC2 || c > 0xF4 || i + len > n) return 0; /* C0, C1: overlong 2-byte forms */
-        unsigned c1 = s[i + 1];
-        if ((c1 & 0xC0) != 0x80) return 0;
-        if (c == 0xE0 && c1 < 0xA0) return 0; /* overlong 3-byte */
-        if (c == 0xED && c1 > 0x9F) return 0; /* U+D800..DFFF, surrogates */
-        if (c == 0xF0 && c1 < 0x90) return 0; /* overlong 4-byte */
-        if (c == 0xF4 && c1 > 0x8F) return 0; /* over U+10FFFF */
-        for (size_t k = 2; k < len; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return 0;
-        i += len;
-    }
-    return 1;
-}
+/* 1 when s (n bytes) is UTF-8 as RFC 3629 has it (lib/utf8.h). YAJL checks only the shape of
+ * a multi-byte sequence, so overlong forms, encoded surrogates and code points over U+10FFFF
+ * got through it to Jansson, which refuses them: an operator named so vanished from
+ * /operators, a kernel failed the upload with a 500 (issue 22). */
+static int utf8_valid(const unsigned char *s, size_t n) { return utf8_valid_prefix((const char *)s, n) == n; }
 
 /* ERR_INVALID for a string of the event being parsed that is not UTF-8, with where it is. */
 static int bad_utf8(ingest *in, const char *what) {
@@ -489,6 +469,7 @@ static enum field args_key(const unsigned char *k, size_t n) {
     K("Input Dims", A_SHAPES); K("grid", A_GRID); K("block", A_BLOCK);
     K("Input type", A_TYPES); K("Concrete Inputs", A_CONCRETE);
     K("blocks per SM", A_BPS); K("est. achieved occupancy %", A_OCC);
+    K("Total Allocated", A_TOTAL_ALLOC); K("Total Reserved", A_TOTAL_RESERVED);
     return F_NONE;
 #undef K
 }

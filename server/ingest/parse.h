@@ -32,6 +32,8 @@ typedef struct ingest_event {
     long long regs, smem;        /* registers per thread, shared memory */
     double bps, occ;             /* args["blocks per SM"], args["est. achieved occupancy %"] (kernels) */
     int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem, has_bps, has_occ;
+    long long total_alloc, total_reserved; /* [memory]: args "Total Allocated" / "Total Reserved", the allocator's after the event */
+    int has_total_alloc, has_total_reserved;
     const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
     const char *types;           /* args["Input type"] as Python's str(): "['float', 'Scalar']"; NULL if absent */

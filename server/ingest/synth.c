@@ -106,14 +106,14 @@ static int names(S *s) {
         if (state[p] != 2) continue;
         const track_info *ti = &t->tracks[first[p]];
         if (ti->gpu) gpu_label(t, ti->device, label, sizeof label);
-        else snprintf(label, sizeof label, "process %s", ti->pid);
+        else utf8_snprintf(label, sizeof label, "process %s", ti->pid); /* a long pid cut inside a character: not JSON */
         rc = emit_name(s, "process_name", ti->pid, "0", label);
     }
     for (size_t i = 0; i < t->ntracks && !rc; i++) {
         const track_info *ti = &t->tracks[i];
         if (!ti->shown || ti->thread_named) continue;
         if (ti->gpu) snprintf(label, sizeof label, "stream %lld", ti->stream);
-        else snprintf(label, sizeof label, "thread %s", ti->tid);
+        else utf8_snprintf(label, sizeof label, "thread %s", ti->tid);
         rc = emit_name(s, "thread_name", ti->pid, ti->tid, label);
     }
     intern_free(pids);

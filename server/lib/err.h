@@ -36,7 +36,8 @@ enum {
     ERR_REQUEST = -23,      /* the request's framing is ambiguous or unsupported: 400 bad_request */
     ERR_FULL = -24,         /* the disk (or the database's limit) is full: 507 insufficient_storage */
     ERR_DBDOWN = -25,       /* the database does not answer (GET /healthz; PostgreSQL gone under a request, store_fail): 503 database_unreachable */
-    ERR_LAST = -25          /* the lowest value: tests walk ERR_LAST..-1 */
+    ERR_RATE = -26,         /* a rate bound was reached (captures of a target per hour): 429 rate_limited */
+    ERR_LAST = -26          /* the lowest value: tests walk ERR_LAST..-1 */
 };
 
 #endif

@@ -5,7 +5,9 @@
  * see MHD types. */
 #include "store/history.h"
 
+#include <assert.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "lib/buf.h"
 #include "lib/err.h"
 #include "lib/timefmt.h"
+#include "lib/utf8.h"
 
 /* ---- small helpers ---- */
 
@@ -457,6 +460,179 @@ static json_t *all_items(db_conn *db, long long base, long long head, const hist
     return items;
 }
 
+/* ---- the gate (history.h): the step and each named phase against the steps' noise ---- */
+
+typedef struct step_stats {
+    int n;           /* steps in the stored breakdown */
+    double mean, sd; /* us; sd: the sample standard deviation, 0 with one step */
+} step_stats;
+
+/* The step durations of a session's stored step breakdown (analysis.report "breakdown",
+ * GET /steps): *st, n 0 when it has none (or was stored before the breakdown existed).
+ * 0 or ERR_DB. Why the breakdown's steps: they are the steps the page draws and tb-profiler
+ * counts (ProfilerStep#N extended to its GPU work), one definition on every surface. */
+static int step_stats_of(db_conn *db, long long id, step_stats *st) {
+    memset(st, 0, sizeof *st);
+    db_stmt *s = prep(db, "SELECT report FROM analysis WHERE session_id = ?");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+        json_error_t e;
+        const char *txt = (const char *)db_column_text(s, 0);
+        json_t *doc = txt ? json_loads(txt, 0, &e) : NULL, *x;
+        json_t *steps = json_object_get(json_object_get(doc, "breakdown"), "steps");
+        size_t i, n = json_array_size(steps);
+        double sum = 0, sq = 0;
+        json_array_foreach(steps, i, x) sum += json_number_value(json_object_get(x, "dur_us"));
+        st->mean = n ? sum / (double)n : 0;
+        /* two passes: the squares of the deviations, not of the durations (no cancellation) */
+        json_array_foreach(steps, i, x) {
+            double d = json_number_value(json_object_get(x, "dur_us")) - st->mean;
+            sq += d * d;
+        }
+        st->n = n > INT32_MAX ? INT32_MAX : (int)n;
+        st->sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
+        json_decref(doc);
+    }
+    db_finalize(s);
+    return r == DB_ROW || r == DB_DONE ? 0 : ERR_DB;
+}
+
+/* The noise floor of two step means (history.h). Invariant: both sides have steps. */
+static double noise_of(const hist_thresholds *t, const step_stats *b, const step_stats *h) {
+    assert(b->n > 0 && h->n > 0);
+    double vb = b->n > 1 ? b->sd * b->sd : h->n > 1 ? h->sd * h->sd : 0;
+    double vh = h->n > 1 ? h->sd * h->sd : vb;
+    double z = HIST_NOISE_Z * sqrt(vb / b->n + vh / h->n);
+    return z > t->abs_us ? z : t->abs_us;
+}
+
+static const char *judge(double b, double h, double noise) {
+    return h - b > noise ? "regressed" : b - h > noise ? "improved" : "unchanged";
+}
+
+static json_t *stats_json(const step_stats *st) {
+    return json_pack("{s:i,s:f,s:f}", "count", st->n, "mean_us", st->mean, "stdev_us", st->sd);
+}
+
+/* {"kind\x1fname": total_us} of the named phases (ProfilerStep* aside: it is the step). */
+static json_t *phase_totals(db_conn *db, long long id) {
+    db_stmt *s = prep(db, "SELECT kind, name, total_us FROM phases WHERE session_id = ? AND name != 'ProfilerStep*'");
+    if (!s) return NULL;
+    json_t *m = json_object();
+    int st;
+    db_bind_int64(s, 1, id);
+    while ((st = db_step(s)) == DB_ROW) {
+        const char *c = (const char *)db_column_text(s, 0), *n = (const char *)db_column_text(s, 1);
+        buf k = {0};
+        if (buf_printf(&k, "%s\x1f%s", c ? c : "", n ? n : "")) {
+            buf_free(&k);
+            st = ERR_NOMEM;
+            break;
+        }
+        json_object_set_new(m, k.p, json_real(db_column_double(s, 2)));
+        buf_free(&k);
+    }
+    db_finalize(s);
+    if (step_rc(st)) {
+        json_decref(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* Regressed before improved, then |delta_us|, then name. */
+static int by_phase(const void *pa, const void *pb) {
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    int ra = strcmp(item_str(a, "direction"), "regressed") != 0, rb = strcmp(item_str(b, "direction"), "regressed") != 0;
+    if (ra != rb) return ra - rb;
+    double da = fabs(json_number_value(json_object_get(a, "delta_us"))), db = fabs(json_number_value(json_object_get(b, "delta_us")));
+    if (da != db) return da < db ? 1 : -1;
+    return strcmp(item_str(a, "name"), item_str(b, "name"));
+}
+
+/* The named phases whose time per step moved past noise, regressed first (then by |delta|),
+ * into arr; *nreg: how many regressed. 0, ERR_NOMEM or ERR_DB. */
+static int phase_verdicts(db_conn *db, long long base, long long head, const basis *bs, double noise, json_t *arr, int *nreg) {
+    json_t *b = phase_totals(db, base), *h = b ? phase_totals(db, head) : NULL, *keys = json_object(), *v;
+    const char *key;
+    *nreg = 0;
+    if (!b || !h) {
+        json_decref(b);
+        json_decref(h);
+        json_decref(keys);
+        return ERR_DB;
+    }
+    json_object_foreach(b, key, v) json_object_set_new(keys, key, json_true());
+    json_object_foreach(h, key, v) json_object_set_new(keys, key, json_true());
+    json_t *moved_ = json_array();
+    json_object_foreach(keys, key, v) {
+        json_t *bv = json_object_get(b, key), *hv = json_object_get(h, key);
+        double bp = bv ? json_real_value(bv) / bs->base_steps : 0, hp = hv ? json_real_value(hv) / bs->head_steps : 0;
+        const char *dir = judge(bp, hp, noise), *sep = strchr(key, '\x1f');
+        if (!strcmp(dir, "unchanged")) continue;
+        *nreg += !strcmp(dir, "regressed");
+        json_t *o = json_pack("{s:s%,s:s,s:s,s:f,s:f,s:f,s:o,s:s}", "kind", key, (size_t)(sep - key), "name", sep + 1, "status",
+                              !bv ? "appeared" : !hv ? "disappeared" : "changed", "base_per_step_us", bp, "head_per_step_us", hp,
+                              "delta_us", hp - bp, "relative", bp != 0 ? json_real((hp - bp) / bp) : json_null(), "direction", dir);
+        json_array_append_new(moved_, o);
+    }
+    /* regressed first, then the larger move: the reader sees the worst first */
+    size_t n = json_array_size(moved_);
+    json_t **v2 = calloc(n ? n : 1, sizeof *v2);
+    for (size_t i = 0; v2 && i < n; i++) v2[i] = json_array_get(moved_, i);
+    if (v2 && n) qsort(v2, n, sizeof *v2, by_phase);
+    for (size_t i = 0; v2 && i < n; i++) json_array_append(arr, v2[i]);
+    int rc = v2 ? 0 : ERR_NOMEM;
+    free(v2);
+    json_decref(moved_);
+    json_decref(keys);
+    json_decref(b);
+    json_decref(h);
+    return rc;
+}
+
+/* The gate's verdict on head against base (history.h) as {"gate","steps","noise_us",
+ * "phases","regressed","why"}; nitems_reg: the items that regressed. NULL when SQLite failed. */
+static json_t *verdict_of(db_conn *db, long long base, long long head, const hist_thresholds *t, const basis *bs, int nitems_reg) {
+    step_stats sb, sh;
+    if (step_stats_of(db, base, &sb) || step_stats_of(db, head, &sh)) return NULL;
+    const char *gate = t->strict ? "operators" : "steps";
+    char why[1024], t1[32], t2[32], t3[32];
+    int o = 0;
+    if (sb.n == 0 || sh.n == 0 || !bs->per_step) {
+        /* No steps to feel: the items are all there is to judge by. */
+        utf8_snprintf(why, sizeof why, "not both sessions have steps (%d and %d): judged by the operator, kernel, phase and GPU idle "
+                                  "movements past the thresholds, %d regressed", sb.n, sh.n, nitems_reg);
+        return json_pack("{s:s,s:n,s:n,s:[],s:b,s:s}", "gate", gate, "steps", "noise_us", "phases", "regressed", nitems_reg > 0, "why", why);
+    }
+    double noise = noise_of(t, &sb, &sh);
+    const char *dir = judge(sb.mean, sh.mean, noise);
+    json_t *phases = json_array();
+    int nph = 0;
+    if (phase_verdicts(db, base, head, bs, noise, phases, &nph)) {
+        json_decref(phases);
+        return NULL;
+    }
+    int reg = !strcmp(dir, "regressed") || nph > 0 || (t->strict && nitems_reg > 0);
+    o = utf8_snprintf(why, sizeof why, "step mean %s against %s (%+.1f%%), ", timefmt_us(sh.mean, t1, sizeof t1),
+                 timefmt_us(sb.mean, t2, sizeof t2), sb.mean > 0 ? (sh.mean - sb.mean) / sb.mean * 100 : 0.0);
+    o += utf8_snprintf(why + o, sizeof why - (size_t)o, "%s the noise floor of %s: %s", strcmp(dir, "unchanged") ? "beyond" : "within",
+                  timefmt_us(noise, t3, sizeof t3), dir);
+    if (nph && o < (int)sizeof why) {
+        const json_t *p = json_array_get(phases, 0);
+        o += utf8_snprintf(why + o, sizeof why - (size_t)o, "; %d named phase%s regressed, first %.200s (%s per step more)", nph, nph == 1 ? "" : "s",
+                      item_str(p, "name"), timefmt_us(json_number_value(json_object_get(p, "delta_us")), t1, sizeof t1));
+    }
+    if (o < (int)sizeof why)
+        o += utf8_snprintf(why + o, sizeof why - (size_t)o, t->strict ? "; gate operators: %d item%s regressed" : "; %d item%s regressed past the thresholds (the explanation, not the verdict)",
+                      nitems_reg, nitems_reg == 1 ? "" : "s");
+    json_t *steps = json_pack("{s:o,s:o,s:f,s:o,s:s}", "base", stats_json(&sb), "head", stats_json(&sh), "delta_us", sh.mean - sb.mean,
+                              "relative", sb.mean > 0 ? json_real((sh.mean - sb.mean) / sb.mean) : json_null(), "direction", dir);
+    return json_pack("{s:s,s:o,s:f,s:o,s:b,s:s}", "gate", gate, "steps", steps, "noise_us", noise, "phases", phases, "regressed", reg, "why", why);
+}
+
 static json_t *basis_json(const basis *bs) {
     return json_pack("{s:s,s:f,s:f}", "basis", bs->per_step ? "per_step" : "per_call", "base_steps", bs->base_steps, "head_steps",
                      bs->head_steps);
@@ -472,11 +648,18 @@ int history_diff(db_conn *db, long long base, long long head, const hist_thresho
     json_decref(raw);
     json_array_foreach(items, i, it)
         if (!strcmp(item_str(it, "direction"), "regressed")) json_array_append(regs, it);
+    json_t *v = verdict_of(db, base, head, t, &bs, nreg);
+    if (!v) {
+        json_decref(items);
+        json_decref(regs);
+        return ERR_DB;
+    }
     *out = basis_json(&bs);
     json_object_set_new(*out, "thresholds", json_pack("{s:f,s:f,s:f,s:f}", "rel", t->rel, "abs_us", t->abs_us, "abs_calls", t->abs_calls,
                                                       "abs_share", t->abs_share));
     json_object_set_new(*out, "regressions", regs);
     json_object_set_new(*out, "items", items);
+    json_object_set_new(*out, "verdict", v);
     return 0;
 }
 
@@ -513,7 +696,15 @@ int history_regressions(db_conn *db, long long id, const char *name, const hist_
     }
     json_t *items = sorted(raw, &nreg);
     json_decref(raw);
-    *out = json_pack("{s:b,s:s,s:O,s:I,s:I,s:b,s:{s:f,s:f,s:f,s:f},s:{s:i,s:i},s:o}", "regressed", nreg > 0, "baseline", name,
+    json_t *v = verdict_of(db, base, id, t, &bs, nreg);
+    if (!v) {
+        json_decref(items);
+        json_decref(bl);
+        return ERR_DB;
+    }
+    /* The gate decides (history.h); the items are what moved, the explanation. */
+    int regressed = json_is_true(json_object_get(v, "regressed"));
+    *out = json_pack("{s:b,s:s,s:O,s:I,s:I,s:b,s:{s:f,s:f,s:f,s:f},s:{s:i,s:i},s:o}", "regressed", regressed, "baseline", name,
                      "baseline_labels", json_object_get(bl, "labels"), "base_session_id", (json_int_t)base, "head_session_id",
                      (json_int_t)id, "auto_picked", name == picked, "thresholds", "rel", t->rel, "abs_us", t->abs_us, "abs_calls",
                      t->abs_calls, "abs_share", t->abs_share, "counts", "regressed", nreg, "improved",
@@ -521,6 +712,8 @@ int history_regressions(db_conn *db, long long id, const char *name, const hist_
     json_t *bj = basis_json(&bs);
     json_object_update(*out, bj);
     json_decref(bj);
+    json_object_set(*out, "gate", json_object_get(v, "gate"));
+    json_object_set_new(*out, "verdict", v);
     json_decref(bl);
     return 0;
 }

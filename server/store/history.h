@@ -19,7 +19,20 @@
  *             (count)
  *   session   gpu_idle_fraction (share of wall time with no GPU activity, 0..1)
  * Thresholds: rel for all; abs_us for times, abs_calls for calls, abs_share for the idle
- * fraction. */
+ * fraction.
+ *
+ * The gate ("regressed"): what users feel, the step, judged against the steps' own noise.
+ * Steps are the step breakdown's (GET /steps: tb-profiler's steps, ProfilerStep#N extended to
+ * their GPU work), their durations read from each session's stored breakdown. With n steps,
+ * mean m and sample standard deviation s on each side, the noise floor is
+ *   noise = max(abs_us, HIST_NOISE_Z * sqrt(s_base^2 / n_base + s_head^2 / n_head))
+ * (a side with one step borrows the other side's s; both with one: abs_us alone). The step
+ * verdict is "regressed" when m_head - m_base > noise, "improved" when m_base - m_head > noise,
+ * else "unchanged". Each named phase (the phases table without ProfilerStep*), per step,
+ * is judged against the same noise floor. regressed = the step or a phase regressed; the
+ * items above are the explanation. Where not both sessions have steps, the gate is the items
+ * (regressed = an item regressed). gate "operators" (hist_thresholds.strict, ?gate=operators)
+ * is the stricter gate: the step, the phases AND every item. */
 #ifndef FP_HISTORY_H
 #define FP_HISTORY_H
 
@@ -34,8 +47,11 @@
 #define HIST_LABELS_MAX 16
 #define HIST_NAME_MAX 64
 
+#define HIST_NOISE_Z 2.0          /* standard errors of the step means' difference */
+
 typedef struct hist_thresholds {
     double rel, abs_us, abs_calls, abs_share;
+    int strict;                   /* 1: gate "operators" (an item regressing fails too); 0: gate "steps" */
 } hist_thresholds;
 
 /* key:value pairs that must all match (borrowed strings). */
@@ -81,8 +97,8 @@ int history_trend_metric(const char *metric, int *needs_op);
 const char *history_trend_metrics(void); /* comma-separated, for error messages */
 
 /* head against base, as GET /api/v1/compare's per_step: {"basis":"per_step"|"per_call",
- * "base_steps","head_steps","thresholds","regressions":[items regressed],"items":[all]}
- * (items as in the regressions reply). 0 or ERR_DB. */
+ * "base_steps","head_steps","thresholds","regressions":[items regressed],"items":[all],
+ * "verdict"} (items and verdict as in the regressions reply). 0 or ERR_DB. */
 int history_diff(db_conn *db, long long base, long long head, const hist_thresholds *t, json_t **out);
 
 #endif

@@ -15,14 +15,14 @@ static db_stmt *prep(db_conn *db, const char *sql) {
     return (s = db_prepare(db, sql)) ? s : NULL;
 }
 
-/* sql with each "%s" the rank as a number the way SQLite's CAST(x AS INTEGER) reads it
- * (its leading integer, 0 for none, NULL for NULL, NULLs first): on PostgreSQL fp_int()
- * (schema_pg.sql) with NULLS FIRST, since a plain cast fails on "abc". */
+/* sql with each "%s" (one or two of them) the rank as a number the way SQLite's CAST(x AS
+ * INTEGER) reads it (its leading integer, 0 for none, NULL for NULL, NULLs first): on
+ * PostgreSQL fp_int() (schema_pg.sql) with NULLS FIRST, since a plain cast fails on "abc". */
 static db_stmt *prep_rank(db_conn *db, const char *sql, const char *col) {
-    char buf[1024], expr[96];
+    char buf[1536], expr[96];
     if (db_kind_of(db) == DB_PG) snprintf(expr, sizeof expr, "fp_int(%s) NULLS FIRST", col);
     else snprintf(expr, sizeof expr, "CAST(%s AS INTEGER)", col);
-    snprintf(buf, sizeof buf, sql, expr);
+    if (snprintf(buf, sizeof buf, sql, expr, expr) >= (int)sizeof buf) return NULL;
     return prep(db, buf);
 }
 
@@ -30,7 +30,7 @@ int jobs_list(db_conn *db, json_t **out) {
     db_stmt *s = prep(db,
         "SELECT l.value, COUNT(*), COUNT(DISTINCT r.value), MAX(l.session_id) FROM labels l"
         " LEFT JOIN labels r ON r.session_id = l.session_id AND r.key = 'rank'"
-        " WHERE l.key = 'job' GROUP BY l.value ORDER BY MAX(l.session_id) DESC LIMIT ?1");
+        " WHERE l.key = 'job' AND l.value != '' GROUP BY l.value ORDER BY MAX(l.session_id) DESC LIMIT ?1");
     if (!s) return ERR_DB;
     db_bind_int64(s, 1, JOBS_LIST_MAX);
     json_t *jobs = json_array();
@@ -176,19 +176,23 @@ static json_t *straggler(json_t *ranks) {
                      "others_median_us", med, "slower_by", med > 0 ? wm / med - 1 : 0, "differs", differs);
 }
 
-/* Per phase name (CPU ranges), each rank's count and mean: the JOB_PHASES_MAX longest. */
+/* Per phase name (CPU ranges), each rank's count and mean: the JOB_PHASES_MAX longest, over
+ * the ranks jobs_get lists (the first JOB_RANKS_MAX in its order). Why the same cap: without
+ * it a job of 10,000 sessions listed 4,096 ranks and a phases table of 10,000 (issue 43). */
 static json_t *phase_table(db_conn *db, const char *job) {
     db_stmt *s = prep_rank(db,
-        "WITH js AS (SELECT l.session_id AS id, r.value AS rank FROM labels l LEFT JOIN labels r ON r.session_id = l.session_id"
+        "WITH jl AS (SELECT l.session_id AS id, r.value AS rank FROM labels l LEFT JOIN labels r ON r.session_id = l.session_id"
         " AND r.key = 'rank' WHERE l.key = 'job' AND l.value = ?1),"
+        " js AS (SELECT id, rank FROM jl ORDER BY rank IS NULL, %s, id LIMIT ?3),"
         " top AS (SELECT p.name FROM phases p JOIN js ON js.id = p.session_id WHERE p.kind = 'cpu' GROUP BY p.name"
         " ORDER BY SUM(p.total_us) DESC LIMIT ?2)"
         " SELECT p.name, js.rank, js.id, p.count, p.total_us FROM phases p JOIN js ON js.id = p.session_id JOIN top ON top.name = p.name"
-        " WHERE p.kind = 'cpu' ORDER BY p.name, %s, js.id", "js.rank");
+        " WHERE p.kind = 'cpu' ORDER BY p.name, %s, js.id", "rank");
     json_t *out = json_array(), *cur = NULL;
     if (!s) return out;
     db_bind_text(s, 1, job);
     db_bind_int64(s, 2, JOB_PHASES_MAX);
+    db_bind_int64(s, 3, JOB_RANKS_MAX);
     while (db_step(s) == DB_ROW) {
         const char *name = (const char *)db_column_text(s, 0), *rank = (const char *)db_column_text(s, 1);
         if (!cur || strcmp(json_string_value(json_object_get(cur, "name")), name)) {

@@ -732,7 +732,7 @@ int query_compare(db_conn *db, long long base, long long head, json_t **out) {
     if (rc) { json_decref(bs); return rc; }
     json_t *bo = load_side(db, base, 0), *ho = load_side(db, head, 0), *bp = load_side(db, base, 1), *hp = load_side(db, head, 1);
     /* per step (or per call): what moved beyond the noise floor, the totals beside */
-    hist_thresholds t = {COMPARE_REL, COMPARE_ABS_US, COMPARE_ABS_CALLS, HIST_ABS_SHARE_DEFAULT};
+    hist_thresholds t = {COMPARE_REL, COMPARE_ABS_US, COMPARE_ABS_CALLS, HIST_ABS_SHARE_DEFAULT, 0};
     json_t *ps = NULL;
     rc = history_diff(db, base, head, &t, &ps);
     *out = json_pack("{s:o,s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1), "per_step",

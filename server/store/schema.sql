@@ -201,3 +201,49 @@ CREATE TABLE baseline_labels (
   value TEXT NOT NULL,
   PRIMARY KEY (name, key)
 ) WITHOUT ROWID;
+
+-- Serving agents and their captures (captures.c, schema version 8, issue 44). An agent is a
+-- firstpass-upload --target beside serving engines; it registers the engines it can profile
+-- (targets), long-polls for capture requests and reports each one's progress.
+CREATE TABLE agents (
+  name          TEXT PRIMARY KEY,             -- [A-Za-z0-9._-]{1,64}
+  host          TEXT NOT NULL DEFAULT '',
+  version       TEXT NOT NULL DEFAULT '',
+  registered_at INTEGER NOT NULL,             -- unix seconds, its last registration
+  last_seen     INTEGER NOT NULL              -- unix seconds, its last request (poll, status)
+);
+
+-- The engines agents can profile: only these can be captured. A name is one target whichever
+-- agent registered it last; an agent's registration replaces all of its targets.
+CREATE TABLE targets (
+  name          TEXT PRIMARY KEY,             -- [A-Za-z0-9._-]{1,64}
+  agent         TEXT NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+  engine        TEXT NOT NULL,                -- 'vllm' | 'sglang' | 'torch'
+  url           TEXT NOT NULL,                -- the engine's base URL as its agent reaches it
+  dir           TEXT NOT NULL DEFAULT '',     -- where its traces land, as its agent sees them
+  registered_at INTEGER NOT NULL
+);
+CREATE INDEX targets_agent ON targets(agent);
+
+-- One profile of a target asked for by POST /api/v1/captures. Its sessions are those
+-- labelled capture:<id> (the agent sends them so, with job:capture-<id>). Invariant: at most
+-- one capture of a target is in flight (queued, running or flushing): the partial unique
+-- index, so that two servers on one database cannot both start one.
+CREATE TABLE captures (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  target      TEXT NOT NULL,                  -- no foreign key: a capture outlives its target
+  agent       TEXT NOT NULL,                  -- the agent that held the target when asked
+  engine      TEXT NOT NULL,
+  seconds     INTEGER,                        -- how long; NULL when by steps
+  steps       INTEGER,                        -- how many engine steps (SGLang); NULL when by seconds
+  options     TEXT NOT NULL DEFAULT '{}',     -- JSON: record_shapes, with_stack
+  status      TEXT NOT NULL,                  -- 'queued' | 'running' | 'flushing' | 'uploaded' | 'failed'
+  error       TEXT,                           -- why it failed (the engine's own words, or a timeout)
+  created_at  INTEGER NOT NULL,               -- unix seconds
+  claimed_at  INTEGER,                        -- the agent's poll took it
+  updated_at  INTEGER NOT NULL,
+  finished_at INTEGER                         -- uploaded or failed
+);
+CREATE INDEX captures_target ON captures(target, created_at);
+CREATE INDEX captures_agent ON captures(agent, status);
+CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');

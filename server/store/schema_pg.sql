@@ -177,6 +177,44 @@ CREATE TABLE baseline_labels (
   PRIMARY KEY (name, key)
 );
 
+-- Serving agents and their captures (captures.c, version 6): as schema.sql.
+CREATE TABLE agents (
+  name          TEXT COLLATE "C" PRIMARY KEY,
+  host          TEXT COLLATE "C" NOT NULL DEFAULT '',
+  version       TEXT COLLATE "C" NOT NULL DEFAULT '',
+  registered_at BIGINT NOT NULL,
+  last_seen     BIGINT NOT NULL
+);
+
+CREATE TABLE targets (
+  name          TEXT COLLATE "C" PRIMARY KEY,
+  agent         TEXT COLLATE "C" NOT NULL REFERENCES agents(name) ON DELETE CASCADE,
+  engine        TEXT COLLATE "C" NOT NULL,
+  url           TEXT COLLATE "C" NOT NULL,
+  dir           TEXT COLLATE "C" NOT NULL DEFAULT '',
+  registered_at BIGINT NOT NULL
+);
+CREATE INDEX targets_agent ON targets(agent);
+
+CREATE TABLE captures (
+  id          BIGSERIAL PRIMARY KEY,
+  target      TEXT COLLATE "C" NOT NULL,
+  agent       TEXT COLLATE "C" NOT NULL,
+  engine      TEXT COLLATE "C" NOT NULL,
+  seconds     BIGINT,
+  steps       BIGINT,
+  options     TEXT NOT NULL DEFAULT '{}',
+  status      TEXT COLLATE "C" NOT NULL,
+  error       TEXT,
+  created_at  BIGINT NOT NULL,
+  claimed_at  BIGINT,
+  updated_at  BIGINT NOT NULL,
+  finished_at BIGINT
+);
+CREATE INDEX captures_target ON captures(target, created_at);
+CREATE INDEX captures_agent ON captures(agent, status);
+CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');
+
 -- SQLite's CAST(t AS INTEGER) for ORDER BY (jobs.c: ranks in label text): the leading
 -- integer of t, 0 when it has none, NULL for NULL; never an error.
 CREATE FUNCTION fp_int(t TEXT) RETURNS BIGINT LANGUAGE sql IMMUTABLE AS $$

@@ -31,11 +31,16 @@ test('session pictures: suspects, questions, steps by role, GPU busy over time, 
 
   const st = await apiGet(`/api/v1/sessions/${id.resnet}/steps`);
   await page.waitForSelector('#steps-chart g.row');
-  const rows = await page.$$eval('#steps-chart g.row', (gs) => gs.map((g) => Object.fromEntries([...g.querySelectorAll('rect')].map((r) => [r.dataset.key, Number(r.dataset.value)]))));
-  assert.equal(rows.length, st.steps.length + st.phases.length, 'a bar per step and per phase');
-  [...st.steps, ...st.phases].forEach((s, i) => {
-    for (const k of st.roles) near(rows[i][k] || 0, s[`${k}_us`], `${s.name} ${k}`);
+  const parts = (sel) => page.$$eval(sel, (gs) => gs.map((g) => Object.fromEntries([...g.querySelectorAll('rect')].map((r) => [r.dataset.key, Number(r.dataset.value)]))));
+  // the mean step first, then a bar per step; the phases (totals over the window) in a chart of their own
+  const rows = await parts('#steps-chart g.row');
+  assert.equal(rows.length, 1 + st.steps.length, 'the mean and a bar per step');
+  [st.mean, ...st.steps].forEach((s, i) => {
+    for (const k of st.roles) near(rows[i][k] || 0, s[`${k}_us`], `${s.name || 'mean'} ${k}`);
   });
+  const prow = await parts('#steps-phases-chart g.row');
+  assert.equal(prow.length, st.phases.length, 'a bar per phase');
+  st.phases.forEach((s, i) => { for (const k of st.roles) near(prow[i][k] || 0, s[`${k}_us`], `${s.name} ${k}`); });
   // every label of the bar charts is inside its picture: a phase's "name ×count" once ran
   // past the left edge and was cut ("ptimizer.ze…")
   const cut = await page.$$eval('svg.chart text.lbl', (ts) => ts.filter((t) => t.getBBox().x < 0).map((t) => t.textContent));

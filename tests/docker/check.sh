@@ -177,6 +177,40 @@ EOF
   done
 fi
 
+# ---- 6b. compose.serving.yaml and the agent's image (issue 44; docker/ci.sh runs them) ----
+SERVING=$ROOT/docker/compose.serving.yaml
+if [ -f "$SERVING" ] && python3 -c 'import yaml' 2>/dev/null; then
+  check "compose.serving.yaml parses; the agent shares the engine's trace volume at the directory it watches; each build file exists" \
+    python3 - "$SERVING" <<'EOF'
+import os, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+s = d["services"]
+eng = {v.split(":")[0]: v.split(":")[1] for v in s["engine"]["volumes"]}
+ag = {v.split(":")[0]: v.split(":")[1] for v in s["agent"]["volumes"]}
+cmd = s["agent"]["command"]
+watched = cmd[cmd.index("--watch") + 1]
+assert any(ag.get(k) == watched for k in eng), (eng, ag, watched)
+assert "--target" in cmd and s["agent"]["environment"]["FIRSTPASS_SERVER"].startswith("http://firstpass:")
+assert "ports" not in s["agent"], "the agent long-polls: it publishes no port"
+for name in s:
+    b = s[name]["build"]
+    assert os.path.isfile(os.path.join(os.path.dirname(sys.argv[1]), b["context"], b["dockerfile"])), name
+EOF
+  for v in $(grep -E '^ {6}FIRSTPASS_[A-Z_]+:' "$SERVING" | sed -E 's/^ +(FIRSTPASS_[A-Z_]+):.*/\1/' | sort -u); do
+    case "$v" in FIRSTPASS_SERVER|FIRSTPASS_TOKEN) continue ;; esac  # the agent's
+    check "compose.serving env $v is one the server reads (--help)" sh -c "[ -x '$SERVER' ] && '$SERVER' --help | grep -q '\[$v'"
+  done
+fi
+UPLOAD=${BUILDDIR:-$ROOT/build}/firstpass-upload
+if [ -x "$UPLOAD" ] && command -v readelf >/dev/null; then
+  # the agent image's runtime stage installs a package for each library firstpass-upload links
+  for lib in $(readelf -d "$UPLOAD" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p'); do
+    case "$lib" in libc.so*|libm.so*|libpthread.so*|libdl.so*|ld-linux*) continue ;; esac
+    pkg=$(dpkg -S "*/$lib" 2>/dev/null | head -1 | cut -d: -f1)
+    check "agent.Dockerfile installs $pkg (firstpass-upload links $lib)" sh -c "[ -n '$pkg' ] && grep -q ' $pkg' '$ROOT/docker/agent.Dockerfile'"
+  done
+fi
+
 # ---- 7. the installed layout starts with the image's CMD flags and ENV, and answers HEALTHCHECK ----
 if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
   IBUILD=${BUILDDIR:-$TMP/build}

@@ -2,7 +2,7 @@
 # run.sh [--runs N | --seconds S] [--seed N|random] [--merge]: builds the libFuzzer targets,
 # replays the regression inputs, then fuzzes each target. Exit status non-zero on any finding.
 #
-#   fuzz_ingest        server/ingest/parse.c, minify.c: bytes (plain/gzip, split 1-3 ways) -> ingest_event
+#   fuzz_ingest        server/ingest/parse.c, minify.c, lib/utf8.c: bytes (plain/gzip, split 1-3 ways) -> ingest_event
 #   fuzz_session_meta  api/session.c: fp_session_meta_from_json, fp_labels_parse
 #   fuzz_chunk         server/lib/chunk.c: event chunks built, compressed and read back exactly;
 #                      arbitrary bytes read as chunks of either version
@@ -65,7 +65,7 @@ CFLAGS="-std=c11 -D_DEFAULT_SOURCE -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Wall -Wextra -I$ROOT/server -I$ROOT/api $PKG_CFLAGS"
 declare -A SRCS=(
-    [fuzz_ingest]="$HERE/fuzz_ingest.c $ROOT/server/ingest/parse.c $ROOT/server/ingest/minify.c"
+    [fuzz_ingest]="$HERE/fuzz_ingest.c $ROOT/server/ingest/parse.c $ROOT/server/ingest/minify.c $ROOT/server/lib/utf8.c"
     [fuzz_session_meta]="$HERE/fuzz_session_meta.c $ROOT/api/session.c"
     [fuzz_chunk]="$HERE/fuzz_chunk.c $ROOT/server/lib/chunk.c"
 )

@@ -244,9 +244,8 @@ def key_averages(doc):
                         x["cuda_total"] += d
                     if ops:
                         ops[-1]["self_cuda"] += d
-                    else:
-                        f["self_cuda"] += d
-                        f["cuda_total"] += d
+                    # with no op around it the call keeps nothing: a runtime call is never GPU
+                    # time (issue 42, item 7; torch gives kernels to the op, never the call)
             nodes.append(f)
             stack.append(f)
     changed = True

@@ -422,8 +422,8 @@ test('GET /api/v1/sessions/{id}/suspects: JSON, text, csv; 404, 405', async () =
   await call('POST', P, {}, 405);
 });
 
-test('GET /api/v1/sessions/{id}/steps and /memory: JSON, text, csv; 404, 405', async () => {
-  for (const what of ['steps', 'memory']) {
+test('GET /api/v1/sessions/{id}/steps, /memory and /efficiency: JSON, text, csv; 404, 405', async () => {
+  for (const what of ['steps', 'memory', 'efficiency']) {
     for (const id of Object.values(ids)) await call('GET', `/api/v1/sessions/${id}/${what}`, {}, 200);
     const P = `/api/v1/sessions/${ids.simpleAdd}/${what}`;
     await call('GET', `${P}?format=text`, {}, 200);
@@ -828,6 +828,75 @@ test('POST /api/v1/admin/backup: 201, 409 while one runs, 401/403 (token server:
   await expectError('POST', '/api/v1/admin/backup', A, 401, 'unauthorized');
   await expectError('POST', '/api/v1/admin/backup', { ...A, headers: { Authorization: 'Bearer not-the-token-0000' } }, 403, 'forbidden');
   await expectError('POST', '/api/v1/admin/backup', { ...A, headers: { Authorization: `Bearer ${process.env.FP_TOKEN}` } }, 403, 'backups_disabled');
+});
+
+// ---------------------------------------------------------------- serving agents and captures
+
+test('agents, targets and captures: registration, the long poll, status reports, every refusal', async () => {
+  const J = { 'Content-Type': 'application/json' };
+  const json = (o) => ({ body: JSON.stringify(o), headers: J });
+  const reg = { host: 'gpu-node-1', version: 'firstpass-upload/1', targets: [{ name: 'oa-vllm', engine: 'vllm', url: 'http://10.0.0.1:8000', dir: '/traces' },
+    { name: 'oa-sglang', engine: 'sglang', url: 'http://10.0.0.1:30000', dir: '/traces/sglang' }] };
+  const r = (await call('PUT', '/api/v1/agents/oa-agent', json(reg), 200)).body;
+  assert.deepEqual(r.targets, ['oa-vllm', 'oa-sglang']);
+  await expectError('PUT', '/api/v1/agents/oa-agent', json({ targets: [{ name: 'x', engine: 'tgi', url: 'http://a' }] }), 400, 'invalid_parameter');
+  await expectError('PUT', '/api/v1/agents/oa-agent', { body: 'nope', headers: J }, 400, 'invalid_json');
+  await call('GET', '/api/v1/agents/oa-agent', {}, 405);
+
+  const t = (await call('GET', '/api/v1/targets', {}, 200)).body;
+  assert.deepEqual(t.targets.map((x) => x.name), ['oa-sglang', 'oa-vllm']);
+  assert.equal(t.targets[0].online, true);
+  assert.match((await call('GET', '/api/v1/targets?format=text', {}, 200)).res.text, /^name +engine/);
+  assert.match((await call('GET', '/api/v1/targets?format=csv', {}, 200)).res.text, /oa-vllm,vllm,http:\/\/10\.0\.0\.1:8000,oa-agent,true/);
+
+  // a capture: queued, handed out by the poll once, then reported to its end
+  const c = (await call('POST', '/api/v1/captures', json({ target: 'oa-sglang', steps: 10, options: { with_stack: false } }), 201));
+  assert.equal(c.res.headers.location, `/api/v1/captures/${c.body.id}`);
+  assert.equal(c.body.status, 'queued');
+  await expectError('POST', '/api/v1/captures', json({ target: 'oa-sglang', seconds: 1 }), 409, 'conflict');
+  const p = (await call('POST', '/api/v1/agents/oa-agent/poll?wait=0', {}, 200)).body;
+  assert.equal(p.capture.id, c.body.id);
+  assert.equal((await call('POST', '/api/v1/agents/oa-agent/poll?wait=1', {}, 200)).body.capture, null);
+  await expectError('POST', '/api/v1/agents/oa-agent/poll?wait=26', {}, 400, 'invalid_parameter');
+  await expectError('POST', '/api/v1/agents/oa-nobody/poll?wait=0', {}, 404, 'not_found');
+  for (const st of ['running', 'flushing']) assert.equal((await call('POST', `/api/v1/captures/${c.body.id}/status`, json({ agent: 'oa-agent', status: st }), 200)).body.status, st);
+  await expectError('POST', `/api/v1/captures/${c.body.id}/status`, json({ agent: 'oa-agent', status: 'running' }), 409, 'conflict');
+  await expectError('POST', `/api/v1/captures/${c.body.id}/status`, json({ agent: 'oa-agent', status: 'half' }), 400, 'invalid_parameter');
+  await expectError('POST', '/api/v1/captures/999999/status', json({ agent: 'oa-agent', status: 'failed' }), 404, 'not_found');
+  const f = (await call('POST', `/api/v1/captures/${c.body.id}/status`, json({ agent: 'oa-agent', status: 'failed', error: 'sglang /stop_profile: HTTP 500: Internal Server Error' }), 200)).body;
+  assert.equal(f.error, 'sglang /stop_profile: HTTP 500: Internal Server Error');
+  assert.ok(f.finished_at);
+  assert.equal((await call('GET', `/api/v1/captures/${c.body.id}`, {}, 200)).body.status, 'failed');
+  await expectError('GET', '/api/v1/captures/999999', {}, 404, 'not_found');
+
+  // refusals of POST /api/v1/captures
+  await expectError('POST', '/api/v1/captures', json({ target: 'oa-none', seconds: 1 }), 404, 'not_found');
+  await expectError('POST', '/api/v1/captures', json({ target: 'oa-vllm', seconds: 100000 }), 400, 'invalid_parameter');
+  await expectError('POST', '/api/v1/captures', json({ target: 'oa-vllm', steps: 5 }), 400, 'invalid_parameter');
+  await expectError('POST', '/api/v1/captures', { body: '[]', headers: J }, 400, 'invalid_json');
+  // --captures-per-hour (6): five more on oa-sglang, each ended by its agent, then a 429
+  for (let i = 0; i < 5; i++) {
+    const x = (await call('POST', '/api/v1/captures', json({ target: 'oa-sglang', seconds: 1 }), 201)).body;
+    await call('POST', `/api/v1/captures/${x.id}/status`, json({ agent: 'oa-agent', status: 'uploaded' }), 200);
+  }
+  await expectError('POST', '/api/v1/captures', json({ target: 'oa-sglang', seconds: 1 }), 429, 'rate_limited');
+  const list = (await call('GET', '/api/v1/captures?target=oa-sglang&limit=3', {}, 200)).body;
+  assert.equal(list.captures.length, 3);
+  assert.ok(list.captures[0].id > list.captures[1].id, 'newest first');
+  assert.match((await call('GET', '/api/v1/captures?format=text', {}, 200)).res.text, /^id +target +engine +status/);
+  assert.match((await call('GET', '/api/v1/captures?format=csv', {}, 200)).res.text, /^id,target,engine,status/);
+  await expectError('GET', '/api/v1/captures?limit=0', {}, 400, 'invalid_parameter');
+  await call('DELETE', '/api/v1/captures', {}, 405);
+  for (const [m, path] of [['POST', '/api/v1/targets'], ['PUT', `/api/v1/captures/${c.body.id}`], ['GET', `/api/v1/captures/${c.body.id}/status`],
+    ['GET', '/api/v1/agents/oa-agent/poll']]) await call(m, path, {}, 405);
+
+  // with --tokens-file: every write needs a token
+  const A = { base: process.env.FP_AUTH_URL };
+  await expectError('POST', '/api/v1/captures', { ...A, ...json({ target: 'x', seconds: 1 }) }, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/captures', { ...A, body: '{}', headers: { ...J, Authorization: 'Bearer not-the-token-0000' } }, 403, 'forbidden');
+  await expectError('PUT', '/api/v1/agents/a', { ...A, ...json(reg) }, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/agents/a/poll', { ...A }, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/captures/1/status', { ...A, ...json({}) }, 401, 'unauthorized');
 });
 
 test('every documented response (5xx faults aside) was exercised', () => {

@@ -28,6 +28,10 @@ if [ $# -eq 0 ]; then
         echo "== test-pg: $(basename "$t")"
         /usr/bin/python3 "$t" || rc=1
     done
+    # serving agents and captures (tests/agent/): their rules are the database's (one capture
+    # of a target in flight, the hourly bound, the claim of a poll), so on PostgreSQL too
+    echo "== test-pg: tests/agent"
+    "$here/../agent/run.sh" "$server" "$(dirname "$server")/firstpass-upload" || rc=1
 fi
 # A server on PostgreSQL writes no file beside its working directory: the full-disk
 # reserve ("<db>-reserve", SQLite's) once made "host=... dbname=...-reserve" here.

@@ -279,6 +279,19 @@ case_names_once() {
     sleep 1
     within "names_once: shared shapes and grid stored" "$(stored_mb)" 8 MB
 }
+# Issue 43, 5: distinct strings and operator rows cost memory that does not shrink with the
+#     events (string table ~70 bytes each, the analysis' operator rows ~300). Before
+#     --max-distinct: 1M distinct "Input Dims" (5.6 MB gzip) 201 with 293 MB peak, 3M
+#     974 MB (31 MB when the shapes repeat); 1M names ran past 25 min (suspects.c); 1,000
+#     names x 1,000 shapes (2,000 strings) made 1M rows. Each is now a 413 naming the flag,
+#     refused while the events stream; an upload at the cap (250k shapes) is still read.
+case_distinct() {
+    resource shapes1m shapes 1000000 413 max-distinct 80 3 1
+    resource names1m names 1000000 413 max-distinct 80 3 1
+    resource pairs1m pairs 1000000 413 max-distinct 80 3 1
+    resource names_flag names 2000 413 max-distinct 64 3 1 --max-distinct 1000
+    resource shapes250k shapes 250000 201 "" 150 10 80
+}
 # 9. the WAL after a big upload. Before: the -wal stayed 95 MB after a 95 MB session.
 case_wal() {
     $GEN longnames 30 "$TMP/wal.gz"
@@ -408,6 +421,27 @@ case_form() {
     rm -f "$TMP/form.bin"
 }
 
+# Issue 43, 7: a form whose preamble (the bytes before its first boundary) is 16 MiB of
+#     dashes. MHD's post processor skips a preamble one '-' at a time, moving its 64 KiB
+#     buffer after each: 201 after 9 s of CPU before (~0.55 s a MiB). form.c holds at most
+#     FORM_PREAMBLE_MAX (1 KiB) of it: 400 naming the preamble. A form with a short
+#     preamble (RFC 2046 allows one) is still read.
+case_form_preamble() {
+    $GEN preamble $((16 << 20)) "$TMP/pre.bin"
+    fresh || return 0
+    local code
+    code=$(curl -s -o "$TMP/reply.json" -w '%{http_code}' --max-time 60 -H 'Content-Type: multipart/form-data; boundary=fpXX' \
+        --data-binary @"$TMP/pre.bin" "$URL/api/v1/sessions" || echo 000)
+    expect "form_preamble: 16 MiB of dashes before the first boundary" "$code" 400 preamble
+    within "form_preamble CPU" "$(cpu_s)" 1 s
+    within "form_preamble stored" "$(stored_mb)" 1 MB
+    $GEN preamble 1000 "$TMP/pre.bin"
+    code=$(curl -s -o "$TMP/reply.json" -w '%{http_code}' --max-time 60 -H 'Content-Type: multipart/form-data; boundary="fpXX"' \
+        --data-binary @"$TMP/pre.bin" "$URL/api/v1/sessions" || echo 000)
+    expect "form_preamble: a 1000-byte preamble" "$code" 201
+    rm -f "$TMP/pre.bin"
+}
+
 # 17. labels: 64 at most, 512 bytes each, in the query and in the trace's firstpass object.
 #     Before: the object took any number of labels of any length (65 labels, and one of
 #     100 KB, were 201).
@@ -534,7 +568,7 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames diskfull csp labels framing form tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="opnames diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

@@ -14,11 +14,18 @@ generated here, streamed through zlib, so the test needs no fixture files.
   distinct N    N events with distinct 200-byte names (each upload stores ~N x 0.5 KB)
   sharedtext N  N operators (distinct names) sharing one 1 MiB "Input Dims", and N kernels
                 sharing one 1 MiB "grid": 2 MiB of distinct text named by 4N rows
+  shapes N      N operators of one name, each with distinct "Input Dims" ([[i, 3], [3, 4]])
+  samedims N    N operators of one name sharing one "Input Dims" (shapes' baseline)
+  names N       N operators, each with a distinct name ("op0000001"), no shapes
+  pairs N       N operators: 1,000 names x N/1,000 distinct "Input Dims", each pair once (few
+                strings, N operator rows by name and shapes)
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
   toplevel N    a step holding N disjoint top-level operators on one thread (the step
                 breakdown's host ranges, 16 bytes each)
   form MIB      a multipart/form-data body (boundary fpXX, never gzip'd) whose one file part
                 is MIB MiB of near-boundaries: "\r\n--fpX", the delimiter but its last byte
+  preamble N    a multipart/form-data body (boundary fpXX) whose preamble, before its first
+                boundary, is N bytes of '-', then one valid file part
   nsysstreams N an Nsight Systems SQLite export (not gzip'd) of N kernels, each on a GPU
                 stream of its own (the columns server/ingest/nsys.c reads, as nsys 2024 writes them)
 """
@@ -85,6 +92,21 @@ def gen(kind, n):
                 yield (b'{"ph":"X","cat":"kernel","name":"k%d","pid":0,"tid":7,"ts":%d,"dur":1,'
                        b'"args":{"device":0,"stream":7,"grid":' % (i, i) + dims + b'}}')
         return events(body())
+    if kind == "pairs":
+        def body():
+            for i in range(n):
+                yield (b'{"ph":"X","cat":"cpu_op","name":"op%03d","pid":1,"tid":1,"ts":%d,"dur":1,'
+                       b'"args":{"Input Dims":[[%d, 3]]}}' % (i % 1000, 2 * i, i // 1000))
+        return events(body())
+    if kind in ("shapes", "samedims", "names"):
+        def body():
+            for i in range(n):
+                if kind == "names":
+                    yield b'{"ph":"X","cat":"cpu_op","name":"op%07d","pid":1,"tid":1,"ts":%d,"dur":1}' % (i, 2 * i)
+                else:
+                    yield (b'{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":%d,"dur":1,'
+                           b'"args":{"Input Dims":[[%d, 3], [3, 4]]}}' % (2 * i, i if kind == "shapes" else 7))
+        return events(body())
     if kind == "toplevel":
         step = ev("ProfilerStep#1", 1, 1, 0, 3 * n + 10, "user_annotation")
         return events(itertools.chain([step], (ev("aten::add", 1, 2, 3 * i + 1) for i in range(n))))
@@ -135,12 +157,25 @@ def form(mib, out):
         f.write(b"\r\n--fpXX--\r\n")
 
 
+def preamble(n, out):
+    size = n
+    trace = b'{"traceEvents":[' + ev("aten::mm", 1, 1, 1) + b']}'
+    with open(out, "wb") as f:
+        for _ in range(size // (1 << 20)):
+            f.write(b"-" * (1 << 20))
+        f.write(b"-" * (size % (1 << 20)))
+        f.write(b'\r\n--fpXX\r\nContent-Disposition: form-data; name="file"; filename="t.json"\r\n\r\n' + trace +
+                b"\r\n--fpXX--\r\n")
+
+
 def main():
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if kind == "nsysstreams":
         return nsys(n, out)
     if kind == "form":
         return form(n, out)
+    if kind == "preamble":
+        return preamble(n, out)
     plain = out.endswith(".json")
     z = zlib.compressobj(6, zlib.DEFLATED, 31)
     with open(out, "wb") as f:

@@ -128,7 +128,8 @@ Steps (ProfilerStep#N, both schemas)
    host start), end = max(host end, last end of the GPU work launched by runtime calls
    wholly inside the host step); trailing steps with no GPU work are dropped, and the last
    one when it launched < 80% of the previous). Each span is split, in priority order,
-   into kernel, memcpy, memset, communication (comm kernels), runtime, data loading,
+   into kernel, memcpy, memset, communication (comm kernels and host collective ranges,
+   is_comm_range: firstpass's one departure, issue 42 item 7), runtime, data loading,
    CPU exec (any other host range, python_function included), other: each role takes the
    part of the span the roles before it left. Roles span all threads and devices.
 
@@ -803,6 +804,8 @@ def tb_steps(t, steps):
             pass
         elif is_dataloader(h.name):
             rr["data_loading"].append([h.ts, h.te])
+        elif is_comm_range(h.name):
+            rr["communication"].append([h.ts, h.te])  # a collective on the host (gloo runs there)
         else:
             rr["cpu_exec"].append([h.ts, h.te])
         hmin, hmax = min(hmin, h.ts), max(hmax, h.te)

@@ -361,6 +361,25 @@ static void test_steps_and_phases_in_one_pass(void **state) {
     json_decref(one);
     json_decref(apart);
 }
+/* Issue 42, item 7: a collective on the host (gloo's all_reduce runs on the CPU) is
+ * communication in the step breakdown, as the suspects call it, above runtime, DataLoader and
+ * CPU exec; nested ranges inside it count with it. Step [0, 100): aten::add [10, 20) on
+ * thread 1, gloo:all_reduce [30, 70) on thread 2 with aten::copy_ [40, 50) inside, and a
+ * range "outer" [25, 80) around it: communication 40, cpu_exec 10 + 5 + 10 = 25, other 35.
+ * Fails when the collective is cpu_exec (65). */
+static void test_steps_host_collectives_are_communication(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" UA("ProfilerStep#1", 1, 0, 100) "," X("aten::add", "cpu_op", 1, 10, 10, "") ","
+                    X("outer", "user_annotation", 2, 25, 55, "") "," X("gloo:all_reduce", "user_annotation", 2, 30, 40, "") ","
+                    X("aten::copy_", "cpu_op", 2, 40, 10, "") "]}";
+    json_t *r = reply_of(t, query_steps);
+    json_t *st = json_array_get(json_object_get(r, "steps"), 0);
+    assert_true(fabs(f(st, "communication_us") - 40) < 1e-9);
+    assert_true(fabs(f(st, "cpu_exec_us") - 25) < 1e-9);
+    assert_true(fabs(f(st, "other_us") - 35) < 1e-9);
+    json_decref(r);
+}
+
 /* The ranges past the walk's limit (DataLoader, outermost, runtime calls) go to a spill file
  * as sorted runs that the breakdown merges: the same document as from memory, whichever range the limit falls on (0: a run a
  * range; 2, 3: runs of several and a remainder at the end), and no file is left. The walk
@@ -375,10 +394,12 @@ static void test_steps_host_ranges_spilled(void **state) {
              X("%s", "user_annotation", 1, 120, 15, "") "," X("A", "cpu_op", 1, 140, 30, "") "," X("a", "cpu_op", 1, 145, 10, "") ","
              RT(1, 146, 1) "," X("B", "cpu_op", 1, 170, 10, "") "," X("C", "cpu_op", 2, 10, 50, "") ","
              X("%s", "user_annotation", 2, 60, 20, "") "," X("D", "cpu_op", 2, 85, 10, "") "," RT(2, 86, 2) ","
-             X("E", "cpu_op", 3, 50, 20, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
+             X("E", "cpu_op", 3, 50, 20, "") "," X("gloo:all_reduce", "user_annotation", 4, 20, 30, "") ","
+             X("gloo:all_reduce", "user_annotation", 4, 110, 5, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
              dl, dl);
     json_t *mem = reply_of(t, query_steps);
     json_object_del(mem, "session_id");
+    assert_true(f(json_object_get(mem, "mean"), "communication_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "data_loading_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "cpu_exec_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "runtime_us") > 0);
@@ -468,6 +489,57 @@ static void test_memory_rows_in_memory_as_in_sqlite(void **state) {
     json_decref(sql);
 }
 #undef MD
+
+/* Issue 42, item 2: allocated and reserved are the trace's own Total Allocated / Total
+ * Reserved where its [memory] events carry them (what the allocator held, the window's start
+ * included), the running sum of Bytes from 0 only where they do not. cuda:0 starts with 1000
+ * held before the window: +100 at 10 (1100), -100 at 20 (1000), +300 at 30 (1300), -300 at
+ * 40 (1000); reserved 2048 then 4096 from 30 on. cuda:1 has no totals: the running sum, 64.
+ * The same in memory, spilled and in SQL. Fails when the totals are not read (peak 300). */
+#define MT(ts, bytes, dev, ta, tr)                                                                                            \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes \
+    ",\"Device Type\":1,\"Device Id\":" #dev ",\"Total Allocated\":" #ta ",\"Total Reserved\":" #tr "}}"
+#define MB(ts, bytes, dev)                                                                                                    \
+    "{\"ph\":\"i\",\"name\":\"[memory]\",\"pid\":1,\"tid\":1,\"ts\":" #ts ",\"args\":{\"Bytes\":" #bytes \
+    ",\"Device Type\":1,\"Device Id\":" #dev "}}"
+static void test_memory_totals_from_the_trace(void **state) {
+    (void)state;
+    const char *t = "{\"traceEvents\":[" X("A", "cpu_op", 1, 0, 100, "") "," MT(10, 100, 0, 1100, 2048) "," MT(20, -100, 0, 1000, 2048) ","
+                    MT(30, 300, 0, 1300, 4096) "," MT(40, -300, 0, 1000, 4096) "," MB(15, 64, 1) "," MB(25, -64, 1) "]}";
+    json_t *mem = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(2);
+    json_t *spill = reply_of(t, query_memory);
+    analyze_set_mem_rows_max(-1);
+    json_object_del(mem, "session_id");
+    json_object_del(spill, "session_id");
+    char *a = json_dumps(mem, JSON_SORT_KEYS), *b = json_dumps(spill, JSON_SORT_KEYS);
+    assert_string_equal(a, b);
+    json_t *devs = json_object_get(mem, "devices"), *d0 = json_array_get(devs, 0), *d1 = json_array_get(devs, 1);
+    assert_int_equal(json_array_size(devs), 2);
+    assert_int_equal(json_integer_value(json_object_get(d0, "peak_bytes")), 1300);
+    assert_string_equal(json_string_value(json_object_get(d0, "allocated_from")), "total_allocated");
+    assert_true(json_real_value(json_object_get(d0, "peak_ts_us")) == 30);
+    assert_int_equal(json_integer_value(json_object_get(d0, "end_bytes")), 1000);
+    assert_int_equal(json_integer_value(json_object_get(d0, "reserved_peak_bytes")), 4096);
+    assert_true(json_real_value(json_object_get(d0, "reserved_peak_ts_us")) == 30);
+    assert_int_equal(json_integer_value(json_object_get(d0, "reserved_end_bytes")), 4096);
+    assert_int_equal(json_integer_value(json_object_get(d0, "allocations")), 2);
+    /* the curve's largest sample is the peak */
+    json_int_t top = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(d0, "samples"), i, p) if (json_integer_value(json_array_get(p, 1)) > top) top = json_integer_value(json_array_get(p, 1));
+    assert_int_equal(top, 1300);
+    assert_string_equal(json_string_value(json_object_get(d1, "allocated_from")), "running_sum");
+    assert_int_equal(json_integer_value(json_object_get(d1, "peak_bytes")), 64);
+    assert_true(json_is_null(json_object_get(d1, "reserved_peak_bytes")));
+    free(a);
+    free(b);
+    json_decref(mem);
+    json_decref(spill);
+}
+#undef MT
+#undef MB
 
 /* One thread's events in three orders must give the same table: sorted; with late rows
  * (a parent after its children, a second thread's op after its child: analyze.c merges
@@ -1072,7 +1144,9 @@ int main(void) {
         cmocka_unit_test(test_steps_and_phases_in_one_pass),
         cmocka_unit_test(test_steps_device_spans_in_one_pass),
         cmocka_unit_test(test_steps_host_ranges_spilled),
+        cmocka_unit_test(test_steps_host_collectives_are_communication),
         cmocka_unit_test(test_memory_rows_in_memory_as_in_sqlite),
+        cmocka_unit_test(test_memory_totals_from_the_trace),
         cmocka_unit_test(test_ingest_gpu_rows_summed_per_correlation),
         cmocka_unit_test(test_analyze_edges_tie_break_across_devices),
         cmocka_unit_test(test_analyze_gap_launches_by_cursor),

@@ -46,10 +46,34 @@ static void test_reply_error_body_and_return(void **state) {
     json_decref(out.json);
 }
 
+/* A message quoting bytes that are not UTF-8 (?limit=%ff) still makes a body: they are shown
+ * as U+FFFD; one cut at its buffer's end inside a character loses that character (issue 43:
+ * json_pack refused both, and the reply went out with no body). */
+static void test_reply_error_quotes_bytes_not_utf8(void **state) {
+    (void)state;
+    http_reply out;
+    memset(&out, 0, sizeof out);
+    http_error(&out, ERR_PARAM, "limit '%s' is not a number", "\xff\xc0\xaf");
+    assert_non_null(out.json);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(out.json, "error"), "message")),
+                        "limit '\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd' is not a number");
+    char big[2000];
+    memset(big, 'a', sizeof big);
+    for (size_t i = 1; i + 1 < sizeof big; i += 2) memcpy(big + i, "\xc3\xa9", 2); /* "a" then "é"s */
+    big[sizeof big - 1] = '\0';
+    http_error(&out, ERR_NOTFOUND, "%s", big);
+    assert_non_null(out.json);
+    const char *m = json_string_value(json_object_get(json_object_get(out.json, "error"), "message"));
+    assert_non_null(m);
+    assert_true(strlen(m) >= 500 && strlen(m) <= 511);
+    json_decref(out.json);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reply_every_err_has_a_row),
         cmocka_unit_test(test_reply_error_body_and_return),
+        cmocka_unit_test(test_reply_error_quotes_bytes_not_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -50,11 +50,42 @@ static void test_utf8_clip(void **state) {
     assert_string_equal(utf8_clip("abcd\xc3\xa9", 5, b, sizeof b), "abcd\xe2\x80\xa6");
 }
 
+/* utf8_valid_prefix: RFC 3629, where YAJL checks only a sequence's shape (issue 22, 43). */
+static void test_utf8_valid_prefix_rfc3629(void **state) {
+    (void)state;
+    const char *ok = "plain ascii, then \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf \xed\x9f\xbf end";
+    assert_int_equal(utf8_valid_prefix(ok, strlen(ok)), strlen(ok));
+    assert_int_equal(utf8_valid_prefix("a\0b", 3), 3); /* NUL is text here */
+    static const char *const bad[] = {"\xc0\xaf", "\xc1\xbf", "\xe0\x80\xaf", "\xf0\x80\x80\xaf", "\xed\xa0\x80",
+                                      "\xed\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\x80", "\xe2\x82"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char s[64];
+        int n = snprintf(s, sizeof s, "0123456789%sz", bad[i]); /* past the 8-byte ASCII steps */
+        assert_int_equal(utf8_valid_prefix(s, (size_t)n), 10);
+    }
+}
+
+/* utf8_scrub: each byte that starts no valid sequence is one U+FFFD; the rest is kept. */
+static void test_utf8_scrub(void **state) {
+    (void)state;
+    char out[3 * 64];
+    const char *s = "a\xc0\xaf" "b\xed\xa0\x80\xc3\xa9\xe2\x82";
+    size_t n = utf8_scrub(s, strlen(s), out);
+    const char *want = "a\xef\xbf\xbd\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd";
+    assert_int_equal(n, strlen(want));
+    assert_memory_equal(out, want, n);
+    assert_int_equal(utf8_valid_prefix(out, n), n);
+    assert_int_equal(utf8_scrub("\"\\x", 3, out), 3); /* JSON's structure is ASCII: untouched */
+    assert_memory_equal(out, "\"\\x", 3);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_utf8_cut_boundaries),
         cmocka_unit_test(test_utf8_snprintf_drops_partial_tail),
         cmocka_unit_test(test_utf8_clip),
+        cmocka_unit_test(test_utf8_valid_prefix_rfc3629),
+        cmocka_unit_test(test_utf8_scrub),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,372 @@
+/* captures.c: serving agents, their targets and captures (captures.h). Owns the SQL of the
+ * agents, targets and captures tables; reads the labels table for a capture's sessions and
+ * writes nothing else. Times are unix seconds of the server's clock. */
+#include "store/captures.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/err.h"
+#include "lib/timefmt.h"
+
+#define IN_FLIGHT "('queued', 'running', 'flushing')"
+
+int captures_name_ok(const char *s) {
+    size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+    return n > 0 && n <= CAP_NAME_MAX && s[n] == '\0';
+}
+
+/* Runs sql with text and integer parameters: "t" binds the next const char *, "i" the next
+ * long long, in order from ?1. 0 or ERR_DB. */
+static int execf(db_conn *db, const char *sql, const char *types, ...) {
+    db_stmt *s = db_prepare(db, sql);
+    if (!s) return ERR_DB;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 0; types[i]; i++) {
+        if (types[i] == 't') db_bind_text(s, i + 1, va_arg(ap, const char *));
+        else db_bind_int64(s, i + 1, va_arg(ap, long long));
+    }
+    va_end(ap);
+    int st = db_step(s);
+    db_finalize(s);
+    return st == DB_DONE || st == DB_ROW ? 0 : ERR_DB;
+}
+
+static json_t *opt_int(db_stmt *s, int i) { return db_column_is_null(s, i) ? json_null() : json_integer(db_column_int64(s, i)); }
+static json_t *opt_str(db_stmt *s, int i) {
+    const char *t = (const char *)db_column_text(s, i);
+    return t ? json_string(t) : json_null();
+}
+static json_t *opt_time(db_stmt *s, int i) {
+    char buf[TIMEFMT_LEN];
+    return db_column_is_null(s, i) ? json_null() : json_string(timefmt_utc(db_column_int64(s, i), 0, buf));
+}
+
+#define CAP_COLS "id, target, agent, engine, seconds, steps, options, status, error, created_at, claimed_at, updated_at, finished_at"
+
+/* The capture of the current row of s (CAP_COLS), with its sessions: new reference. */
+static json_t *capture_json(db_conn *db, db_stmt *s, long long now) {
+    long long id = db_column_int64(s, 0), created = db_column_int64(s, 9);
+    json_error_t je;
+    const char *opts = (const char *)db_column_text(s, 6);
+    json_t *o = json_loads(opts ? opts : "{}", 0, &je);
+    long long end = db_column_is_null(s, 12) ? now : db_column_int64(s, 12);
+    char job[48];
+    snprintf(job, sizeof job, "capture-%lld", id);
+    json_t *c = json_pack("{s:I,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:s}", "id", (json_int_t)id, "target", opt_str(s, 1), "agent",
+                          opt_str(s, 2), "engine", opt_str(s, 3), "seconds", opt_int(s, 4), "steps", opt_int(s, 5), "options",
+                          o ? o : json_object(), "status", opt_str(s, 7), "error", opt_str(s, 8), "created_at", opt_time(s, 9), "claimed_at",
+                          opt_time(s, 10), "updated_at", opt_time(s, 11), "finished_at", opt_time(s, 12), "elapsed_s",
+                          (json_int_t)(end > created ? end - created : 0), "job", job);
+    /* its sessions: whatever carries its label, whoever sent it (the spool too), read now */
+    json_t *ids = json_array();
+    char idtext[32];
+    snprintf(idtext, sizeof idtext, "%lld", id);
+    db_stmt *q = db_prepare(db, "SELECT session_id FROM labels WHERE key = 'capture' AND value = ?1 ORDER BY session_id");
+    if (q) {
+        db_bind_text(q, 1, idtext);
+        while (db_step(q) == DB_ROW) json_array_append_new(ids, json_integer(db_column_int64(q, 0)));
+        db_finalize(q);
+    }
+    json_object_set_new(c, "sessions", ids);
+    return c;
+}
+
+int captures_get(db_conn *db, long long id, long long now, json_t **out) {
+    db_stmt *s = db_prepare(db, "SELECT " CAP_COLS " FROM captures WHERE id = ?1");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = 0;
+    if (st == DB_ROW) *out = capture_json(db, s, now);
+    else rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+    db_finalize(s);
+    return rc;
+}
+
+int captures_list(db_conn *db, const char *target, long long limit, long long now, json_t **out) {
+    db_stmt *s = target ? db_prepare(db, "SELECT " CAP_COLS " FROM captures WHERE target = ?2 ORDER BY id DESC LIMIT ?1")
+                        : db_prepare(db, "SELECT " CAP_COLS " FROM captures ORDER BY id DESC LIMIT ?1");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, limit);
+    if (target) db_bind_text(s, 2, target);
+    json_t *a = json_array();
+    int st;
+    while ((st = db_step(s)) == DB_ROW) json_array_append_new(a, capture_json(db, s, now));
+    db_finalize(s);
+    if (st != DB_DONE) {
+        json_decref(a);
+        return ERR_DB;
+    }
+    *out = json_pack("{s:o}", "captures", a);
+    return 0;
+}
+
+int captures_expire(db_conn *db, long long now, long long agent_timeout_s) {
+    /* A read first: the common case (nobody gone) writes nothing. */
+    db_stmt *s = db_prepare(db, "SELECT 1 FROM captures c JOIN agents a ON a.name = c.agent WHERE c.status IN " IN_FLIGHT
+                                " AND a.last_seen < ?1 LIMIT 1");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, now - agent_timeout_s);
+    int st = db_step(s);
+    db_finalize(s);
+    if (st == DB_DONE) return 0;
+    if (st != DB_ROW) return ERR_DB;
+    char secs[32];
+    snprintf(secs, sizeof secs, "%lld", agent_timeout_s);
+    return execf(db,
+                 "UPDATE captures SET status = 'failed', finished_at = ?1, updated_at = ?1,"
+                 " error = 'the agent ' || agent || ' has not been heard from for over ' || ?2 || ' s (--agent-timeout)'"
+                 " WHERE status IN " IN_FLIGHT " AND agent IN (SELECT name FROM agents WHERE last_seen < ?3)",
+                 "iti", now, secs, now - agent_timeout_s);
+}
+
+int captures_register(db_conn *db, const char *agent, const char *host, const char *version, const cap_target *t, size_t n,
+                      long long now, json_t **out) {
+    if (db_begin_write(db) != 0) return ERR_DB;
+    int rc = execf(db,
+                   "INSERT INTO agents(name, host, version, registered_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)"
+                   " ON CONFLICT(name) DO UPDATE SET host = excluded.host, version = excluded.version,"
+                   " registered_at = excluded.registered_at, last_seen = excluded.last_seen",
+                   "ttti", agent, host, version, now);
+    /* A registration is an agent's start: what it was capturing is lost with its old process. */
+    if (!rc)
+        rc = execf(db,
+                   "UPDATE captures SET status = 'failed', finished_at = ?1, updated_at = ?1,"
+                   " error = 'the agent ' || agent || ' restarted during the capture' WHERE agent = ?2 AND status IN " IN_FLIGHT,
+                   "it", now, agent);
+    if (!rc) rc = execf(db, "DELETE FROM targets WHERE agent = ?1", "t", agent);
+    json_t *names = json_array();
+    for (size_t i = 0; !rc && i < n; i++) {
+        rc = execf(db,
+                   "INSERT INTO targets(name, agent, engine, url, dir, registered_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                   " ON CONFLICT(name) DO UPDATE SET agent = excluded.agent, engine = excluded.engine, url = excluded.url,"
+                   " dir = excluded.dir, registered_at = excluded.registered_at",
+                   "ttttti", t[i].name, agent, t[i].engine, t[i].url, t[i].dir, now);
+        json_array_append_new(names, json_string(t[i].name));
+    }
+    if (!rc && db_exec(db, "COMMIT") != 0) rc = ERR_DB;
+    if (rc) {
+        db_exec(db, "ROLLBACK");
+        json_decref(names);
+        return rc;
+    }
+    *out = json_pack("{s:s,s:o}", "agent", agent, "targets", names);
+    return 0;
+}
+
+int captures_create(db_conn *db, const char *target, long long seconds, long long steps, const json_t *options, const cap_limits *lim,
+                    long long now, json_t **out, char *why, size_t whylen) {
+    char *opts = options ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
+    if (!opts) return ERR_NOMEM;
+    int rc = captures_expire(db, now, lim->agent_timeout_s);
+    if (rc || db_begin_write(db) != 0) {
+        free(opts);
+        return rc ? rc : ERR_DB;
+    }
+    /* The target's row is locked (PostgreSQL: FOR UPDATE; SQLite: the write transaction), so
+     * that the checks below and the insert are one step for every server on the database. */
+    db_stmt *s = db_prepare2(db, "SELECT agent, engine FROM targets WHERE name = ?1", "SELECT agent, engine FROM targets WHERE name = ?1 FOR UPDATE");
+    char agent[CAP_NAME_MAX + 1] = "", engine[16] = "";
+    long long busy = 0, recent = 0, oldest = 0;
+    if (!s) rc = ERR_DB;
+    else {
+        db_bind_text(s, 1, target);
+        int st = db_step(s);
+        if (st == DB_ROW) {
+            snprintf(agent, sizeof agent, "%s", (const char *)db_column_text(s, 0));
+            snprintf(engine, sizeof engine, "%s", (const char *)db_column_text(s, 1));
+        }
+        rc = st == DB_ROW ? 0 : st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+        db_finalize(s);
+    }
+    if (rc == ERR_NOTFOUND) snprintf(why, whylen, "no registered target '%s' (GET /api/v1/targets lists them)", target);
+    /* What each engine's endpoint can be told: SGLang's /start_profile takes num_steps,
+     * record_shapes and with_stack; vLLM's takes no body (its profiler is set up by the
+     * engine's environment), and a torch loop speaks vLLM's. */
+    if (!rc && steps > 0 && strcmp(engine, "sglang")) {
+        rc = ERR_PARAM;
+        snprintf(why, whylen, "target '%s' is %s: its /start_profile takes no step count (vLLM stops after VLLM_PROFILER_MAX_ITERS, "
+                              "set on the engine); ask for seconds", target, engine);
+    }
+    if (!rc && options && json_object_size(options) && strcmp(engine, "sglang")) {
+        rc = ERR_PARAM;
+        snprintf(why, whylen, "target '%s' is %s: record_shapes and with_stack are the engine's environment "
+                              "(VLLM_TORCH_PROFILER_RECORD_SHAPES, VLLM_TORCH_PROFILER_WITH_STACK), not a capture's options", target, engine);
+    }
+    if (!rc) {
+        s = db_prepare(db, "SELECT id FROM captures WHERE target = ?1 AND status IN " IN_FLIGHT);
+        if (!s) rc = ERR_DB;
+        else {
+            db_bind_text(s, 1, target);
+            int st = db_step(s);
+            if (st == DB_ROW) busy = db_column_int64(s, 0);
+            else if (st != DB_DONE) rc = ERR_DB;
+            db_finalize(s);
+        }
+    }
+    if (!rc && busy) {
+        rc = ERR_CONFLICT;
+        snprintf(why, whylen, "target '%s' has capture %lld in flight: one capture of a target at a time", target, busy);
+    }
+    if (!rc) {
+        s = db_prepare(db, "SELECT COUNT(*), MIN(created_at) FROM captures WHERE target = ?1 AND created_at > ?2");
+        if (!s) rc = ERR_DB;
+        else {
+            db_bind_text(s, 1, target);
+            db_bind_int64(s, 2, now - 3600);
+            if (db_step(s) == DB_ROW) {
+                recent = db_column_int64(s, 0);
+                oldest = db_column_int64(s, 1);
+            } else {
+                rc = ERR_DB;
+            }
+            db_finalize(s);
+        }
+    }
+    if (!rc && recent >= lim->per_hour) {
+        rc = ERR_RATE;
+        snprintf(why, whylen, "target '%s' had %lld captures in the last hour, the most --captures-per-hour allows; the next may start in %lld s",
+                 target, recent, oldest + 3600 - now + 1);
+    }
+    long long id = 0;
+    if (!rc) {
+        s = db_prepare(db,
+                       "INSERT INTO captures(target, agent, engine, seconds, steps, options, status, created_at, updated_at)"
+                       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'queued', ?7, ?7) RETURNING id");
+        if (!s) rc = ERR_DB;
+        else {
+            db_bind_text(s, 1, target);
+            db_bind_text(s, 2, agent);
+            db_bind_text(s, 3, engine);
+            if (seconds > 0) db_bind_int64(s, 4, seconds);
+            if (steps > 0) db_bind_int64(s, 5, steps);
+            db_bind_text(s, 6, opts);
+            db_bind_int64(s, 7, now);
+            if (db_step(s) == DB_ROW) id = db_column_int64(s, 0);
+            else rc = ERR_DB;
+            db_finalize(s);
+        }
+    }
+    free(opts);
+    if (!rc && db_exec(db, "COMMIT") != 0) rc = ERR_DB;
+    if (rc) {
+        db_exec(db, "ROLLBACK");
+        return rc;
+    }
+    return captures_get(db, id, now, out);
+}
+
+int captures_waiting(db_conn *db, const char *agent) {
+    db_stmt *s = db_prepare(db, "SELECT 1 FROM captures WHERE agent = ?1 AND status = 'queued' AND claimed_at IS NULL LIMIT 1");
+    if (!s) return ERR_DB;
+    db_bind_text(s, 1, agent);
+    int st = db_step(s);
+    db_finalize(s);
+    return st == DB_ROW ? 1 : st == DB_DONE ? 0 : ERR_DB;
+}
+
+int captures_claim(db_conn *db, const char *agent, long long now, int touch_only, json_t **out) {
+    *out = NULL;
+    if (execf(db, "UPDATE agents SET last_seen = ?1 WHERE name = ?2", "it", now, agent)) return ERR_DB;
+    if (db_changes(db) == 0) return ERR_NOTFOUND;
+    if (touch_only) return 0;
+    /* Oldest first. The claim is an UPDATE that holds only while nobody claimed it, so that
+     * of two polls (two servers) one gets it; the other finds the next, or none. */
+    for (int tries = 0; tries < 4; tries++) {
+        db_stmt *s = db_prepare(db, "SELECT id FROM captures WHERE agent = ?1 AND status = 'queued' AND claimed_at IS NULL ORDER BY id LIMIT 1");
+        if (!s) return ERR_DB;
+        db_bind_text(s, 1, agent);
+        int st = db_step(s);
+        long long id = st == DB_ROW ? db_column_int64(s, 0) : 0;
+        db_finalize(s);
+        if (st == DB_DONE) return 0;
+        if (st != DB_ROW) return ERR_DB;
+        if (execf(db, "UPDATE captures SET claimed_at = ?1, updated_at = ?1 WHERE id = ?2 AND claimed_at IS NULL", "ii", now, id)) return ERR_DB;
+        if (db_changes(db) == 1) return captures_get(db, id, now, out);
+    }
+    return 0;
+}
+
+/* The order of the statuses: a report never moves a capture back. */
+static int status_rank(const char *s) {
+    static const char *const order[] = {"queued", "running", "flushing", "uploaded", "failed"};
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(s, order[i])) return i < 4 ? i : 3;
+    return -1;
+}
+
+int captures_status(db_conn *db, long long id, const char *agent, const char *status, const char *error, long long now, json_t **out,
+                    char *why, size_t whylen) {
+    if (db_begin_write(db) != 0) return ERR_DB;
+    db_stmt *s = db_prepare(db, "SELECT agent, status FROM captures WHERE id = ?1");
+    int rc = 0;
+    char owner[CAP_NAME_MAX + 1] = "", was[16] = "";
+    if (!s) rc = ERR_DB;
+    else {
+        db_bind_int64(s, 1, id);
+        int st = db_step(s);
+        if (st == DB_ROW) {
+            snprintf(owner, sizeof owner, "%s", (const char *)db_column_text(s, 0));
+            snprintf(was, sizeof was, "%s", (const char *)db_column_text(s, 1));
+        }
+        rc = st == DB_ROW ? 0 : st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
+        db_finalize(s);
+    }
+    int terminal = !strcmp(status, "uploaded") || !strcmp(status, "failed");
+    if (!rc && strcmp(owner, agent)) {
+        rc = ERR_CONFLICT;
+        snprintf(why, whylen, "capture %lld is agent %s's, not %s's", id, owner, agent);
+    } else if (!rc && strcmp(was, status) && (status_rank(was) >= 3 || status_rank(status) < status_rank(was))) {
+        rc = ERR_CONFLICT;
+        snprintf(why, whylen, "capture %lld is %s already; it cannot become %s", id, was, status);
+    }
+    /* the same status again (a retried report) changes nothing but the agent's last contact */
+    if (!rc && strcmp(was, status))
+        rc = execf(db, terminal ? "UPDATE captures SET status = ?1, error = ?2, updated_at = ?3, finished_at = ?3, claimed_at = COALESCE(claimed_at, ?3) WHERE id = ?4"
+                                : "UPDATE captures SET status = ?1, error = ?2, updated_at = ?3, claimed_at = COALESCE(claimed_at, ?3) WHERE id = ?4",
+                   "ttii", status, error, now, id);
+    if (!rc) rc = execf(db, "UPDATE agents SET last_seen = ?1 WHERE name = ?2", "it", now, agent);
+    if (!rc && db_exec(db, "COMMIT") != 0) rc = ERR_DB;
+    if (rc) {
+        db_exec(db, "ROLLBACK");
+        return rc;
+    }
+    return captures_get(db, id, now, out);
+}
+
+int captures_targets(db_conn *db, long long now, const cap_limits *lim, json_t **out) {
+    db_stmt *s = db_prepare(db,
+                            "SELECT t.name, t.engine, t.url, t.dir, t.agent, a.host, a.version, t.registered_at, a.last_seen,"
+                            " (SELECT COUNT(*) FROM captures c WHERE c.target = t.name AND c.created_at > ?1),"
+                            " (SELECT MAX(c.id) FROM captures c WHERE c.target = t.name)"
+                            " FROM targets t JOIN agents a ON a.name = t.agent ORDER BY t.name");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, now - 3600);
+    json_t *arr = json_array();
+    int st;
+    while ((st = db_step(s)) == DB_ROW) {
+        long long seen = db_column_int64(s, 8);
+        json_t *cap = json_null();
+        if (!db_column_is_null(s, 10)) {
+            json_t *c = NULL;
+            if (captures_get(db, db_column_int64(s, 10), now, &c) == 0) cap = c;
+        }
+        json_array_append_new(arr, json_pack("{s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:I,s:b,s:I,s:o}", "name", opt_str(s, 0), "engine", opt_str(s, 1),
+                                             "url", opt_str(s, 2), "dir", opt_str(s, 3), "agent", opt_str(s, 4), "host", opt_str(s, 5),
+                                             "version", opt_str(s, 6), "registered_at", opt_time(s, 7), "last_seen", opt_time(s, 8),
+                                             "last_seen_s", (json_int_t)(now - seen), "online", now - seen <= lim->agent_timeout_s,
+                                             "captures_last_hour", (json_int_t)db_column_int64(s, 9), "capture", cap));
+    }
+    db_finalize(s);
+    if (st != DB_DONE) {
+        json_decref(arr);
+        return ERR_DB;
+    }
+    *out = json_pack("{s:o,s:{s:I,s:I,s:I,s:I}}", "targets", arr, "limits", "max_seconds", (json_int_t)lim->max_seconds, "max_steps",
+                     (json_int_t)lim->max_steps, "captures_per_hour", (json_int_t)lim->per_hour, "agent_timeout_s",
+                     (json_int_t)lim->agent_timeout_s);
+    return 0;
+}
