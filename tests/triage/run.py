@@ -37,6 +37,7 @@ import gen_cases  # noqa: E402
 import oracle  # noqa: E402
 
 RAN = 0
+SKIPPED = []       # pending cases (a category not implemented yet): reported, not failed
 CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
               "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail",
               # issue 41
@@ -80,6 +81,7 @@ def verdict(c, e, pend):
     if e:
         return "FAIL", "; ".join(e)
     if c.get("pending"):
+        SKIPPED.append(c["id"])
         return "SKIP", "pending: %s (the expectation: %s)" % (
             c["pending"], "holds already, drop 'pending'" if not pend else "; ".join(pend)[:200])
     return "PASS", None
@@ -288,6 +290,11 @@ def check_key_averages(c, rows):
     asyn = set(c.get("async", []))
     for r in ka:
         g = rows.get(r["key"])
+        if g is None and r["key"] == "ProfilerStep*":
+            # torch's key_averages folds ProfilerStep#N into one key; a reader may keep them apart
+            st = [v for n, v in rows.items() if n.startswith("ProfilerStep#") or n == "ProfilerStep*"]
+            if st:
+                g = {k: sum(v[k] for v in st) for k in ("calls", "cpu_total", "self_cpu")}
         if g is None:
             e.append("key_averages: no row %r" % r["key"])
             continue
@@ -630,8 +637,9 @@ def main(argv):
     finally:
         shutil.rmtree(gendir, ignore_errors=True)
     total = RAN
-    print("triage: %d of %d %s failed (%.0f s)" % (fails, total, what, time.time() - t0) if fails else
-          "triage: all %s passed (%.0f s)" % (what, time.time() - t0))
+    skip = " (%d skipped, pending: %s)" % (len(SKIPPED), ", ".join(SKIPPED)) if SKIPPED else ""
+    print("triage: %d of %d %s failed%s (%.0f s)" % (fails, total, what, skip, time.time() - t0) if fails else
+          "triage: all %s passed%s (%.0f s)" % (what, skip, time.time() - t0))
     return 1 if fails else 0
 
 
