@@ -195,12 +195,14 @@ class KTrace:
         for f in self.stack:
             f["gpu"].extend(fr["gpu"])
 
-    def op(self, name, pre=1.5, post=0.8, dims=None, types=None, **kw):
+    def op(self, name, pre=1.5, post=0.8, dims=None, types=None, concrete=None, **kw):
         args = {}
         if dims is not None:
             args["Input Dims"] = dims
         if types is not None:
             args["Input type"] = types
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete        # torch >= 2.3 with record_shapes: the scalars' values
         return self.rng_("cpu_op", name, pre, post, args)
 
     def ann(self, name, pre=1.0, post=0.5):
@@ -1607,7 +1609,8 @@ def case_prefill_flash():
                           dims=[[1, 32, S, 128], [1, 32, S, 128], [1, 32, S, 128], [], [], [], []]):
                     with k.op("aten::_flash_attention_forward", pre=2.0,
                               dims=[[1, S, 32, 128], [1, S, 32, 128], [1, S, 32, 128], [], [], [], [], [], [], [], []],
-                              types=["c10::BFloat16"] * 3 + ["", "", "Int", "Int", "Double", "Bool", "Bool", ""]):
+                              types=["c10::BFloat16"] * 3 + ["", "", "Int", "Int", "Double", "Bool", "Bool", ""],
+                              concrete=["", "", "", "", "", str(S), str(S), "0.", "True", "False", ""]):
                         k.launch(K_FLASH_FWD, us_flops(2 * S * S * H, 370), grid=(1024, 1, 32), block=(128, 1, 1),
                                  regs=255, smem=98304)
             mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * H, 700), dims=[[1, S, H], [H, H]], types=bf)
