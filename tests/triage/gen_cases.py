@@ -1870,6 +1870,73 @@ def case_healthy_unet():
     return k.doc(name="healthy_unet")
 
 
+def case_compiled_steady():
+    """A torch.compile'd (default mode, no CUDA graphs) 1B decoder at batch 1 on an H100,
+    profiled with with_stack in the steady state: no recompile, the guards pass. Per step
+    the Python around the compiled graph (Dynamo's eval_frame _fn, AOT autograd's
+    runtime_wrapper, Inductor's output_code __call__ / utils run) then the generated module's
+    `call` launching ~100 Triton kernels through triton_heuristics.py run, and cuBLAS mm's
+    through extern_kernels; the kernels are short (~8 us): the GPU waits on the Python of
+    the launch path, ~1.4 ms of host for ~0.9 ms of GPU a step. The cause is Python in the
+    launch path (CUDA graphs: mode="reduce-overhead"); nothing compiles."""
+    k = KTrace(26001)
+    k.python = True
+    k.host(40)
+    gen = "/tmp/torchinductor_root/q7/cq7xw4nyfzpdm3zmx5kd2bqfyk3v6wqjmqh2z3ohyjdbnl6ip5ua.py"
+
+    def triton(kname, us, line):
+        with k.py("%s(%d): call" % (gen, line)):
+            k.adv(k.j(2.5, 0.3))
+        with k.py("torch/_inductor/runtime/triton_heuristics.py(1010): run"):
+            k.adv(k.j(5.0, 0.3))
+            k.launch(kname, us, api="cuLaunchKernel", api_us=3.5)
+
+    def extern_mm(us, line):
+        with k.py("%s(%d): call" % (gen, line)):
+            k.adv(k.j(2.0, 0.3))
+        with k.op("aten::mm", pre=1.5):
+            k.launch(K_GEMV, us, api_us=4.5)
+
+    with k.py("generate.py(201): <module>"):
+        for s in range(30):
+            with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                with k.py("generate.py(88): decode_one_token"):
+                    with k.py("torch/_dynamo/eval_frame.py(632): _fn"):
+                        k.adv(k.j(22.0, 0.2))
+                        with k.ann("TorchDynamo Cache Lookup", pre=1.0):
+                            k.adv(k.j(12.0, 0.2))
+                        with k.ann("Torch-Compiled Region: 0/0", pre=1.0):
+                            with k.py("torch/_functorch/_aot_autograd/runtime_wrappers.py(328): runtime_wrapper"):
+                                k.adv(k.j(28.0, 0.2))
+                                with k.py("torch/_inductor/output_code.py(460): __call__"):
+                                    k.adv(k.j(7.0, 0.2))
+                                    with k.py("torch/_inductor/utils.py(2208): run"):
+                                        k.adv(k.j(4.0, 0.2))
+                                        with k.ann("## Call CompiledFxGraph fq7xw4nyfzpdm3zmx5kd2bqfyk3v6wqjmqh2z3ohyjdbnl6ip5ua ##", pre=2.0):
+                                            line = 900
+                                            for _ in range(16):
+                                                triton(K_TRITON_RMS, 3.0, line)
+                                                extern_mm(9.0, line + 4)
+                                                triton(K_TRITON_ROPE, 2.6, line + 9)
+                                                with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+                                                    with k.op("aten::_flash_attention_forward", pre=1.0):
+                                                        k.launch(K_FLASH, 6.0)
+                                                extern_mm(4.0, line + 15)
+                                                triton(K_TRITON_ADD_RMS, 3.0, line + 19)
+                                                extern_mm(16.0, line + 23)
+                                                triton(K_TRITON_SILU, 2.6, line + 27)
+                                                extern_mm(8.0, line + 31)
+                                                line += 36
+                                            extern_mm(50.0, line)
+                                k.adv(k.j(6.0, 0.2))
+                    argmax(k)
+                    with k.py("<built-in method item of Tensor object at 0x7f3b2a1c8e50>"):
+                        item_sync(k)
+                k.host(6)
+    k.host(30)
+    return k.doc(name="compiled_steady")
+
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -1902,6 +1969,7 @@ CASES = {
     "sync_then_host": case_sync_then_host,
     "step_outlier_untraced": case_step_outlier_untraced,
     "healthy_unet": case_healthy_unet,
+    "compiled_steady": case_compiled_steady,
 }
 
 
