@@ -20,6 +20,7 @@ The reply contract asserted (issue 19; the lead implements exactly this):
                  "at_stake_per_step_us", "evidence", "next_experiment"}]  (by at_stake_us, desc)}
 and GET /api/v1/compare?base=A&head=B has a top-level "per_step" object with a list
 "regressions". Standard library only."""
+import http.client
 import json
 import os
 import shutil
@@ -528,7 +529,20 @@ def run_server(doc, gendir, binpath, only):
             p = case_path(c, gendir)
             with open(p, "rb") as f:
                 data = f.read()
-            st, _, body = srv.upload(data, "?name=" + c["id"].replace("/", "-"))
+            try:
+                st, _, body = srv.upload(data, "?name=" + c["id"].replace("/", "-"))
+            except (OSError, http.client.HTTPException) as x:
+                # the server closed the connection: a crash is this case's failure, and
+                # every case after it cannot run
+                rc = srv.proc.poll()
+                print("FAIL %-32s upload: %s; the server %s" % (c["id"], x, "is still running" if rc is None else
+                      "exited (%s)" % ("signal %d" % -rc if rc < 0 else "status %d" % rc)))
+                fails += 1
+                RAN += 1
+                if rc is not None:
+                    return fails
+                sids[c["id"]] = None
+                continue
             if st != 201:
                 sids[c["id"]] = None
                 print("FAIL %-32s upload -> %s %s" % (c["id"], st, json.dumps(body)[:200]))
