@@ -123,6 +123,9 @@ class KTrace:
         self.old = schema2021
         self.extra_meta = {}
         self.python = False      # with_stack: python_function events around the model code
+        self.launch_blocking = False  # CUDA_LAUNCH_BLOCKING=1: each launch returns when its kernel is done
+        self.max_queue = None    # a stream's launch queue depth: a launch past it blocks until a kernel ends
+        self.queue = {}
 
     # ---- time ----
     def j(self, us, rel=0.05):
@@ -192,10 +195,14 @@ class KTrace:
         for f in self.stack:
             f["gpu"].extend(fr["gpu"])
 
-    def op(self, name, pre=1.5, post=0.8, dims=None, **kw):
+    def op(self, name, pre=1.5, post=0.8, dims=None, types=None, concrete=None, **kw):
         args = {}
         if dims is not None:
             args["Input Dims"] = dims
+        if types is not None:
+            args["Input type"] = types
+        if concrete is not None:
+            args["Concrete Inputs"] = concrete        # torch >= 2.3 with record_shapes: the scalars' values
         return self.rng_("cpu_op", name, pre, post, args)
 
     def ann(self, name, pre=1.0, post=0.5):
@@ -211,12 +218,12 @@ class KTrace:
         return 0
 
     # ---- CUDA runtime ----
-    def _runtime(self, name, ts, te, corr, cbid):
+    def _runtime(self, name, ts, te, corr, cbid, cat="cuda_runtime"):
         if self.old:
             self._x("Runtime", name, ts, te, self.pid, self.host_tid(),
                     {"cbid": cbid, "correlation": corr, "external id": self.cur_ext(), "external ts": self.us(ts - 300)})
         else:
-            self._x("cuda_runtime", name, ts, te, self.pid, self.tid,
+            self._x(cat, name, ts, te, self.pid, self.tid,
                     {"External id": self.cur_ext(), "cbid": cbid, "correlation": corr})
 
     def _flow(self, corr, ts_rt, ts_gpu, stream):
@@ -249,7 +256,9 @@ class KTrace:
                 f["gpu"].append((s, e, stream))
 
     def launch(self, kname, gpu_us, stream=7, api_us=5.0, lat_us=4.0, grid=(1024, 1, 1), block=(256, 1, 1),
-               regs=32, smem=0, rel=0.04, api="cudaLaunchKernel", extra=None, gpu_ns=None):
+               regs=32, smem=0, rel=0.04, api="cudaLaunchKernel", extra=None, gpu_ns=None, blocking=None):
+        """blocking: the call returns only when its kernel is done (CUDA_LAUNCH_BLOCKING=1);
+        default self.launch_blocking."""
         self.corr += 1
         corr = self.corr
         ts = self.t + self.j(0.3, 0.5)
@@ -257,7 +266,19 @@ class KTrace:
         gs = max(self.stream_end.get(stream, 0) + self.j(1.0, 0.5), ts + self.j(lat_us, 0.2))
         ge = gs + (gpu_ns if gpu_ns is not None else self.j(gpu_us, rel))
         self.stream_end[stream] = ge
-        self._runtime(api, ts, te, corr, 211 if api == "cudaLaunchKernel" else 307)
+        if self.launch_blocking if blocking is None else blocking:
+            te = max(te, ge + self.j(2.5, 0.3))
+        if self.max_queue:
+            q = self.queue.setdefault(stream, [])
+            while q and q[0] <= ts:
+                q.pop(0)
+            if len(q) >= self.max_queue:
+                te = max(te, q[len(q) - self.max_queue] + self.j(3.0, 0.3))
+            q.append(ge)
+        if api.startswith("cu") and not api.startswith("cuda"):
+            self._runtime(api, ts, te, corr, 307, cat="cuda_driver")
+        else:
+            self._runtime(api, ts, te, corr, 211 if api == "cudaLaunchKernel" else 307)
         blocks = grid[0] * grid[1] * grid[2]
         sms = self.device["numSms"]
         args = {"registers per thread": regs, "shared memory": smem, "blocks per SM": round(blocks / sms, 6),
@@ -300,7 +321,7 @@ class KTrace:
         dur = max(1000, int(nbytes / (gbps * self.rng.uniform(0.97, 1.03))))  # bytes / (GB/s) = ns
         ge = gs + dur
         self.stream_end[stream] = ge
-        te = (ge + self.j(3.0, 0.3)) if blocking else ts + self.j(api_us, 0.15)
+        te = (ge + self.j(3.0, 0.3)) if (blocking or self.launch_blocking) else ts + self.j(api_us, 0.15)
         self._runtime(api, ts, te, corr, 41)
         self._gpu("gpu_memcpy", "Memcpy " + kind, gs, ge, stream, corr,
                   {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / (ge - gs), 6)})
@@ -330,15 +351,17 @@ class KTrace:
         self._runtime(api, ts, end, self.corr, 131 if api == "cudaStreamSynchronize" else 165)
         self.t = end
 
-    def runtime_only(self, name, us, cbid=0):
+    def runtime_only(self, name, us, cbid=0, rel=0.2, cat="cuda_runtime"):
+        """A runtime (or driver: cat cuda_driver) call with no GPU work (cudaMalloc,
+        cudaFree, cuModuleLoadData, cudaGetDeviceProperties_v2 ...)."""
         self.corr += 1
         ts = self.t + self.j(0.3, 0.5)
-        te = ts + self.j(us, 0.2)
-        self._runtime(name, ts, te, self.corr, cbid)
+        te = ts + self.j(us, rel)
+        self._runtime(name, ts, te, self.corr, cbid, cat=cat)
         self.t = te
 
     # ---- the document ----
-    def doc(self, distributed=None, name="trace"):
+    def doc(self, distributed=None, name="trace", cpu_only=False):
         end = max([self.t] + list(self.stream_end.values())) + 25_000
         meta = []
         hp, ht = self.pid, self.tid
@@ -355,7 +378,7 @@ class KTrace:
             meta.append({"ph": "X", "cat": "Trace", "ts": self.us(self.t0), "dur": self.us(end - self.t0), "pid": "Traces",
                          "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}})
         else:
-            for p, label, idx in ((hp, "CPU", hp), (0, "GPU 0", 16777216)):
+            for p, label, idx in ((hp, "CPU", hp),) + (() if cpu_only else ((0, "GPU 0", 16777216),)):
                 meta.append({"name": "process_name", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0, "args": {"name": "python3.11"}})
                 meta.append({"name": "process_labels", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0, "args": {"labels": label}})
                 meta.append({"name": "process_sort_index", "ph": "M", "ts": self.us(self.t0), "pid": p, "tid": 0,
@@ -375,13 +398,14 @@ class KTrace:
             meta.append({"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": self.us(end)})
         evs = sorted(self.ev, key=lambda e: (e["ts"], -e.get("dur", 0)))
         dev = dict(self.device)
-        out = {"schemaVersion": 1, "deviceProperties": [dev]}
+        out = {"schemaVersion": 1, "deviceProperties": [] if cpu_only else [dev]}
         if distributed:
             out["distributedInfo"] = distributed
-        if not self.old:
+        if not self.old and not cpu_only:
             out["cupti_version"] = 24
             out["cuda_runtime_version"] = 12040
             out["cuda_driver_version"] = 12040
+        if not self.old:
             out["record_shapes"] = 1
             out["with_stack"] = 1 if self.python else 0
         out["traceEvents"] = evs + meta
@@ -394,13 +418,28 @@ class KTrace:
 
 # ---------------------------------------------------------------- building blocks
 
+def gemm_dims(dims, bias=False):
+    """aten::linear's Input Dims (input [..., K], weight [N, K]) as the mm / addmm under it
+    records them: [[M, K], [K, N]] (addmm: [[N], [M, K], [K, N], [], []])."""
+    if not dims:
+        return None
+    m = 1
+    for d in dims[0][:-1]:
+        m *= d
+    kk, n = dims[0][-1], dims[1][0]
+    return [[n], [m, kk], [kk, n], [], []] if bias else [[m, kk], [kk, n]]
+
+
+BF16x2 = ["c10::BFloat16", "c10::BFloat16"]
+
+
 def linear(k, gemm_us, kname=K_GEMM_H100, grid=(132, 1, 1), dims=None, api_us=5.0):
-    with k.op("aten::linear", pre=2.0, dims=dims):
+    with k.op("aten::linear", pre=2.0, dims=dims, types=BF16x2 + [""] if dims else None):
         with k.op("aten::t", pre=0.8, post=0.4):
             with k.op("aten::transpose", pre=0.6, post=0.3):
                 with k.op("aten::as_strided", pre=0.3, post=0.2):
                     pass
-        with k.op("aten::mm", pre=1.2):
+        with k.op("aten::mm", pre=1.2, dims=gemm_dims(dims), types=BF16x2 if dims else None):
             k.launch(kname, gemm_us, grid=grid, block=(384, 1, 1), regs=168, smem=213504, api_us=api_us)
 
 
@@ -468,11 +507,12 @@ def embedding(k):
 
 # ---------------------------------------------------------------- the cases
 
-def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6, prelude=None, postlude=None):
+def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.6, prelude=None, postlude=None, per_step=None):
     """A healthy decode loop: per step embedding, `layers` decoder layers, lm_head, argmax
     on the GPU, then `.item()` of the token (one tiny sync) and a few us of Python. The host
     runs ahead inside a step, so the GPU is packed (GEMMs ~80% of GPU time, >95% busy).
-    prelude(k), if given, runs first; postlude(k) after the last step."""
+    prelude(k), if given, runs first; postlude(k) after the last step; per_step(k, s) after
+    each step's sync."""
     k = KTrace(seed)
     k.host(40)
     if prelude:
@@ -486,6 +526,8 @@ def decode_loop(seed, steps, layers=8, flash_scale=1.0, name="healthy", scale=1.
             linear(k, 110.0 * scale, dims=[[64, 1, 4096], [128256, 4096]])    # lm_head
             argmax(k)
             item_sync(k)
+            if per_step:
+                per_step(k, s)
             k.host(12)
     if postlude:
         postlude(k)
@@ -605,7 +647,7 @@ def case_host_sync():
                             embedding(k)
                             for _ in range(6):
                                 with k.py("model.py(212): forward"):
-                                    decoder_layer(k, scale=0.6)
+                                    decoder_layer(k, scale=1.5)
                             linear(k, 70.0, dims=[[8, 1, 4096], [128256, 4096]])
                     with k.py("generate.py(163): <lambda>"):
                         item_sync(k)                                   # logits.argmax().item() -> blocks
@@ -953,6 +995,948 @@ def case_schema2021_pageable():
     return k.doc(name="schema2021_pageable")
 
 
+# ---------------------------------------------------------------- issue 41: the host's own work, new categories
+
+K_GELU = ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+          "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, "
+          "at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)"
+          "::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)")
+K_GELU_BWD = ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+              "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, "
+              "c10::BFloat16)#1}, at::detail::Array<char*, 3> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+              "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#4}::operator()() const::{lambda(c10::BFloat16, "
+              "c10::BFloat16)#1}, at::detail::Array<char*, 3>)")
+K_LN_BWD = ("void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<c10::BFloat16, float>(c10::BFloat16 const*, "
+            "c10::BFloat16 const*, float const*, float const*, c10::BFloat16 const*, c10::BFloat16*, int)")
+K_GEMM_H100_BIG = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_"
+                   "kernel__5x_cublas")
+K_GEMM_A100_F16 = "ampere_fp16_s16816gemm_fp16_256x128_ldg8_f2f_stages_64x3_tn"
+K_GEMV = ("std::enable_if<!(false), void>::type internal::gemvx::kernel<int, int, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, "
+          "false, true, true, false, 7, false, cublasGemvParamsEx<int, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*> >"
+          "(cublasGemvParamsEx<int, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*>)")
+K_INDEX_SELECT_LARGE = ("void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::BFloat16, long, unsigned int, 2, 2, -2, true>"
+                        "(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, "
+                        "unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, unsigned int, long)")
+K_INDEX_COPY = ("void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<at::native::index_copy_kernel_impl"
+                "<c10::BFloat16>(at::TensorIterator&, long, long, long)::{lambda(char*, char*, long)#1}>(at::TensorIteratorBase&, "
+                "c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_copy_kernel_impl<c10::BFloat16>(at::TensorIterator&, long, "
+                "long, long)::{lambda(char*, char*, long)#1} const&)::{lambda(int)#1}>(long, at::native::gpu_index_kernel<at::native::"
+                "index_copy_kernel_impl<c10::BFloat16>(at::TensorIterator&, long, long, long)::{lambda(char*, char*, long)#1}>"
+                "(at::TensorIteratorBase&, c10::ArrayRef<long>, c10::ArrayRef<long>, at::native::index_copy_kernel_impl<c10::BFloat16>"
+                "(at::TensorIterator&, long, long, long)::{lambda(char*, char*, long)#1} const&)::{lambda(int)#1})")
+K_EFF_ATTN = ("fmha_cutlassF_bf16_aligned_64x128_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, "
+              "cutlass::arch::Sm80, true, 64, 128, 128, true, true>::Params)")
+K_EFF_ATTN_F16 = ("fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, "
+                  "true, 64, 64, 64, true, true>::Params)")
+K_FLASH_FWD = ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+               "cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, "
+               "false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
+K_FLASH_FWD_F16 = ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+                   "cutlass::half_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::half_t> >, false, false, false, "
+                   "false, true, true, false, false>(pytorch_flash::Flash_fwd_params)")
+K_VLLM_FA_SPLITKV = ("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, "
+                     "Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, true, false, false, false, true, true, false, false>"
+                     "(Flash_fwd_params)")
+K_VLLM_FA_COMBINE = ("void flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, "
+                     "Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, 4, 2, true>(Flash_fwd_params)")
+K_VLLM_RMS = "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)"
+K_VLLM_ROPE = ("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, "
+               "c10::BFloat16 const*, int, long, long, int, int, int)")
+K_VLLM_CACHE = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, "
+                "__nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*, int, int, int, int, int, int, float const*, float const*)")
+K_VLLM_SILU = ("void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), "
+               "false>(c10::BFloat16*, c10::BFloat16 const*, int)")
+K_CONV_FWD_NHWC = ("sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_"
+                   "tensor16x8x16_kernel")
+K_CONV_FWD_H100 = ("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_"
+                   "execute_segment_k_off_kernel__5x_cudnn")
+K_BN_INF = ("void cudnn::bn_fw_inf_1C11_singleread_NHWC<__half, float, 128, 1, 2, 1, 0>(cudnnTensorStruct, __half const*, "
+            "cudnnTensorStruct, __half*, float const*, float const*, float const*, float const*, float, float, int)")
+K_RELU_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
+              "(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)::{lambda()#1}::operator()() const"
+              "::{lambda()#8}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2> >(int, at::native::(anonymous "
+              "namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar, c10::Scalar, at::native::detail::ClampLimits)"
+              "::{lambda()#1}::operator()() const::{lambda()#8}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2>)")
+K_ADD_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3> >"
+             "(int, at::native::CUDAFunctor_add<c10::Half>, at::detail::Array<char*, 3>)")
+K_CAST_F32_F16 = K_CAST
+K_GN_MOMENTS = "void at::native::(anonymous namespace)::RowwiseMomentsCUDAKernel<c10::Half, float>(long, float, c10::Half const*, float*, float*)"
+K_GN_APPLY = ("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::(anonymous namespace)::"
+              "GroupNorm1dForward<c10::Half>(at::Tensor const&, at::Tensor const&, at::Tensor const&, at::Tensor const&, "
+              "at::Tensor const&, long, long, at::Tensor&)::{lambda(c10::Half, float, float, c10::Half, c10::Half)#1}>"
+              "(at::TensorIteratorBase&, at::native::(anonymous namespace)::GroupNorm1dForward<c10::Half>(at::Tensor const&, "
+              "at::Tensor const&, at::Tensor const&, at::Tensor const&, at::Tensor const&, long, long, at::Tensor&)::{lambda(c10::Half, "
+              "float, float, c10::Half, c10::Half)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl<...>::{lambda(int)#1})")
+K_SILU_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)"
+              "::{lambda()#1}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2> >"
+              "(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const"
+              "::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2>)")
+K_LN_F16 = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float>(int, float, c10::Half const*, "
+            "c10::Half const*, c10::Half const*, float*, float*, c10::Half*)")
+K_GELU_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+              "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, "
+              "at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)"
+              "::{lambda()#2}::operator()() const::{lambda()#3}::operator()() const::{lambda(c10::Half)#1}, at::detail::Array<char*, 2>)")
+K_MUL_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<c10::Half>, "
+             "at::detail::Array<char*, 3> >(int, at::native::binary_internal::MulFunctor<c10::Half>, at::detail::Array<char*, 3>)")
+K_SOFTMAX_F16 = ("void (anonymous namespace)::softmax_warp_forward<c10::Half, c10::Half, float, 8, false, false>(c10::Half*, "
+                 "c10::Half const*, int, int, int, bool const*, int, bool)")
+K_TOPK = ("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float const, unsigned int>, "
+          "unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, "
+          "at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int, unsigned int*)")
+K_LOG_SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)"
+                 "::LogSoftMaxForwardEpilogue>(float*, float const*, int)")
+K_ADAM = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, "
+          "at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, double, "
+          "double, double, double, bool, float const*, float const*>(at::native::(anonymous namespace)::TensorListMetadata<4>, "
+          "at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, float*, double, double, "
+          "double, double, double, bool, float const*, float const*)")
+K_TRITON_RMS = "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0"
+K_TRITON_ROPE = "triton_poi_fused_add_cat_clone_mul_neg_slice_1"
+K_TRITON_ADD_RMS = "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_2"
+K_TRITON_SILU = "triton_poi_fused_mul_silu_3"
+K_CUSTOM_RMS = "void custom_ops::fused_add_rms_norm_kernel<__nv_bfloat16, 128>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16 const*, float, int)"
+
+GB = 1e9
+
+
+def us_bytes(nbytes, gbps):
+    """Time in us to move nbytes at gbps GB/s."""
+    return nbytes / (gbps * GB) * 1e6
+
+
+def us_flops(flop, tflops):
+    return flop / (tflops * 1e12) * 1e6
+
+
+def tolist_sync(k, nbytes=64, py=False):
+    """`tensor.tolist()` / `.cpu()` of a CUDA tensor: aten::to -> aten::_to_copy -> aten::copy_,
+    a DtoH copy to pageable memory (cudaMemcpyAsync), then cudaStreamSynchronize: the host
+    waits for the GPU to drain."""
+    def body():
+        with k.op("aten::to", pre=2.0, dims=[[nbytes // 8], [], [], [], []]):
+            with k.op("aten::_to_copy", pre=1.5):
+                with k.op("aten::empty_strided", pre=0.6, post=0.3):
+                    pass
+                with k.op("aten::copy_", pre=1.2):
+                    k.memcpy("DtoH (Device -> Pageable)", nbytes, 0.02, api_us=7.0)
+                    k.sync()
+    if py:
+        with k.py("<built-in method tolist of Tensor object at 0x7f2c3b5e1d50>"):
+            body()
+    else:
+        body()
+
+
+def mm(k, kname, gpu_us, dims=None, types=None, malloc_us=None, api="cudaLaunchKernel", grid=(132, 1, 1)):
+    """aten::linear (no bias) -> aten::t + aten::matmul -> aten::mm, as torch records F.linear on
+    a 2-D or 3-D input; malloc_us: the output's block comes from cudaMalloc (the caching
+    allocator had nothing cached)."""
+    with k.op("aten::linear", pre=2.0, dims=dims, types=types):
+        with k.op("aten::t", pre=0.8, post=0.4):
+            with k.op("aten::transpose", pre=0.6, post=0.3):
+                with k.op("aten::as_strided", pre=0.3, post=0.2):
+                    pass
+        with k.op("aten::matmul", pre=1.0):
+            with k.op("aten::mm", pre=1.2, dims=gemm_dims(dims), types=types):
+                if malloc_us:
+                    k.runtime_only("cudaMalloc", malloc_us, cbid=20, rel=0.35)
+                k.launch(kname, gpu_us, grid=grid, block=(384, 1, 1), regs=168, smem=213504, api=api)
+
+
+def addmm(k, kname, gpu_us, dims=None, types=["c10::Half"] * 3, grid=(132, 1, 1)):
+    """nn.Linear with a bias on a 3-D input: aten::linear -> aten::addmm (torch flattens the
+    batch dims)."""
+    with k.op("aten::linear", pre=2.5, dims=dims, types=types if dims else None):
+        with k.op("aten::t", pre=0.8, post=0.4):
+            with k.op("aten::transpose", pre=0.6, post=0.3):
+                with k.op("aten::as_strided", pre=0.3, post=0.2):
+                    pass
+        with k.op("aten::view", pre=0.6, post=0.3):
+            pass
+        with k.op("aten::addmm", pre=1.5, dims=gemm_dims(dims, bias=True), types=types + ["Scalar", "Scalar"] if dims else None):
+            k.launch(kname, gpu_us, grid=grid, block=(256, 1, 1), regs=232, smem=98304)
+        with k.op("aten::view", pre=0.6, post=0.3):
+            pass
+
+
+def case_allocator_churn():
+    """A fine-tuning loop (H100, 12 layers, 16k tokens a step) that calls
+    `torch.cuda.empty_cache()` after every optimizer step, a common "fix" for fragmentation
+    OOMs: loss.item() ends the step, then empty_cache gives every cached segment back
+    (~70 cudaFree, each waiting for the device) and the next step gets them again from the
+    driver (cudaMalloc under the ops that allocate their outputs), every step."""
+    k = KTrace(13001)
+    k.host(40)
+    T, H, F = 16384, 2048, 8192
+    act = T * F * 2
+    for s in range(8):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.ann("## forward ##"):
+                for _ in range(12):
+                    layer_norm(k, us_bytes(T * H * 2 * 2, 2600))
+                    mm(k, K_GEMM_H100_BIG, us_flops(2 * T * H * F, 620), dims=[[8, 2048, H], [F, H]], malloc_us=260.0)
+                    with k.op("aten::gelu", pre=1.5):
+                        k.runtime_only("cudaMalloc", 240.0, cbid=20, rel=0.35)
+                        k.launch(K_GELU, us_bytes(2 * act, 2600))
+                    mm(k, K_GEMM_H100_BIG, us_flops(2 * T * H * F, 620), dims=[[8, 2048, F], [H, F]], malloc_us=90.0)
+                    eltwise(k, "aten::add", K_ADD_BF16, us_bytes(3 * T * H * 2, 2600))
+            with k.op("aten::cross_entropy_loss", pre=3.0):
+                k.launch(K_LOG_SOFTMAX, 300.0)
+            with k.ann("## backward ##"):
+                for _ in range(12):
+                    with k.op("autograd::engine::evaluate_function: MmBackward0", pre=3.0):
+                        with k.op("MmBackward0", pre=2.0):
+                            for _ in range(2):
+                                with k.op("aten::mm", pre=1.5):
+                                    k.runtime_only("cudaMalloc", 200.0, cbid=20, rel=0.35)
+                                    k.launch(K_GEMM_H100_BIG, us_flops(2 * T * H * F, 620))
+                    with k.op("autograd::engine::evaluate_function: GeluBackward0", pre=3.0):
+                        with k.op("GeluBackward0", pre=2.0):
+                            with k.op("aten::gelu_backward", pre=1.5):
+                                k.runtime_only("cudaMalloc", 240.0, cbid=20, rel=0.35)
+                                k.launch(K_GELU_BWD, us_bytes(3 * act, 2600))
+                    with k.op("autograd::engine::evaluate_function: MmBackward0", pre=3.0):
+                        with k.op("MmBackward0", pre=2.0):
+                            for _ in range(2):
+                                with k.op("aten::mm", pre=1.5):
+                                    k.launch(K_GEMM_H100_BIG, us_flops(2 * T * H * F, 620))
+                    with k.op("autograd::engine::evaluate_function: NativeLayerNormBackward0", pre=3.0):
+                        with k.op("aten::native_layer_norm_backward", pre=2.0):
+                            k.launch(K_LN_BWD, us_bytes(4 * T * H * 2, 2600))
+            with k.ann("Optimizer.step#AdamW.step", pre=3.0):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    for _ in range(6):
+                        k.launch(K_ADAM, 380.0, grid=(320, 1, 1), block=(512, 1, 1))
+            item_sync(k)                              # loss.item() for the log line
+            k.host(15)
+            # torch.cuda.empty_cache(): every cached segment back to the driver; cudaFree
+            # synchronizes the device, so each waits ~150-400 us here
+            for _ in range(70):
+                k.runtime_only("cudaFree", 230.0, cbid=22, rel=0.4)
+                k.adv(k.j(1.5, 0.3))
+            k.host(20)
+    k.host(30)
+    return k.doc(name="allocator_churn")
+
+
+def case_tokenization():
+    """A Python serving loop streaming 16 sequences (HF model on an H100, with_stack): each
+    decode step launches the model (~4.5 ms of GPU work), takes the next tokens with
+    `next_tokens.tolist()` (the one sync), then detokenizes each sequence's new text with the
+    HF fast tokenizer on the host (transformers' tokenization_utils_base.py decode ->
+    tokenization_utils_fast.py _decode -> the Rust `tokenizers.Tokenizer.decode`, ~120 us
+    each, 16 a step) while the GPU waits for the next step."""
+    k = KTrace(14001)
+    k.python = True
+    k.host(40)
+    with k.py("server.py(301): <module>"):
+        with k.py("server.py(188): generate_stream"):
+            for s in range(32):
+                with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                    with k.py("torch/nn/modules/module.py(1747): _call_impl"):
+                        with k.py("transformers/models/llama/modeling_llama.py(1163): forward"):
+                            embedding(k)
+                            for _ in range(16):
+                                with k.py("transformers/models/llama/modeling_llama.py(727): forward"):
+                                    decoder_layer(k, scale=1.0)
+                            layer_norm(k, 6.0)
+                            linear(k, 110.0, dims=[[16, 1, 4096], [128256, 4096]])
+                    with k.py("server.py(203): generate_stream"):
+                        argmax(k)
+                        tolist_sync(k, 128, py=True)
+                    with k.py("server.py(211): stream_new_text"):
+                        for _ in range(16):
+                            with k.py("transformers/tokenization_utils_base.py(3851): decode"):
+                                with k.py("<built-in function isinstance>"):
+                                    k.adv(k.j(0.4, 0.2))
+                                with k.py("transformers/tokenization_utils_fast.py(649): _decode"):
+                                    with k.py("<built-in function isinstance>"):
+                                        k.adv(k.j(0.3, 0.2))
+                                    with k.py("<method 'decode' of 'tokenizers.Tokenizer' objects>"):
+                                        k.adv(k.j(95.0 + 0.8 * s, 0.15))
+                                    with k.py("transformers/tokenization_utils_base.py(3892): clean_up_tokenization"):
+                                        for _ in range(6):
+                                            with k.py("<method 'replace' of 'str' objects>"):
+                                                k.adv(k.j(0.6, 0.2))
+                            with k.py("<method 'put' of '_queue.SimpleQueue' objects>"):
+                                k.adv(k.j(1.5, 0.2))
+                    k.host(6)
+    k.host(30)
+    return k.doc(name="tokenization")
+
+
+def compiled_step(k, layers=16, scale=1.0):
+    """One decode step of a torch.compile'd decoder (steady state): the guard check, then the
+    compiled graph's Triton kernels (cuLaunchKernel, driver API) around cuBLAS mm's and SDPA."""
+    with k.ann("TorchDynamo Cache Lookup", pre=2.0):
+        k.adv(k.j(14.0, 0.2))
+    with k.ann("Torch-Compiled Region: 0/1", pre=1.5):
+        with k.ann("## Call CompiledFxGraph f5yxl2axeuvyqu4x3ffw2kifzm5bxvpzbb5gxnr5buy3cshxsvsp ##", pre=3.0):
+            k.launch(K_EMBED, 3.0)
+            for _ in range(layers):
+                k.launch(K_TRITON_RMS, 5.0 * scale, api="cuLaunchKernel", api_us=3.5)
+                with k.op("aten::mm", pre=1.0):
+                    k.launch(K_GEMM_SMALL_H100, 24.0 * scale, api_us=4.0)
+                k.launch(K_TRITON_ROPE, 4.0 * scale, api="cuLaunchKernel", api_us=3.5)
+                with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+                    with k.op("aten::_flash_attention_forward", pre=1.0):
+                        k.launch(K_FLASH, 12.0 * scale)
+                with k.op("aten::mm", pre=1.0):
+                    k.launch(K_GEMM_SMALL_H100, 10.0 * scale, api_us=4.0)
+                k.launch(K_TRITON_ADD_RMS, 5.0 * scale, api="cuLaunchKernel", api_us=3.5)
+                with k.op("aten::mm", pre=1.0):
+                    k.launch(K_GEMM_SMALL_H100, 40.0 * scale, api_us=4.0)
+                k.launch(K_TRITON_SILU, 4.0 * scale, api="cuLaunchKernel", api_us=3.5)
+                with k.op("aten::mm", pre=1.0):
+                    k.launch(K_GEMM_SMALL_H100, 22.0 * scale, api_us=4.0)
+            k.launch(K_TRITON_RMS, 5.0 * scale, api="cuLaunchKernel", api_us=3.5)
+            with k.op("aten::mm", pre=1.0):
+                k.launch(K_GEMM_SMALL_H100, 60.0 * scale, api_us=4.0)
+
+
+FAKE_OPS = ("aten::view", "aten::mm", "aten::t", "aten::add", "aten::mul", "aten::_to_copy", "aten::pow", "aten::mean",
+            "aten::rsqrt", "aten::cat", "aten::neg", "aten::slice", "aten::silu", "aten::empty_strided", "aten::clone",
+            "aten::expand", "aten::transpose", "aten::_scaled_dot_product_flash_attention", "aten::embedding", "aten::argmax")
+
+
+def fake_tensor_ops(k, n, us):
+    """Tracing on FakeTensors: aten ops dispatched with no kernel (Dynamo's example values,
+    AOT autograd's functionalization), each with its Python dispatch around it."""
+    for i in range(n):
+        k.adv(k.j(us * 0.6, 0.4))
+        with k.op(FAKE_OPS[k.rng.randrange(len(FAKE_OPS))], pre=1.0, post=0.5):
+            k.adv(k.j(us * 0.4, 0.5))
+
+
+def recompile(k):
+    """Dynamo recompiles the model for a new batch size (guard failure on the batch dim):
+    the dynamo_timed ranges torch 2.4 records, FakeTensor tracing, Inductor lowering and code
+    generation, the Triton kernels' modules loaded (cuModuleLoadData, driver API), one
+    reduction's configs benchmarked on the GPU; ~300 ms in all."""
+    with k.ann("TorchDynamo Cache Lookup", pre=2.0):
+        k.adv(k.j(18.0, 0.2))
+    with k.ann("_compile.compile_inner (dynamo_timed)", pre=3.0):
+        k.adv(k.j(9000.0, 0.1))                              # bytecode analysis, guards
+        fake_tensor_ops(k, 380, 45.0)                        # InstructionTranslator: example values
+        with k.ann("OutputGraph.call_user_compiler (dynamo_timed)", pre=5.0):
+            with k.ann("create_aot_dispatcher_function (dynamo_timed)", pre=5.0):
+                k.adv(k.j(4000.0, 0.1))
+                fake_tensor_ops(k, 900, 38.0)                # functionalization + partitioning
+                with k.ann("compile_fx.<locals>.fw_compiler_base (dynamo_timed)", pre=5.0):
+                    with k.ann("compile_fx_inner (dynamo_timed)", pre=5.0):
+                        k.adv(k.j(3000.0, 0.1))
+                        with k.ann("GraphLowering.run (dynamo_timed)", pre=5.0):
+                            k.adv(k.j(42000.0, 0.05))
+                        with k.ann("GraphLowering.compile_to_module (dynamo_timed)", pre=5.0):
+                            with k.ann("code_gen (dynamo_timed)", pre=5.0):
+                                k.adv(k.j(31000.0, 0.05))
+                                with k.ann("PyCodeCache.load_by_key_path (dynamo_timed)", pre=5.0):
+                                    k.adv(k.j(6000.0, 0.1))
+                                    with k.ann("async_compile.wait (dynamo_timed)", pre=5.0):
+                                        k.adv(k.j(68000.0, 0.05))     # Triton compiles in the workers
+                                        for _ in range(9):
+                                            k.runtime_only("cuModuleLoadData", 1400.0, cbid=0, rel=0.3, cat="cuda_driver")
+                                            k.runtime_only("cuModuleGetFunction", 6.0, cbid=0, cat="cuda_driver")
+                                            k.runtime_only("cuFuncGetAttribute", 2.0, cbid=0, cat="cuda_driver")
+                                            k.adv(k.j(900.0, 0.3))
+                        with k.ann("CachingAutotuner.benchmark_all_configs (dynamo_timed)", pre=5.0):
+                            for _ in range(4):
+                                for _ in range(10):
+                                    k.launch(K_TRITON_RMS, 6.0, api="cuLaunchKernel", api_us=3.5)
+                                k.sync(api="cudaDeviceSynchronize")
+                                k.adv(k.j(600.0, 0.2))
+                        k.adv(k.j(8000.0, 0.1))
+                k.adv(k.j(3000.0, 0.1))
+            k.adv(k.j(2000.0, 0.1))
+        k.adv(k.j(6000.0, 0.1))                              # guards installed, bytecode rewritten
+
+
+def case_recompile():
+    """A torch.compile'd decoder served with a varying batch (H100, 30 steps of ~3 ms): at
+    step 12 the batch grows from 8 to 12, the guard on the batch dimension fails and Dynamo
+    recompiles in the middle of the run (~0.3 s of dynamo / AOT / Inductor ranges, FakeTensor
+    tracing, cuModuleLoadData) right after the previous step's `.tolist()` sync."""
+    k = KTrace(15001)
+    k.host(40)
+    for s in range(30):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            if s == 11:
+                recompile(k)
+            compiled_step(k, scale=1.0 if s < 11 else 1.25)
+            argmax(k)
+            tolist_sync(k, 96)
+            k.host(60)
+    k.host(30)
+    return k.doc(name="recompile")
+
+
+def case_gc_pause():
+    """Megatron-style GPT training on an A100 (with_stack), 50 steps of ~30 ms, with
+    `--manual-gc --manual-gc-interval`: in one step the loop calls gc.collect() (45 ms over
+    a large Python heap: `<built-in function collect>`) after the loss sync, while the GPU
+    waits; the other 49 steps are alike."""
+    k = KTrace(16001, device=A100)
+    k.python = True
+    k.host(40)
+    T, H, F = 4096, 2048, 8192
+    with k.py("pretrain_gpt.py(294): <module>"):
+        with k.py("megatron/training/training.py(1322): train"):
+            for s in range(50):
+                with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                    with k.py("megatron/training/training.py(755): train_step"):
+                        with k.py("megatron/core/pipeline_parallel/schedules.py(390): forward_backward_no_pipelining"):
+                            with k.py("megatron/core/pipeline_parallel/schedules.py(218): forward_step"):
+                                for _ in range(8):
+                                    layer_norm(k, us_bytes(2 * T * H * 2, 1500))
+                                    linear(k, us_flops(2 * T * H * F, 250), K_GEMM_A100, grid=(108, 1, 1))
+                                    eltwise(k, "aten::gelu", K_GELU, us_bytes(2 * T * F * 2, 1500))
+                                    linear(k, us_flops(2 * T * H * F, 250), K_GEMM_A100, grid=(108, 1, 1))
+                                    eltwise(k, "aten::add", K_ADD_BF16, us_bytes(3 * T * H * 2, 1500))
+                            with k.py("megatron/core/pipeline_parallel/schedules.py(355): backward_step"):
+                                for _ in range(8):
+                                    for _ in range(2):
+                                        with k.op("autograd::engine::evaluate_function: MmBackward0", pre=3.0):
+                                            with k.op("MmBackward0", pre=2.0):
+                                                for _ in range(2):
+                                                    with k.op("aten::mm", pre=1.5):
+                                                        k.launch(K_GEMM_A100_NN, us_flops(2 * T * H * F, 250), grid=(108, 1, 1))
+                                    with k.op("autograd::engine::evaluate_function: GeluBackward0", pre=3.0):
+                                        with k.op("aten::gelu_backward", pre=2.0):
+                                            k.launch(K_GELU_BWD, us_bytes(3 * T * F * 2, 1500))
+                        with k.py("megatron/core/optimizer/optimizer.py(438): step"):
+                            with k.op("aten::_fused_adamw_", pre=5.0):
+                                for _ in range(4):
+                                    k.launch(K_ADAM, 190.0, grid=(320, 1, 1), block=(512, 1, 1))
+                    with k.py("megatron/training/training.py(1380): train"):
+                        item_sync(k)                                   # the loss for the log line
+                        k.adv(k.j(25.0, 0.2))
+                        if s == 31:                                    # iteration % manual_gc_interval == 0
+                            with k.py("<built-in function collect>"):
+                                k.adv(k.j(45000.0, 0.02))
+                    k.host(8)
+    k.host(30)
+    return k.doc(name="gc_pause")
+
+
+def case_launch_blocking():
+    """BERT-large inference (A100, fp16, 32 x 256 tokens, 24 layers) run with
+    CUDA_LAUNCH_BLOCKING=1 left set from a debugging session: every cudaLaunchKernel (and
+    copy) returns only when its kernel is done, so the host cannot queue ahead and the GPU
+    idles for each op's dispatch; the launches of aten::addmm look as long as their kernels."""
+    k = KTrace(17001, device=A100)
+    k.launch_blocking = True
+    k.host(40)
+    T, H, F = 32 * 256, 1024, 4096
+    hd = [[32, 256, H], [H, H], [H]]
+    for s in range(10):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.op("aten::embedding", pre=3.0):
+                with k.op("aten::index_select", pre=1.5):
+                    k.launch(K_EMBED, 14.0, grid=(256, 1, 1), block=(128, 1, 1))
+            with k.op("aten::layer_norm", pre=2.0):
+                with k.op("aten::native_layer_norm", pre=1.5):
+                    k.launch(K_LN_F16, 18.0)
+            for _ in range(24):
+                for _ in range(3):                        # query, key, value
+                    k.host(9)
+                    addmm(k, K_GEMM_A100_F16, us_flops(2 * T * H * H, 200), dims=hd, grid=(108, 1, 1))
+                k.host(14)
+                with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                    with k.op("aten::_scaled_dot_product_efficient_attention", pre=2.0):
+                        with k.op("aten::_efficient_attention_forward", pre=2.0):
+                            k.launch(K_EFF_ATTN_F16, 62.0, grid=(4, 16, 32), block=(32, 4, 1))
+                k.host(9)
+                addmm(k, K_GEMM_A100_F16, us_flops(2 * T * H * H, 200), dims=hd, grid=(108, 1, 1))
+                with k.op("aten::dropout", pre=2.0, post=0.5):
+                    pass
+                eltwise(k, "aten::add", K_ADD_F16, us_bytes(3 * T * H * 2, 1400))
+                with k.op("aten::layer_norm", pre=2.0):
+                    with k.op("aten::native_layer_norm", pre=1.5):
+                        k.launch(K_LN_F16, us_bytes(2 * T * H * 2, 1200))
+                k.host(9)
+                addmm(k, K_GEMM_A100_F16, us_flops(2 * T * H * F, 200), dims=[[32, 256, H], [F, H], [F]], grid=(108, 1, 1))
+                eltwise(k, "aten::gelu", K_GELU_F16, us_bytes(2 * T * F * 2, 1400))
+                k.host(9)
+                addmm(k, K_GEMM_A100_F16, us_flops(2 * T * H * F, 200), dims=[[32, 256, F], [H, F], [H]], grid=(108, 1, 1))
+                with k.op("aten::dropout", pre=2.0, post=0.5):
+                    pass
+                eltwise(k, "aten::add", K_ADD_F16, us_bytes(3 * T * H * 2, 1400))
+                with k.op("aten::layer_norm", pre=2.0):
+                    with k.op("aten::native_layer_norm", pre=1.5):
+                        k.launch(K_LN_F16, us_bytes(2 * T * H * 2, 1200))
+            tolist_sync(k, 32 * 2 * 2)                      # logits.cpu() of the [CLS] head
+            k.host(40)
+    k.host(30)
+    return k.doc(name="launch_blocking")
+
+
+def case_copy_critical_path():
+    """ResNet-50 inference throughput on an H100 (batch 256, channels_last fp16): each step
+    copies the next batch, 256 x 3 x 256 x 256 fp32 = 201 MB from pinned memory, with
+    `x.to('cuda', non_blocking=True)` on the compute stream right before the forward, then
+    casts it to fp16: the copy runs alone on the GPU's critical path (~4 ms a step at
+    ~52 GB/s) before the ~30 ms of convolutions; nothing waits on the host."""
+    k = KTrace(18001)
+    k.host(40)
+    nb = 256 * 3 * 256 * 256 * 4
+    convs = [(64, 600.0)] * 9 + [(128, 560.0)] * 12 + [(256, 520.0)] * 18 + [(512, 480.0)] * 9
+    for s in range(12):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.op("aten::to", pre=3.0, dims=[[256, 3, 256, 256], [], [], [], [], []]):
+                with k.op("aten::_to_copy", pre=2.0):
+                    with k.op("aten::empty_strided", pre=0.6, post=0.3):
+                        pass
+                    with k.op("aten::copy_", pre=2.0):
+                        k.memcpy("HtoD (Pinned -> Device)", nb, 52.0, api_us=9.0)
+            with k.op("aten::to", pre=2.0, dims=[[256, 3, 256, 256], [], [], [], []]):
+                with k.op("aten::_to_copy", pre=1.5):
+                    with k.op("aten::copy_", pre=1.0):
+                        k.launch(K_CAST, us_bytes(nb * 1.5, 2700))
+            with k.ann("## forward ##"):
+                for i, (ch, us) in enumerate(convs):
+                    with k.op("aten::conv2d", pre=3.0):
+                        with k.op("aten::convolution", pre=1.5):
+                            with k.op("aten::_convolution", pre=1.5):
+                                with k.op("aten::cudnn_convolution", pre=3.0):
+                                    k.launch(K_CONV_FWD_H100, us, grid=(512, 2, 1), block=(128, 1, 1), regs=168, smem=98304)
+                    with k.op("aten::batch_norm", pre=2.0):
+                        with k.op("aten::cudnn_batch_norm", pre=2.0):
+                            k.launch(K_BN_INF, 62.0)
+                    eltwise(k, "aten::relu_", K_RELU_F16, 40.0)
+                    if i % 3 == 2:
+                        eltwise(k, "aten::add_", K_ADD_F16, 55.0)
+                with k.op("aten::adaptive_avg_pool2d", pre=2.0):
+                    k.launch(K_SUM, 30.0)
+                addmm(k, K_GEMM_H100, 40.0, dims=[[256, 2048], [1000, 2048], [1000]])                     # fc
+            with k.op("aten::argmax", pre=2.0):
+                k.launch(K_ARGMAX, 6.0)
+            tolist_sync(k, 256 * 8)                     # predictions.cpu()
+            k.host(30)
+    k.host(30)
+    return k.doc(name="copy_critical_path")
+
+
+def rms_hf(k, numel, gbps=2600):
+    """HF LlamaRMSNorm in eager mode: to(float32), pow, mean, add, rsqrt, mul, to(bf16), mul."""
+    for nm, f in (("aten::to", 3), ("aten::pow", 4), ("aten::mean", 2), ("aten::add", 0.01), ("aten::rsqrt", 0.01),
+                  ("aten::mul", 6), ("aten::to", 3), ("aten::mul", 3)):
+        with k.op(nm, pre=2.0):
+            k.launch(K_MUL if nm != "aten::mean" else K_SUM, max(2.5, us_bytes(numel * f, gbps)))
+
+
+def case_kv_gather():
+    """HF beam search (8 beams, Llama-2-7B on an H100, a static KV cache of 8192 positions)
+    on a long prompt: after every beam step `_reorder_cache` gathers the whole cache for the
+    surviving beams, `key_cache[l].index_select(0, beam_idx)` for the keys and the values of
+    each of the 32 layers: 64 copies of 537 MB a step, more GPU time than the model itself."""
+    k = KTrace(19001)
+    k.host(40)
+    B, H, L, D = 8, 32, 8192, 128
+    kv = B * H * L * D * 2
+    wdims = [[B, 1, 4096], [4096, 4096]]
+    for s in range(16):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            embedding(k)
+            for _ in range(32):
+                rms_hf(k, B * 4096 * 2)
+                for _ in range(3):
+                    mm(k, K_GEMV, us_bytes(4096 * 4096 * 2, 2600), dims=wdims)
+                for nm in ("aten::mul", "aten::slice", "aten::neg", "aten::cat", "aten::mul", "aten::add") * 2:
+                    eltwise(k, nm, K_MUL, 2.6)
+                for _ in range(2):
+                    with k.op("aten::index_copy_", pre=2.0):
+                        k.launch(K_INDEX_COPY, 3.0)
+                with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                    with k.op("aten::_scaled_dot_product_efficient_attention", pre=2.0):
+                        with k.op("aten::_efficient_attention_forward", pre=2.0):
+                            k.launch(K_EFF_ATTN, us_bytes(2 * kv, 2700), grid=(1, 32, 8), block=(32, 4, 1))
+                mm(k, K_GEMV, us_bytes(4096 * 4096 * 2, 2600), dims=wdims)
+                eltwise(k, "aten::add", K_ADD_BF16, 2.5)
+                rms_hf(k, B * 4096 * 2)
+                mm(k, K_GEMV, us_bytes(11008 * 4096 * 2, 2600), dims=[[B, 1, 4096], [11008, 4096]])
+                mm(k, K_GEMV, us_bytes(11008 * 4096 * 2, 2600), dims=[[B, 1, 4096], [11008, 4096]])
+                eltwise(k, "aten::silu", K_SILU, 2.6)
+                eltwise(k, "aten::mul", K_MUL, 2.6)
+                mm(k, K_GEMV, us_bytes(11008 * 4096 * 2, 2600), dims=[[B, 1, 11008], [4096, 11008]])
+                eltwise(k, "aten::add", K_ADD_BF16, 2.5)
+            rms_hf(k, B * 4096 * 2)
+            mm(k, K_GEMV, us_bytes(32000 * 4096 * 2, 2600), dims=[[B, 1, 4096], [32000, 4096]])
+            with k.op("aten::log_softmax", pre=2.0):
+                with k.op("aten::_log_softmax", pre=1.5):
+                    k.launch(K_LOG_SOFTMAX, 8.0)
+            eltwise(k, "aten::add", K_ADD_F32, 3.0)
+            with k.op("aten::topk", pre=2.0):
+                k.launch(K_TOPK, 14.0)
+            for nm in ("aten::div", "aten::remainder", "aten::gather"):
+                eltwise(k, nm, K_MUL, 2.5)
+            tolist_sync(k, 16 * 8)                     # beam scorer: next tokens and indices to the host
+            k.host(350)                                # BeamSearchScorer.process (Python)
+            # _reorder_cache: every layer's keys and values gathered for the surviving beams
+            for _ in range(32):
+                for _ in range(2):
+                    with k.op("aten::index_select", pre=2.5, dims=[[B, H, L, D], [], [B]],
+                              types=["c10::BFloat16", "Scalar", "long int"]):
+                        k.launch(K_INDEX_SELECT_LARGE, us_bytes(2 * kv, 2800), grid=(16384, 1, 1), block=(512, 1, 1))
+            k.host(20)
+    k.host(30)
+    return k.doc(name="kv_gather")
+
+
+def case_prefill_flash():
+    """One 128k-token prefill of a Llama-3-8B (GQA, 32 layers) on an H100 in eager mode with
+    SDPA: causal flash attention over 131072 tokens is ~380 ms a layer against ~80 ms of
+    GEMMs: aten::_flash_attention_forward holds ~79% of a GPU that never waits."""
+    k = KTrace(20001)
+    k.host(40)
+    S, H, KV, F = 131072, 4096, 1024, 14336
+    act = S * H * 2
+    bf = ["c10::BFloat16", "c10::BFloat16"]
+    with k.ann("ProfilerStep#1", pre=2.0):
+        with k.op("aten::embedding", pre=3.0):
+            with k.op("aten::index_select", pre=1.5):
+                k.launch(K_EMBED, us_bytes(2 * act, 2800))
+        for _ in range(32):
+            rms_hf(k, S * H * 2, gbps=2800)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * H, 700), dims=[[1, S, H], [H, H]], types=bf)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * KV, 650), dims=[[1, S, H], [KV, H]], types=bf)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * KV, 650), dims=[[1, S, H], [KV, H]], types=bf)
+            for nm in ("aten::mul", "aten::slice", "aten::neg", "aten::cat", "aten::mul", "aten::add") * 2:
+                eltwise(k, nm, K_MUL, us_bytes(2 * act * 0.6, 2800))
+            with k.op("aten::scaled_dot_product_attention", pre=3.0,
+                      dims=[[1, 32, S, 128], [1, 32, S, 128], [1, 32, S, 128], [], [], [], [], []]):
+                with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0,
+                          dims=[[1, 32, S, 128], [1, 32, S, 128], [1, 32, S, 128], [], [], [], []]):
+                    with k.op("aten::_flash_attention_forward", pre=2.0,
+                              dims=[[1, S, 32, 128], [1, S, 32, 128], [1, S, 32, 128], [], [], [], [], [], [], [], []],
+                              types=["c10::BFloat16"] * 3 + ["", "", "Int", "Int", "Double", "Bool", "Bool", ""],
+                              concrete=["", "", "", "", "", str(S), str(S), "0.", "True", "False", ""]):
+                        k.launch(K_FLASH_FWD, us_flops(2 * S * S * H, 370), grid=(1024, 1, 32), block=(128, 1, 1),
+                                 regs=255, smem=98304)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * H, 700), dims=[[1, S, H], [H, H]], types=bf)
+            eltwise(k, "aten::add", K_ADD_BF16, us_bytes(3 * act, 2800))
+            rms_hf(k, S * H * 2, gbps=2800)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * F, 700), dims=[[1, S, H], [F, H]], types=bf)
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * F, 700), dims=[[1, S, H], [F, H]], types=bf)
+            eltwise(k, "aten::silu", K_SILU, us_bytes(2 * S * F * 2, 2800))
+            eltwise(k, "aten::mul", K_MUL, us_bytes(3 * S * F * 2, 2800))
+            mm(k, K_GEMM_H100_BIG, us_flops(2 * S * H * F, 700), dims=[[1, S, F], [H, F]], types=bf)
+            eltwise(k, "aten::add", K_ADD_BF16, us_bytes(3 * act, 2800))
+        rms_hf(k, H * 2)
+        mm(k, K_GEMM_H100, 420.0, dims=[[1, 1, H], [128256, H]], types=bf)
+        argmax(k)
+        tolist_sync(k, 8)
+        k.host(20)
+    k.host(30)
+    return k.doc(name="prefill_flash")
+
+
+def gemm_us(bsz, n, kk, gbps=2600, tflops=600):
+    """A decode GEMM [bsz, kk] x [kk, n] (bf16): the weights' bytes at gbps or the FLOPs at
+    tflops, whichever takes longer, and never under ~4 us (a kernel's own floor)."""
+    return max(4.0, us_bytes(n * kk * 2, gbps), us_flops(2 * bsz * n * kk, tflops))
+
+
+def vllm_layer(k, bsz, h, kv, f, gbps=2600, gemv=K_GEMV, ctx_us=8.0):
+    """One decoder layer of vLLM in eager mode (enforce_eager): fused add+RMSNorm, fused QKV
+    GEMM, rotary, cache write, flash-attention decode (split-KV), O-proj, fused add+RMSNorm,
+    gate_up GEMM, silu_and_mul, down GEMM; the GEMMs' times from their weights' bytes."""
+    bf = ["c10::BFloat16", "c10::BFloat16"]
+    with k.op("_C::fused_add_rms_norm", pre=3.0):
+        k.launch(K_VLLM_RMS, 3.0, grid=(bsz, 1, 1), block=(1024, 1, 1))
+    mm(k, gemv, gemm_us(bsz, h + 2 * kv, h, gbps), dims=[[bsz, h], [h + 2 * kv, h]], types=bf)
+    with k.op("_C::rotary_embedding", pre=3.0):
+        k.launch(K_VLLM_ROPE, 2.6)
+    with k.op("_C_cache_ops::reshape_and_cache_flash", pre=3.0):
+        k.launch(K_VLLM_CACHE, 2.4)
+    with k.op("_vllm_fa2_C::varlen_fwd", pre=4.0):
+        k.launch(K_VLLM_FA_SPLITKV, ctx_us, grid=(1, 32, 16), block=(128, 1, 1), regs=255, smem=49152)
+        k.launch(K_VLLM_FA_COMBINE, 2.2)
+    mm(k, gemv, gemm_us(bsz, h, h, gbps), dims=[[bsz, h], [h, h]], types=bf)
+    with k.op("_C::fused_add_rms_norm", pre=3.0):
+        k.launch(K_VLLM_RMS, 3.0, grid=(bsz, 1, 1), block=(1024, 1, 1))
+    mm(k, gemv, gemm_us(bsz, 2 * f, h, gbps), dims=[[bsz, h], [2 * f, h]], types=bf)
+    with k.op("_C::silu_and_mul", pre=3.0):
+        k.launch(K_VLLM_SILU, 2.6)
+    mm(k, gemv, gemm_us(bsz, h, f, gbps), dims=[[bsz, f], [h, f]], types=bf)
+
+
+def vllm_inputs(k, n=4):
+    """prepare_model_input: the step's small tensors (input ids, positions, slot mapping, block
+    tables) copied from pinned host memory (async_tensor_h2d)."""
+    for _ in range(n):
+        with k.op("aten::to", pre=2.0):
+            with k.op("aten::_to_copy", pre=1.5):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 2048, 2.0, api_us=5.0)
+
+
+def case_batch1_decode():
+    """vLLM in eager mode serving one request (batch 1) of Llama-2-7B on an H100, 24 decode
+    steps: the fused QKV GEMM is aten::mm on [1, 4096] x [4096, 12288]; batch-1 GEMMs are
+    GEMVs that stream the weights, so aten::mm holds ~85% of a busy GPU (memory-bound)."""
+    k = KTrace(21001)
+    k.host(40)
+    for s in range(24):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            k.host(120)                                   # scheduler + prepare_model_input (Python)
+            vllm_inputs(k)
+            with k.op("aten::embedding", pre=3.0):
+                with k.op("aten::index_select", pre=1.5):
+                    k.launch(K_EMBED, 2.5)
+            for _ in range(32):
+                vllm_layer(k, 1, 4096, 4096, 11008)
+            with k.op("_C::fused_add_rms_norm", pre=3.0):
+                k.launch(K_VLLM_RMS, 3.0)
+            mm(k, K_GEMV, us_bytes(32000 * 4096 * 2, 2600), dims=[[1, 4096], [32000, 4096]],
+               types=["c10::BFloat16", "c10::BFloat16"])
+            argmax(k)
+            tolist_sync(k, 8)
+            k.host(90)                                    # process outputs
+    k.host(30)
+    return k.doc(name="batch1_decode")
+
+
+def case_host_work():
+    """Batch-8 decode of a 1B Llama-style model (H100, 16 layers) whose RMSNorm is an in-house
+    CUDA extension (`custom_ops::fused_add_rms_norm`) that calls cudaGetDeviceProperties on
+    every call to pick its block size (CUDA 12 names it cudaGetDeviceProperties_v2, ~180 us):
+    32 such calls a step, while the GPU has ~60 us of work per layer."""
+    k = KTrace(22001)
+    k.host(40)
+    h, kv, f = 2048, 512, 8192
+    for s in range(24):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            embedding(k)
+            for _ in range(16):
+                for part in range(2):
+                    with k.op("custom_ops::fused_add_rms_norm", pre=3.0):
+                        k.runtime_only("cudaGetDeviceProperties_v2", 180.0, cbid=440, rel=0.2)
+                        k.launch(K_CUSTOM_RMS, 2.5, grid=(8, 1, 1), block=(256, 1, 1))
+                    if part == 0:
+                        mm(k, K_GEMV, us_bytes((h + 2 * kv) * h * 2, 2600), dims=[[8, 1, h], [h + 2 * kv, h]])
+                        for nm in ("aten::mul", "aten::cat", "aten::mul", "aten::add"):
+                            eltwise(k, nm, K_MUL, 2.4)
+                        sdpa(k, 7.0)
+                        mm(k, K_GEMV, us_bytes(h * h * 2, 2600), dims=[[8, 1, h], [h, h]])
+                    else:
+                        mm(k, K_GEMV, us_bytes(2 * f * h * 2, 2600), dims=[[8, 1, h], [2 * f, h]])
+                        eltwise(k, "aten::silu", K_SILU, 2.6)
+                        eltwise(k, "aten::mul", K_MUL, 2.6)
+                        mm(k, K_GEMV, us_bytes(f * h * 2, 2600), dims=[[8, 1, f], [h, f]])
+            layer_norm(k, 3.0)
+            mm(k, K_GEMV, us_bytes(128256 * h * 2, 2600), dims=[[8, 1, h], [128256, h]])
+            argmax(k)
+            tolist_sync(k, 64)
+            k.host(25)
+    k.host(30)
+    return k.doc(name="host_work")
+
+
+def case_sync_then_host():
+    """vLLM-style serving (the V0 engine's loop, with_stack) of a 0.5B model with 256 running
+    sequences on an H100: the forward is ~2.5 ms of GPU work, the sampler's `.tolist()` waits
+    ~1 ms for it, then the host spends ~5 ms in Python: processing the outputs of 256
+    sequences and scheduling the next step (vllm/core/scheduler.py) before its first copy.
+    The sync only hid the ~1 ms it waited; the Python after it is the host's own work."""
+    k = KTrace(23001)
+    k.python = True
+    k.host(40)
+    h, kv, f = 896, 128, 4864
+    with k.py("vllm/entrypoints/llm.py(1233): _run_engine"):
+        for s in range(24):
+            with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                with k.py("vllm/engine/llm_engine.py(1375): step"):
+                    with k.py("vllm/core/scheduler.py(1220): schedule"):
+                        with k.py("vllm/core/scheduler.py(1089): _schedule_default"):
+                            k.adv(k.j(1300.0, 0.08))
+                            with k.py("vllm/core/scheduler.py(1016): _schedule_running"):
+                                for _ in range(256):
+                                    with k.py("vllm/core/block_manager.py(318): can_append_slots"):
+                                        k.adv(k.j(1.6, 0.2))
+                                    k.adv(k.j(1.2, 0.2))
+                        k.adv(k.j(250.0, 0.1))
+                    with k.py("vllm/worker/model_runner.py(1640): execute_model"):
+                        with k.py("vllm/worker/model_runner.py(1280): prepare_model_input"):
+                            k.adv(k.j(420.0, 0.1))
+                            vllm_inputs(k, 5)
+                        with k.py("vllm/model_executor/models/qwen2.py(470): forward"):
+                            with k.op("aten::embedding", pre=3.0):
+                                with k.op("aten::index_select", pre=1.5):
+                                    k.launch(K_EMBED, 3.0)
+                            for _ in range(24):
+                                vllm_layer(k, 256, h, kv, f, gemv=K_GEMM_SMALL_H100, ctx_us=36.0)
+                            with k.op("_C::fused_add_rms_norm", pre=3.0):
+                                k.launch(K_VLLM_RMS, 3.0)
+                            mm(k, K_GEMM_SMALL_H100, gemm_us(256, 151936, h), dims=[[256, h], [151936, h]])
+                        with k.py("vllm/model_executor/layers/sampler.py(301): forward"):
+                            argmax(k)
+                            tolist_sync(k, 256 * 8, py=True)
+                    with k.py("vllm/engine/llm_engine.py(1048): _process_model_outputs"):
+                        k.adv(k.j(700.0, 0.1))
+                        for _ in range(256):
+                            with k.py("vllm/sequence.py(583): append_token_id"):
+                                k.adv(k.j(2.8, 0.2))
+                            k.adv(k.j(1.5, 0.2))
+                k.host(8)
+    k.host(30)
+    return k.doc(name="sync_then_host")
+
+
+def case_step_outlier_untraced():
+    """The healthy decode loop made larger (batch 64, ~12 ms a step), 60 steps, Python tracing
+    off: in one step the host stops for ~30 ms between the token sync and the next step with
+    nothing traced (an automatic gen-2 garbage collection, or the process descheduled): one
+    step of ~42 ms against a ~12 ms median; the other 59 are alike."""
+    def pause(k, s):
+        if s == 36:
+            k.host(30000, 0.02)
+    return decode_loop(24001, 60, scale=5.0, name="step_outlier_untraced", per_step=pause)
+
+
+def case_healthy_unet():
+    """Stable Diffusion 1.5's UNet sampling on an A100 (batch 8 with classifier-free guidance:
+    16 x 4 x 64 x 64 fp16 latents), 30 denoising steps: aten::cudnn_convolution ~27% of the
+    GPU time, aten::addmm ~23%, flash attention ~18%, aten::mm ~12%, norms and pointwise the
+    rest; no sync in the loop, the host runs ahead until the launch queue is full (1024
+    kernels): busy GPU, no op over 50%, nothing waits. Truly healthy."""
+    k = KTrace(25001, device=A100)
+    k.max_queue = 1024
+    k.host(40)
+    for s in range(30):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            with k.op("aten::cat", pre=2.0):                     # CFG: the latents twice
+                k.launch(K_MUL_F16, 6.0)
+            with k.op("aten::mul", pre=2.0):
+                k.launch(K_MUL_F16, 5.0)
+            addmm(k, K_GEMM_A100_F16, 8.0, dims=[[16, 320], [1280, 320], [1280]])   # time embedding
+            eltwise(k, "aten::silu", K_SILU_F16, 3.0)
+            addmm(k, K_GEMM_A100_F16, 8.0, dims=[[16, 1280], [1280, 1280], [1280]])
+            for blk in range(22):                                # resnet blocks
+                ch = (320, 640, 1280, 1280)[min(3, blk // 6)]
+                scale = {320: 1.0, 640: 0.55, 1280: 0.35}[ch]
+                for half in range(2):
+                    with k.op("aten::group_norm", pre=2.5):
+                        with k.op("aten::native_group_norm", pre=2.0):
+                            k.launch(K_GN_MOMENTS, 22.0 * scale)
+                            k.launch(K_GN_APPLY, 30.0 * scale)
+                    eltwise(k, "aten::silu", K_SILU_F16, 26.0 * scale)
+                    with k.op("aten::conv2d", pre=3.0):
+                        with k.op("aten::convolution", pre=1.5):
+                            with k.op("aten::_convolution", pre=1.5):
+                                with k.op("aten::cudnn_convolution", pre=3.0):
+                                    k.launch(K_CONV_FWD_NHWC, 330.0 * scale * (1.2 if ch >= 1280 else 1.0), grid=(640, 1, 1),
+                                             block=(128, 1, 1), regs=168, smem=81920)
+                    if half == 0:
+                        addmm(k, K_GEMM_A100_F16, 6.0, dims=[[16, 1280], [ch, 1280], [ch]])
+                        eltwise(k, "aten::add", K_ADD_F16, 30.0 * scale)
+                eltwise(k, "aten::add", K_ADD_F16, 30.0 * scale)
+            for blk in range(16):                                # transformer blocks
+                ch = (320, 640, 1280)[min(2, blk // 6)]
+                tok = {320: 4096, 640: 1024, 1280: 256}[ch]
+                scale = {320: 1.0, 640: 0.3, 1280: 0.12}[ch]
+                with k.op("aten::group_norm", pre=2.5):
+                    with k.op("aten::native_group_norm", pre=2.0):
+                        k.launch(K_GN_MOMENTS, 22.0 * scale + 3)
+                        k.launch(K_GN_APPLY, 30.0 * scale + 3)
+                mm(k, K_GEMM_A100_F16, 60.0 * scale + 6, dims=[[16, tok, ch], [ch, ch]])               # proj_in
+                for attn in range(2):
+                    layer_norm(k, 25.0 * scale + 3)
+                    for _ in range(3):                                                              # q, k, v
+                        mm(k, K_GEMM_A100_F16, (60.0 if attn == 0 else 20.0) * scale + 6, dims=[[16, tok, ch], [ch, ch]])
+                    with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                        with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0):
+                            with k.op("aten::_flash_attention_forward", pre=2.0):
+                                k.launch(K_FLASH_FWD_F16, (620.0 if attn == 0 else 60.0) * scale + 8, grid=(32, 8, 16),
+                                         block=(128, 1, 1), regs=255, smem=49152)
+                    addmm(k, K_GEMM_A100_F16, 60.0 * scale + 6, dims=[[16, tok, ch], [ch, ch], [ch]])
+                    eltwise(k, "aten::add", K_ADD_F16, 30.0 * scale + 3)
+                layer_norm(k, 25.0 * scale + 3)
+                addmm(k, K_GEMM_A100_F16, 480.0 * scale + 10, dims=[[16, tok, ch], [8 * ch, ch], [8 * ch]])  # GEGLU proj
+                with k.op("aten::chunk", pre=2.0, post=0.5):
+                    pass
+                eltwise(k, "aten::gelu", K_GELU_F16, 60.0 * scale + 3)
+                eltwise(k, "aten::mul", K_MUL_F16, 60.0 * scale + 3)
+                addmm(k, K_GEMM_A100_F16, 240.0 * scale + 8, dims=[[16, tok, 4 * ch], [ch, 4 * ch], [ch]])
+                eltwise(k, "aten::add", K_ADD_F16, 30.0 * scale + 3)
+                mm(k, K_GEMM_A100_F16, 60.0 * scale + 6, dims=[[16, tok, ch], [ch, ch]])               # proj_out
+                eltwise(k, "aten::add", K_ADD_F16, 30.0 * scale + 3)
+            with k.op("aten::chunk", pre=2.0, post=0.5):                 # CFG combine + scheduler step
+                pass
+            for nm in ("aten::sub", "aten::mul", "aten::add", "aten::mul", "aten::add"):
+                eltwise(k, nm, K_MUL_F16, 4.0)
+            k.host(30)
+    k.host(30)
+    return k.doc(name="healthy_unet")
+
+
+def case_compiled_steady():
+    """A torch.compile'd (default mode, no CUDA graphs) 1B decoder at batch 1 on an H100,
+    profiled with with_stack in the steady state: no recompile, the guards pass. Per step
+    the Python around the compiled graph (Dynamo's eval_frame _fn, AOT autograd's
+    runtime_wrapper, Inductor's output_code __call__ / utils run) then the generated module's
+    `call` launching ~100 Triton kernels through triton_heuristics.py run, and cuBLAS mm's
+    through extern_kernels; the kernels are short (~8 us): the GPU waits on the Python of
+    the launch path, ~1.4 ms of host for ~0.9 ms of GPU a step. The cause is Python in the
+    launch path (CUDA graphs: mode="reduce-overhead"); nothing compiles."""
+    k = KTrace(26001)
+    k.python = True
+    k.host(40)
+    gen = "/tmp/torchinductor_root/q7/cq7xw4nyfzpdm3zmx5kd2bqfyk3v6wqjmqh2z3ohyjdbnl6ip5ua.py"
+
+    def triton(kname, us, line):
+        with k.py("%s(%d): call" % (gen, line)):
+            k.adv(k.j(2.5, 0.3))
+        with k.py("torch/_inductor/runtime/triton_heuristics.py(1010): run"):
+            k.adv(k.j(5.0, 0.3))
+            k.launch(kname, us, api="cuLaunchKernel", api_us=3.5)
+
+    def extern_mm(us, line):
+        with k.py("%s(%d): call" % (gen, line)):
+            k.adv(k.j(2.0, 0.3))
+        with k.op("aten::mm", pre=1.5):
+            k.launch(K_GEMV, us, api_us=4.5)
+
+    with k.py("generate.py(201): <module>"):
+        for s in range(30):
+            with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+                with k.py("generate.py(88): decode_one_token"):
+                    with k.py("torch/_dynamo/eval_frame.py(632): _fn"):
+                        k.adv(k.j(22.0, 0.2))
+                        with k.ann("TorchDynamo Cache Lookup", pre=1.0):
+                            k.adv(k.j(12.0, 0.2))
+                        with k.ann("Torch-Compiled Region: 0/0", pre=1.0):
+                            with k.py("torch/_functorch/_aot_autograd/runtime_wrappers.py(328): runtime_wrapper"):
+                                k.adv(k.j(28.0, 0.2))
+                                with k.py("torch/_inductor/output_code.py(460): __call__"):
+                                    k.adv(k.j(7.0, 0.2))
+                                    with k.py("torch/_inductor/utils.py(2208): run"):
+                                        k.adv(k.j(4.0, 0.2))
+                                        with k.ann("## Call CompiledFxGraph fq7xw4nyfzpdm3zmx5kd2bqfyk3v6wqjmqh2z3ohyjdbnl6ip5ua ##", pre=2.0):
+                                            line = 900
+                                            for _ in range(16):
+                                                triton(K_TRITON_RMS, 3.0, line)
+                                                extern_mm(9.0, line + 4)
+                                                triton(K_TRITON_ROPE, 2.6, line + 9)
+                                                with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+                                                    with k.op("aten::_flash_attention_forward", pre=1.0):
+                                                        k.launch(K_FLASH, 6.0)
+                                                extern_mm(4.0, line + 15)
+                                                triton(K_TRITON_ADD_RMS, 3.0, line + 19)
+                                                extern_mm(16.0, line + 23)
+                                                triton(K_TRITON_SILU, 2.6, line + 27)
+                                                extern_mm(8.0, line + 31)
+                                                line += 36
+                                            extern_mm(50.0, line)
+                                k.adv(k.j(6.0, 0.2))
+                    argmax(k)
+                    with k.py("<built-in method item of Tensor object at 0x7f3b2a1c8e50>"):
+                        item_sync(k)
+                k.host(6)
+    k.host(30)
+    return k.doc(name="compiled_steady")
+
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -971,6 +1955,21 @@ CASES = {
     "compare_45_slow": case_compare_45_slow,
     "same_name_merge": case_same_name_merge,
     "schema2021_pageable": case_schema2021_pageable,
+    # issue 41
+    "allocator_churn": case_allocator_churn,
+    "tokenization": case_tokenization,
+    "recompile": case_recompile,
+    "gc_pause": case_gc_pause,
+    "launch_blocking": case_launch_blocking,
+    "copy_critical_path": case_copy_critical_path,
+    "kv_gather": case_kv_gather,
+    "prefill_flash": case_prefill_flash,
+    "batch1_decode": case_batch1_decode,
+    "host_work": case_host_work,
+    "sync_then_host": case_sync_then_host,
+    "step_outlier_untraced": case_step_outlier_untraced,
+    "healthy_unet": case_healthy_unet,
+    "compiled_steady": case_compiled_steady,
 }
 
 

@@ -3,7 +3,9 @@
 what firstpass's first profiler pass should find in one trace, printed as JSON. Written apart
 from the C server, to cross-check it on real traces and to label tests/triage/cases.json.
 
-DEFINITIONS (the lead implements the same in C; every number below follows them)
+DEFINITIONS (the lead implements the same in C; every number below follows them. Round 2,
+issue 41: the host's own work is named, a sync only takes what it could have queued ahead,
+new categories, a busy GPU that one op owns gets a target)
 
 Events
  - Kineto current schema (cat lower case), 2021 schema (cat Operator/Runtime/Kernel/Memcpy/
@@ -18,7 +20,8 @@ Events
    ## -- is a record_function, i.e. a user_annotation; any other, autograd nodes such as
    CudnnConvolutionBackward included, is a cpu_op). ProfilerStep#N is a host range and a step.
  - Runtime call: cat cuda_runtime / cuda_driver / Runtime. A GPU activity is launched by the
-   runtime call with the same args.correlation (any thread).
+   runtime call with the same args.correlation (any thread); "its correlation's GPU
+   activity" is every activity with that correlation.
  - Nesting (torch key_averages): per (pid, tid), sort by (start, -end); stack; pop while
    `start >= top.end or end > top.end`; the remaining top is the parent (partial overlaps do
    not nest). Runtime calls take part (they are children of the op around them).
@@ -32,6 +35,35 @@ Events
    "conv", "einsum", "attention" or "flash" (any case); for GPU work launched outside any
    op, a kernel name containing gemm, xmma, cutlass, cublas, s16816, h16816, conv, flash.
 
+Names ("any case" = tested on the lower-cased name; otherwise the test is case-sensitive)
+ - launch/copy call: a name starting with cudaLaunch, cuLaunch, hipLaunch, hipModuleLaunch,
+   hipExtLaunch, cudaGraphLaunch, cuGraphLaunch, hipGraphLaunch, or containing Memcpy,
+   memcpy, Memset or memset.
+ - sync call: a name of SYNC_CALLS, or such a name then "_" and a suffix (_v2, _ptds);
+   plus a cudaMemcpy*Async / hipMemcpy*Async whose copy is "DtoH" to "Pageable" memory.
+   SYNC_CALLS: cudaMemcpy, cudaMemcpy2D, cudaMemcpy3D, cudaMemcpyPeer, cudaMemcpyToSymbol,
+   cudaMemcpyFromSymbol, cudaMemset, cudaStreamSynchronize, cudaDeviceSynchronize,
+   cudaEventSynchronize, cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpy, cuStreamSynchronize,
+   cuCtxSynchronize, cuEventSynchronize, hipMemcpy, hipStreamSynchronize,
+   hipDeviceSynchronize, hipEventSynchronize.
+ - allocator: a runtime/driver call whose name starts with cudaMalloc, cudaFree,
+   cudaHostAlloc, cuMemAlloc, cuMemFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
+   cuMemAddressReserve, cuMemAddressFree, cuMemHostAlloc, hipMalloc, hipFree, hipHostMalloc,
+   hipHostFree, hipExtMalloc; or any name containing "empty_cache" (any case).
+ - compile: any name containing (any case) "(dynamo_timed)", "torchdynamo", "compile_fx",
+   "torch/_dynamo/", "aot_autograd" or "convert_frame"; or containing "torch/_inductor/"
+   but neither "torch/_inductor/runtime/" nor "triton_heuristics"; or starting with
+   cuModuleLoad, cuLibraryLoad, hipModuleLoad or nvrtc.
+ - tokenizer: contains (any case) "tokeniz", "sentencepiece" or "tiktoken".
+ - gc: contains (any case) "gc.collect", "gc_collect", "garbage collect" or
+   "garbage_collect"; or is exactly "<built-in function collect>"; or starts (any case)
+   with "gc:".
+ - data-movement op: contains (any case) "gather", "scatter", "index", "embedding",
+   "aten::cat", "aten::stack", "catarraybatchedcopy", "masked_select", "aten::take",
+   "repeat", "aten::roll", "aten::flip" or "constant_pad_nd".
+ - named host work (for the sync rule): an instant labelled by a DataLoader range, by a
+   runtime call (below), or by a label whose name is compile, tokenizer, gc or allocator.
+
 Wall and GPU
  - wall = [earliest start, latest end] over host ranges, runtime calls, GPU activity,
    gpu_user_annotation and [memory] instants (not Trace spans, not flows, not metadata).
@@ -41,84 +73,140 @@ Wall and GPU
    devices' activity; busy_fraction = busy / window (NOT / wall). null when there is no GPU
    activity at all (CPU-only trace).
 
-Idle intervals (per device, every maximal gap of the busy union inside the window)
+Labels of an instant (host-wait gaps, lead-in, tail, every thread of a CPU-only trace)
+ - An instant of thread T is labelled by T's innermost range at that instant, ranges being
+   T's host ranges AND its "labelling" runtime calls: a runtime/driver call with NO GPU
+   activity of its correlation whose name is neither a launch/copy call nor a sync call
+   (cudaMalloc, cudaFree, cudaFuncGetAttributes, cuModuleLoadData, ...; kind "runtime").
+   They nest like any range (innermost wins; a runtime call's own time is its label). Runtime
+   calls with GPU work, launch/copy calls and sync calls are invisible (their time is their
+   op's). A DataLoader range anywhere on the stack takes the instant; ProfilerStep#N labels
+   as "ProfilerStep#*"; an instant with no range is "(untraced)".
+
+Idle intervals (per device, every maximal gap [g0, g1] of the busy union inside the window)
  - N = the activity starting at the gap's end (ties: the lowest correlation); R = N's
    runtime call, on thread T.
  - other: R not found.
  - kernel_wait ("launch / kernel wait"): R started before the gap started (R.ts < g0): the
    launch was issued and the kernel starts late. Culprit: the innermost cpu_op around R
-   (else the innermost host range, else R's name).
- - host_wait: R.ts >= g0, the next launch had not been issued when the GPU went idle.
-   Each instant of [g0, g1] is labelled by T's innermost host range at that instant
-   (runtime calls are skipped: their time is their op's), except that a DataLoader range
-   anywhere on the stack takes the instant; ProfilerStep#N labels as "ProfilerStep#*"; an
-   instant with no range is "(untraced)". Instants labelled by a DataLoader range are
-   always data loading. The rest of the gap:
-   a) sync: if a blocking sync call S on T has S.ts < g0 <= S.end + SYNC_SLACK_US (the host
-      was blocked waiting for the GPU when it went idle; the gap starts as the sync
-      returns), it is the sync's; culprit = the OUTERMOST cpu_op around S (the op the
-      program called, e.g. aten::item), else S's name. Blocking sync calls:
-      cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize, cudaMemcpy,
-      cudaMemcpy2D, cudaMemcpy3D, cudaMemcpyPeer, cudaMemcpyFromSymbol, cuStreamSynchronize,
-      cuCtxSynchronize, cuEventSynchronize, cuMemcpyDtoH_v2, hipStreamSynchronize,
-      hipDeviceSynchronize, hipEventSynchronize, hipMemcpy, and any cudaMemcpy*Async /
-      hipMemcpy*Async whose copy is "DtoH" to Pageable memory.
-   b) otherwise the gap's idle is split over the labels by time.
+   (else the innermost host range, else R's name); launch_bound when that op is
+   short-kernel, else in no category.
+ - host_wait: R.ts >= g0, the next launch had not been issued when the GPU went idle. The
+   gap's instants are labelled on T (above), in time order.
+ - The sync rule. A blocking call S on T with S.ts < g0 <= S.te + SYNC_SLACK_US (2 us; the
+   latest such call on T) means the host was blocked waiting for the GPU when it went idle:
+   the gap starts as S returns. Blocking calls:
+     * sync calls;
+     * blocking kernel launches. A launch (a launch/copy call that is not a sync call)
+       "tells" when its correlation's kernels (kind kernel) sum to >= TELL_US (10 us); it
+       "blocked" when it tells and S.te >= the last end of its correlation's GPU activity
+       (every kind). A launch is a blocking call when it blocked AND, on its thread,
+       counting in time order the launches that tell up to and including it,
+       2 x blocked >= told.
+   Instants under named host work keep their label. Every other instant goes to S, in time
+   order, until S has taken sync_left = g0 - S.ts (how long S waited while the GPU still
+   worked: what the host could have queued ahead) in this gap; after that they keep their
+   own label. S's culprit: a sync call's OUTERMOST cpu_op (the op the program called, e.g.
+   aten::item), else S's name; a blocking launch's INNERMOST cpu_op, else its name. S's
+   category: host_sync for a sync call; for a blocking launch synchronous_launch when, over
+   the whole trace (all threads), the launches that tell mostly blocked (2 x blocked >=
+   told), else host_sync.
  - Per culprit, the idle is summed; per class; per phase (idle inside the union of a
    user_annotation name's instances, "ProfilerStep#*" folded).
 
 Lead-in (not idle: it lies before the GPU window, in no class, not in `idle`)
  - [wall start, first GPU activity start] (the union over devices; ties: the lowest
    correlation). N = that activity, R = its runtime call on thread T. Each instant is
-   labelled on T as in a host_wait gap (b), with no sync rule; R not found: all of it is
-   "(untraced)".
+   labelled on T as above, with no sync rule; R not found: all of it is "(untraced)".
 Tail (not idle either: it lies after the GPU window)
  - [last GPU activity end, wall end]; N = the activity that ends last (ties: one with a
    correlation, the highest), R its runtime call on thread T; labelled as the lead-in.
 
-Categories (ids as in the reply; the category of each idle label or GPU set)
- - data_loading: host_wait idle labelled by a DataLoader range, and the lead-in's instants
-   labelled so.
- - host_sync: host_wait idle of the sync rule (a), less its DataLoader instants.
- - python_overhead: host_wait idle labelled by a python_function, a user_annotation's own
-   time (incl. ProfilerStep#*) or "(untraced)".
- - launch_bound: host_wait idle labelled by a cpu_op X that is short-kernel, plus
-   kernel_wait idle whose culprit op is short-kernel. X (a cpu_op) is short-kernel when it
-   launches kernels and they are shorter than the op itself: the GPU time of the kernels
-   (not copies, not memsets) launched with X anywhere on the launch's stack, summed, is
-   less than the host duration of X's calls, summed; X has at least SHORT_MIN_CALLS (10)
-   calls and its calls last at most SHORT_MAX_MEAN_HOST_US (1 ms) on average (per-call
-   framework / launch overhead, not CPU work: a first call that spends 6 ms in lazy init, or
-   cudnn autotuning 1 s per call, is a cpu_bound_op). (A kernel shorter than its own launch
-   call is the extreme case.)
- - cpu_bound_op: host_wait idle labelled by any other cpu_op; ONE suspect for the single
-   op with the most such idle, at stake = that op's idle only (not the category's sum).
- - communication: host_wait idle labelled by a comm range, plus the exposed comm GPU time
-   (union of comm kernels minus the union of every other activity).
+Categories of labelled time (GPU traces; host_wait instants not taken by a sync rule's S),
+first match wins:
+   DataLoader label -> data_loading; comm range -> communication; gc -> garbage_collection;
+   tokenizer -> tokenization; compile -> compilation; allocator -> allocator_churn;
+   runtime-call label -> host_work; cpu_op -> launch_bound when short-kernel, else
+   cpu_bound_op; anything else (python_function, a user_annotation's own time,
+   ProfilerStep#*, (untraced)) -> python_overhead.
+ - Lead-in instants -> startup (a DataLoader label -> data_loading); tail instants -> tail
+   (a DataLoader label -> data_loading). Culprit: the label with the most of it. Startup,
+   tail and step_outlier happen once: their at_stake_per_step_us is null.
+ - short-kernel: a cpu_op X launches kernels and they are shorter than the op itself: the
+   GPU time of the kernels (not copies, not memsets) launched with X anywhere on the
+   launch's stack, summed, is less than the host duration of X's calls, summed; X has at
+   least SHORT_MIN_CALLS (10) calls and its calls last at most SHORT_MAX_MEAN_HOST_US (1 ms)
+   on average (per-call framework / launch overhead, not CPU work: a first call that spends
+   6 ms in lazy init, or cudnn autotuning 1 s per call, is a cpu_bound_op).
+ - cpu_bound_op: ONE suspect for the single op with the most such idle, at stake = that
+   op's idle only (not the category's sum).
+ - communication: also the exposed comm GPU time (union of comm kernels minus the union of
+   every other activity).
+ - host_work: the runtime-call labels' time (what no other category names: cudaGetDevice-
+   Properties, cudaStreamCreate, cudaFuncGetAttributes, cudaMemGetInfo ... in the loop).
+
+GPU-set categories
  - copies_casts: union of GPU activity launched with a copy/cast op on the stack, and every
    Memcpy DtoD, less HtoD/DtoH copies. Culprit: the outermost copy/cast op by time.
  - pageable_memcpy: union of copies whose name contains "Pageable". Culprit: that copy name.
- - startup: the lead-in's instants but its DataLoader ones (those are data_loading's).
-   Culprit: the label with the most of it.
- - tail: the tail's instants but its DataLoader ones (data_loading's). Culprit: as startup.
-   Startup and tail happen once: their at_stake_per_step_us is null.
- - compute_bound_op: the non-GEMM-like, non-copy, non-comm op (innermost cpu_op around the
-   launch; key_averages self CUDA; kernels only) with the most GPU time, if it holds > 50%
-   of all GPU activity time and is not short-kernel; at stake = its GPU time.
- - CPU-only traces (no GPU activity): every host instant of every thread is labelled as in
-   (b) (every cpu_op is a cpu_bound_op candidate: nothing is short-kernel). Wall-clock time
-   is then given out in priority order communication, data_loading, cpu_bound_op (only the
+ - copy_on_critical_path: U = union of memcpy activities whose name contains HtoD or DtoH
+   and not "Pageable"; K = union of kernel activities; at stake = length(U - K) (the copy
+   time no kernel runs beside). Culprit: by copy time (each copy's duration summed per
+   name), the name being the outermost copy/cast op on the copy's launch stack, else the
+   copy's own name. Evidence: copy_us (length U), exposed_us, on_compute_stream_us (summed
+   duration of those copies on a (device, stream) that also ran a kernel).
+ - compute_bound_op: the candidate is the non-GEMM-like, non-copy, non-comm op (innermost
+   cpu_op around the launch, none of the ops on the stack GEMM-like / copy / comm; key_
+   averages self CUDA; kernels only; GPU work outside any op: by kernel name, not GEMM-like,
+   not comm) with the most GPU time. It fires when it holds > 50% of all GPU activity time
+   (kernels + memcpy + memset durations) and is not short-kernel; at stake = its GPU time.
+ - memory_bound_op: compute_bound_op's candidate, when it would fire and its name is a
+   data-movement op: then it is memory_bound_op INSTEAD of compute_bound_op (at stake = its
+   GPU time).
+ - dominant_op (a target, not waste): the cpu_op with the most key_averages self CUDA (the
+   GPU time -- kernels, memcpy and memset -- of the launches whose innermost cpu_op it is),
+   when that is > 50% of all GPU activity time, it is not a copy/cast op, not a comm range,
+   not short-kernel, and compute_bound_op / memory_bound_op did not name it. At stake = its
+   self CUDA. It fires whenever it exists and is listed LAST.
+
+step_outlier (any trace with >= 5 ProfilerStep#N)
+ - Each step's span is clipped to the GPU window [first GPU activity start, last GPU
+   activity end] when the trace has GPU activity (the lead-in and the tail are startup's
+   and tail's); d = the clipped duration. median = nearest-rank p50 of d (sorted[ceil(0.5 n)
+   - 1]); the typical step = the step at that rank (ties by start). Outliers: d >= 1.5 x
+   median. At stake = sum over outliers of (d - median).
+ - An outlier's culprit (for the 5 longest; the others take the longest's): on the steps'
+   thread, over the outlier's clipped span and the typical step's clipped span, each name's
+   innermost time (every host event of the thread: cpu_op, user_annotation, python_function
+   and EVERY runtime call, nested by torch's rule, clipped to the span; time under no event,
+   and time whose innermost event is a ProfilerStep, is "(untraced)"); the culprit is the
+   name whose time grew the most (outlier minus typical). Its contribution: d - median.
+ - Fires whenever at stake > 0 (not only at 5% of the wall); at_stake_per_step_us null.
+
+CPU-only traces (no GPU activity)
+ - Every instant of every thread is labelled as above. Categories: DataLoader label ->
+   data_loading; comm range -> communication; gc -> garbage_collection; tokenizer ->
+   tokenization; compile -> compilation; a cpu_op -> cpu_bound_op (nothing is
+   short-kernel); everything else (python, user_annotation, runtime-call labels) ->
+   python_overhead. Wall-clock time is given out in the priority order communication,
+   data_loading, garbage_collection, tokenization, compilation, cpu_bound_op (only the
    single op with the most labelled time), python_overhead: a category's at stake = the
    union over threads of its instants less what the categories before it took. (A main
    thread waiting for a gloo collective run by the gloo thread shows as its
-   record_function's own time: the collective takes that time, not Python.) Evidence
-   also gives each category's share of all self CPU time (summed over threads, as
-   key_averages).
- - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall; suspects are ranked by
-   at_stake; per category one suspect whose culprit is its largest contributor and whose
-   at stake is the category's sum (cpu_bound_op and compute_bound_op: the one op's); at
-   stake per step = at stake / step count. healthy = GPU present, busy / wall (not / window:
-   a trace with one kernel in a long step is not healthy) >= 0.9, and nothing fired.
+   record_function's own time: the collective takes that time, not Python.) Evidence also
+   gives each category's share of all self CPU time (summed over threads, as key_averages).
+ - step_outlier as above (no clipping).
+
+Suspects
+ - Per category one suspect: culprit = its largest contributor; at stake = the category's
+   sum (cpu_bound_op, compute_bound_op, memory_bound_op, dominant_op: the one op's).
+ - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall; step_outlier whenever
+   at stake > 0; dominant_op whenever it exists.
+ - Ranked by at_stake, descending, dominant_op last. At stake per step = at stake / step
+   count (null without steps, and for startup, tail and step_outlier).
+ - healthy = GPU present, busy / wall (not / window: a trace with one kernel in a long step
+   is not healthy) >= 0.9, and nothing fired (dominant_op included: a busy GPU that one op
+   owns is not "healthy", it has a target).
 
 Steps (ProfilerStep#N, both schemas)
  - count, mean, p50, p90 of the host durations of the ProfilerStep#N ranges; pXX is the
@@ -146,13 +234,19 @@ import sys
 from collections import defaultdict
 
 SYNC_SLACK_US = 2.0
+TELL_US = 10.0           # a launch whose kernels sum to this much can show whether it blocked
 FIRE_FRACTION = 0.05
-ONCE = ("startup", "tail")  # once per trace: at_stake_per_step_us is null
+ONCE = ("startup", "tail", "step_outlier")  # at_stake_per_step_us is null
 HEALTHY_BUSY = 0.9
 COMPUTE_SHARE = 0.5
 SHORT_MIN_CALLS = 10
 SHORT_MAX_MEAN_HOST_US = 1000.0
-CPU_PRIORITY = ("communication", "data_loading", "cpu_bound_op", "python_overhead", "launch_bound")
+OUTLIER_MIN_STEPS = 5
+OUTLIER_RATIO = 1.5
+OUTLIER_NAMED = 5        # outliers whose culprit is computed; the others take the longest's
+CPU_PRIORITY = ("communication", "data_loading", "garbage_collection", "tokenization", "compilation",
+                "cpu_bound_op", "python_overhead")
+ONE_OP = ("cpu_bound_op", "compute_bound_op", "memory_bound_op", "dominant_op")  # at stake = the one op's
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset",
             "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
@@ -168,6 +262,18 @@ COPY_OPS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "at
 COMM_PREFIX = ("nccl:", "gloo:", "mpi:", "c10d::")
 GEMM_OP_WORDS = ("mm", "matmul", "linear", "conv", "einsum", "attention", "flash")
 GEMM_KERNEL_WORDS = ("gemm", "xmma", "cutlass", "cublas", "s16816", "h16816", "conv", "flash")
+LAUNCH_PREFIX = ("cudaLaunch", "cuLaunch", "hipLaunch", "hipModuleLaunch", "hipExtLaunch", "cudaGraphLaunch",
+                 "cuGraphLaunch", "hipGraphLaunch")
+LAUNCH_WORDS = ("Memcpy", "memcpy", "Memset", "memset")
+ALLOC_PREFIX = ("cudaMalloc", "cudaFree", "cudaHostAlloc", "cuMemAlloc", "cuMemFree", "cuMemCreate", "cuMemRelease",
+                "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemHostAlloc", "hipMalloc",
+                "hipFree", "hipHostMalloc", "hipHostFree", "hipExtMalloc")
+COMPILE_WORDS = ("(dynamo_timed)", "torchdynamo", "compile_fx", "torch/_dynamo/", "aot_autograd", "convert_frame")
+COMPILE_PREFIX = ("cuModuleLoad", "cuLibraryLoad", "hipModuleLoad", "nvrtc")
+TOKENIZER_WORDS = ("tokeniz", "sentencepiece", "tiktoken")
+GC_WORDS = ("gc.collect", "gc_collect", "garbage collect", "garbage_collect")
+DATA_MOVE_WORDS = ("gather", "scatter", "index", "embedding", "aten::cat", "aten::stack", "catarraybatchedcopy",
+                   "masked_select", "aten::take", "repeat", "aten::roll", "aten::flip", "constant_pad_nd")
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 STEP_LABEL = "ProfilerStep#*"
 UNTRACED = "(untraced)"
@@ -208,6 +314,42 @@ def gemm_like_op(name):
 def gemm_like_kernel(name):
     n = name.lower()
     return any(w in n for w in GEMM_KERNEL_WORDS)
+
+
+def is_launch_call(name):
+    return name.startswith(LAUNCH_PREFIX) or any(w in name for w in LAUNCH_WORDS)
+
+
+def is_allocator(name, kind):
+    return (kind == "runtime" and name.startswith(ALLOC_PREFIX)) or "empty_cache" in name.lower()
+
+
+def is_compile(name):
+    n = name.lower()
+    if any(w in n for w in COMPILE_WORDS) or name.startswith(COMPILE_PREFIX):
+        return True
+    return "torch/_inductor/" in n and "torch/_inductor/runtime/" not in n and "triton_heuristics" not in n
+
+
+def is_tokenizer(name):
+    n = name.lower()
+    return any(w in n for w in TOKENIZER_WORDS)
+
+
+def is_gc(name):
+    n = name.lower()
+    return any(w in n for w in GC_WORDS) or name == "<built-in function collect>" or n.startswith("gc:")
+
+
+def is_data_movement(name):
+    n = name.lower()
+    return any(w in n for w in DATA_MOVE_WORDS)
+
+
+def is_named_work(label, kind):
+    """Named host work keeps its label under the sync rule: what the host did is its own."""
+    return kind in ("dataloader", "runtime") or is_gc(label) or is_tokenizer(label) or is_compile(label) \
+        or is_allocator(label, kind)
 
 
 class Ev:
@@ -317,55 +459,90 @@ class Trace:
                     x.parent.children.append(x)
                 stack.append(x)
 
-    # ---- per-thread labels: innermost host range at each instant ----
+    # ---- per-thread labels: innermost range at each instant ----
+    def labelling(self, r):
+        """A runtime call that labels the time it covers: no GPU activity of its
+        correlation, neither a launch/copy call nor a sync call (cudaMalloc, cudaFree,
+        cuModuleLoadData, cudaGetDeviceProperties ...)."""
+        return not r.gpu and not is_launch_call(r.name) and not blocking_sync(r)
+
     def _labels(self):
         """self.seg[(pid,tid)] = sorted [(start, end, label, kind)] covering the instants
-        where some host range is active on the thread (runtime calls skipped)."""
+        where some host range or labelling runtime call is active on the thread."""
         self.seg = {}
         self.seg_starts = {}
+        per = defaultdict(list)
         for key, hs in self.threads.items():
-            hs = sorted(hs, key=lambda x: (x.ts, -x.te))
-            segs = []
-            stack = []     # (ev, label, kind)
+            per[key].extend(hs)
+        for r in self.rt:
+            if self.labelling(r):
+                per[(r.pid, r.tid)].append(r)
 
-            def label_of(ev, stack):
-                for s in stack:
-                    if is_dataloader(s[0].name):
-                        return s[0].name, "dataloader"
-                if is_dataloader(ev.name):
-                    return ev.name, "dataloader"
-                if is_step(ev.name):
-                    return STEP_LABEL, "user_annotation"
-                return ev.name, ev.kind
+        def label_of(ev, stack):
+            for s in stack:
+                if is_dataloader(s[0].name) and s[0].kind != "runtime":
+                    return s[0].name, "dataloader"
+            if ev.kind != "runtime" and is_dataloader(ev.name):
+                return ev.name, "dataloader"
+            if is_step(ev.name) and ev.kind != "runtime":
+                return STEP_LABEL, "user_annotation"
+            return ev.name, ev.kind
 
-            cursor = None
+        for key, evs in per.items():
+            self.seg[key] = sweep(evs, label_of)
+            self.seg_starts[key] = [s[0] for s in self.seg[key]]
 
-            def emit(a, b, lab):
-                if segs and a < segs[-1][1]:       # after a partial overlap: never go back
-                    a = segs[-1][1]
-                if b > a:
-                    if segs and segs[-1][2] == lab[0] and segs[-1][3] == lab[1] and abs(segs[-1][1] - a) < 1e-9:
-                        segs[-1] = (segs[-1][0], b, lab[0], lab[1])
-                    else:
-                        segs.append((a, b, lab[0], lab[1]))
+    def innermost(self, key):
+        """[(start, end, name)] of thread key: the innermost of EVERY host event and runtime
+        call (step_outlier's view); a ProfilerStep innermost is (untraced)."""
+        if not hasattr(self, "_inner"):
+            self._inner = {}
+        if key not in self._inner:
+            evs = list(self.threads.get(key, [])) + [r for r in self.rt if (r.pid, r.tid) == key]
 
-            for ev in hs:
-                # close the ranges that end before ev starts (or that ev does not nest in)
-                while stack and (ev.ts >= stack[-1][0].te or ev.te > stack[-1][0].te):
-                    top = stack.pop()
-                    emit(cursor, top[0].te, top[1:])
-                    cursor = top[0].te
-                if stack:
-                    emit(cursor, ev.ts, stack[-1][1:])
-                lab = label_of(ev, stack)
-                stack.append((ev,) + lab)
-                cursor = ev.ts
-            while stack:
-                top = stack.pop()
-                emit(cursor, top[0].te, top[1:])
-                cursor = top[0].te
-            self.seg[key] = segs
-            self.seg_starts[key] = [s[0] for s in segs]
+            def name_of(ev, stack):
+                return (UNTRACED, "untraced") if (is_step(ev.name) and ev.kind != "runtime") else (ev.name, ev.kind)
+            segs = sweep(evs, name_of)
+            self._inner[key] = (segs, [x[0] for x in segs])
+        return self._inner[key]
+
+    def names_in(self, key, a, b):
+        """{name: us} of thread key's innermost events over [a, b] (uncovered: (untraced))."""
+        segs, starts = self.innermost(key)
+        out = defaultdict(float)
+        covered = 0.0
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        while i < len(segs) and segs[i][0] < b:
+            s, e, lab, kind = segs[i]
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                out[lab] += hi - lo
+                covered += hi - lo
+            i += 1
+        if b - a - covered > 1e-9:
+            out[UNTRACED] += b - a - covered
+        return out
+
+    def segs_in(self, key, a, b):
+        """[(start, end, label, kind)] of thread key over [a, b] in time order, uncovered
+        time as (untraced) pieces."""
+        out = []
+        segs = self.seg.get(key, [])
+        starts = self.seg_starts.get(key, [])
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        cur = a
+        while i < len(segs) and segs[i][0] < b:
+            s, e, lab, kind = segs[i]
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                if lo > cur + 1e-9:
+                    out.append((cur, lo, UNTRACED, "untraced"))
+                out.append((lo, hi, lab, kind))
+                cur = max(cur, hi)
+            i += 1
+        if b > cur + 1e-9:
+            out.append((cur, b, UNTRACED, "untraced"))
+        return out
 
     def labels_in(self, key, a, b):
         """{(label, kind): us} of thread key over [a, b]; uncovered time is (untraced)."""
@@ -393,6 +570,43 @@ class Trace:
             out.append(p)
             p = p.parent
         return out
+
+
+def sweep(evs, label_of):
+    """Innermost-range segments of one thread: [(start, end, label, kind)], sorted, not
+    overlapping, covering the instants where some event is active. Events nest by torch's
+    rule (sort by (start, -end); pop while start >= top.end or end > top.end); after a
+    partial overlap time never goes back. label_of(ev, stack) gives an event's (label, kind)
+    from the stack of (ev, label, kind) around it."""
+    hs = sorted(evs, key=lambda x: (x.ts, -x.te))
+    segs = []
+    stack = []
+    cursor = None
+
+    def emit(a, b, lab):
+        if segs and a < segs[-1][1]:
+            a = segs[-1][1]
+        if b > a:
+            if segs and segs[-1][2] == lab[0] and segs[-1][3] == lab[1] and abs(segs[-1][1] - a) < 1e-9:
+                segs[-1] = (segs[-1][0], b, lab[0], lab[1])
+            else:
+                segs.append((a, b, lab[0], lab[1]))
+
+    for ev in hs:
+        while stack and (ev.ts >= stack[-1][0].te or ev.te > stack[-1][0].te):
+            top = stack.pop()
+            emit(cursor, top[0].te, top[1:])
+            cursor = top[0].te
+        if stack:
+            emit(cursor, ev.ts, stack[-1][1:])
+        lab = label_of(ev, stack)
+        stack.append((ev,) + lab)
+        cursor = ev.ts
+    while stack:
+        top = stack.pop()
+        emit(cursor, top[0].te, top[1:])
+        cursor = top[0].te
+    return segs
 
 
 # ---------------------------------------------------------------- interval helpers
@@ -484,13 +698,24 @@ def is_short(cnt, name):
     return bool(c) and c[2] >= SHORT_MIN_CALLS and c[0] > 0 and c[0] < c[1] and c[1] / c[2] <= SHORT_MAX_MEAN_HOST_US
 
 
-def category_of_label(label, kind, short):
+def category_of_label(label, kind, short, cpu_only=False):
+    """The category of time labelled (label, kind); first match wins."""
     if kind == "dataloader":
         return "data_loading"
-    if is_comm_range(label):
+    if kind != "runtime" and is_comm_range(label):
         return "communication"
-    if kind in ("python_function", "user_annotation", "untraced"):
-        return "python_overhead"
+    if is_gc(label):
+        return "garbage_collection"
+    if is_tokenizer(label):
+        return "tokenization"
+    if is_compile(label):
+        return "compilation"
+    if cpu_only:
+        return "cpu_bound_op" if kind == "cpu_op" else "python_overhead"
+    if is_allocator(label, kind):
+        return "allocator_churn"
+    if kind == "runtime":
+        return "host_work"
     if kind == "cpu_op":
         return "launch_bound" if is_short(short, label) else "cpu_bound_op"
     return "python_overhead"
@@ -556,24 +781,44 @@ def analyze(doc, want_ops=False, want_gaps=0):
                     cls = "host_wait"
                     key = (r.pid, r.tid)
                     sync = find_sync(t, key, g0)
-                    labs = t.labels_in(key, g0, g1)
+                    segs = t.segs_in(key, g0, g1)
+                    labs = defaultdict(float)
                     if sync is not None:
+                        # the sync rule: S takes the unnamed instants, in time order, up to
+                        # what it waited while the GPU still worked (sync_left); named host
+                        # work keeps its label, and so does what S cannot take
                         st = t.stack_of(sync)
                         ops = [p for p in st if p.kind == "cpu_op"]
-                        name = ops[-1].name if ops else sync.name
-                        rest = 0.0
-                        for (lab, kind), us in labs.items():
-                            if kind == "dataloader":
-                                idle_rows[(cls, lab, kind, "data_loading")] += us
-                            else:
-                                rest += us
-                        idle_rows[(cls, name, "sync:" + sync.name, "host_sync")] += rest
-                        rec.update(cls=cls, culprit=name, sync=sync.name)
+                        if id(sync) in t.blocking_launch:
+                            name = ops[0].name if ops else sync.name
+                            scat = "synchronous_launch" if synchronous_launches(t) else "host_sync"
+                        else:
+                            name = ops[-1].name if ops else sync.name
+                            scat = "host_sync"
+                        left = g0 - sync.ts
+                        took = 0.0
+                        for a, b, lab, kind in segs:
+                            if is_named_work(lab, kind) or left <= 0:
+                                labs[(lab, kind)] += b - a
+                                continue
+                            x = min(left, b - a)
+                            took += x
+                            left -= x
+                            if b - a - x > 0:
+                                labs[(lab, kind)] += b - a - x
+                        if took > 0:
+                            idle_rows[(cls, name, "sync:" + sync.name, scat)] += took
+                        rec.update(sync=sync.name, sync_took_us=r3(took))
                     else:
-                        for (lab, kind), us in labs.items():
-                            idle_rows[(cls, lab, kind, category_of_label(lab, kind, short))] += us
-                        top = max(labs.items(), key=lambda kv: kv[1])[0] if labs else (UNTRACED, "untraced")
-                        rec.update(cls=cls, culprit=top[0])
+                        for a, b, lab, kind in segs:
+                            labs[(lab, kind)] += b - a
+                    for (lab, kind), us in labs.items():
+                        idle_rows[(cls, lab, kind, category_of_label(lab, kind, short))] += us
+                    allv = dict(labs)
+                    if sync is not None and took > 0:
+                        allv[(name, "sync")] = allv.get((name, "sync"), 0.0) + took
+                    top = max(allv.items(), key=lambda kv: kv[1])[0] if allv else (UNTRACED, "untraced")
+                    rec.update(cls=cls, culprit=top[0])
                 dcls[cls] += gap
                 idle_class[cls] += gap
                 class_gaps[(str(dev), cls)].append([g0, g1])
@@ -650,29 +895,69 @@ def analyze(doc, want_ops=False, want_gaps=0):
     return res
 
 
+def blocking_calls(t):
+    """Per thread, the blocking calls sorted by start: sync calls, and the launches that
+    blocked while, on their thread, the telling launches up to them mostly blocked. Sets
+    t.blocking_launch (ids of the blocking launches) and t.launches_told / _blocked (over
+    the whole trace)."""
+    if hasattr(t, "blocking"):
+        return t.blocking
+    per = defaultdict(list)
+    launches = defaultdict(list)
+    for r in t.rt:
+        if blocking_sync(r):
+            per[(r.pid, r.tid)].append(r)
+        elif is_launch_call(r.name):
+            launches[(r.pid, r.tid)].append(r)
+    t.blocking_launch = set()
+    told_all = blocked_all = 0
+    for key, ls in launches.items():
+        ls.sort(key=lambda r: (r.ts, r.te))
+        told = blocked = 0
+        for r in ls:
+            k = sum(g.dur for g in r.gpu if g.kind == "kernel")
+            if k < TELL_US:
+                continue
+            told += 1
+            b = r.te >= max(g.te for g in r.gpu)
+            blocked += b
+            if b and 2 * blocked >= told:
+                per[key].append(r)
+                t.blocking_launch.add(id(r))
+        told_all += told
+        blocked_all += blocked
+    t.launches_told, t.launches_blocked = told_all, blocked_all
+    t.blocking = {}
+    for k, v in per.items():
+        v.sort(key=lambda r: r.ts)
+        t.blocking[k] = (v, [r.ts for r in v])
+    return t.blocking
+
+
 def find_sync(t, key, g0):
-    """The blocking sync call of thread key active when the GPU went idle at g0: the
-    latest one that started before g0 (a thread's sync calls do not overlap), if it ended
-    no earlier than g0 - SYNC_SLACK_US."""
-    if not hasattr(t, "syncs"):
-        t.syncs = {}
-        per = defaultdict(list)
-        for r in t.rt:
-            if blocking(r):
-                per[(r.pid, r.tid)].append(r)
-        for k, v in per.items():
-            v.sort(key=lambda r: r.ts)
-            t.syncs[k] = (v, [r.ts for r in v])
-    if key not in t.syncs:
+    """The blocking call S of thread key the host was in when the GPU went idle at g0: the
+    latest one with S.ts < g0 <= S.te + SYNC_SLACK_US (a thread's runtime calls do not
+    overlap, so the latest that started before g0)."""
+    b = blocking_calls(t)
+    if key not in b:
         return None
-    lst, starts = t.syncs[key]
+    lst, starts = b[key]
     i = bisect.bisect_left(starts, g0) - 1
     if i >= 0 and lst[i].te + SYNC_SLACK_US >= g0:
         return lst[i]
     return None
 
 
-def blocking(r):
+def synchronous_launches(t):
+    """Over the whole trace the telling launches mostly blocked (CUDA_LAUNCH_BLOCKING=1, a
+    blocking stream): a blocking launch's time is synchronous_launch, not host_sync."""
+    blocking_calls(t)
+    return t.launches_told > 0 and 2 * t.launches_blocked >= t.launches_told
+
+
+def blocking_sync(r):
+    """A sync call: a SYNC_CALLS name (or one with a _suffix), or a cudaMemcpy*Async /
+    hipMemcpy*Async whose copy is DtoH to pageable memory."""
     if r.name in SYNC_CALLS or any(r.name.startswith(c + "_") for c in SYNC_CALLS):
         return True
     n = r.name
@@ -688,6 +973,9 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
         for (cls, name, kind, cat), us in idle_rows.items():
             if cat is not None:
                 per_cat[cat][name] += us
+        if "synchronous_launch" in per_cat or "host_sync" in per_cat:
+            blocking_calls(t)
+            evidence["synchronous_launch"] = {"launches_told": t.launches_told, "launches_blocked": t.launches_blocked}
         total_gpu = sum(g.dur for g in t.gpu)
         # comm exposed
         comm = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and is_comm_kernel(g.name)])
@@ -702,13 +990,21 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
             per_cat["communication"][top] += length(exposed)
             evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
                                          "overlap_us": r3(length(comm) - length(exposed))}
-        # copies / casts, pageable, compute-bound op: by launch stacks
+        # copies / casts, pageable, copies on the critical path, compute-bound and dominant
+        # op: by launch stacks
         copy_iv = defaultdict(list)
         page_iv = defaultdict(list)
-        op_self = defaultdict(float)
+        crit_iv = []
+        crit_by = defaultdict(float)
+        crit_streams = defaultdict(list)
+        kernel_streams = set()
+        op_self = defaultdict(float)       # compute_bound_op's candidates (kernels only)
+        dom_self = defaultdict(float)      # key_averages self CUDA per innermost cpu_op
         for g in t.gpu:
             r = t.rt_by_corr.get(g.corr) if g.corr is not None else None
             st = t.stack_of(r) if r is not None else []
+            if g.kind == "kernel":
+                kernel_streams.add((str(g.device), str(g.stream)))
             if g.kind == "gpu_memcpy" and "Pageable" in g.name:
                 page_iv[g.name].append([g.ts, g.te])
             host_copy = g.kind == "gpu_memcpy" and ("HtoD" in g.name or "DtoH" in g.name)
@@ -716,8 +1012,13 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
             if not host_copy and (copy_ops or (g.kind == "gpu_memcpy" and "DtoD" in g.name)):
                 nm = copy_ops[-1].name if copy_ops else g.name
                 copy_iv[nm].append([g.ts, g.te])
+            if host_copy and "Pageable" not in g.name:
+                crit_iv.append([g.ts, g.te])
+                crit_by[copy_ops[-1].name if copy_ops else g.name] += g.dur
+                crit_streams[(str(g.device), str(g.stream))].append(g.dur)
             inner = next((p for p in st if p.kind == "cpu_op"), None)
             if inner is not None:
+                dom_self[inner.name] += g.dur
                 if not gemm_like_op(inner.name) and inner.name not in COPY_OPS and not is_comm_range(inner.name) \
                         and not any(p.name in COPY_OPS or gemm_like_op(p.name) or is_comm_range(p.name) for p in st) \
                         and g.kind == "kernel":
@@ -734,18 +1035,39 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
             top = max(page_iv.items(), key=lambda kv: length(union(kv[1])))[0]
             per_cat["pageable_memcpy"][top] += length(allp)
             evidence["pageable_memcpy"] = {"pageable_copy_us": r3(length(allp)), "copies": sum(len(v) for v in page_iv.values())}
+        if crit_iv:
+            u = union(crit_iv)
+            k = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel"])
+            exposed = length(subtract(u, k))
+            top = max(crit_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            per_cat["copy_on_critical_path"][top] += exposed
+            evidence["copy_on_critical_path"] = {
+                "copy_us": r3(length(u)), "exposed_us": r3(exposed),
+                "on_compute_stream_us": r3(sum(sum(v) for st_, v in crit_streams.items() if st_ in kernel_streams)),
+                "by_name_us": {n: r3(v) for n, v in sorted(crit_by.items(), key=lambda kv: -kv[1])[:5]}}
+        named = None
         if op_self and total_gpu > 0:
             top, us = max(op_self.items(), key=lambda kv: kv[1])
             evidence["compute_bound_op"] = {"op": top, "gpu_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
             if us / total_gpu > COMPUTE_SHARE and not is_short(short, top):
-                per_cat["compute_bound_op"][top] += us
+                cat = "memory_bound_op" if is_data_movement(top) else "compute_bound_op"
+                per_cat[cat][top] += us
+                evidence[cat] = evidence["compute_bound_op"]
+                named = top
+        if dom_self and total_gpu > 0:
+            top, us = max(dom_self.items(), key=lambda kv: (kv[1], kv[0]))
+            evidence["dominant_op"] = {"op": top, "self_cuda_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
+            if us / total_gpu > COMPUTE_SHARE and top not in COPY_OPS and not is_comm_range(top) \
+                    and not is_short(short, top) and top != named:
+                per_cat["dominant_op"][top] += us
     else:
         # CPU only: label every instant of every thread; wall-clock instants go to the first
         # category, in CPU_PRIORITY order, that labels them on some thread
         cat_iv = defaultdict(lambda: defaultdict(list))
         for key, segs in t.seg.items():
             for s, e, lab, kind in segs:
-                cat_iv[category_of_label(lab, kind, short)][lab].append([s, e])
+                cat_iv[category_of_label(lab, kind, short, cpu_only=True)][lab].append([s, e])
+        # time under no range at all, on the threads that have some, is python's too
         self_tot = sum(e - s for segs in t.seg.values() for s, e, lab, kind in segs)
         taken = []
         for cat in CPU_PRIORITY:
@@ -766,23 +1088,74 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
                 taken = union(taken + mine)
             evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
                              "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
+    so = step_outliers(t)
+    if so is not None and so["at_stake_us"] > 0:
+        for n, us in so["by_culprit"].items():
+            per_cat["step_outlier"][n] += us
+        evidence["step_outlier"] = {k: v for k, v in so.items() if k != "by_culprit"}
     at_stake = {}
     out = []
     for cat, m in per_cat.items():
-        if cat in ("cpu_bound_op", "compute_bound_op"):
+        if cat in ONE_OP:
             culprit, tot = max(m.items(), key=lambda kv: kv[1])
         else:
             tot = sum(m.values())
             culprit = max(m.items(), key=lambda kv: kv[1])[0]
         at_stake[cat] = r3(tot)
-        if wall <= 0 or tot < FIRE_FRACTION * wall:
+        if wall <= 0:
+            continue
+        if cat == "step_outlier":
+            if tot <= 0:
+                continue
+        elif cat != "dominant_op" and tot < FIRE_FRACTION * wall:
             continue
         ev = dict(evidence.get(cat, {}))
         ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in sorted(m.items(), key=lambda kv: -kv[1])[:5]]
         out.append({"category": cat, "culprit": culprit, "at_stake_us": r3(tot), "at_stake_fraction": r3(tot / wall),
                     "at_stake_per_step_us": r3(tot / steps["count"]) if steps and cat not in ONCE else None, "evidence": ev})
-    out.sort(key=lambda s: -s["at_stake_us"])
+    out.sort(key=lambda s: (s["category"] == "dominant_op", -s["at_stake_us"]))
     return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
+
+
+def step_outliers(t):
+    """step_outlier: the steps whose (GPU-window-clipped) duration is >= 1.5x the median,
+    their excess over it, and per outlier the name whose innermost time grew the most
+    against the typical step."""
+    steps = sorted((h for h in t.host if is_step(h.name) and h.kind != "python_function"), key=lambda h: h.ts)
+    if len(steps) < OUTLIER_MIN_STEPS:
+        return None
+    if t.gpu:
+        w0 = min(g.ts for g in t.gpu)
+        w1 = max(g.te for g in t.gpu)
+    else:
+        w0, w1 = -math.inf, math.inf
+    rows = []
+    for h in steps:
+        a, b = max(h.ts, w0), min(h.te, w1)
+        rows.append((max(0.0, b - a), h.ts, h, a, max(a, b)))
+    srt = sorted(rows, key=lambda x: (x[0], x[1]))
+    k = max(0, math.ceil(0.5 * len(srt)) - 1)
+    med, typ = srt[k][0], srt[k]
+    outs = sorted((x for x in rows if x[0] >= OUTLIER_RATIO * med), key=lambda x: (-x[0], x[1]))
+    if not outs:
+        return {"at_stake_us": 0.0, "by_culprit": {}}
+    base = t.names_in((typ[2].pid, typ[2].tid), typ[3], typ[4])
+    by = defaultdict(float)
+    detail = []
+    first = None
+    for i, (d, _, h, a, b) in enumerate(outs):
+        if i < OUTLIER_NAMED:
+            mine = t.names_in((h.pid, h.tid), a, b)
+            grew = {n: mine.get(n, 0.0) - base.get(n, 0.0) for n in set(mine) | set(base)}
+            cul, g = max(grew.items(), key=lambda kv: (kv[1], kv[0]))
+            if first is None:
+                first = cul
+            detail.append({"step": h.name, "dur_us": r3(d), "excess_us": r3(d - med), "culprit": cul, "grew_us": r3(g)})
+        else:
+            cul = first
+        by[cul] += d - med
+    return {"at_stake_us": r3(sum(by.values())), "median_us": r3(med), "typical_step": typ[2].name,
+            "outliers": len(outs), "named": detail, "by_culprit": dict(by)}
 
 
 def tb_steps(t, steps):

@@ -10,12 +10,20 @@ a CPU can produce. Writes, gzip'd (mtime 0), into OUTDIR (default tests/triage/t
   gloo_rank1.json.gz        little compute then all_reduce of 8 MB; rank 1 does ~25 ms more
                             compute per step on purpose (the straggler), so rank 0 waits in
                             the collective; all_reduce of 32 MB dominates both ranks. Both ranks are kept (jobs / straggler feature).
+  gc_collect.json.gz        a CPU training loop, 24 steps, whose manual gc.collect() (Megatron's
+                            --manual-gc-interval) runs in one step: ~0.3 s untraced
+  tokenizer_loop.json.gz    a CPU generation loop for 16 sequences detokenizing incrementally
+                            with a pure-Python tokenizer (tokenizer.py) inside record_function
+                            ("detokenize"), 24 steps, with_stack=True
+  threads_1.json.gz         an MLP forward (aten::addmm) with torch.set_num_threads(1)
+  threads_all.json.gz       the same with torch.set_num_threads(os.cpu_count())
 
 and beside each trace NAME.key_averages.json: prof.key_averages() as torch computes it
 (key, count, cpu_time_total_us, self_cpu_time_total_us), an oracle for the operator table.
 
 The timings are real, so every run writes different numbers; the committed files are one
 run (README.md: the expected answers were checked on them with oracle.py)."""
+import gc
 import gzip
 import json
 import os
@@ -151,6 +159,113 @@ def record_gloo(outdir, steps=6, slow=1):
             raise SystemExit("record_torch: a gloo rank failed (exit %s)" % p.exitcode)
 
 
+# ---------------------------------------------------------------- (c) a garbage collection in one step
+
+def record_steps(outdir, name, steps, body, with_stack=False):
+    """Record `steps` steps of body(i) with ProfilerStep#N ranges (a schedule: one warm-up
+    step, which the legacy profiler records too, then the active ones, once)."""
+    out = {}
+
+    def ready(p):
+        out["path"] = save(p, outdir, name)
+    sch = torch.profiler.schedule(wait=0, warmup=1, active=steps - 1, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU], schedule=sch, on_trace_ready=ready, with_stack=with_stack) as prof:
+        for i in range(steps):
+            body(i)
+            prof.step()
+    return out["path"]
+
+
+def record_gc_collect(outdir, steps=24):
+    """A CPU training loop (an MLP, SGD, 1 thread) with Megatron's manual GC
+    (`--manual-gc --manual-gc-interval`): in one step the loop calls gc.collect() over a
+    Python heap of ~300k live containers (metadata a data pipeline keeps), ~0.3 s. torch
+    1.13 without Kineto writes no python_function events: the collection is the step's own
+    (untraced) time."""
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    heap = [[i, str(i), {"k": i}] for i in range(300000)]   # noqa: F841 (kept alive: the collector walks it)
+    gc.collect()
+    model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.GELU(), torch.nn.Linear(256, 128))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 128), torch.randn(64, 128)
+
+    def step(i):
+        for _ in range(1):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+        loss.item()
+        if i == 15:                                  # iteration % manual_gc_interval == 0
+            gc.collect()
+    return record_steps(outdir, "gc_collect", steps, step)
+
+
+# ---------------------------------------------------------------- (d) a tokenizer in the token loop
+
+def record_tokenizer(outdir, steps=24):
+    """A CPU generation loop for 16 sequences that streams text: each step runs the model,
+    takes the next tokens, then detokenizes each sequence with a pure-Python SentencePiece-
+    style tokenizer (tokenizer.py: LlamaTokenizer.decode of the sequence's token cache, as
+    transformers' TextStreamer does, and sends the new suffix). The loop annotates
+    its phases with record_function (forward / detokenize). Recorded with with_stack=True;
+    torch 1.13 without Kineto keeps the stacks for key_averages(group_by_stack_n) only and
+    writes no python_function events, so the tokenizer reaches the trace through the loop's
+    own `detokenize` range."""
+    sys.path.insert(0, HERE)
+    from tokenizer import LlamaTokenizer
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    tok = LlamaTokenizer(vocab_size=1024, seed=0)
+    vocab, dim, batch = 1024, 64, 16
+    emb = torch.nn.Embedding(vocab, dim)
+    body = torch.nn.Sequential(torch.nn.Linear(dim, 4 * dim), torch.nn.GELU(), torch.nn.Linear(4 * dim, dim))
+    head = torch.nn.Linear(dim, vocab)
+    seqs = [list(range(1 + b, 300 + b)) for b in range(batch)]
+    printed = [len(tok.decode(s)) for s in seqs]
+    cur = torch.tensor([s[-1] for s in seqs])
+
+    def step(i):
+        nonlocal cur
+        with torch.no_grad():
+            with record_function("forward"):
+                h = emb(cur)
+                for _ in range(2):
+                    h = h + body(h)
+                nxt = head(h).argmax(-1)
+        new = nxt.tolist()
+        with record_function("detokenize"):
+            for b, t in enumerate(new):
+                seqs[b].append(t)
+                text = tok.decode(seqs[b])              # the whole cache, as transformers' TextStreamer
+                if not text.endswith("\ufffd"):
+                    printed[b] = len(text)              # text[printed:] goes to the client
+        cur = nxt
+    return record_steps(outdir, "tokenizer_loop", steps, step, with_stack=True)
+
+
+# ---------------------------------------------------------------- (e) one CPU thread against many
+
+def record_threads(outdir, threads, name, steps=12):
+    """An MLP's forward on the CPU (batch 64, 512 -> 1024 -> 512, fp32): aten::addmm holds
+    the time; torch.set_num_threads(threads): 1 (one thread while the host has more cores)
+    or os.cpu_count()."""
+    torch.manual_seed(0)
+    torch.set_num_threads(threads)
+    model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 512))
+    x = torch.randn(64, 512)
+    with torch.no_grad():
+        model(x)
+
+        def step(i):
+            for _ in range(2):
+                model(x)
+        path = record_steps(outdir, name, steps, step)
+    torch.set_num_threads(1)
+    return path
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "--gloo":  # --gloo OUTDIR SLOW_RANK STEPS: the job only (tests/integration/test_jobs.py)
         record_gloo(argv[2], steps=int(argv[4]), slow=int(argv[3]))
@@ -161,6 +276,10 @@ def main(argv):
     record_gloo(outdir)
     for r in range(2):
         print(os.path.join(outdir, "gloo_rank%d.json.gz" % r))
+    print(record_gc_collect(outdir))
+    print(record_tokenizer(outdir))
+    print(record_threads(outdir, 1, "threads_1"))
+    print(record_threads(outdir, os.cpu_count() or 1, "threads_all"))
     return 0
 
 

@@ -20,6 +20,7 @@ The reply contract asserted (issue 19; the lead implements exactly this):
                  "at_stake_per_step_us", "evidence", "next_experiment"}]  (by at_stake_us, desc)}
 and GET /api/v1/compare?base=A&head=B has a top-level "per_step" object with a list
 "regressions". Standard library only."""
+import http.client
 import json
 import os
 import shutil
@@ -37,8 +38,14 @@ import gen_cases  # noqa: E402
 import oracle  # noqa: E402
 
 RAN = 0
+SKIPPED = []       # pending cases (a category not implemented yet): reported, not failed
 CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
-              "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail"}
+              "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail",
+              # issue 41
+              "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
+              "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op"}
+ONCE = ("startup", "tail", "step_outlier")  # at_stake_per_step_us is null
+LAST = "dominant_op"                        # a target, not waste: listed after every other suspect
 SMELLS = {"cpu_heavy", "one_op_dominates", "many_small_calls", None}
 
 
@@ -53,6 +60,32 @@ def case_path(c, gendir):
     if "real" in c:
         return os.path.join(TRACES, c["real"])
     return os.path.join(HERE, "torch", c["torch"])
+
+
+PENDING_KEYS = ("healthy", "top", "top_any", "culprit", "next", "not_top", "not_fired", "fires", "no_suspects",
+                "allow_no_suspect")
+
+
+def without_pending(c):
+    """The case with its expectation of a category not implemented yet left out (the rest of
+    its checks still hold: wall, steps, operators, key_averages, the reply's shape)."""
+    if not c.get("pending"):
+        return c
+    d = dict(c)
+    d["expect"] = {k: v for k, v in c.get("expect", {}).items() if k not in PENDING_KEYS}
+    return d
+
+
+def verdict(c, e, pend):
+    """One line's word and text: FAIL on e; SKIP for a pending case (and whether the pending
+    expectation holds already); PASS."""
+    if e:
+        return "FAIL", "; ".join(e)
+    if c.get("pending"):
+        SKIPPED.append(c["id"])
+        return "SKIP", "pending: %s (the expectation: %s)" % (
+            c["pending"], "holds already, drop 'pending'" if not pend else "; ".join(pend)[:200])
+    return "PASS", None
 
 
 def has(text, word):
@@ -138,7 +171,7 @@ def check_reply(c, doc, reply, sid=None, from_oracle=False):
         if not isinstance(f, (int, float)) or abs(f - a / wall) > 0.005:
             e.append("%s.at_stake_fraction %r != at_stake_us / wall_us %.3f" % (tag, f, a / wall))
         ps = x.get("at_stake_per_step_us", "absent")
-        if x.get("category") in ("startup", "tail"):  # once per trace, not per step
+        if x.get("category") in ONCE:  # once per trace, not per step
             if ps is not None:
                 e.append("%s.at_stake_per_step_us %r for a one-time category (null expected)" % (tag, ps))
         elif nsteps:
@@ -151,9 +184,13 @@ def check_reply(c, doc, reply, sid=None, from_oracle=False):
                 e.append(tag + ".evidence is not an object")
             if not isinstance(x.get("next_experiment"), str) or not x["next_experiment"].strip():
                 e.append(tag + ".next_experiment missing")
-        if prev is not None and a > prev + 1e-6:
-            e.append("suspects not ranked by at_stake_us (%s above %s)" % (a, prev))
-        prev = a
+        if x.get("category") == LAST:
+            if any(isinstance(y, dict) and y.get("category") != LAST for y in sus[i + 1:]):
+                e.append("%s must be listed last (after every other suspect)" % LAST)
+        else:
+            if prev is not None and a > prev + 1e-6:
+                e.append("suspects not ranked by at_stake_us (%s above %s)" % (a, prev))
+            prev = a
     cats = [x.get("category") for x in sus if isinstance(x, dict)]
     if exp.get("no_suspects") and sus:
         e.append("nothing may fire, got %s" % ", ".join("%s(%s %.1f%%)" % (x.get("category"), str(x.get("culprit"))[:40],
@@ -161,6 +198,12 @@ def check_reply(c, doc, reply, sid=None, from_oracle=False):
     for nf in exp.get("not_fired", []):
         if nf in cats:
             e.append("%s must not fire" % nf)
+    for cat, words in exp.get("fires", []):
+        x = next((x for x in sus if isinstance(x, dict) and x.get("category") == cat), None)
+        if x is None:
+            e.append("%s must fire (it did not)" % cat)
+        elif words and not any(has(x.get("culprit"), w) for w in words):
+            e.append("%s fires naming %r, none of %s" % (cat, str(x.get("culprit"))[:80], words))
     top = sus[0] if sus and isinstance(sus[0], dict) else None
     for nt in exp.get("not_top", []):
         if top and top.get("category") == nt:
@@ -248,6 +291,11 @@ def check_key_averages(c, rows):
     asyn = set(c.get("async", []))
     for r in ka:
         g = rows.get(r["key"])
+        if g is None and r["key"] == "ProfilerStep*":
+            # torch's key_averages folds ProfilerStep#N into one key; a reader may keep them apart
+            st = [v for n, v in rows.items() if n.startswith("ProfilerStep#") or n == "ProfilerStep*"]
+            if st:
+                g = {k: sum(v[k] for v in st) for k in ("calls", "cpu_total", "self_cpu")}
         if g is None:
             e.append("key_averages: no row %r" % r["key"])
             continue
@@ -309,11 +357,18 @@ def check_phase_idle(c, sus):
     return e
 
 
-def check_report(c, rep):
+def check_report(c, rep, sus=None):
     """The report agrees with the suspects' numbers: a trace whose GPU was busy names a top GPU
     operator (a ROCm trace once lost it to the word "GPU"), and a ROCm trace's smells never say
-    CUDA (its kernels are HIP's)."""
+    CUDA (its kernels are HIP's); its Next experiment (draft.next_experiment) is /suspects' top
+    suspect's when there is one (the two surfaces agree, issue 41)."""
     e = []
+    top = (sus or {}).get("suspects") or []
+    if top and isinstance(top[0], dict) and top[0].get("next_experiment"):
+        draft = rep.get("draft") if isinstance(rep.get("draft"), dict) else {}
+        if draft.get("next_experiment") != top[0]["next_experiment"]:
+            e.append("report's next_experiment %r is not /suspects' top suspect's %r" % (
+                str(draft.get("next_experiment"))[:90], top[0]["next_experiment"][:90]))
     lines = rep.get("lines") or {}
     gpu = (c.get("numbers") or {}).get("gpu")
     top = lines.get("top_cuda_time", "")
@@ -381,7 +436,9 @@ def check_corpus(doc, gendir, only):
         if c["id"] not in results:
             continue
         res, dt = results[c["id"]]
-        e = check_reply(c, doc, oracle_reply(res), from_oracle=True)
+        cc = without_pending(c)
+        e = check_reply(cc, doc, oracle_reply(res), from_oracle=True)
+        pend = [x for x in check_reply(c, doc, oracle_reply(res), from_oracle=True) if x not in e] if cc is not c else []
         ph = [{"name": ("ProfilerStep#*" if n == oracle.STEP_LABEL else n), "kind": "cpu", "count": v["count"]}
               for n, v in res["phases"].items()]
         if res["steps"] is None:
@@ -400,7 +457,8 @@ def check_corpus(doc, gendir, only):
                 e.append("cases.json numbers are stale (run.py --write-numbers)")
         fails += bool(e)
         RAN += 1
-        print("%s %-32s %5.1fs %s" % ("FAIL" if e else "PASS", c["id"], dt, "; ".join(e) if e else
+        word, text = verdict(c, e, pend)
+        print("%s %-32s %5.1fs %s" % (word, c["id"], dt, text or
                                      (res["suspects"][0]["category"] + ": " + res["suspects"][0]["culprit"][:60] if res["suspects"]
                                       else ("healthy" if res["healthy"] else "nothing fired"))))
     if not only:
@@ -471,7 +529,20 @@ def run_server(doc, gendir, binpath, only):
             p = case_path(c, gendir)
             with open(p, "rb") as f:
                 data = f.read()
-            st, _, body = srv.upload(data, "?name=" + c["id"].replace("/", "-"))
+            try:
+                st, _, body = srv.upload(data, "?name=" + c["id"].replace("/", "-"))
+            except (OSError, http.client.HTTPException) as x:
+                # the server closed the connection: a crash is this case's failure, and
+                # every case after it cannot run
+                rc = srv.proc.poll()
+                print("FAIL %-32s upload: %s; the server %s" % (c["id"], x, "is still running" if rc is None else
+                      "exited (%s)" % ("signal %d" % -rc if rc < 0 else "status %d" % rc)))
+                fails += 1
+                RAN += 1
+                if rc is not None:
+                    return fails
+                sids[c["id"]] = None
+                continue
             if st != 201:
                 sids[c["id"]] = None
                 print("FAIL %-32s upload -> %s %s" % (c["id"], st, json.dumps(body)[:200]))
@@ -484,13 +555,19 @@ def run_server(doc, gendir, binpath, only):
             if sid is None or (only and not any(o in c["id"] for o in only)):
                 continue
             e = []
+            pend = []
+            sus = None
             st, _, body = srv.get("/api/v1/sessions/%d/suspects" % sid)
             if st != 200:
                 e.append("GET /suspects -> %d" % st)
             else:
                 try:
-                    e += check_reply(c, doc, json.loads(body), sid=sid)
-                    e += check_phase_idle(c, json.loads(body))
+                    sus = json.loads(body)
+                    cc = without_pending(c)
+                    e += check_reply(cc, doc, sus, sid=sid)
+                    if cc is not c:
+                        pend = [x for x in check_reply(c, doc, sus, sid=sid) if x not in e]
+                    e += check_phase_idle(c, sus)
                 except ValueError:
                     e.append("/suspects is not JSON")
             st, _, body = srv.get("/api/v1/sessions/%d/phases" % sid)
@@ -499,7 +576,7 @@ def run_server(doc, gendir, binpath, only):
             else:
                 e.append("GET /phases -> %d" % st)
             st, _, body = srv.get("/api/v1/sessions/%d/report" % sid)
-            e += check_report(c, json.loads(body)) if st == 200 else ["GET /report -> %d" % st]
+            e += check_report(c, json.loads(body), sus) if st == 200 else ["GET /report -> %d" % st]
             st, _, body = srv.get("/api/v1/sessions/%d/steps" % sid)
             e += check_steps(c, json.loads(body)) if st == 200 else ["GET /steps -> %d" % st]
             need_ops = c.get("expect", {}).get("operators") or "key_averages" in c
@@ -515,7 +592,8 @@ def run_server(doc, gendir, binpath, only):
                     e.append("GET /operators -> %d" % st)
             fails += bool(e)
             RAN += 1
-            print("%s %-32s %s" % ("FAIL" if e else "PASS", c["id"], "; ".join(e) if e else "ok"))
+            word, text = verdict(c, e, pend)
+            print("%s %-32s %s" % (word, c["id"], text or "ok"))
         for cmp in doc["compare"]:
             if only and not any(o in cmp["id"] for o in only):
                 continue
@@ -573,8 +651,9 @@ def main(argv):
     finally:
         shutil.rmtree(gendir, ignore_errors=True)
     total = RAN
-    print("triage: %d of %d %s failed (%.0f s)" % (fails, total, what, time.time() - t0) if fails else
-          "triage: all %s passed (%.0f s)" % (what, time.time() - t0))
+    skip = " (%d skipped, pending: %s)" % (len(SKIPPED), ", ".join(SKIPPED)) if SKIPPED else ""
+    print("triage: %d of %d %s failed%s (%.0f s)" % (fails, total, what, skip, time.time() - t0) if fails else
+          "triage: all %s passed%s (%.0f s)" % (what, skip, time.time() - t0))
     return 1 if fails else 0
 
 
