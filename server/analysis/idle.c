@@ -369,7 +369,7 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
 
 /* The label of instant t: the innermost open range (frames[] holds ranges that may have
  * ended: they end where te <= t), a DataLoader range anywhere below it taking precedence. */
-static void label_at(const idle_walk *w, double t, int *type, long *name, double *until) {
+static void label_at(const A *a, const idle_walk *w, double t, int *type, long *name, double *until) {
     int k = w->nframes;
     while (k > 0 && w->frames[k - 1].te <= t) k--;
     *until = k > 0 ? w->frames[k - 1].te : INFINITY;
@@ -379,8 +379,13 @@ static void label_at(const idle_walk *w, double t, int *type, long *name, double
             *name = w->frames[i].name;
             return;
         }
-    *type = k > 0 ? w->frames[k - 1].type : LB_UNTRACED;
-    *name = k > 0 ? w->frames[k - 1].name : -1;
+    /* Named host work anywhere on the stack takes the instant, its innermost range: the aten
+     * ops a compile runs (FakeTensor propagation) are the compile's time, not cpu_bound_op's. */
+    int j = k;
+    while (j > 0 && !(an_flags(a, w->frames[j - 1].name) & (NF_COMPILE | NF_TOKENIZE | NF_GC))) j--;
+    if (!j) j = k;
+    *type = j > 0 ? w->frames[j - 1].type : LB_UNTRACED;
+    *name = j > 0 ? w->frames[j - 1].name : -1;
 }
 
 /* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
@@ -445,7 +450,7 @@ int an_idle_advance(A *a, idle_walk *w, double t) {
             if (w->open[i].g1 < next) next = w->open[i].g1;
         int type;
         long name;
-        label_at(w, w->cur, &type, &name, &until);
+        label_at(a, w, w->cur, &type, &name, &until);
         if (until < next) next = until;
         if (!isfinite(next)) break; /* nothing open, nothing ahead: the thread is labelled */
         if (w->nopen || a->idle->cpu_only) rc = count_piece(a, w, w->cur, next, type, name);

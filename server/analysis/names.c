@@ -29,10 +29,27 @@ static int starts_any(const char *s, const char *const *ps) {
  * through torch/_inductor/runtime/ (triton_heuristics' CachingAutotuner.run), which is the
  * launch path, not compilation. */
 static int is_compile(const char *s, const char *low) {
-    static const char *const words[] = {"(dynamo_timed)", "torchdynamo", "compile_fx", "torch/_dynamo/", "aot_autograd", "convert_frame", NULL};
+    static const char *const words[] = {"(dynamo_timed)", "torchdynamo", "compile_fx", "convert_frame", NULL};
     static const char *const calls[] = {"cuModuleLoad", "cuLibraryLoad", "hipModuleLoad", "nvrtc", NULL};
     if (has_any(low, words) || starts_any(s, calls)) return 1;
-    return strstr(low, "torch/_inductor/") && !strstr(low, "torch/_inductor/runtime/") && !strstr(low, "triton_heuristics");
+    /* the frames every call of a compiled function runs are its launch path, not a compile:
+     * dynamo's eval_frame and external_utils, AOTAutograd's runtime wrappers; inductor's
+     * compile-time modules only (its runtime/, output_code and utils run every call) */
+    static const char *const inductor[] = {"torch/_inductor/compile_fx", "torch/_inductor/graph.py", "torch/_inductor/scheduler",
+                                           "torch/_inductor/lowering", "torch/_inductor/codegen/", "torch/_inductor/codecache",
+                                           "torch/_inductor/fx_passes/", "torch/_inductor/ir.py", "torch/_inductor/select_algorithm",
+                                           "torch/_inductor/autotune", "torch/_inductor/async_compile", "torch/_inductor/kernel/",
+                                           "torch/_inductor/decomposition", "torch/_inductor/pattern_matcher", NULL};
+    if (strstr(low, "torch/_dynamo/") && !strstr(low, "eval_frame") && !strstr(low, "external_utils")) return 1;
+    if (strstr(low, "aot_autograd") && !strstr(low, "runtime_wrapper")) return 1;
+    return has_any(low, inductor);
+}
+
+/* A compiled model running (NF_COMPILED): what a compiled function's every call shows. */
+static int is_compiled_run(const char *low) {
+    static const char *const words[] = {"torch-compiled region", "compiledfunction", "compiledfxgraph", "torch/_inductor/runtime/",
+                                        "triton_heuristics", "torch/_dynamo/eval_frame", "runtime_wrapper", NULL};
+    return has_any(low, words);
 }
 
 static int is_step(const char *s) {
@@ -43,9 +60,9 @@ static int is_step(const char *s) {
 
 unsigned name_flags_of(const char *s) {
     static const char *const comm_kernel[] = {"nccl", "rccl", NULL};
-    static const char *const gemm_op[] = {"mm", "matmul", "linear", "conv", "einsum", "attention", "flash", NULL};
+    static const char *const gemm_op[] = {"mm", "matmul", "linear", "conv", "einsum", "attention", "flash", "attn", "fmha", "varlen_fwd", NULL};
     static const char *const gemm_kernel[] = {"gemm", "xmma", "cutlass", "cublas", "s16816", "h16816", "conv", "flash", NULL};
-    static const char *const attention[] = {"attention", "flash", NULL};
+    static const char *const attention[] = {"attention", "flash", "attn", "fmha", "varlen_fwd", NULL};
     static const char *const copy_ops[] = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone",
                                            "aten::type_as", "aten::_copy_from", "aten::_copy_from_and_resize", NULL};
     static const char *const launches[] = {"cudaLaunch", "cuLaunch", "hipLaunch", "hipModuleLaunch", "hipExtLaunch", NULL};
@@ -79,6 +96,7 @@ unsigned name_flags_of(const char *s) {
         f |= NF_LAUNCH;
     if (starts_any(s, allocs) || strstr(low, "empty_cache")) f |= NF_ALLOC;
     if (is_compile(s, low)) f |= NF_COMPILE;
+    if (is_compiled_run(low)) f |= NF_COMPILED;
     if (has_any(low, tokenize)) f |= NF_TOKENIZE;
     if (has_any(low, gc) || !strcmp(s, "<built-in function collect>") || starts_with(low, "gc:")) f |= NF_GC;
     if (has_any(low, mem_op)) f |= NF_MEM_OP;

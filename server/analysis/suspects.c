@@ -559,9 +559,11 @@ static int cmp_step_ts(const void *x, const void *y) {
     return p < q ? -1 : p > q;
 }
 
+/* By duration, ties by start: the median step is one step, whatever qsort's order of equals. */
 static int cmp_step_dur(const void *x, const void *y) {
-    double p = ((const step *)x)->dur, q = ((const step *)y)->dur;
-    return p < q ? -1 : p > q;
+    const step *p = x, *q = y;
+    if (p->dur != q->dur) return p->dur < q->dur ? -1 : 1;
+    return p->ts < q->ts ? -1 : p->ts > q->ts;
 }
 
 /* Steps of OUTLIER_RATIO x the median step or more: each one's excess over the median goes
@@ -772,6 +774,8 @@ typedef struct advice_in {
     const opstat *op;        /* the culprit's walk statistics, NULL for none */
     int cpu_only, rocm, blocking_launches;
     const char *source, *graphs;
+    unsigned flags;          /* the culprit's name flags (names.h) */
+    int compiled;            /* the trace runs a torch.compile'd model (NF_COMPILED names) */
 } advice_in;
 
 static double ev_num(const json_t *ev, const char *k) { return json_number_value(json_object_get(ev, k)); }
@@ -824,6 +828,11 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
         if (cpu_only)
             utf8_snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
+        else if (in->compiled && !*graphs)
+            utf8_snprintf(out, n, "Take Python out of the launch path in %s: the step already runs compiled (torch.compile), so replay it "
+                     "as a %s (torch.compile mode=\"reduce-overhead\"), remove the graph breaks that leave Python between the compiled "
+                     "regions (TORCH_LOGS=graph_breaks) and move the per-token Python out of the loop; compare GPU idle per step", culprit,
+                     rocm ? "HIP graph" : "CUDA graph");
         else if (*graphs)
             utf8_snprintf(out, n, "Take Python out of the launch path in %s: the loop already replays %s graphs (%s), so capture more of "
                      "the step in each (the whole step in one graph: torch.compile mode=\"reduce-overhead\" or a larger capture) and move the "
@@ -927,11 +936,26 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
         return;
     case C_OUTLIER: {
         double med = ev_num(in->ev, "median_step_in_gpu_window_us"), k = ev_num(in->ev, "outlier_steps");
-        double worst = ev_num(json_array_get(json_object_get(in->ev, "steps"), 0), "dur_us");
-        utf8_snprintf(out, n, "%s made %.0f step%s take up to %.1fx the median step (%.0f us inside the GPU window): find what %s does "
-                 "in %s that the others do not (a collection, a recompile, a reallocation, I/O) and take it out of the loop or do it "
-                 "between steps; then compare the p90 step", who, k, k == 1 ? "" : "s", med > 0 ? worst / med : 0, med,
-                 untraced ? "the untraced code" : culprit, k == 1 ? "that step" : "those steps");
+        const json_t *worst = json_array_get(json_object_get(in->ev, "steps"), 0);
+        int o = utf8_snprintf(out, n, "%s made %.0f step%s take up to %.1fx the median step (%s: %.0f us against %.0f inside the GPU "
+                              "window): ", who, k, k == 1 ? "" : "s", med > 0 ? ev_num(worst, "dur_us") / med : 0, ev_str(worst, "step"),
+                              ev_num(worst, "dur_us"), med);
+        /* named work says what to do about it; untraced time first needs a name */
+        int sub = in->flags & NF_GC ? C_GC : in->flags & NF_COMPILE ? C_COMPILE : in->flags & NF_TOKENIZE ? C_TOKENIZE
+                : in->flags & NF_ALLOC ? C_ALLOC : C_N;
+        if (sub < C_N && o < (int)n) {
+            advice_in s2 = *in;
+            s2.cat = sub;
+            s2.ev = NULL;
+            next_experiment(&s2, out + o, n - (size_t)o);
+        } else if (untraced && o < (int)n)
+            utf8_snprintf(out + o, n - (size_t)o, "the time is outside every traced range: re-profile with with_stack=True, or put "
+                          "record_function ranges around the loop's parts, to name what runs in %s; a pause of the whole process (the "
+                          "garbage collector, swapping, another process on the CPU) also shows this way", ev_str(worst, "step"));
+        else if (o < (int)n)
+            utf8_snprintf(out + o, n - (size_t)o, "find what %s does in %s that the others do not (a collection, a recompile, a "
+                          "reallocation, I/O) and take it out of the loop or do it between steps; then compare the p90 step", culprit,
+                          k == 1 ? "that step" : "those steps");
         return;
     }
     case C_HOST_WORK:
@@ -1007,7 +1031,8 @@ static json_t *evidence_of(A *a, const tally *t, int cat, int cpu_only) {
         used[k] = best;
         char cut[EVIDENCE_NAME_MAX + 4];
         json_t *row = json_pack("{s:s,s:f}", "name", evidence_name(a, t->c[best].name, cut, sizeof cut), "us", t->c[best].us);
-        if (cpu_only) json_object_set_new(row, "thread", json_string(a->t->tracks[t->c[best].track].tid));
+        long tr = t->c[best].track; /* step_outlier's contributions have none (-1) */
+        if (cpu_only && tr >= 0 && (size_t)tr < a->t->ntracks) json_object_set_new(row, "thread", json_string(a->t->tracks[tr].tid));
         json_array_append_new(top, row);
     }
     json_object_set_new(ev, "top_contributors", top);
@@ -1073,7 +1098,7 @@ static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culpri
     char next[1024], graphs[96];
     graph_note(a, graphs, sizeof graphs);
     advice_in in = {c, name, t->evidence[c], culprit >= 0 ? find_stat(a, culprit) : NULL, cpu_only, rocm_trace(a), launches_block(a),
-                    a->t->source ? a->t->source : "kineto", graphs};
+                    a->t->source ? a->t->source : "kineto", graphs, an_flags(a, culprit), an_any_flagged(a, NF_COMPILED)};
     next_experiment(&in, next, sizeof next);
     /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
     int per_step = nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;

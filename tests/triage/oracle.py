@@ -32,7 +32,7 @@ Events
  - Copy/cast op: aten::to, aten::_to_copy, aten::copy_, aten::contiguous, aten::clone,
    aten::type_as, aten::_copy_from, aten::_copy_from_and_resize.
  - GEMM-like op (never a compute_bound_op): an op name containing "mm", "matmul", "linear",
-   "conv", "einsum", "attention" or "flash" (any case); for GPU work launched outside any
+   "conv", "einsum", "attention", "flash", "attn", "fmha" or "varlen_fwd" (any case); for GPU work launched outside any
    op, a kernel name containing gemm, xmma, cutlass, cublas, s16816, h16816, conv, flash.
 
 Names ("any case" = tested on the lower-cased name; otherwise the test is case-sensitive)
@@ -50,10 +50,18 @@ Names ("any case" = tested on the lower-cased name; otherwise the test is case-s
    cudaHostAlloc, cuMemAlloc, cuMemFree, cuMemCreate, cuMemRelease, cuMemMap, cuMemUnmap,
    cuMemAddressReserve, cuMemAddressFree, cuMemHostAlloc, hipMalloc, hipFree, hipHostMalloc,
    hipHostFree, hipExtMalloc; or any name containing "empty_cache" (any case).
- - compile: any name containing (any case) "(dynamo_timed)", "torchdynamo", "compile_fx",
-   "torch/_dynamo/", "aot_autograd" or "convert_frame"; or containing "torch/_inductor/"
-   but neither "torch/_inductor/runtime/" nor "triton_heuristics"; or starting with
-   cuModuleLoad, cuLibraryLoad, hipModuleLoad or nvrtc.
+ - compile: any name containing (any case) "(dynamo_timed)", "torchdynamo", "compile_fx" or
+   "convert_frame"; or containing "torch/_dynamo/" but neither "eval_frame" nor
+   "external_utils"; or "aot_autograd" but not "runtime_wrapper"; or "torch/_inductor/"
+   followed by one of its compile-time modules (INDUCTOR_COMPILE: compile_fx, graph.py,
+   scheduler, lowering, codegen/, codecache, fx_passes/, ir.py, select_algorithm, autotune,
+   async_compile, kernel/, decomposition, pattern_matcher; not runtime/, output_code,
+   utils: the frames every call of a compiled function runs are its launch path, not a
+   compile); or starting with cuModuleLoad, cuLibraryLoad, hipModuleLoad or nvrtc.
+ - compiled run (a torch.compile'd model running, for python_overhead's advice): any name
+   containing (any case) "torch-compiled region", "compiledfunction", "compiledfxgraph",
+   "torch/_inductor/runtime/", "triton_heuristics", "torch/_dynamo/eval_frame" or
+   "runtime_wrapper".
  - tokenizer: contains (any case) "tokeniz", "sentencepiece" or "tiktoken".
  - gc: contains (any case) "gc.collect", "gc_collect", "garbage collect" or
    "garbage_collect"; or is exactly "<built-in function collect>"; or starts (any case)
@@ -80,8 +88,10 @@ Labels of an instant (host-wait gaps, lead-in, tail, every thread of a CPU-only 
    (cudaMalloc, cudaFree, cudaFuncGetAttributes, cuModuleLoadData, ...; kind "runtime").
    They nest like any range (innermost wins; a runtime call's own time is its label). Runtime
    calls with GPU work, launch/copy calls and sync calls are invisible (their time is their
-   op's). A DataLoader range anywhere on the stack takes the instant; ProfilerStep#N labels
-   as "ProfilerStep#*"; an instant with no range is "(untraced)".
+   op's). A DataLoader range anywhere on the stack takes the instant; else the INNERMOST
+   range on the stack whose name is compile, tokenizer or gc takes it (the aten ops a
+   compile runs are the compile's time); ProfilerStep#N labels as "ProfilerStep#*"; an
+   instant with no range is "(untraced)".
 
 Idle intervals (per device, every maximal gap [g0, g1] of the busy union inside the window)
  - N = the activity starting at the gap's end (ties: the lowest correlation); R = N's
@@ -169,8 +179,8 @@ GPU-set categories
    not short-kernel, and compute_bound_op / memory_bound_op did not name it. At stake = its
    self CUDA. It fires whenever it exists and is listed LAST.
 
-step_outlier (any trace with >= 5 ProfilerStep#N)
- - Each step's span is clipped to the GPU window [first GPU activity start, last GPU
+step_outlier (any trace with >= 5 steps, tb-profiler's: see Steps)
+ - Each step's span (tb-profiler's: the ProfilerStep range extended to its GPU work) is clipped to the GPU window [first GPU activity start, last GPU
    activity end] when the trace has GPU activity (the lead-in and the tail are startup's
    and tail's); d = the clipped duration. median = nearest-rank p50 of d (sorted[ceil(0.5 n)
    - 1]); the typical step = the step at that rank (ties by start). Outliers: d >= 1.5 x
@@ -200,8 +210,8 @@ CPU-only traces (no GPU activity)
 Suspects
  - Per category one suspect: culprit = its largest contributor; at stake = the category's
    sum (cpu_bound_op, compute_bound_op, memory_bound_op, dominant_op: the one op's).
- - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall; step_outlier whenever
-   at stake > 0; dominant_op whenever it exists.
+ - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall (dominant_op too: a
+   target that holds less of the wall is no target); step_outlier whenever at stake > 0.
  - Ranked by at_stake, descending, dominant_op last. At stake per step = at stake / step
    count (null without steps, and for startup, tail and step_outlier).
  - healthy = GPU present, busy / wall (not / window: a trace with one kernel in a long step
@@ -209,8 +219,9 @@ Suspects
    owns is not "healthy", it has a target).
 
 Steps (ProfilerStep#N, both schemas)
- - count, mean, p50, p90 of the host durations of the ProfilerStep#N ranges; pXX is the
-   nearest rank: sorted[ceil(q * n) - 1].
+ - The steps are tb-profiler's (below): count, mean, p50, p90 of their durations; pXX is the
+   nearest rank: sorted[ceil(q * n) - 1]. (The host ranges' own count and mean are
+   steps_host.) One step definition on every surface (issue 42).
  - tb-profiler overview (torch_tb_profiler/profiler/step_parser.py + overall_parser.py,
    re-derived): step spans are moved to the device side (start = max(previous step's end,
    host start), end = max(host end, last end of the GPU work launched by runtime calls
@@ -260,7 +271,7 @@ SYNC_CALLS = {"cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "c
 COPY_OPS = {"aten::to", "aten::_to_copy", "aten::copy_", "aten::contiguous", "aten::clone", "aten::type_as",
             "aten::_copy_from", "aten::_copy_from_and_resize"}
 COMM_PREFIX = ("nccl:", "gloo:", "mpi:", "c10d::")
-GEMM_OP_WORDS = ("mm", "matmul", "linear", "conv", "einsum", "attention", "flash")
+GEMM_OP_WORDS = ("mm", "matmul", "linear", "conv", "einsum", "attention", "flash", "attn", "fmha", "varlen_fwd")
 GEMM_KERNEL_WORDS = ("gemm", "xmma", "cutlass", "cublas", "s16816", "h16816", "conv", "flash")
 LAUNCH_PREFIX = ("cudaLaunch", "cuLaunch", "hipLaunch", "hipModuleLaunch", "hipExtLaunch", "cudaGraphLaunch",
                  "cuGraphLaunch", "hipGraphLaunch")
@@ -268,7 +279,9 @@ LAUNCH_WORDS = ("Memcpy", "memcpy", "Memset", "memset")
 ALLOC_PREFIX = ("cudaMalloc", "cudaFree", "cudaHostAlloc", "cuMemAlloc", "cuMemFree", "cuMemCreate", "cuMemRelease",
                 "cuMemMap", "cuMemUnmap", "cuMemAddressReserve", "cuMemAddressFree", "cuMemHostAlloc", "hipMalloc",
                 "hipFree", "hipHostMalloc", "hipHostFree", "hipExtMalloc")
-COMPILE_WORDS = ("(dynamo_timed)", "torchdynamo", "compile_fx", "torch/_dynamo/", "aot_autograd", "convert_frame")
+COMPILE_WORDS = ("(dynamo_timed)", "torchdynamo", "compile_fx", "convert_frame")
+INDUCTOR_COMPILE = ("compile_fx", "graph.py", "scheduler", "lowering", "codegen/", "codecache", "fx_passes/", "ir.py",
+                    "select_algorithm", "autotune", "async_compile", "kernel/", "decomposition", "pattern_matcher")
 COMPILE_PREFIX = ("cuModuleLoad", "cuLibraryLoad", "hipModuleLoad", "nvrtc")
 TOKENIZER_WORDS = ("tokeniz", "sentencepiece", "tiktoken")
 GC_WORDS = ("gc.collect", "gc_collect", "garbage collect", "garbage_collect")
@@ -328,7 +341,11 @@ def is_compile(name):
     n = name.lower()
     if any(w in n for w in COMPILE_WORDS) or name.startswith(COMPILE_PREFIX):
         return True
-    return "torch/_inductor/" in n and "torch/_inductor/runtime/" not in n and "triton_heuristics" not in n
+    if "torch/_dynamo/" in n and "eval_frame" not in n and "external_utils" not in n:
+        return True
+    if "aot_autograd" in n and "runtime_wrapper" not in n:
+        return True
+    return any("torch/_inductor/" + m in n for m in INDUCTOR_COMPILE)
 
 
 def is_tokenizer(name):
@@ -484,6 +501,12 @@ class Trace:
                     return s[0].name, "dataloader"
             if ev.kind != "runtime" and is_dataloader(ev.name):
                 return ev.name, "dataloader"
+            # the innermost compile / tokenizer / gc range on the stack, ev itself first
+            for x in [ev] + [s[0] for s in reversed(stack)]:
+                if is_compile(x.name) or is_tokenizer(x.name) or is_gc(x.name):
+                    if x is not ev:
+                        return x.name, x.kind
+                    break
             if is_step(ev.name) and ev.kind != "runtime":
                 return STEP_LABEL, "user_annotation"
             return ev.name, ev.kind
@@ -874,19 +897,20 @@ def analyze(doc, want_ops=False, want_gaps=0):
 
     # ---- steps ----
     steps = sorted((h for h in t.host if is_step(h.name)), key=lambda h: h.ts)
-    if steps:
-        d = sorted(h.dur for h in steps)
+    res["steps"] = None
+    res["steps_tb"] = tb_steps(t, steps)
+    if steps and res["steps_tb"] and res["steps_tb"]["count"]:
+        # the steps are tb-profiler's (one definition on every surface, issue 42)
+        d = sorted(r["dur_us"] for r in res["steps_tb"]["per_step"])
         res["steps"] = {"count": len(d), "mean_us": r3(sum(d) / len(d)), "p50_us": r3(pct(d, 0.5)),
                         "p90_us": r3(pct(d, 0.9)), "min_us": r3(d[0]), "max_us": r3(d[-1])}
-        res["steps_tb"] = tb_steps(t, steps)
-    else:
-        res["steps"] = None
-        res["steps_tb"] = tb_steps(t, [])
+        res["steps_host"] = {"count": len(steps), "mean_us": r3(sum(h.dur for h in steps) / len(steps))}
 
     # ---- phases ----
     res["phases"] = phases(t, gap_list, class_gaps)
 
     # ---- suspects ----
+    t.steps_tb = res["steps_tb"]
     res["suspects"], res["category_at_stake_us"] = suspects(t, wall, gpu, idle_rows, short, res["steps"])
     res["healthy"] = bool(gpu is not None and gpu["utilization_of_wall"] >= HEALTHY_BUSY and not res["suspects"])
 
@@ -1088,7 +1112,7 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
                 taken = union(taken + mine)
             evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
                              "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
-    so = step_outliers(t)
+    so = step_outliers(t, t.steps_tb if steps else None)
     if so is not None and so["at_stake_us"] > 0:
         for n, us in so["by_culprit"].items():
             per_cat["step_outlier"][n] += us
@@ -1107,7 +1131,7 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
         if cat == "step_outlier":
             if tot <= 0:
                 continue
-        elif cat != "dominant_op" and tot < FIRE_FRACTION * wall:
+        elif tot < FIRE_FRACTION * wall:
             continue
         ev = dict(evidence.get(cat, {}))
         ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in sorted(m.items(), key=lambda kv: -kv[1])[:5]]
@@ -1117,22 +1141,22 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
     return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
 
 
-def step_outliers(t):
-    """step_outlier: the steps whose (GPU-window-clipped) duration is >= 1.5x the median,
-    their excess over it, and per outlier the name whose innermost time grew the most
-    against the typical step."""
-    steps = sorted((h for h in t.host if is_step(h.name) and h.kind != "python_function"), key=lambda h: h.ts)
-    if len(steps) < OUTLIER_MIN_STEPS:
+def step_outliers(t, steps):
+    """step_outlier: the steps (tb-profiler's spans) whose GPU-window-clipped duration is >=
+    1.5x the median, their excess over it, and per outlier the name whose innermost time
+    grew the most against the typical step."""
+    if not steps or steps.get("per_step") is None or steps["count"] < OUTLIER_MIN_STEPS:
         return None
+    hs = sorted((h for h in t.host if is_step(h.name) and h.kind != "python_function"), key=lambda h: h.ts)
     if t.gpu:
         w0 = min(g.ts for g in t.gpu)
         w1 = max(g.te for g in t.gpu)
     else:
         w0, w1 = -math.inf, math.inf
     rows = []
-    for h in steps:
-        a, b = max(h.ts, w0), min(h.te, w1)
-        rows.append((max(0.0, b - a), h.ts, h, a, max(a, b)))
+    for h, r in zip(hs, steps["per_step"]):  # the spans are the host steps' in start order
+        a, b = max(r["start_us"], w0), min(r["start_us"] + r["dur_us"], w1)
+        rows.append((max(0.0, b - a), r["start_us"], h, a, max(a, b)))
     srt = sorted(rows, key=lambda x: (x[0], x[1]))
     k = max(0, math.ceil(0.5 * len(srt)) - 1)
     med, typ = srt[k][0], srt[k]
@@ -1248,7 +1272,7 @@ def tb_steps(t, steps):
     tot = defaultdict(float)
     for (s, e), nm in zip(spans, names):
         slots = [[s, e]]
-        row = {"name": nm, "dur_us": r3(e - s)}
+        row = {"name": nm, "start_us": s, "dur_us": r3(e - s)}
         for k in roles:
             part = intersect(slots, rr[k])
             row[k + "_us"] = r3(length(part))
