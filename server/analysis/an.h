@@ -503,6 +503,8 @@ void an_op_bind(sqlite3_stmt *ins, const char *kind, const agg *g, long long wal
 int an_write_ops(A *a);
 int an_gpu_phases(A *a);
 int an_write_phases(A *a, json_t *tl_phases);
+/* The step phase's row as tb-profiler's steps (the breakdown's), after an_write_phases. */
+int an_step_phase(A *a, const json_t *breakdown);
 
 /* busy.c */
 double an_busy_in(sqlite3_stmt *q, double ts, double te);

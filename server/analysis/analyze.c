@@ -260,6 +260,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         tl_phases = gaps = NULL;
         /* the steps are tb-profiler's from here on, in the suspects and all they feed */
         rc = breakdown ? an_suspects_steps(&a, suspects, breakdown) : 0;
+        if (!rc && breakdown) rc = an_step_phase(&a, breakdown);
         json_object_set_new(suspects, "questions", an_questions(&a, suspects, out->gpu));
         report_input in = {a.db, out->gpu, suspects, t->meta, t->name, t->labels, t->hardware, t->events, a.wall, 0, 0, effic};
         long long calls;

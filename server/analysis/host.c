@@ -651,6 +651,31 @@ int an_gpu_phases(A *a) {
 #define BAND_NAME_MAX 256
 static const char *band_name(const char *s, char *buf, size_t n) { return utf8_clip(s, BAND_NAME_MAX, buf, n); }
 
+/* The step phase (ProfilerStep*) as tb-profiler's steps, once the breakdown knows them: its
+ * count, total and GPU busy time are those of the steps GET /steps serves (issue 42: one step
+ * definition on every surface), not of the host ranges. Its kernels stay those launched
+ * inside the ranges. */
+int an_step_phase(A *a, const json_t *breakdown) {
+    const json_t *bs = json_object_get(breakdown, "steps"), *r;
+    size_t n = json_array_size(bs), i;
+    if (!n || a->step_name < 0) return 0;
+    double total = 0, busy = 0;
+    json_array_foreach(bs, i, r) {
+        double ts = json_number_value(json_object_get(r, "start_us")), dur = json_number_value(json_object_get(r, "dur_us"));
+        total += dur;
+        busy += an_busy_in(a->busy_q, ts, ts + dur);
+    }
+    sqlite3_stmt *u = an_prep(a, "UPDATE wscratch.ph SET count = ?1, total_us = ?2, gpu_busy_us = ?3 WHERE name_id = ?4 AND kind = 'cpu'");
+    if (!u) return ERR_DB;
+    sqlite3_bind_int64(u, 1, (sqlite3_int64)n);
+    sqlite3_bind_double(u, 2, total);
+    sqlite3_bind_double(u, 3, busy);
+    sqlite3_bind_int64(u, 4, a->step_name);
+    int rc = sqlite3_step(u) == SQLITE_DONE ? 0 : an_dberr(a);
+    sqlite3_finalize(u);
+    return rc;
+}
+
 int an_write_phases(A *a, json_t *tl_phases) {
     sqlite3_stmt *ins = an_prep(a, "INSERT INTO wscratch.ph VALUES (?,?,?,?,?,?,?,?)");
     if (!ins) return ERR_DB;

@@ -81,7 +81,9 @@ static int load_ops(draft *d, const char *table, const char *where, const char *
     int n = 0, st;
     while (n < max && (st = sqlite3_step(s)) == SQLITE_ROW) {
         op *o = &ops[n++];
-        utf8_snprintf(o->name, sizeof o->name, "%s", (const char *)sqlite3_column_text(s, 0));
+        /* a name longer than the line's room is cut with an ellipsis, never mid-word silently */
+        const char *nm = utf8_clip((const char *)sqlite3_column_text(s, 0), sizeof o->name - 4, o->name, sizeof o->name);
+        if (nm != o->name) snprintf(o->name, sizeof o->name, "%s", nm);
         utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
         o->calls = sqlite3_column_int64(s, 2);
         o->self_cpu = sqlite3_column_double(s, 3);
@@ -92,6 +94,30 @@ static int load_ops(draft *d, const char *table, const char *where, const char *
     if (n < max && st != SQLITE_DONE) d->rc = ERR_DB;
     sqlite3_finalize(s);
     return n;
+}
+
+/* The walk's row (grouping 0) of the op named name into *o: 1, or 0 when there is none. */
+static int op_named(draft *d, const char *name, op *o) {
+    sqlite3_stmt *s = NULL;
+    int found = 0;
+    if (!name || sqlite3_prepare_v2(d->in->db, "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM " WALK_OPS
+                                    " WHERE grouping = 0 AND name = ?1 ORDER BY self_cpu DESC, walk LIMIT 1", -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return 0;
+    }
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        found = 1;
+        utf8_snprintf(o->name, sizeof o->name, "%s", name);
+        utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
+        o->calls = sqlite3_column_int64(s, 2);
+        o->self_cpu = sqlite3_column_double(s, 3);
+        o->self_cuda = sqlite3_column_double(s, 4);
+        o->cuda_total = sqlite3_column_double(s, 5);
+        o->cpu_total = sqlite3_column_double(s, 6);
+    }
+    sqlite3_finalize(s);
+    return found;
 }
 
 /* ---- the suspect list, read ---- */
@@ -145,7 +171,9 @@ static double sum_ops(draft *d, const char *table, const char *where, const char
  * summary's top_cuda_operator too (analyze.c). A CPU-only trace: self CPU. suspects.c's
  * compute_bound has the same rule (kern_no_op). */
 static json_t *smell_owns(draft *d, op *top, int *ntop) {
-    static const char *const cats[] = {"compute_bound_op", "memory_bound_op", "copies_casts", "dominant_op", NULL},
+    /* not dominant_op: a GEMM owning the GPU is the model's work, a target and no alarm (its
+     * question is the Next experiment's) */
+    static const char *const cats[] = {"compute_bound_op", "memory_bound_op", "copies_casts", NULL},
                              *const cpu_cats[] = {"cpu_bound_op", NULL};
     *ntop = load_ops(d, WALK_OPS, "kind = 'cpu_op' AND self_cuda > 0", "self_cuda", top, 8);
     const char *basis = d->rocm ? "self GPU" : "self CUDA";
@@ -202,12 +230,17 @@ static json_t *smell_cheap(draft *d) {
     if (on_gpu) { c[0] = k[0]; share = kshare; basis = d->rocm ? "GPU" : "CUDA"; nc = 1; }
     int fired = fired_any(d->in, cats);
     const json_t *lb = suspect_of(d->in, "launch_bound");
-    if (lb) { /* the suspect list's launch-bound op is the evidence: one culprit on every surface */
-        utf8_snprintf(buf, sizeof buf, "%s: kernels shorter than their launches, %s of the wall at stake",
-                 json_string_value(json_object_get(lb, "culprit")), timefmt_us(json_number_value(json_object_get(lb, "at_stake_us")), t1, sizeof t1));
+    op l;
+    if (lb && op_named(d, json_string_value(json_object_get(lb, "culprit")), &l) && l.calls > 0) {
+        /* the suspect list's launch-bound op is the evidence: one culprit on every surface */
+        utf8_snprintf(buf, sizeof buf, "%s: %lld calls at %s each, kernels shorter than their launches, %s of the wall at stake", l.name,
+                      l.calls, timefmt_us(l.self_cpu / (double)l.calls, t1, sizeof t1),
+                      timefmt_us(json_number_value(json_object_get(lb, "at_stake_us")), t2, sizeof t2));
         return smell("cheap_operator_called_often", "A cheap operator called thousands of times", fired, buf,
-                     json_pack("{s:O,s:O,s:s}", "culprit", json_object_get(lb, "culprit"), "at_stake_us", json_object_get(lb, "at_stake_us"),
-                               "category", "launch_bound"));
+                     json_pack("{s:s,s:s,s:I,s:f,s:f,s:f,s:s,s:O,s:s}", "operator", l.name, "kind", l.kind, "calls", l.calls, "mean_us",
+                               l.self_cpu / (double)l.calls, "total_us", l.self_cpu,
+                               "share", d->self_cpu_total > 0 ? l.self_cpu / d->self_cpu_total : 0.0, "basis", "self CPU", "at_stake_us",
+                               json_object_get(lb, "at_stake_us"), "category", "launch_bound"));
     }
     if (!nc) {
         utf8_snprintf(buf, sizeof buf, "no operator has %d+ calls under %.0fus each", SMELL_CHEAP_CALLS, SMELL_CHEAP_MEAN_US);
@@ -293,6 +326,10 @@ static void line_hardware(const draft *d, char *out, size_t n) {
 /* top: smell_owns's operators, on GPU time here (only a CPU-only trace, answered first, has
  * them on self CPU). */
 static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, size_t n) {
+    if (d->cpu_only && d->in->hardware && *d->in->hardware) { /* devices, no activity: not a CPU-only run */
+        utf8_snprintf(out, n, "no GPU activity in the trace (its device properties name %s)", d->in->hardware);
+        return;
+    }
     if (d->cpu_only) {
         utf8_snprintf(out, n, "no GPU time: a CPU-only trace");
         return;
@@ -302,19 +339,17 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
         return;
     }
     char t1[32], bound[256];
-    const char *word = d->rocm ? "self GPU" : "self CUDA";
-    /* its bound from the efficiency figures; else what it is by name, never a guessed bound
-     * (a batch-1 GEMV is a matmul and memory-bound) */
+    const char *word = d->rocm ? "self GPU" : "self CUDA", *cls = report_op_class(top[0].name);
+    /* what it is by name (a family, never a bound: a batch-1 GEMV is a matmul and
+     * memory-bound), then its bound from the efficiency figures, or why it is unknown */
     json_t *v = an_effic_verdict(d->in->effic, top[0].name);
     an_effic_phrase(v, bound, sizeof bound);
-    if (!*bound) {
-        const char *cls = report_op_class(top[0].name);
-        utf8_snprintf(bound, sizeof bound, "%s; bound unknown: %s", !strcmp(cls, "compute") ? "matmul / convolution / attention" : cls,
-                      v ? json_string_value(json_object_get(v, "bound_unknown_reason")) : "no memory");
-    }
+    if (!*bound)
+        utf8_snprintf(bound, sizeof bound, "bound unknown: %s", v ? json_string_value(json_object_get(v, "bound_unknown_reason")) : "no memory");
     json_decref(v);
-    int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s)", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
-                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls), bound);
+    int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s); %s", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
+                     timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls),
+                     !strcmp(cls, "compute") ? "matmul" : cls, bound);
     if (ntop > 1 && o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
     if (d->outside > 0 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; %.1f%% of the GPU time was launched outside every operator", d->outside * 100);
 }

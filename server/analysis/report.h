@@ -9,8 +9,9 @@
 
 /* The three smells of the seed, kept as ids in the API. They fire by the suspect list's
  * evidence (suspects.c), not by fixed cut-offs of their own:
- *   one_operator_owns_the_run    compute_bound_op, memory_bound_op, copies_casts or dominant_op
- *                                fired (a CPU-only trace: cpu_bound_op)
+ *   one_operator_owns_the_run    compute_bound_op, memory_bound_op or copies_casts fired (a
+ *                                CPU-only trace: cpu_bound_op); not dominant_op: a GEMM owning
+ *                                the GPU is the model's work, whose question the Next experiment asks
  *   cheap_operator_called_often  launch_bound or synchronous_launch fired
  *   gpu_idle_host_bound          a host-side suspect fired (data_loading, host_sync,
  *                                python_overhead, cpu_bound_op, startup, tail, allocator_churn,

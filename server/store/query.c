@@ -513,15 +513,24 @@ static int analysis_doc(db_conn *db, long long id, int col, json_t **out) {
     return rc;
 }
 
-/* Adds gpu_utilization = gpu_busy_us / wall_us (time with at least one GPU activity over
- * the session span; 1 - gpu_idle_fraction), null where the idle fraction is (no GPU work). */
+/* Adds the two utilization figures, each named by what it divides (issue 42: one name, one
+ * value): gpu_utilization, the headline, is tb-profiler's (kernel busy time over the steps'
+ * window: the efficiency document's, null where it has none); busy_fraction_of_wall =
+ * gpu_busy_us / wall_us (any GPU activity over the session span; 1 - gpu_idle_fraction),
+ * null where the idle fraction is (no GPU work). */
 int query_gpu(db_conn *db, long long id, json_t **out) {
     int rc = analysis_doc(db, id, 0, out);
     if (rc) return rc;
-    json_t *idle = json_object_get(*out, "gpu_idle_fraction");
+    json_t *idle = json_object_get(*out, "gpu_idle_fraction"), *eff = NULL;
     double wall = json_number_value(json_object_get(*out, "wall_us")), busy = json_number_value(json_object_get(*out, "gpu_busy_us"));
-    json_object_set_new(*out, "gpu_utilization", json_is_number(idle) && wall > 0 ? json_real(busy / wall) : json_null());
-    return 0;
+    json_object_set_new(*out, "busy_fraction_of_wall", json_is_number(idle) && wall > 0 ? json_real(busy / wall) : json_null());
+    rc = analysis_doc(db, id, 3, &eff);
+    if (rc == ERR_NOTFOUND) rc = 0; /* a session deleted meanwhile: the headline is unknown */
+    json_t *head = json_object_get(json_object_get(eff, "session"), "gpu_utilization");
+    json_object_set_new(*out, "gpu_utilization", json_is_number(head) ? json_real(json_number_value(head)) : json_null());
+    json_decref(eff);
+    if (rc) { json_decref(*out); *out = NULL; }
+    return rc;
 }
 
 int query_efficiency(db_conn *db, long long id, json_t **out) {

@@ -3,6 +3,7 @@ and the three smells on synthetic traces with exact expected numbers."""
 import gzip
 import json
 import os
+import re
 import unittest
 import urllib.parse
 
@@ -314,6 +315,12 @@ class Api(unittest.TestCase):
         self.assertIn("aten::mm 80.0%", rep["lines"]["top_cuda_time"])
         sus = self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]
         self.assertNotIn("compute_bound_op", [x["category"] for x in sus])
+        # ... but it is the target: its next question, compute- or memory-bound, is asked by
+        # the last suspect, dominant_op (the report's Next experiment when nothing waits: issue 41)
+        self.assertEqual((sus[-1]["category"], sus[-1]["culprit"]), ("dominant_op", "aten::mm"))
+        self.assertIn("aten::mm owns the GPU", sus[-1]["next_experiment"])
+        self.assertRegex(sus[-1]["next_experiment"], "compute-bound or memory-bound")
+        self.assertNotIn("compute)", rep["lines"]["top_cuda_time"])  # never a bound guessed from a name
 
     def test_cuda_graph_replayed_outside_any_op(self):
         # A decode step replayed as a CUDA graph, as a serving loop calls graph.replay(): one
@@ -420,3 +427,38 @@ class Api(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TopCpuLine(unittest.TestCase):
+    """Issue 41, pattern 5: the report's Top CPU line separates host work from host waiting. A
+    decode loop that blocks in .item() every step spends most of its self CPU inside
+    cudaStreamSynchronize and cudaMemcpyAsync: that is the host waiting on the GPU, not its
+    orchestration cost, and was named the top self-CPU cost."""
+
+    @classmethod
+    def setUpClass(cls):
+        import sys
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "triage"))
+        import gen_cases  # noqa: E402
+        cls.srv = Server()
+        data = json.dumps(gen_cases.case_compute_bound_op()).encode()
+        cls.sid = cls.srv.upload_ok(data)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_waiting_apart_from_work(self):
+        line = self.srv.json("/api/v1/sessions/%d/report" % self.sid)["lines"]["top_cpu_cost"]
+        ops = {o["name"]: o for o in self.srv.json("/api/v1/sessions/%d/operators?limit=1000" % self.sid)["operators"]}
+        wait = sum(o["self_cpu_time_total_us"] for n, o in ops.items()
+                   if o["kind"] in ("cuda_runtime", "cuda_driver") and ("Synchronize" in n or "Memcpy" in n or "Memset" in n))
+        total = sum(o["self_cpu_time_total_us"] for o in ops.values())
+        self.assertGreater(wait / total, 0.5, "the case must spend most of its self CPU waiting")
+        # the top host work is no sync or copy call, and the waiting is stated with its share
+        m = re.search(r"top host work: (\S+) ", line) or re.match(r"(\S+) [\d.]+% of self CPU", line)
+        self.assertTrue(m, line)
+        self.assertNotRegex(m.group(1), "Synchronize|Memcpy|Memset")
+        m = re.search(r"host waiting on the GPU \(syncs, blocking copies\): \S+, ([\d.]+)% of self CPU", line)
+        self.assertTrue(m, line)
+        self.assertAlmostEqual(float(m.group(1)), 100 * wait / total, delta=0.06)

@@ -337,8 +337,8 @@ class History(unittest.TestCase):
         ph = {p["name"]: p for p in self.srv.json("/api/v1/sessions/%d/phases" % self.head)["phases"]}
         self.assertAlmostEqual(ph["decode"]["gpu_utilization"], 0.8, places=12)
         g = self.srv.json("/api/v1/sessions/%d/gpu" % self.head)
-        self.assertAlmostEqual(g["gpu_utilization"], 0.8, places=12)
-        self.assertAlmostEqual(g["gpu_utilization"], 1 - g["gpu_idle_fraction"], places=12)
+        self.assertAlmostEqual(g["busy_fraction_of_wall"], 0.8, places=12)
+        self.assertAlmostEqual(g["busy_fraction_of_wall"], 1 - g["gpu_idle_fraction"], places=12)
         k = self.srv.json("/api/v1/sessions/%d/kernels" % self.head)["kernels"][0]
         # 47 regs -> 5 blocks of 256 threads per SM on an A100; 8 blocks per SM available.
         self.assertEqual((k["name"], k["est_occupancy"], k["est_sm_efficiency"], k["theoretical_occupancy"], k["occupancy_limiter"]),
