@@ -121,6 +121,8 @@ Idle intervals (per device, every maximal gap [g0, g1] of the busy union inside 
    category: host_sync for a sync call; for a blocking launch synchronous_launch when, over
    the whole trace (all threads), the launches that tell mostly blocked (2 x blocked >=
    told), else host_sync.
+ - Phases: per record_function name, its instances and their time, but the step phase
+   ("ProfilerStep#*"), whose count and time are tb-profiler's steps' (see Steps).
  - Per culprit, the idle is summed; per class; per phase (idle inside the union of a
    user_annotation name's instances, "ProfilerStep#*" folded).
 
@@ -908,6 +910,10 @@ def analyze(doc, want_ops=False, want_gaps=0):
 
     # ---- phases ----
     res["phases"] = phases(t, gap_list, class_gaps)
+    if res["steps"] and STEP_LABEL in res["phases"]:
+        # the step phase's instances and time are tb-profiler's steps (its idle stays the ranges')
+        res["phases"][STEP_LABEL]["count"] = res["steps"]["count"]
+        res["phases"][STEP_LABEL]["total_us"] = r3(sum(r["dur_us"] for r in res["steps_tb"]["per_step"]))
 
     # ---- suspects ----
     t.steps_tb = res["steps_tb"]
