@@ -41,6 +41,8 @@ struct store {
     int npool;
     int nopen;            /* PostgreSQL: connections open, pooled or taken */
     int maxopen;          /* PostgreSQL: FIRSTPASS_PG_POOL (default 16) */
+    pthread_mutex_t health_lock; /* guards health */
+    db_conn *health;      /* PostgreSQL: store_ping's own connection, outside the pool; NULL until used */
     _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
     _Atomic unsigned long lgen; /* store_list_generation: gen's writes and uploads */
 };
@@ -557,6 +559,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
     s->maxopen = (int)env_long("FIRSTPASS_PG_POOL", 16);
     if (s->maxopen < 1) s->maxopen = 1;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->health_lock, NULL);
     pthread_cond_init(&s->freed, NULL);
     db_conn *db = first_conn(s, err, errlen);
     if (!db) goto fail;
@@ -570,6 +573,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
     return s;
 fail:
     pthread_cond_destroy(&s->freed);
+    pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s->shown);
@@ -580,7 +584,9 @@ fail:
 void store_close(store *s) {
     if (!s) return;
     for (int i = 0; i < s->npool; i++) db_close(s->pool[i]);
+    db_close(s->health);
     pthread_cond_destroy(&s->freed);
+    pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s->shown);
@@ -654,11 +660,29 @@ int store_fail(store *s, db_conn *db, int rc) {
     return rc == ERR_DB && s->pg && (!db || !db_alive(db)) ? ERR_DBDOWN : rc;
 }
 
+/* Why a connection of its own on PostgreSQL: /healthz took one from the pool, so when busy
+ * requests held all FIRSTPASS_PG_POOL of them it waited FIRSTPASS_PG_POOL_WAIT_MS and
+ * answered 503, and a load balancer dropped a replica that was only busy (issue 43). One
+ * connection more per replica; pings take turns on it (a SELECT 1 each), and one found
+ * dead is closed and opened again at the next ping. SQLite's pool never waits (a new
+ * connection is opened when none is free). */
 int store_ping(store *s) {
-    db_conn *c = store_get(s);
-    if (!c) return ERR_DB;
-    int rc = db_exec(c, "SELECT 1");
-    store_put(s, c);
+    if (!s->pg) {
+        db_conn *c = store_get(s);
+        if (!c) return ERR_DB;
+        int rc = db_exec(c, "SELECT 1");
+        store_put(s, c);
+        return rc;
+    }
+    pthread_mutex_lock(&s->health_lock);
+    char err[256];
+    if (!s->health) s->health = db_open(s->path, err, sizeof err);
+    int rc = s->health ? db_exec(s->health, "SELECT 1") : ERR_DB;
+    if (s->health && !db_alive(s->health)) {
+        db_close(s->health);
+        s->health = NULL;
+    }
+    pthread_mutex_unlock(&s->health_lock);
     return rc;
 }
 

@@ -35,7 +35,8 @@ int store_is_pg(const store *s);
 /* 1 when uri names a PostgreSQL database (a postgresql:// URI or a libpq conninfo), 0 for a
  * file: the caller makes no folder and no file beside it then. */
 int store_uri_is_pg(const char *uri);
-/* 0 when the database answers a trivial query now, else ERR_DB (for /healthz). */
+/* 0 when the database answers a trivial query now, else ERR_DB (for /healthz). Never waits
+ * for the pool: on PostgreSQL it pings on a connection of its own (store.c says why). */
 int store_ping(store *s);
 
 /* A pooled connection; NULL when out of memory, the database cannot be reached, or (on
