@@ -165,6 +165,10 @@ static int commit_sqlite(sqlite3 *db, const store_session_in *in, long long *id,
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL); /* no I/O: cannot fail outside a transaction */
+    /* What runs on this connection from here until store_scratch_put is the loader's WAL
+     * truncation (ingest/load.c: loader_free), which holds the write lock while it waits
+     * for readers: bounded like store_wal_truncate's (store.c says why). */
+    sqlite3_busy_timeout(db, STORE_CHECKPOINT_WAIT_MS);
     free(meta);
     free(summary);
     return rc;

@@ -706,6 +706,7 @@ struct sqlite3 *store_scratch_get(store *s, db_conn **hold) {
 }
 
 void store_scratch_put(store *s, struct sqlite3 *scratch, db_conn *hold) {
+    if (hold) sqlite3_busy_timeout(db_sqlite(hold), DB_BUSY_TIMEOUT_MS); /* store_commit_session shortened it */
     if (hold) store_put(s, hold);
     else sqlite3_close(scratch);
 }
@@ -787,6 +788,19 @@ void store_note_upload(store *s) {
 
 int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL ? ERR_FULL : ERR_DB; }
 
+/* Why the wait is cut short: a TRUNCATE checkpoint takes the write lock, then waits (the busy
+ * handler) for every reader still on an older snapshot; with the connection's 30 s busy
+ * timeout one long reader held off every writer for 30 s (issue 43). A checkpoint that
+ * cannot finish in STORE_CHECKPOINT_WAIT_MS gives up: what it could copy is copied, the rest
+ * waits for the next one, and journal_size_limit cuts the file back when the WAL restarts. */
+int store_wal_truncate(sqlite3 *db) {
+    if (!db) return 0;
+    sqlite3_busy_timeout(db, STORE_CHECKPOINT_WAIT_MS);
+    int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(db, DB_BUSY_TIMEOUT_MS);
+    return rc == SQLITE_OK ? 0 : rc == SQLITE_BUSY ? ERR_CONFLICT : store_errcode(db);
+}
+
 /* ---- the reserve: room for deletes on a full disk ---- */
 
 /* A delete writes its pages to the WAL before any space comes back, so on a full disk it
@@ -830,7 +844,7 @@ int store_delete_session(store *s, long long id) {
          * then the WAL emptied: its space comes back, and the reserve is taken again */
         db_conn *c = s->pg ? NULL : store_get(s);
         if (c) {
-            if (db_sqlite(c)) sqlite3_wal_checkpoint_v2(db_sqlite(c), NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+            store_wal_truncate(db_sqlite(c));
             store_put(s, c);
         }
         store_reserve(s);

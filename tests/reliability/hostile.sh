@@ -63,14 +63,20 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
-# gen_threads CASE OUT ARGS...: bench/gen_trace.c's threads shape into OUT (the generator
+# gen_trace CASE OUT ARGS...: bench/gen_trace.c's output for ARGS into OUT (the generator
 # built once a run); 1, with a failure named after CASE, when it cannot be built or run.
-gen_threads() {
+gen_trace() {
     local name=$1 out=$2
     shift 2
     [ -x "$TMP/gen_trace" ] || cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" ||
         { fail "$name: cannot build bench/gen_trace.c"; return 1; }
-    "$TMP/gen_trace" --shape threads "$@" -o "$out" >/dev/null 2>&1 || { fail "$name: gen_trace $* failed"; return 1; }
+    "$TMP/gen_trace" "$@" -o "$out" >/dev/null 2>&1 || { fail "$name: gen_trace $* failed"; return 1; }
+}
+# gen_threads CASE OUT ARGS...: the same, in the threads shape.
+gen_threads() {
+    local name=$1 out=$2
+    shift 2
+    gen_trace "$name" "$out" --shape threads "$@"
 }
 # 1. not hostile, but many threads: bench/gen_trace.c's threads shape (384 threads, 40 MB).
 #    Each track's chunk builder kept its last chunk laid out end to end, and every builder
@@ -190,6 +196,104 @@ case_perip() {
     local refused
     refused=$(grep -c refused "$TMP/slow.txt" || true)
     [ "$(grep -c '^open' "$TMP/slow.txt" || true)" -le 4 ] && pass "perip: at most 4 of the 12 slow connections were kept (refused: $refused)"         || fail "perip: more than 4 slow connections from one address were kept: $(tr '\n' ' ' < "$TMP/slow.txt")"
+}
+
+# timed NAME WANT MAX_S CURL_ARGS...: one request; its status must be WANT and it must take
+# at most MAX_S seconds (the body in $TMP/reply.json)
+timed() {
+    local name=$1 want=$2 max=$3 out code secs
+    shift 3
+    out=$(curl -s -o "$TMP/reply.json" -w '%{http_code} %{time_total}' --max-time 120 "$@" || echo "000 120")
+    code=${out% *}
+    secs=${out#* }
+    expect "$name" "$code" "$want"
+    within "$name took" "$secs" "$max" s
+}
+wal_mb() { stat -c %s "$DB-wal" 2>/dev/null | awk '{printf "%.1f", $1 / 1048576}' || echo 0; }
+# 43.1. a download read at 300 KB/s while uploads, a report edit and a DELETE run, and one
+#     never read. Before: the download held one read transaction for its whole life; the WAL
+#     truncation after a large upload and after each DELETE waited 30 s for it holding the
+#     write lock (here: an upload of 31.9 s, a DELETE of 30.1 s; 500 "database is locked"
+#     when two waited), the WAL grew by each upload (10 MB each here), and a reader that
+#     took nothing was kept until --timeout. After: 1-2 s an upload, the DELETE 0.0 s, WAL
+#     under 16 MB, the idle reader cut after three 10 s windows.
+#     Then a session deleted while a download of it runs: the DELETE is not held up, and the
+#     download ends cut short (no closing chunk), never as a shorter trace that parses.
+case_slowread() {
+    gen_trace slowread "$TMP/big.json" -s 60M || return 0       # a 48 MB download
+    gen_trace slowread "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
+    fresh --min-download-rate 8K || return 0
+    local code i
+    code=$(post "$TMP/big.json")
+    expect "slowread: the session to download" "$code" 201
+    READ_RATE=300000 READ_RCVBUF=0 $SLOW read "$PORT" 1 25 > "$TMP/fast.txt" 2>/dev/null &
+    local fast=$!
+    READ_RATE=0 $SLOW read "$PORT" 1 35 > "$TMP/idle.txt" 2>/dev/null &
+    local idle=$!
+    sleep 1
+    for i in 2 3 4; do
+        timed "slowread: upload $i of 40 MB while /trace is read at 300 KB/s" 201 10 \
+            -H 'Content-Type: application/json' --data-binary @"$TMP/mid.json" "$URL/api/v1/sessions"
+    done
+    ok_trace
+    timed "slowread: a small upload meanwhile" 201 5 --data-binary @"$TMP/ok.json" "$URL/api/v1/sessions"
+    timed "slowread: PUT report meanwhile" 200 5 -X PUT --data-binary '{"lines":{"workload":"w"}}' "$URL/api/v1/sessions/5/report"
+    timed "slowread: DELETE meanwhile" 204 5 -X DELETE "$URL/api/v1/sessions/5"
+    sleep 1 # the truncation runs once the reply is out
+    within "slowread: the -wal with the download under way" "$(wal_mb)" 16 MB
+    # a download of session 2 (32 MB) under way when session 2 is deleted
+    READ_RATE=2000000 READ_RCVBUF=0 READ_PATH=/api/v1/sessions/2/trace $SLOW read "$PORT" 1 30 > "$TMP/cut.txt" 2>/dev/null &
+    local cut=$!
+    sleep 2
+    timed "slowread: DELETE of a session being downloaded" 204 5 -X DELETE "$URL/api/v1/sessions/2"
+    wait "$cut"
+    if grep -q '^open' "$TMP/cut.txt" || ! grep -q ' 200 ' "$TMP/cut.txt"; then fail "slowread: the download of the deleted session: $(cat "$TMP/cut.txt")"
+    elif grep -q 'complete=1' "$TMP/cut.txt"; then fail "slowread: the download of the deleted session ended like a whole one: $(cat "$TMP/cut.txt")"
+    else pass "slowread: the download of the deleted session was cut short: $(cat "$TMP/cut.txt")"; fi
+    code=$(healthz)
+    expect "slowread: /healthz after it" "$code" 200
+    wait "$idle"
+    if grep -q '^open' "$TMP/idle.txt"; then fail "slowread: a download never read was kept 35 s: $(cat "$TMP/idle.txt")"
+    else within "slowread: a download never read (--min-download-rate 8K) was cut after" "$(cut -d' ' -f1 "$TMP/idle.txt")" 32 s; fi
+    wait "$fast"
+    if grep -q '^open' "$TMP/fast.txt"; then pass "slowread: the 300 KB/s download was kept: $(cat "$TMP/fast.txt")"
+    else fail "slowread: the 300 KB/s download was cut: $(cat "$TMP/fast.txt")"; fi
+    rm -f "$TMP/big.json" "$TMP/mid.json"
+}
+
+# 43.1. a reader the server does not control (an sqlite3 shell, a file-level backup) holds a
+#     read transaction on the database for 40 s. Before: the WAL truncation after a large
+#     upload and after each DELETE waited the busy timeout (30 s) for it holding the write
+#     lock, so the next upload took 30 s and the DELETE answered after 30 s. After: a
+#     checkpoint waits at most 1 s (STORE_CHECKPOINT_WAIT_MS) and leaves the rest for later;
+#     once the reader is gone, the next DELETE empties the WAL.
+case_longreader() {
+    gen_trace longreader "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
+    fresh || return 0
+    ok_trace
+    local code reader
+    code=$(post "$TMP/mid.json")
+    expect "longreader: a first upload of 40 MB" "$code" 201
+    python3 - "$DB" > "$TMP/reader.txt" <<'PY2' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN")
+print(c.execute("SELECT count(*) FROM sessions").fetchone()[0], flush=True)  # the snapshot is taken
+time.sleep(40)
+PY2
+    reader=$!
+    sleep 1
+    timed "longreader: an upload of 40 MB (the WAL passes 16 MiB) while a reader holds a snapshot" 201 10 \
+        -H 'Content-Type: application/json' --data-binary @"$TMP/mid.json" "$URL/api/v1/sessions"
+    timed "longreader: a small upload right after it" 201 5 --data-binary @"$TMP/ok.json" "$URL/api/v1/sessions"
+    timed "longreader: DELETE while the reader holds its snapshot" 204 5 -X DELETE "$URL/api/v1/sessions/3"
+    timed "longreader: another DELETE" 204 5 -X DELETE "$URL/api/v1/sessions/2"
+    kill "$reader" 2>/dev/null || true
+    wait "$reader" 2>/dev/null || true
+    [ -s "$TMP/reader.txt" ] || fail "longreader: the reader never took its snapshot"
+    timed "longreader: DELETE once the reader is gone" 204 5 -X DELETE "$URL/api/v1/sessions/1"
+    within "longreader: the -wal once the reader is gone" "$(wal_mb)" 1 MB
+    rm -f "$TMP/mid.json"
 }
 
 # 7. CSV injection: names and operators that a spreadsheet runs as formulas. Before: written
@@ -568,7 +672,7 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="opnames slowread longreader diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"
