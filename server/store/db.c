@@ -94,6 +94,12 @@ static db_conn *lite_open(const char *path, char *err, size_t errlen) {
          * -wal stayed the size of the largest upload for ever (issue 22); with it, a WAL that
          * restarts is cut back to 16 MiB (and loader_free truncates it after a big upload). */
         "PRAGMA journal_size_limit=16777216;"
+        /* secure_delete=FAST: Debian's SQLite is built with SECURE_DELETE, which zeroes every
+         * page a delete frees, so the delete wrote the whole session again into the WAL
+         * first: on a full disk the 8 MiB reserve did not cover one 10 MB session, and every
+         * DELETE answered 507 for good (issue 43). FAST zeroes deleted content only on pages
+         * written anyway; freed pages keep their bytes until reused (SECURITY.md). */
+        "PRAGMA secure_delete=FAST;"
         "PRAGMA temp_store=FILE;";
     char *msg = NULL;
     if (sqlite3_exec(c->lite, setup, NULL, NULL, &msg) != SQLITE_OK) {

@@ -628,6 +628,63 @@ EOF2
     fp_kill9
 }
 
+# 43.4. a full disk with sessions larger than the 8 MiB reserve: the database on a 40 MiB
+#     tmpfs (a mount namespace of the server's own, as case_diskfull), uploads of ~10 MB
+#     stored each until one fails, then a file takes every byte left. Before: an upload
+#     whose WAL frames fitted but whose pages could not grow the database file was committed
+#     (201), after which no checkpoint could finish; and Debian's SQLite zeroes every page a
+#     delete frees (SECURE_DELETE), so a DELETE wrote the whole session into the WAL again,
+#     more than the reserve. Every DELETE and upload then answered 507, restart or not.
+#     After: the failing upload is 507 before it commits, each DELETE is 204 on the full
+#     disk, and once the file is removed (no restart) uploads are 201 again, into the freed
+#     pages, and the reserve is taken back.
+case_diskfull_big() {
+    if ! unshare -m true 2>/dev/null || ! command -v nsenter >/dev/null; then note "diskfull_big: skipped (unshare -m or nsenter is not available)"; return 0; fi
+    gen_trace diskfull_big "$TMP/mid.json" --shape names -s 40M || return 0
+    fp_kill9
+    mkdir -p "$TMP/fullbig"
+    cat > "$TMP/fullbig.sh" <<EOF2
+#!/bin/sh
+exec unshare -m sh -c 'mount -t tmpfs -o size=40m tmpfs "\$0" && exec "\$@"' "$TMP/fullbig" "$SERVER" "\$@"
+EOF2
+    chmod +x "$TMP/fullbig.sh"
+    local real=$SERVER db=$DB code i n=0 ids="" left
+    SERVER=$TMP/fullbig.sh DB=$TMP/fullbig/fp.db fp_start || { SERVER=$real; DB=$db; fail "diskfull_big: the server did not start"; return 0; }
+    SERVER=$real
+    DB=$db
+    # in the server's mount namespace: the tmpfs is only there
+    ins() { nsenter -t "$SPID" -m "$@"; }
+    for i in $(seq 1 8); do
+        code=$(post "$TMP/mid.json")
+        [ "$code" = 201 ] || break
+        n=$i
+        ids="$ids $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/reply.json")"
+    done
+    expect "diskfull_big: upload $i (~10 MB stored each) on a full 40 MiB disk" "$code" 507 insufficient_storage
+    [ "$n" -ge 2 ] && pass "diskfull_big: $n uploads fitted first" || fail "diskfull_big: only $n uploads fitted"
+    ins sh -c 'cat /dev/zero > "$0/filler"' "$TMP/fullbig" 2>/dev/null || true
+    left=$(ins df -k --output=avail "$TMP/fullbig" | tail -1)
+    note "diskfull_big: $left KiB left once the filler is written"
+    for i in $ids; do
+        code=$(curl -s -o "$TMP/reply.json" -w '%{http_code}' -X DELETE "$URL/api/v1/sessions/$i")
+        expect "diskfull_big: DELETE session $i on the full disk" "$code" 204
+    done
+    ok_trace
+    code=$(post "$TMP/ok.json")
+    expect "diskfull_big: a small upload after the deletes" "$code" 201
+    ins rm -f "$TMP/fullbig/filler"
+    code=$(post "$TMP/mid.json")
+    expect "diskfull_big: a 10 MB upload once the filler is gone (no restart)" "$code" 201
+    code=$(post "$TMP/mid.json")
+    expect "diskfull_big: and another" "$code" 201
+    if ins test -s "$TMP/fullbig/fp.db-reserve"; then pass "diskfull_big: the reserve is taken back"; else fail "diskfull_big: no reserve once there is room"; fi
+    # nothing acknowledged is lost, and the file is sound
+    code=$(ins python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA integrity_check").fetchone()[0], c.execute("SELECT count(*) FROM sessions").fetchone()[0])' "$TMP/fullbig/fp.db" 2>&1)
+    [ "$code" = "ok 3" ] && pass "diskfull_big: integrity_check ok, the 3 sessions acknowledged since are stored" || fail "diskfull_big: integrity_check, sessions: $code (want ok 3)"
+    fp_kill9
+    rm -f "$TMP/mid.json"
+}
+
 # 5. /timeline of a session with many threads (5,000 threads of 2 events; a 40 KB gzip).
 #    Before: 16 s of CPU for one /timeline (a scan of every chunk per track), 5,000 tracks
 #    in the reply, and the work went on after the client hung up.
@@ -672,7 +729,7 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames slowread longreader diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="opnames slowread longreader diskfull diskfull_big csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"
