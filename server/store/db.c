@@ -34,6 +34,7 @@ struct db_conn {
     long long changes;  /* PostgreSQL: rows of the last command */
     int epoch;          /* bumped by each reconnection: statements prepared before are gone */
     int broken;         /* the connection was lost inside a transaction: never pooled again */
+    char sqlstate[6];   /* PostgreSQL: the SQLSTATE of the last failed statement, "" after a success */
     char setup[160];    /* the session's SETs, run again after a reconnection */
     char err[512];
 };
@@ -248,10 +249,17 @@ static int pg_ok(const PGresult *r) {
 
 /* ---- statements without parameters ---- */
 
+/* Keeps r's SQLSTATE (db_fk_violation), "" for a success. */
+static void pg_note_state(db_conn *c, const PGresult *r) {
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(c->sqlstate, sizeof c->sqlstate, "%s", st ? st : "");
+}
+
 /* 0 when r is a success; else ERR_DB with its message kept. Clears r. */
 static int pg_check(db_conn *c, PGresult *r) {
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_COPY_IN;
+    pg_note_state(c, r);
     if (!ok) set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg)), log_err(c, "exec");
     else c->changes = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -271,6 +279,13 @@ int db_exec(db_conn *c, const char *sql) {
 }
 
 int db_begin_write(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN"); }
+int db_begin_read(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }
+
+int db_fk_violation(db_conn *c) {
+    if (c->kind == DB_SQLITE) return sqlite3_extended_errcode(c->lite) == SQLITE_CONSTRAINT_FOREIGNKEY;
+    return !strcmp(c->sqlstate, "23503");
+}
+
 
 long long db_changes(db_conn *c) { return c->kind == DB_SQLITE ? sqlite3_changes(c->lite) : c->changes; }
 
@@ -423,6 +438,7 @@ static PGresult *pg_exec_stmt(db_stmt *s, pg_prepared *p, const pg_prepared *own
         r = pg_send(s, p, own);
     }
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    pg_note_state(c, r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
         log_err(c, "query");

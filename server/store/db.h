@@ -58,6 +58,14 @@ int db_exec(db_conn *c, const char *sql);
 /* BEGIN for a write transaction: SQLite's BEGIN IMMEDIATE (takes the write lock now, so
  * the transaction never fails half way on a busy database), PostgreSQL's BEGIN. */
 int db_begin_write(db_conn *c);
+/* BEGIN for a read of several statements that must see one snapshot (a session deleted
+ * meanwhile is either wholly there or wholly gone): SQLite's BEGIN (the first read takes
+ * the snapshot), PostgreSQL's BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY. End it with
+ * db_exec(c, "COMMIT"); keep it short (on SQLite a WAL checkpoint waits for it). */
+int db_begin_read(db_conn *c);
+/* 1 when the last statement on c failed on a foreign key (a row naming a session that a
+ * concurrent DELETE removed): SQLITE_CONSTRAINT_FOREIGNKEY, or SQLSTATE 23503. */
+int db_fk_violation(db_conn *c);
 /* Rows changed by the last INSERT, UPDATE or DELETE run on c. */
 long long db_changes(db_conn *c);
 

@@ -4,6 +4,7 @@
 #include "store/download.h"
 #include "store/db.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -13,8 +14,14 @@
 #include "lib/chunk.h"
 #include "lib/err.h"
 
-/* Event chunks a fetch: each is at most ~CHUNK_BYTES inflated, a few hundred KB stored. */
-#define DOWNLOAD_BATCH 4
+/* A fetch reads chunks until DOWNLOAD_BATCH_BYTES of them (compressed, stored) are in hand,
+ * at most DOWNLOAD_BATCH of them; on PostgreSQL at most DOWNLOAD_BATCH_PG, since libpq takes
+ * a result whole (as hex text, twice the bytes) before the first row is looked at. A chunk
+ * is at most ~CHUNK_BYTES inflated, up to a few hundred KB stored; a session's small chunks
+ * (one a thread) come in few fetches. */
+#define DOWNLOAD_BATCH 64
+#define DOWNLOAD_BATCH_PG 4
+#define DOWNLOAD_BATCH_BYTES (1u << 20)
 
 /* Why a fetch a batch, keyed on seq, and no statement kept open between them: a download
  * lasts as long as its client reads. A statement stepped across the whole download held one
@@ -27,7 +34,7 @@
  * back around it (hostile.sh case_slowread, tests/pg/test_pool.py).
  *
  * Sessions never change once stored, but one can be deleted between two fetches: the
- * chunks' last seq is read with the metadata, in one statement, and a fetch that finds
+ * chunks' last seq is read with the metadata, in one snapshot, and a fetch that finds
  * nothing before it means the session went away; the download then fails (the client sees
  * the stream cut short, never a shorter document that parses). */
 struct download {
@@ -35,7 +42,8 @@ struct download {
     long long id;
     long long last_seq; /* the last chunk fetched; -1 before the first */
     long long end_seq;  /* the session's last chunk when the download began; -1: none */
-    buf batch[DOWNLOAD_BATCH]; /* compressed chunks of the current fetch */
+    buf batch;                 /* the current fetch's compressed chunks, end to end */
+    size_t at[DOWNLOAD_BATCH + 1]; /* chunk i is batch.p[at[i] .. at[i + 1]) */
     int nbatch, ibatch;        /* chunks in batch, the next one to inflate */
     json_t *meta;
     int stage;        /* 0 header, 1 events, 2 trailer, 3 done */
@@ -48,6 +56,8 @@ struct download {
     z_stream z;
 };
 
+static int fetch_on(download *d, db_conn *db);
+
 download *download_open(store *s, long long id, int gzip, int *err) {
     download *d = calloc(1, sizeof *d);
     if (!d) { *err = ERR_NOMEM; return NULL; }
@@ -59,7 +69,10 @@ download *download_open(store *s, long long id, int gzip, int *err) {
     db_stmt *m = NULL;
     *err = ERR_DB;
     if (!db) goto fail;
-    /* one statement, one snapshot: the metadata and the last chunk of the same session */
+    /* One snapshot for the metadata, the last chunk's seq and the first batch: a session
+     * that one batch holds is read whole before the reply starts, so a DELETE right after
+     * cannot cut it. */
+    if (db_begin_read(db)) goto fail;
     if (!(m = db_prepare(db, "SELECT meta, COALESCE((SELECT MAX(seq) FROM event_chunks WHERE session_id = ?1), -1) FROM sessions WHERE id = ?1")))
         goto fail;
     db_bind_int64(m, 1, id);
@@ -72,10 +85,14 @@ download *download_open(store *s, long long id, int gzip, int *err) {
     d->meta = json_loads((const char *)db_column_text(m, 0), 0, &je);
     d->end_seq = db_column_int64(m, 1);
     if (!d->meta) goto fail;
+    db_finalize(m);
+    m = NULL;
+    if (d->end_seq >= 0 && (*err = fetch_on(d, db))) goto fail;
+    *err = ERR_DB;
+    if (db_exec(db, "COMMIT")) goto fail;
     /* windowBits 15+16: a gzip wrapper, what Content-Encoding: gzip means. */
     if (gzip && deflateInit2(&d->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) { *err = ERR_NOMEM; goto fail; }
     d->gzip = gzip;
-    db_finalize(m);
     store_put(s, db);
     *err = 0;
     return d;
@@ -87,34 +104,45 @@ fail:
     return NULL;
 }
 
-/* The next DOWNLOAD_BATCH chunks after last_seq into d->batch, on a connection taken for
- * this fetch alone. 0 (nbatch 0: none left), or an ERR_*. */
-static int fetch(download *d) {
+/* The next batch of chunks after last_seq into d->batch, read on db. 0 (nbatch 0: none
+ * left), or an ERR_*. */
+static int fetch_on(download *d, db_conn *db) {
     d->nbatch = d->ibatch = 0;
-    db_conn *db = store_get(d->st);
-    if (!db) return ERR_DB;
+    d->batch.len = 0;
+    int most = db_sqlite(db) ? DOWNLOAD_BATCH : DOWNLOAD_BATCH_PG;
     db_stmt *q = db_prepare(db, "SELECT seq, data FROM event_chunks WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
     int rc = q ? 0 : ERR_DB;
     if (q) {
         db_bind_int64(q, 1, d->id);
         db_bind_int64(q, 2, d->last_seq);
-        db_bind_int64(q, 3, DOWNLOAD_BATCH);
+        db_bind_int64(q, 3, most);
     }
-    while (!rc && d->nbatch < DOWNLOAD_BATCH) {
+    /* Invariant: batch holds chunks at[0..nbatch) end to end, and at most one of them lies
+     * past DOWNLOAD_BATCH_BYTES. */
+    while (!rc && d->nbatch < most && d->batch.len < DOWNLOAD_BATCH_BYTES) {
         int st = db_step(q);
         if (st == DB_DONE) break;
         if (st != DB_ROW) { rc = ERR_DB; break; }
         size_t n = 0;
         const void *z = db_column_blob(q, 1, &n);
-        buf *b = &d->batch[d->nbatch];
-        b->len = 0;
-        if (buf_put(b, z ? z : "", n)) { rc = ERR_NOMEM; break; }
+        d->at[d->nbatch] = d->batch.len;
+        if (buf_put(&d->batch, z ? z : "", n)) { rc = ERR_NOMEM; break; }
         d->last_seq = db_column_int64(q, 0);
-        d->nbatch++;
+        d->at[++d->nbatch] = d->batch.len;
     }
-    db_finalize(q); /* ends the statement's read transaction before the client is waited for */
-    store_put(d->st, db);
+    assert(rc || (d->nbatch <= most && d->at[d->nbatch] == d->batch.len));
+    db_finalize(q);
     if (rc) d->nbatch = 0;
+    return rc;
+}
+
+/* fetch_on, on a connection taken for this fetch alone: the statement's read transaction
+ * ends, and the connection goes back, before the client is waited for. */
+static int fetch(download *d) {
+    db_conn *db = store_get(d->st);
+    if (!db) return ERR_DB;
+    int rc = fetch_on(d, db);
+    store_put(d->st, db);
     return rc;
 }
 /* The next piece of the document, as plain JSON, appended to p. 0, 1 at the end, or -1. */
@@ -129,8 +157,8 @@ static int produce(download *d, buf *p) {
             if (fetch(d)) return -1;
             if (!d->nbatch) return -1; /* chunks up to end_seq were there: the session was deleted */
         }
-        buf *z = &d->batch[d->ibatch++];
-        if (chunk_inflate(z->p, z->len, &d->plain)) return -1;
+        int i = d->ibatch++;
+        if (chunk_inflate(d->batch.p + d->at[i], d->at[i + 1] - d->at[i], &d->plain)) return -1;
         int rc;
         size_t off = 0;
         chunk_rec r;
@@ -214,7 +242,7 @@ void download_free(void *cls) {
     download *d = cls;
     if (!d) return;
     if (d->gzip) deflateEnd(&d->z);
-    for (int i = 0; i < DOWNLOAD_BATCH; i++) buf_free(&d->batch[i]);
+    buf_free(&d->batch);
     json_decref(d->meta);
     buf_free(&d->plain);
     buf_free(&d->out);

@@ -764,7 +764,9 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
         if (a) db_bind_text(st, 2, a);
         if (b) db_bind_text(st, 3, b);
         if (b) db_bind_int64(st, 4, (long long)time(NULL));
-        rc = db_step(st) == DB_DONE ? 0 : db_sqlite(db) ? store_errcode(db_sqlite(db)) : ERR_DB;
+        /* a foreign key that fails names a session deleted since the caller looked (a
+         * report edit racing a DELETE): the 404 it is, not a 500 (test_delete_races.py) */
+        rc = db_step(st) == DB_DONE ? 0 : db_fk_violation(db) ? ERR_NOTFOUND : db_sqlite(db) ? store_errcode(db_sqlite(db)) : ERR_DB;
         if (changes) *changes = (int)db_changes(db);
     }
     db_finalize(st);
