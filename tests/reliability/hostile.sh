@@ -210,15 +210,14 @@ timed() {
     within "$name took" "$secs" "$max" s
 }
 wal_mb() { stat -c %s "$DB-wal" 2>/dev/null | awk '{printf "%.1f", $1 / 1048576}' || echo 0; }
-# 43.1. a download read at 300 KB/s while uploads, a report edit and a DELETE run, and one
-#     never read. Before: the download held one read transaction for its whole life; the WAL
-#     truncation after a large upload and after each DELETE waited 30 s for it holding the
-#     write lock (here: an upload of 31.9 s, a DELETE of 30.1 s; 500 "database is locked"
-#     when two waited), the WAL grew by each upload (10 MB each here), and a reader that
-#     took nothing was kept until --timeout. After: 1-2 s an upload, the DELETE 0.0 s, WAL
-#     under 16 MB, the idle reader cut after three 10 s windows.
-#     Then a session deleted while a download of it runs: the DELETE is not held up, and the
-#     download ends cut short (no closing chunk), never as a shorter trace that parses.
+# 1 (issue 43). A download read at 300 KB/s while uploads, a report edit and DELETEs run,
+#    and one never read. Before: the download held one read transaction for its whole life;
+#    the WAL truncation after a large upload and after each DELETE waited up to 30 s for it
+#    holding the write lock (on main here: an upload of 31.7 s, the DELETE of the session
+#    being downloaded 12 s, and that download sent whole; the idle reader kept until
+#    --timeout). After: 1.3-1.5 s an upload, each DELETE under 0.3 s, the idle reader cut
+#    after 20 s, the deleted session's download cut short (no closing chunk), never a
+#    shorter trace that parses.
 case_slowread() {
     gen_trace slowread "$TMP/big.json" -s 60M || return 0       # a 48 MB download
     gen_trace slowread "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
@@ -261,12 +260,12 @@ case_slowread() {
     rm -f "$TMP/big.json" "$TMP/mid.json"
 }
 
-# 43.1. a reader the server does not control (an sqlite3 shell, a file-level backup) holds a
-#     read transaction on the database for 40 s. Before: the WAL truncation after a large
-#     upload and after each DELETE waited the busy timeout (30 s) for it holding the write
-#     lock, so the next upload took 30 s and the DELETE answered after 30 s. After: a
-#     checkpoint waits at most 1 s (STORE_CHECKPOINT_WAIT_MS) and leaves the rest for later;
-#     once the reader is gone, the next DELETE empties the WAL.
+# 1 (issue 43). A reader the server does not control (an sqlite3 shell, a file-level
+#    backup) holds a read transaction on the database for 40 s. Before: the WAL truncation
+#    after each DELETE (and after an upload leaving over 16 MiB of WAL) waited the busy
+#    timeout for it holding the write lock: a DELETE answered after 30.5 s. After: a
+#    checkpoint waits at most 1 s (STORE_CHECKPOINT_WAIT_MS) and leaves the rest for later
+#    (a DELETE: 1.0 s); once the reader is gone, the next DELETE empties the WAL.
 case_longreader() {
     gen_trace longreader "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
     fresh || return 0
@@ -628,16 +627,16 @@ EOF2
     fp_kill9
 }
 
-# 43.4. a full disk with sessions larger than the 8 MiB reserve: the database on a 40 MiB
-#     tmpfs (a mount namespace of the server's own, as case_diskfull), uploads of ~10 MB
-#     stored each until one fails, then a file takes every byte left. Before: an upload
-#     whose WAL frames fitted but whose pages could not grow the database file was committed
-#     (201), after which no checkpoint could finish; and Debian's SQLite zeroes every page a
-#     delete frees (SECURE_DELETE), so a DELETE wrote the whole session into the WAL again,
-#     more than the reserve. Every DELETE and upload then answered 507, restart or not.
-#     After: the failing upload is 507 before it commits, each DELETE is 204 on the full
-#     disk, and once the file is removed (no restart) uploads are 201 again, into the freed
-#     pages, and the reserve is taken back.
+# 4 (issue 43). A full disk with sessions larger than the 8 MiB reserve: the database on a
+#    40 MiB tmpfs (a mount namespace of the server's own, as case_diskfull), uploads of
+#    ~10 MB stored each until one fails, then a file takes every byte left. Before: an
+#    upload whose WAL frames fitted but whose pages could not grow the database file was
+#    committed (201), after which no checkpoint could finish; and Debian's SQLite zeroes
+#    every page a delete frees (SECURE_DELETE), so a DELETE wrote the whole session into
+#    the WAL again, more than the reserve. Every DELETE and upload then answered 507, even
+#    once the file was gone. After: the failing upload is 507 before it commits, each
+#    DELETE is 204 on the full disk, and once the file is removed (no restart) uploads are
+#    201 again, into the freed pages, and the reserve is taken back.
 case_diskfull_big() {
     if ! unshare -m true 2>/dev/null || ! command -v nsenter >/dev/null; then note "diskfull_big: skipped (unshare -m or nsenter is not available)"; return 0; fi
     gen_trace diskfull_big "$TMP/mid.json" --shape names -s 40M || return 0
