@@ -106,16 +106,15 @@ static int tcp_taken(int fd, unsigned long long *acked, int *queued) {
     return 0;
 }
 
-/* How far a reader may fall behind --min-download-rate's pace before it is cut: 128 KiB, or
- * two windows at that rate when more. Why a lead kept across windows and not a count per
- * window as for bodies: TCP acknowledges a slow reader in lumps. Its receive window
- * reopens only once half its buffer is free (receiver-side silly-window avoidance): 64 KiB at
- * a time with Linux's default 128 KiB, so a client reading 5 KB/s (five times the 1 KiB/s
- * default) acknowledged nothing for 13 s at a stretch, and a per-window count cut it. */
-static double reply_slack(void) {
-    double two = 2.0 * (double)g_min_reply_rate * DEADLINE_WINDOW_S;
-    return two > 131072.0 ? two : 131072.0;
-}
+/* How far a reader may fall behind --min-download-rate's pace before it is cut: 128 KiB plus
+ * one window at that rate. Why a lead kept across windows and not a count per window as for
+ * bodies: TCP acknowledges a slow reader in lumps. Its receive window reopens only once
+ * enough of its buffer is free (receiver-side silly-window avoidance), and with Linux's
+ * default 128 KiB buffer a client reading 8.5 KB/s acknowledged its 128 KiB every 15 s, none
+ * in between: a per-window count at 8 KiB/s cut it, and so did a lead of two windows (160
+ * KiB) capped before the window's due was taken. A reader that takes nothing is cut after
+ * two or three windows (20-30 s at 8 KiB/s, 140 s at 1 KiB/s). */
+static double reply_slack(void) { return 131072.0 + (double)g_min_reply_rate * DEADLINE_WINDOW_S; }
 
 static void set_phase(struct MHD_Connection *mc, enum phase p) {
     live *l = live_of(mc);

@@ -8,7 +8,7 @@
  * seconds after the connection (or its previous request) began, one whose body arrives
  * slower than --min-body-rate bytes a second over a DEADLINE_WINDOW_S window, and one whose
  * client takes the reply slower than --min-download-rate bytes a second on average, having
- * fallen behind that pace by more than 128 KiB or two windows' worth (a /trace download read
+ * fallen behind that pace by more than 128 KiB and a window's worth (a /trace download read
  * at a trickle held its connection, and before issue 43 a database transaction, for as long
  * as the client liked; measured on the socket, deadline.c says why so).
  *
