@@ -144,6 +144,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
+    /* From here the client must take the reply at --min-download-rate (deadline.h). */
+    if (ok == MHD_YES) deadline_reply(c);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
@@ -535,7 +537,7 @@ int http_serve(app *a) {
      * find one free while it trickles (issue 22); behind a proxy every client is the proxy. */
     unsigned per_ip = a->cfg->max_connections_per_ip && a->cfg->max_connections_per_ip < a->cfg->max_connections
                           ? a->cfg->max_connections_per_ip : a->cfg->max_connections;
-    if (deadline_start(a->cfg->header_timeout_s, a->cfg->min_body_rate)) {
+    if (deadline_start(a->cfg->header_timeout_s, a->cfg->min_body_rate, a->cfg->min_download_rate)) {
         log_line("error", "cannot start the connection deadline thread", NULL);
         return 1;
     }

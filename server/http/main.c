@@ -71,6 +71,9 @@ static const opt opts[] = {
     {"min-body-rate", OPT_SIZE, CFG(min_body_rate), 0, 0, "BYTES",
      "a request body must arrive at BYTES a second or more over each\n10 s window, else the connection is closed (an upload is rolled\n"
      "back) [FIRSTPASS_MIN_BODY_RATE] (default 1K; 0 = none)"},
+    {"min-download-rate", OPT_SIZE, CFG(min_download_rate), 0, 0, "BYTES",
+     "a reply (a /trace download, or any reply larger than the socket\nbuffers) must be taken by its client at BYTES a second or more: one\n"
+     "that falls over 128 KiB and 10 s at BYTES behind is cut\n[FIRSTPASS_MIN_DOWNLOAD_RATE] (default 8K; 0 = none)"},
     {"max-connections-per-ip", OPT_UINT, CFG(max_connections_per_ip), 1, 0, "N",
      "open connections from one client address at most, so one client\ncannot hold them all [FIRSTPASS_MAX_CONNECTIONS_PER_IP] (default 64;\n"
      "behind a proxy every client is the proxy: raise it to --max-connections)"},
@@ -259,7 +262,7 @@ int main(int argc, char **argv) {
     limit_arenas();
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
                       .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096, .max_distinct = 256u << 10,
-                      .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .max_connections_per_ip = 64, .quiet = 0,
+                      .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .min_download_rate = 8192, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
     int prc = parse_options(&cfg, argc, argv);

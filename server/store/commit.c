@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 
 #include "lib/buf.h"
@@ -142,6 +144,41 @@ static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id
     return rc;
 }
 
+/* One integer a statement gives (a PRAGMA), or -1. */
+static long long pragma_int(sqlite3 *db, const char *sql) {
+    sqlite3_stmt *s = NULL;
+    long long v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+/* Inside the write transaction, before its COMMIT: 0 when the disk has room for what the
+ * checkpoint will add to the database file, else ERR_FULL (or the error of writing the WAL).
+ *
+ * Why: a commit lands in the WAL, and reaches the database file at the next checkpoint. An
+ * upload whose WAL frames fitted but whose pages grew the file past the free space was
+ * committed (201), and then no checkpoint could finish: the WAL could not be emptied or
+ * restarted, so every later write, a DELETE too, needed new space and answered 507, restart
+ * or not (issue 43). So the transaction's pages go to the WAL first (sqlite3_db_cacheflush:
+ * what the COMMIT would write, less its last frame), and the file's growth, this transaction's
+ * and any earlier one's not yet checkpointed, must fit in the space left, with 1 MiB beside.
+ * The reserve (store.h) is not counted: it stays for deletes. */
+static int room_to_checkpoint(sqlite3 *db, char *err, size_t errlen) {
+    if (sqlite3_db_cacheflush(db) != SQLITE_OK) return store_errcode(db);
+    long long pages = pragma_int(db, "PRAGMA main.page_count"), page = pragma_int(db, "PRAGMA main.page_size");
+    const char *path = sqlite3_db_filename(db, "main");
+    struct stat st;
+    struct statvfs vs;
+    if (pages < 0 || page <= 0 || !path || !*path || stat(path, &st) || statvfs(path, &vs)) return 0; /* cannot tell: SQLite will */
+    long long grow = pages * page - (long long)st.st_size;
+    unsigned long long avail = (unsigned long long)vs.f_bavail * vs.f_frsize;
+    if (grow <= 0 || (unsigned long long)grow + (1ull << 20) <= avail) return 0;
+    snprintf(err, errlen, "the disk is full: the session needs %.1f MB more of database file, %.1f MB are free; delete sessions to free space",
+             (double)grow / 1e6, (double)avail / 1e6);
+    return ERR_FULL;
+}
+
 /* Why foreign keys are off for this transaction: every row it writes names the session row
  * it inserted first (insert_session's id, bound as ?1 everywhere), and with them on, each row
  * looked its parent up: one seek per row, 100,000 kernel rows and as many operator rows and
@@ -158,13 +195,19 @@ static int commit_sqlite(sqlite3 *db, const store_session_in *in, long long *id,
     if (!rc) rc = insert_strings(db, in, *id);
     if (!rc) rc = copy_scratch(db, *id);
     if (!rc) rc = insert_analysis(db, in, *id);
+    err[0] = '\0';
+    if (!rc) rc = room_to_checkpoint(db, err, errlen);
     if (!rc) rc = exec(db, "COMMIT");
     if (rc) {
-        snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : sqlite3_errmsg(db));
+        if (!err[0]) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : sqlite3_errmsg(db));
         if (rc == ERR_DB) rc = store_errcode(db); /* a full disk is 507: deletes still free space */
         sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
     }
     sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL); /* no I/O: cannot fail outside a transaction */
+    /* What runs on this connection from here until store_scratch_put is the loader's WAL
+     * truncation (ingest/load.c: loader_free), which holds the write lock while it waits
+     * for readers: bounded like store_wal_truncate's (store.c says why). */
+    sqlite3_busy_timeout(db, STORE_CHECKPOINT_WAIT_MS);
     free(meta);
     free(summary);
     return rc;

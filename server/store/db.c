@@ -34,8 +34,8 @@ struct db_conn {
     long long changes;  /* PostgreSQL: rows of the last command */
     int epoch;          /* bumped by each reconnection: statements prepared before are gone */
     int broken;         /* the connection was lost inside a transaction: never pooled again */
+    char sqlstate[6];   /* PostgreSQL: the SQLSTATE of the last failed statement, "" after a success */
     char setup[160];    /* the session's SETs, run again after a reconnection */
-    int streaming;      /* a db_prepare_stream cursor is open (one at a time: its name is fixed) */
     char err[512];
 };
 
@@ -45,12 +45,6 @@ struct db_stmt {
     /* PostgreSQL */
     pg_prepared *p;
     pg_prepared own;                 /* an unnamed statement's description */
-    /* db_prepare_stream: p declares the cursor, fetch reads its next batch rows */
-    pg_prepared *fetch;
-    pg_prepared fetch_own;
-    int batch;                       /* 0: not a stream */
-    int cursor;                      /* the cursor is open */
-    int own_tx;                      /* the stream opened the transaction it runs in */
     char *vals[PG_MAX_PARAMS];       /* parameter values, owned (NULL: SQL NULL) */
     int lens[PG_MAX_PARAMS], fmts[PG_MAX_PARAMS];
     PGresult *res;                   /* the whole result, after the first step */
@@ -101,6 +95,12 @@ static db_conn *lite_open(const char *path, char *err, size_t errlen) {
          * -wal stayed the size of the largest upload for ever (issue 22); with it, a WAL that
          * restarts is cut back to 16 MiB (and loader_free truncates it after a big upload). */
         "PRAGMA journal_size_limit=16777216;"
+        /* secure_delete=FAST: Debian's SQLite is built with SECURE_DELETE, which zeroes every
+         * page a delete frees, so the delete wrote the whole session again into the WAL
+         * first: on a full disk the 8 MiB reserve did not cover one 10 MB session, and every
+         * DELETE answered 507 for good (issue 43). FAST zeroes deleted content only on pages
+         * written anyway; freed pages keep their bytes until reused (SECURITY.md). */
+        "PRAGMA secure_delete=FAST;"
         "PRAGMA temp_store=FILE;";
     char *msg = NULL;
     if (sqlite3_exec(c->lite, setup, NULL, NULL, &msg) != SQLITE_OK) {
@@ -213,7 +213,6 @@ static int pg_retryable(const char *sql) {
 static int pg_reconnect(db_conn *c) {
     PQreset(c->pg);
     c->epoch++;
-    c->streaming = 0;
     if (PQstatus(c->pg) != CONNECTION_OK) {
         set_err(c, PQerrorMessage(c->pg));
         log_err(c, "reconnect");
@@ -250,10 +249,17 @@ static int pg_ok(const PGresult *r) {
 
 /* ---- statements without parameters ---- */
 
+/* Keeps r's SQLSTATE (db_fk_violation), "" for a success. */
+static void pg_note_state(db_conn *c, const PGresult *r) {
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(c->sqlstate, sizeof c->sqlstate, "%s", st ? st : "");
+}
+
 /* 0 when r is a success; else ERR_DB with its message kept. Clears r. */
 static int pg_check(db_conn *c, PGresult *r) {
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK || st == PGRES_COPY_IN;
+    pg_note_state(c, r);
     if (!ok) set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg)), log_err(c, "exec");
     else c->changes = strtoll(PQcmdTuples(r), NULL, 10);
     PQclear(r);
@@ -273,6 +279,13 @@ int db_exec(db_conn *c, const char *sql) {
 }
 
 int db_begin_write(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN"); }
+int db_begin_read(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }
+
+int db_fk_violation(db_conn *c) {
+    if (c->kind == DB_SQLITE) return sqlite3_extended_errcode(c->lite) == SQLITE_CONSTRAINT_FOREIGNKEY;
+    return !strcmp(c->sqlstate, "23503");
+}
+
 
 long long db_changes(db_conn *c) { return c->kind == DB_SQLITE ? sqlite3_changes(c->lite) : c->changes; }
 
@@ -397,7 +410,7 @@ static void pg_set(db_stmt *s, int i, char *v, int len, int fmt) {
     s->fmts[i - 1] = fmt;
 }
 
-/* Runs p (s->p or s->fetch; own: its unnamed alternative) once with s's parameters,
+/* Runs p (s->p; own: its unnamed alternative) once with s's parameters,
  * preparing it first on a session that does not have it yet (after a reconnection). */
 static PGresult *pg_send(db_stmt *s, pg_prepared *p, const pg_prepared *own) {
     db_conn *c = s->c;
@@ -425,6 +438,7 @@ static PGresult *pg_exec_stmt(db_stmt *s, pg_prepared *p, const pg_prepared *own
         r = pg_send(s, p, own);
     }
     ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    pg_note_state(c, r);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         set_err(c, r ? PQresultErrorMessage(r) : PQerrorMessage(c->pg));
         log_err(c, "query");
@@ -434,44 +448,9 @@ static PGresult *pg_exec_stmt(db_stmt *s, pg_prepared *p, const pg_prepared *own
     return r;
 }
 
-/* A stream's next batch: FETCH on its cursor, opened first (in a read-only transaction of
- * its own when the connection is not in one: a cursor lives in a transaction). 0 or ERR_DB. */
-static int pg_stream_fetch(db_stmt *s) {
-    db_conn *c = s->c;
-    if (!s->cursor) {
-        if (c->streaming) return set_err(c, "a stream is already open on this connection"), ERR_DB;
-        if (!db_in_tx(c)) {
-            if (db_exec(c, "BEGIN READ ONLY")) return ERR_DB;
-            s->own_tx = 1;
-        }
-        PGresult *d = pg_exec_stmt(s, s->p, &s->own);
-        if (!d) return ERR_DB;
-        PQclear(d);
-        s->cursor = 1;
-        c->streaming = 1;
-    }
-    PQclear(s->res);
-    s->res = pg_exec_stmt(s, s->fetch, &s->fetch_own);
-    if (!s->res) return ERR_DB;
-    s->nrows = PQntuples(s->res);
-    s->row = -1;
-    s->ran = 1;
-    return 0;
-}
-
-/* Closes a stream's cursor (and ends the transaction it opened), so that the connection
- * can run another stream, or go back to the pool idle. */
-static void pg_stream_close(db_stmt *s) {
-    if (!s->cursor) return;
-    db_exec(s->c, s->own_tx ? "COMMIT" : "CLOSE fp_stream");
-    s->cursor = s->own_tx = 0;
-    s->c->streaming = 0;
-}
-
 /* Runs the statement once; its whole result is kept for the steps. */
 static int pg_run(db_stmt *s) {
     db_conn *c = s->c;
-    if (s->batch) return pg_stream_fetch(s);
     PGresult *r = pg_exec_stmt(s, s->p, &s->own);
     if (!r) return ERR_DB;
     c->changes = strtoll(PQcmdTuples(r), NULL, 10);
@@ -502,35 +481,6 @@ db_stmt *db_prepare2(db_conn *c, const char *sqlite_sql, const char *pg_sql) {
     if (!s) { sqlite3_finalize(st); return NULL; }
     s->c = c;
     s->lite = st;
-    return s;
-}
-
-/* The cursor's name is fixed (one stream a connection at a time), so that its DECLARE and
- * FETCH texts are constants, prepared once per connection like any other statement. */
-db_stmt *db_prepare_stream(db_conn *c, const char *sql, int batch) {
-    if (c->kind != DB_PG) return db_prepare(c, sql); /* SQLite reads row by row already */
-    if (batch < 1) batch = 1;
-    static const char decl[] = "DECLARE fp_stream NO SCROLL CURSOR FOR ";
-    char *text = malloc(sizeof decl + strlen(sql));
-    db_stmt *s = calloc(1, sizeof *s);
-    if (!text || !s) {
-        free(text);
-        free(s);
-        return set_err(c, "out of memory"), NULL;
-    }
-    memcpy(text, decl, sizeof decl - 1);
-    strcpy(text + sizeof decl - 1, sql);
-    char fetch[48];
-    snprintf(fetch, sizeof fetch, "FETCH %d FROM fp_stream", batch);
-    s->c = c;
-    s->batch = batch;
-    s->p = pg_lookup(c, text, text, &s->own);
-    free(text);
-    if (s->p && !(s->fetch = pg_lookup(c, fetch, fetch, &s->fetch_own))) {
-        if (s->p == &s->own) free(s->own.sql);
-        s->p = NULL;
-    }
-    if (!s->p) return free(s), NULL;
     return s;
 }
 
@@ -580,8 +530,6 @@ int db_step(db_stmt *s) {
     if (!s->ran && pg_run(s)) return ERR_DB;
     free(s->blob);
     s->blob = NULL;
-    /* a stream's batch is used up: the next one, unless this one came short (the end) */
-    if (s->batch && s->row + 1 >= s->nrows && s->nrows == s->batch && pg_stream_fetch(s)) return ERR_DB;
     if (s->row + 1 < s->nrows) {
         s->row++;
         return DB_ROW;
@@ -592,7 +540,7 @@ int db_step(db_stmt *s) {
 
 void db_reset(db_stmt *s) {
     if (s->lite) sqlite3_reset(s->lite);
-    else pg_stream_close(s), pg_clear_result(s);
+    else pg_clear_result(s);
 }
 
 void db_clear_bindings(db_stmt *s) {
@@ -608,11 +556,9 @@ void db_finalize(db_stmt *s) {
     if (!s) return;
     if (s->lite) sqlite3_finalize(s->lite);
     else {
-        pg_stream_close(s);
         pg_clear_result(s);
         db_clear_bindings(s);
         if (s->p == &s->own) free(s->own.sql);
-        if (s->fetch == &s->fetch_own) free(s->fetch_own.sql);
     }
     free(s);
 }

@@ -15,8 +15,9 @@
  * binary), results come back as text and are converted by db_column_*: integers and
  * doubles round-trip exactly (PostgreSQL prints float8 in its shortest exact form), a
  * boolean reads as 0 or 1, bytea is decoded from its hex form. A statement's whole result
- * is fetched by its first db_step (db_prepare_stream's, a batch at a time), so a loop may
- * run other statements on the same connection between steps, as SQLite allows. */
+ * is fetched by its first db_step, so a loop may run other statements on the same
+ * connection between steps, as SQLite allows; a result too big to hold at once is read in
+ * batches keyed on the last row (download.c), each a statement of its own. */
 #ifndef FP_DB_H
 #define FP_DB_H
 
@@ -57,19 +58,19 @@ int db_exec(db_conn *c, const char *sql);
 /* BEGIN for a write transaction: SQLite's BEGIN IMMEDIATE (takes the write lock now, so
  * the transaction never fails half way on a busy database), PostgreSQL's BEGIN. */
 int db_begin_write(db_conn *c);
+/* BEGIN for a read of several statements that must see one snapshot (a session deleted
+ * meanwhile is either wholly there or wholly gone): SQLite's BEGIN (the first read takes
+ * the snapshot), PostgreSQL's BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY. End it with
+ * db_exec(c, "COMMIT"); keep it short (on SQLite a WAL checkpoint waits for it). */
+int db_begin_read(db_conn *c);
+/* 1 when the last statement on c failed on a foreign key (a row naming a session that a
+ * concurrent DELETE removed): SQLITE_CONSTRAINT_FOREIGNKEY, or SQLSTATE 23503. */
+int db_fk_violation(db_conn *c);
 /* Rows changed by the last INSERT, UPDATE or DELETE run on c. */
 long long db_changes(db_conn *c);
 
 db_stmt *db_prepare(db_conn *c, const char *sql);
 db_stmt *db_prepare2(db_conn *c, const char *sqlite_sql, const char *pg_sql);
-/* A SELECT whose rows are read in batches of `batch`, for results too big to hold at once
- * (a session's event chunks): on PostgreSQL a cursor (DECLARE, then FETCH batch at a time,
- * each a statement of its own: memory is one batch, the statement timeout applies to each
- * batch, not to a slow client's whole download); SQLite steps row by row anyway. The cursor
- * runs in the caller's transaction, else in a read-only one of its own that db_reset and
- * db_finalize end. One stream at a time per connection; other statements may run between its
- * steps (inside that transaction: one that fails aborts it, and the stream with it). */
-db_stmt *db_prepare_stream(db_conn *c, const char *sql, int batch);
 void db_bind_int64(db_stmt *s, int i, long long v);
 void db_bind_double(db_stmt *s, int i, double v);
 void db_bind_text(db_stmt *s, int i, const char *v); /* NULL binds NULL */

@@ -1,8 +1,10 @@
-/* download.c: streams a session back as a Chrome trace (download.h). Owns one pooled
- * connection and one statement for the life of the download; gzip through zlib. */
+/* download.c: streams a session back as a Chrome trace (download.h). Holds no database
+ * connection and no transaction while the client reads: each batch of chunks is fetched on a
+ * pooled connection taken for that fetch alone; gzip through zlib. */
 #include "store/download.h"
 #include "store/db.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
@@ -12,12 +14,37 @@
 #include "lib/chunk.h"
 #include "lib/err.h"
 
-#define DOWNLOAD_BATCH 4 /* event chunks a fetch on PostgreSQL; each is at most ~CHUNK_BYTES inflated */
+/* A fetch reads chunks until DOWNLOAD_BATCH_BYTES of them (compressed, stored) are in hand,
+ * at most DOWNLOAD_BATCH of them; on PostgreSQL at most DOWNLOAD_BATCH_PG, since libpq takes
+ * a result whole (as hex text, twice the bytes) before the first row is looked at. A chunk
+ * is at most ~CHUNK_BYTES inflated, up to a few hundred KB stored; a session's small chunks
+ * (one a thread) come in few fetches. */
+#define DOWNLOAD_BATCH 64
+#define DOWNLOAD_BATCH_PG 4
+#define DOWNLOAD_BATCH_BYTES (1u << 20)
 
+/* Why a fetch a batch, keyed on seq, and no statement kept open between them: a download
+ * lasts as long as its client reads. A statement stepped across the whole download held one
+ * SQLite read transaction that long, and the WAL truncation after a large upload or a DELETE
+ * waited 30 s for it with the write lock held: one client reading at 300 KB/s made uploads
+ * take 30 s or fail "database is locked", and the WAL grew by each upload (issue 43). On
+ * PostgreSQL the cursor held a pooled connection per download: 16 slow readers held the
+ * whole pool and every other request, /healthz included, got 503. Now each fetch is one
+ * short statement, (session_id, seq) > the last seq sent, on a connection taken and given
+ * back around it (hostile.sh case_slowread, tests/pg/test_pool.py).
+ *
+ * Sessions never change once stored, but one can be deleted between two fetches: the
+ * chunks' last seq is read with the metadata, in one snapshot, and a fetch that finds
+ * nothing before it means the session went away; the download then fails (the client sees
+ * the stream cut short, never a shorter document that parses). */
 struct download {
     store *st;
-    db_conn *db;
-    db_stmt *chunks;
+    long long id;
+    long long last_seq; /* the last chunk fetched; -1 before the first */
+    long long end_seq;  /* the session's last chunk when the download began; -1: none */
+    buf batch;                 /* the current fetch's compressed chunks, end to end */
+    size_t at[DOWNLOAD_BATCH + 1]; /* chunk i is batch.p[at[i] .. at[i + 1]) */
+    int nbatch, ibatch;        /* chunks in batch, the next one to inflate */
     json_t *meta;
     int stage;        /* 0 header, 1 events, 2 trailer, 3 done */
     int first;        /* no event written yet */
@@ -29,43 +56,95 @@ struct download {
     z_stream z;
 };
 
+static int fetch_on(download *d, db_conn *db);
+
 download *download_open(store *s, long long id, int gzip, int *err) {
     download *d = calloc(1, sizeof *d);
     if (!d) { *err = ERR_NOMEM; return NULL; }
     d->st = s;
+    d->id = id;
     d->first = 1;
-    d->gzip = gzip;
-    d->db = store_get(s);
+    d->last_seq = -1;
+    db_conn *db = store_get(s);
+    db_stmt *m = NULL;
     *err = ERR_DB;
-    if (!d->db) goto fail;
-    db_stmt *m;
-    if (!(m = db_prepare(d->db, "SELECT meta FROM sessions WHERE id = ?"))) goto fail;
+    if (!db) goto fail;
+    /* One snapshot for the metadata, the last chunk's seq and the first batch: a session
+     * that one batch holds is read whole before the reply starts, so a DELETE right after
+     * cannot cut it. */
+    if (db_begin_read(db)) goto fail;
+    if (!(m = db_prepare(db, "SELECT meta, COALESCE((SELECT MAX(seq) FROM event_chunks WHERE session_id = ?1), -1) FROM sessions WHERE id = ?1")))
+        goto fail;
     db_bind_int64(m, 1, id);
-    if (db_step(m) != DB_ROW) {
-        db_finalize(m);
-        *err = ERR_NOTFOUND;
+    int st = db_step(m);
+    if (st != DB_ROW) {
+        if (st == DB_DONE) *err = ERR_NOTFOUND;
         goto fail;
     }
     json_error_t je;
     d->meta = json_loads((const char *)db_column_text(m, 0), 0, &je);
-    db_finalize(m);
+    d->end_seq = db_column_int64(m, 1);
     if (!d->meta) goto fail;
-    /* A stream, DOWNLOAD_BATCH chunks at a time: a plain statement's first step fetched every
-     * chunk of the session into one PostgreSQL result, as hex text (2x), so a download held
-     * the whole session in memory (about 60 MB for a 1M-event one). */
-    if (!(d->chunks = db_prepare_stream(d->db, "SELECT data FROM event_chunks WHERE session_id = ? ORDER BY seq", DOWNLOAD_BATCH)))
-        goto fail;
-    db_bind_int64(d->chunks, 1, id);
+    db_finalize(m);
+    m = NULL;
+    if (d->end_seq >= 0 && (*err = fetch_on(d, db))) goto fail;
+    *err = ERR_DB;
+    if (db_exec(db, "COMMIT")) goto fail;
     /* windowBits 15+16: a gzip wrapper, what Content-Encoding: gzip means. */
-    if (gzip && deflateInit2(&d->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) { *err = ERR_NOMEM; d->gzip = 0; goto fail; }
+    if (gzip && deflateInit2(&d->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) { *err = ERR_NOMEM; goto fail; }
+    d->gzip = gzip;
+    store_put(s, db);
     *err = 0;
     return d;
 fail:
-    if (*err == ERR_DB) *err = store_fail(s, d->db, ERR_DB);
+    db_finalize(m);
+    if (*err == ERR_DB) *err = store_fail(s, db, ERR_DB);
+    store_put(s, db);
     download_free(d);
     return NULL;
 }
 
+/* The next batch of chunks after last_seq into d->batch, read on db. 0 (nbatch 0: none
+ * left), or an ERR_*. */
+static int fetch_on(download *d, db_conn *db) {
+    d->nbatch = d->ibatch = 0;
+    d->batch.len = 0;
+    int most = db_sqlite(db) ? DOWNLOAD_BATCH : DOWNLOAD_BATCH_PG;
+    db_stmt *q = db_prepare(db, "SELECT seq, data FROM event_chunks WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+    int rc = q ? 0 : ERR_DB;
+    if (q) {
+        db_bind_int64(q, 1, d->id);
+        db_bind_int64(q, 2, d->last_seq);
+        db_bind_int64(q, 3, most);
+    }
+    /* Invariant: batch holds chunks at[0..nbatch) end to end, and at most one of them lies
+     * past DOWNLOAD_BATCH_BYTES. */
+    while (!rc && d->nbatch < most && d->batch.len < DOWNLOAD_BATCH_BYTES) {
+        int st = db_step(q);
+        if (st == DB_DONE) break;
+        if (st != DB_ROW) { rc = ERR_DB; break; }
+        size_t n = 0;
+        const void *z = db_column_blob(q, 1, &n);
+        d->at[d->nbatch] = d->batch.len;
+        if (buf_put(&d->batch, z ? z : "", n)) { rc = ERR_NOMEM; break; }
+        d->last_seq = db_column_int64(q, 0);
+        d->at[++d->nbatch] = d->batch.len;
+    }
+    assert(rc || (d->nbatch <= most && d->at[d->nbatch] == d->batch.len));
+    db_finalize(q);
+    if (rc) d->nbatch = 0;
+    return rc;
+}
+
+/* fetch_on, on a connection taken for this fetch alone: the statement's read transaction
+ * ends, and the connection goes back, before the client is waited for. */
+static int fetch(download *d) {
+    db_conn *db = store_get(d->st);
+    if (!db) return ERR_DB;
+    int rc = fetch_on(d, db);
+    store_put(d->st, db);
+    return rc;
+}
 /* The next piece of the document, as plain JSON, appended to p. 0, 1 at the end, or -1. */
 static int produce(download *d, buf *p) {
     switch (d->stage) {
@@ -73,10 +152,14 @@ static int produce(download *d, buf *p) {
         d->stage = 1;
         return buf_put(p, "{\"traceEvents\":[\n", 17) ? -1 : 0;
     case 1: {
-        int rc = db_step(d->chunks);
-        if (rc == DB_DONE) { d->stage = 2; return 0; }
-        if (rc != DB_ROW) return -1;
-        if (chunk_inflate(db_column_blob(d->chunks, 0, NULL), (size_t)db_column_bytes(d->chunks, 0), &d->plain)) return -1;
+        if (d->ibatch >= d->nbatch) {
+            if (d->last_seq >= d->end_seq) { d->stage = 2; return 0; }
+            if (fetch(d)) return -1;
+            if (!d->nbatch) return -1; /* chunks up to end_seq were there: the session was deleted */
+        }
+        int i = d->ibatch++;
+        if (chunk_inflate(d->batch.p + d->at[i], d->at[i + 1] - d->at[i], &d->plain)) return -1;
+        int rc;
         size_t off = 0;
         chunk_rec r;
         const char *js;
@@ -158,9 +241,8 @@ long download_read(void *cls, unsigned long long pos, char *out, size_t max) {
 void download_free(void *cls) {
     download *d = cls;
     if (!d) return;
-    db_finalize(d->chunks);
-    if (d->db) store_put(d->st, d->db);
     if (d->gzip) deflateEnd(&d->z);
+    buf_free(&d->batch);
     json_decref(d->meta);
     buf_free(&d->plain);
     buf_free(&d->out);

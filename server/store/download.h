@@ -2,8 +2,10 @@
  *
  * Events come back chunk by chunk from event_chunks, exactly as uploaded (args kept,
  * metadata and flow events included), wrapped in {"traceEvents":[...], <top-level keys>}.
- * Memory per download: one inflated chunk plus the output window, and on PostgreSQL one
- * batch of compressed chunks (a cursor, db_prepare_stream), whatever the session's size. */
+ * Memory per download: one batch of compressed chunks (1 MiB and one chunk at most), one
+ * inflated chunk and the output window, whatever the session's size. Between two batches (while the client reads) it holds
+ * no database connection and no transaction (download.c says why). A session deleted while
+ * its download runs ends the download with an error (-1): the stream is cut short. */
 #ifndef FP_DOWNLOAD_H
 #define FP_DOWNLOAD_H
 

@@ -663,7 +663,20 @@ int history_diff(db_conn *db, long long base, long long head, const hist_thresho
     return 0;
 }
 
+static int regressions_in(db_conn *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg,
+                          size_t msglen);
+
+/* One snapshot for every statement: the session (or the baseline's) deleted between two of
+ * them made a later one find its rows gone, a 500 (issue 43; test_delete_races.py). */
 int history_regressions(db_conn *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg, size_t msglen) {
+    if (db_begin_read(db)) return ERR_DB;
+    int rc = regressions_in(db, id, name, t, out, msg, msglen);
+    db_exec(db, rc ? "ROLLBACK" : "COMMIT");
+    return rc;
+}
+
+static int regressions_in(db_conn *db, long long id, const char *name, const hist_thresholds *t, json_t **out, char *msg,
+                          size_t msglen) {
     int rc = session_exists(db, id);
     if (rc) {
         if (rc == ERR_NOTFOUND) snprintf(msg, msglen, "no session %lld", id);

@@ -147,7 +147,7 @@ static int maybe_vacuum(store *st, const retention_cfg *c, int *done) {
     char q[600];
     if (rc) log_line("error", "retention: VACUUM failed", "error=%s", logfmt_quote(db ? db_errmsg(db) : "no connection", q, sizeof q));
     /* TRUNCATE: the WAL that VACUUM filled is copied back and emptied, giving the disk back. */
-    if (!rc) db_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)");
+    if (!rc) store_wal_truncate(db_sqlite(db));
     store_put(st, db);
     if (c->resume_uploads) c->resume_uploads(c->ctx);
     if (!rc) log_line("info", "vacuum", "bytes_before=%lld bytes_after=%lld", before, store_size_bytes(st));

@@ -41,6 +41,8 @@ struct store {
     int npool;
     int nopen;            /* PostgreSQL: connections open, pooled or taken */
     int maxopen;          /* PostgreSQL: FIRSTPASS_PG_POOL (default 16) */
+    pthread_mutex_t health_lock; /* guards health */
+    db_conn *health;      /* PostgreSQL: store_ping's own connection, outside the pool; NULL until used */
     _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
     _Atomic unsigned long lgen; /* store_list_generation: gen's writes and uploads */
 };
@@ -557,6 +559,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
     s->maxopen = (int)env_long("FIRSTPASS_PG_POOL", 16);
     if (s->maxopen < 1) s->maxopen = 1;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->health_lock, NULL);
     pthread_cond_init(&s->freed, NULL);
     db_conn *db = first_conn(s, err, errlen);
     if (!db) goto fail;
@@ -570,6 +573,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
     return s;
 fail:
     pthread_cond_destroy(&s->freed);
+    pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s->shown);
@@ -580,7 +584,9 @@ fail:
 void store_close(store *s) {
     if (!s) return;
     for (int i = 0; i < s->npool; i++) db_close(s->pool[i]);
+    db_close(s->health);
     pthread_cond_destroy(&s->freed);
+    pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);
     free(s->path);
     free(s->shown);
@@ -654,11 +660,29 @@ int store_fail(store *s, db_conn *db, int rc) {
     return rc == ERR_DB && s->pg && (!db || !db_alive(db)) ? ERR_DBDOWN : rc;
 }
 
+/* Why a connection of its own on PostgreSQL: /healthz took one from the pool, so when busy
+ * requests held all FIRSTPASS_PG_POOL of them it waited FIRSTPASS_PG_POOL_WAIT_MS and
+ * answered 503, and a load balancer dropped a replica that was only busy (issue 43). One
+ * connection more per replica; pings take turns on it (a SELECT 1 each), and one found
+ * dead is closed and opened again at the next ping. SQLite's pool never waits (a new
+ * connection is opened when none is free). */
 int store_ping(store *s) {
-    db_conn *c = store_get(s);
-    if (!c) return ERR_DB;
-    int rc = db_exec(c, "SELECT 1");
-    store_put(s, c);
+    if (!s->pg) {
+        db_conn *c = store_get(s);
+        if (!c) return ERR_DB;
+        int rc = db_exec(c, "SELECT 1");
+        store_put(s, c);
+        return rc;
+    }
+    pthread_mutex_lock(&s->health_lock);
+    char err[256];
+    if (!s->health) s->health = db_open(s->path, err, sizeof err);
+    int rc = s->health ? db_exec(s->health, "SELECT 1") : ERR_DB;
+    if (s->health && !db_alive(s->health)) {
+        db_close(s->health);
+        s->health = NULL;
+    }
+    pthread_mutex_unlock(&s->health_lock);
     return rc;
 }
 
@@ -682,6 +706,7 @@ struct sqlite3 *store_scratch_get(store *s, db_conn **hold) {
 }
 
 void store_scratch_put(store *s, struct sqlite3 *scratch, db_conn *hold) {
+    if (hold) sqlite3_busy_timeout(db_sqlite(hold), DB_BUSY_TIMEOUT_MS); /* store_commit_session shortened it */
     if (hold) store_put(s, hold);
     else sqlite3_close(scratch);
 }
@@ -739,7 +764,9 @@ static int exec_one(store *s, const char *sql, long long id, const char *a, cons
         if (a) db_bind_text(st, 2, a);
         if (b) db_bind_text(st, 3, b);
         if (b) db_bind_int64(st, 4, (long long)time(NULL));
-        rc = db_step(st) == DB_DONE ? 0 : db_sqlite(db) ? store_errcode(db_sqlite(db)) : ERR_DB;
+        /* a foreign key that fails names a session deleted since the caller looked (a
+         * report edit racing a DELETE): the 404 it is, not a 500 (test_delete_races.py) */
+        rc = db_step(st) == DB_DONE ? 0 : db_fk_violation(db) ? ERR_NOTFOUND : db_sqlite(db) ? store_errcode(db_sqlite(db)) : ERR_DB;
         if (changes) *changes = (int)db_changes(db);
     }
     db_finalize(st);
@@ -762,6 +789,19 @@ void store_note_upload(store *s) {
 }
 
 int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL ? ERR_FULL : ERR_DB; }
+
+/* Why the wait is cut short: a TRUNCATE checkpoint takes the write lock, then waits (the busy
+ * handler) for every reader still on an older snapshot; with the connection's 30 s busy
+ * timeout one long reader held off every writer for 30 s (issue 43). A checkpoint that
+ * cannot finish in STORE_CHECKPOINT_WAIT_MS gives up: what it could copy is copied, the rest
+ * waits for the next one, and journal_size_limit cuts the file back when the WAL restarts. */
+int store_wal_truncate(sqlite3 *db) {
+    if (!db) return 0;
+    sqlite3_busy_timeout(db, STORE_CHECKPOINT_WAIT_MS);
+    int rc = sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(db, DB_BUSY_TIMEOUT_MS);
+    return rc == SQLITE_OK ? 0 : rc == SQLITE_BUSY ? ERR_CONFLICT : store_errcode(db);
+}
 
 /* ---- the reserve: room for deletes on a full disk ---- */
 
@@ -806,7 +846,7 @@ int store_delete_session(store *s, long long id) {
          * then the WAL emptied: its space comes back, and the reserve is taken again */
         db_conn *c = s->pg ? NULL : store_get(s);
         if (c) {
-            if (db_sqlite(c)) sqlite3_wal_checkpoint_v2(db_sqlite(c), NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+            store_wal_truncate(db_sqlite(c));
             store_put(s, c);
         }
         store_reserve(s);

@@ -35,7 +35,8 @@ int store_is_pg(const store *s);
 /* 1 when uri names a PostgreSQL database (a postgresql:// URI or a libpq conninfo), 0 for a
  * file: the caller makes no folder and no file beside it then. */
 int store_uri_is_pg(const char *uri);
-/* 0 when the database answers a trivial query now, else ERR_DB (for /healthz). */
+/* 0 when the database answers a trivial query now, else ERR_DB (for /healthz). Never waits
+ * for the pool: on PostgreSQL it pings on a connection of its own (store.c says why). */
 int store_ping(store *s);
 
 /* A pooled connection; NULL when out of memory, the database cannot be reached, or (on
@@ -54,7 +55,10 @@ int store_fail(store *s, db_conn *db, int rc);
  * of the database itself (the commit is then one INSERT ... SELECT per table), and *hold
  * is that connection; on PostgreSQL a private in-memory SQLite connection (*hold NULL):
  * the commit reads the scratch and writes to PostgreSQL. NULL when none can be opened.
- * store_scratch_put gives back both. */
+ * store_scratch_put gives back both. After store_commit_session (commit.h) the SQLite
+ * connection waits at most STORE_CHECKPOINT_WAIT_MS for a lock, so that the WAL truncation
+ * the loader runs then holds no writer off for longer; store_scratch_put restores
+ * DB_BUSY_TIMEOUT_MS. */
 struct sqlite3 *store_scratch_get(store *s, db_conn **hold);
 void store_scratch_put(store *s, struct sqlite3 *scratch, db_conn *hold);
 
@@ -76,6 +80,13 @@ int store_delete_session(store *s, long long id);
 int store_reserve(store *s);
 /* ERR_FULL when db's last error was SQLITE_FULL (disk full), else ERR_DB. */
 int store_errcode(struct sqlite3 *db);
+/* Copies the WAL into the database and empties it (a TRUNCATE checkpoint) on an SQLite
+ * connection with no transaction open, waiting at most STORE_CHECKPOINT_WAIT_MS for readers
+ * on older snapshots (meanwhile it holds the write lock: every writer waits). 0 when the WAL
+ * was emptied; ERR_CONFLICT when a reader outlasted the wait (the WAL is then left as it
+ * is, less what could be copied); ERR_FULL, ERR_DB. db NULL: 0. */
+#define STORE_CHECKPOINT_WAIT_MS 1000
+int store_wal_truncate(struct sqlite3 *db);
 
 /* Saves (text non-empty) or clears (text NULL or "") one edited report line. */
 int store_set_report_line(store *s, long long id, const char *line, const char *text);

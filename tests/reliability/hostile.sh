@@ -63,14 +63,20 @@ case_tracks() {
     resource pids50k pids 50000 413 max-tracks 64 3 1
     resource tids_flag tids 2000 413 max-tracks 64 3 1 --max-tracks 1000
 }
-# gen_threads CASE OUT ARGS...: bench/gen_trace.c's threads shape into OUT (the generator
+# gen_trace CASE OUT ARGS...: bench/gen_trace.c's output for ARGS into OUT (the generator
 # built once a run); 1, with a failure named after CASE, when it cannot be built or run.
-gen_threads() {
+gen_trace() {
     local name=$1 out=$2
     shift 2
     [ -x "$TMP/gen_trace" ] || cc -O2 -o "$TMP/gen_trace" "$HERE/../../bench/gen_trace.c" ||
         { fail "$name: cannot build bench/gen_trace.c"; return 1; }
-    "$TMP/gen_trace" --shape threads "$@" -o "$out" >/dev/null 2>&1 || { fail "$name: gen_trace $* failed"; return 1; }
+    "$TMP/gen_trace" "$@" -o "$out" >/dev/null 2>&1 || { fail "$name: gen_trace $* failed"; return 1; }
+}
+# gen_threads CASE OUT ARGS...: the same, in the threads shape.
+gen_threads() {
+    local name=$1 out=$2
+    shift 2
+    gen_trace "$name" "$out" --shape threads "$@"
 }
 # 1. not hostile, but many threads: bench/gen_trace.c's threads shape (384 threads, 40 MB).
 #    Each track's chunk builder kept its last chunk laid out end to end, and every builder
@@ -190,6 +196,103 @@ case_perip() {
     local refused
     refused=$(grep -c refused "$TMP/slow.txt" || true)
     [ "$(grep -c '^open' "$TMP/slow.txt" || true)" -le 4 ] && pass "perip: at most 4 of the 12 slow connections were kept (refused: $refused)"         || fail "perip: more than 4 slow connections from one address were kept: $(tr '\n' ' ' < "$TMP/slow.txt")"
+}
+
+# timed NAME WANT MAX_S CURL_ARGS...: one request; its status must be WANT and it must take
+# at most MAX_S seconds (the body in $TMP/reply.json)
+timed() {
+    local name=$1 want=$2 max=$3 out code secs
+    shift 3
+    out=$(curl -s -o "$TMP/reply.json" -w '%{http_code} %{time_total}' --max-time 120 "$@" || echo "000 120")
+    code=${out% *}
+    secs=${out#* }
+    expect "$name" "$code" "$want"
+    within "$name took" "$secs" "$max" s
+}
+wal_mb() { stat -c %s "$DB-wal" 2>/dev/null | awk '{printf "%.1f", $1 / 1048576}' || echo 0; }
+# 1 (issue 43). A download read at 300 KB/s while uploads, a report edit and DELETEs run,
+#    and one never read. Before: the download held one read transaction for its whole life;
+#    the WAL truncation after a large upload and after each DELETE waited up to 30 s for it
+#    holding the write lock (on main here: an upload of 31.7 s, the DELETE of the session
+#    being downloaded 12 s, and that download sent whole; the idle reader kept until
+#    --timeout). After: 1.3-1.5 s an upload, each DELETE under 0.3 s, the idle reader cut
+#    after 20-30 s, the deleted session's download cut short (no closing chunk), never a
+#    shorter trace that parses.
+case_slowread() {
+    gen_trace slowread "$TMP/big.json" -s 60M || return 0       # a 48 MB download
+    gen_trace slowread "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
+    fresh || return 0 # --min-download-rate 8K, the default
+    local code i
+    code=$(post "$TMP/big.json")
+    expect "slowread: the session to download" "$code" 201
+    READ_RATE=300000 READ_RCVBUF=0 $SLOW read "$PORT" 1 25 > "$TMP/fast.txt" 2>/dev/null &
+    local fast=$!
+    READ_RATE=0 $SLOW read "$PORT" 1 35 > "$TMP/idle.txt" 2>/dev/null &
+    local idle=$!
+    sleep 1
+    for i in 2 3 4; do
+        timed "slowread: upload $i of 40 MB while /trace is read at 300 KB/s" 201 10 \
+            -H 'Content-Type: application/json' --data-binary @"$TMP/mid.json" "$URL/api/v1/sessions"
+    done
+    ok_trace
+    timed "slowread: a small upload meanwhile" 201 5 --data-binary @"$TMP/ok.json" "$URL/api/v1/sessions"
+    timed "slowread: PUT report meanwhile" 200 5 -X PUT --data-binary '{"lines":{"workload":"w"}}' "$URL/api/v1/sessions/5/report"
+    timed "slowread: DELETE meanwhile" 204 5 -X DELETE "$URL/api/v1/sessions/5"
+    sleep 1 # the truncation runs once the reply is out
+    within "slowread: the -wal with the download under way" "$(wal_mb)" 16 MB
+    # a download of session 2 (32 MB) under way when session 2 is deleted
+    READ_RATE=2000000 READ_RCVBUF=0 READ_PATH=/api/v1/sessions/2/trace $SLOW read "$PORT" 1 30 > "$TMP/cut.txt" 2>/dev/null &
+    local cut=$!
+    sleep 2
+    timed "slowread: DELETE of a session being downloaded" 204 5 -X DELETE "$URL/api/v1/sessions/2"
+    wait "$cut"
+    if grep -q '^open' "$TMP/cut.txt" || ! grep -q ' 200 ' "$TMP/cut.txt"; then fail "slowread: the download of the deleted session: $(cat "$TMP/cut.txt")"
+    elif grep -q 'complete=1' "$TMP/cut.txt"; then fail "slowread: the download of the deleted session ended like a whole one: $(cat "$TMP/cut.txt")"
+    else pass "slowread: the download of the deleted session was cut short: $(cat "$TMP/cut.txt")"; fi
+    code=$(healthz)
+    expect "slowread: /healthz after it" "$code" 200
+    wait "$idle"
+    if grep -q '^open' "$TMP/idle.txt"; then fail "slowread: a download never read was kept 35 s: $(cat "$TMP/idle.txt")"
+    else within "slowread: a download never read (--min-download-rate 8K) was cut after" "$(cut -d' ' -f1 "$TMP/idle.txt")" 33 s; fi
+    wait "$fast"
+    if grep -q '^open' "$TMP/fast.txt"; then pass "slowread: the 300 KB/s download was kept: $(cat "$TMP/fast.txt")"
+    else fail "slowread: the 300 KB/s download was cut: $(cat "$TMP/fast.txt")"; fi
+    rm -f "$TMP/big.json" "$TMP/mid.json"
+}
+
+# 1 (issue 43). A reader the server does not control (an sqlite3 shell, a file-level
+#    backup) holds a read transaction on the database for 40 s. Before: the WAL truncation
+#    after each DELETE (and after an upload leaving over 16 MiB of WAL) waited the busy
+#    timeout for it holding the write lock: a DELETE answered after 30.5 s. After: a
+#    checkpoint waits at most 1 s (STORE_CHECKPOINT_WAIT_MS) and leaves the rest for later
+#    (a DELETE: 1.0 s); once the reader is gone, the next DELETE empties the WAL.
+case_longreader() {
+    gen_trace longreader "$TMP/mid.json" --shape names -s 40M || return 0 # ~10 MB of WAL an upload
+    fresh || return 0
+    ok_trace
+    local code reader
+    code=$(post "$TMP/mid.json")
+    expect "longreader: a first upload of 40 MB" "$code" 201
+    python3 - "$DB" > "$TMP/reader.txt" <<'PY2' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN")
+print(c.execute("SELECT count(*) FROM sessions").fetchone()[0], flush=True)  # the snapshot is taken
+time.sleep(40)
+PY2
+    reader=$!
+    sleep 1
+    timed "longreader: an upload of 40 MB (the WAL passes 16 MiB) while a reader holds a snapshot" 201 10 \
+        -H 'Content-Type: application/json' --data-binary @"$TMP/mid.json" "$URL/api/v1/sessions"
+    timed "longreader: a small upload right after it" 201 5 --data-binary @"$TMP/ok.json" "$URL/api/v1/sessions"
+    timed "longreader: DELETE while the reader holds its snapshot" 204 5 -X DELETE "$URL/api/v1/sessions/3"
+    timed "longreader: another DELETE" 204 5 -X DELETE "$URL/api/v1/sessions/2"
+    kill "$reader" 2>/dev/null || true
+    wait "$reader" 2>/dev/null || true
+    [ -s "$TMP/reader.txt" ] || fail "longreader: the reader never took its snapshot"
+    timed "longreader: DELETE once the reader is gone" 204 5 -X DELETE "$URL/api/v1/sessions/1"
+    within "longreader: the -wal once the reader is gone" "$(wal_mb)" 1 MB
+    rm -f "$TMP/mid.json"
 }
 
 # 7. CSV injection: names and operators that a spreadsheet runs as formulas. Before: written
@@ -524,6 +627,63 @@ EOF2
     fp_kill9
 }
 
+# 4 (issue 43). A full disk with sessions larger than the 8 MiB reserve: the database on a
+#    40 MiB tmpfs (a mount namespace of the server's own, as case_diskfull), uploads of
+#    ~10 MB stored each until one fails, then a file takes every byte left. Before: an
+#    upload whose WAL frames fitted but whose pages could not grow the database file was
+#    committed (201), after which no checkpoint could finish; and Debian's SQLite zeroes
+#    every page a delete frees (SECURE_DELETE), so a DELETE wrote the whole session into
+#    the WAL again, more than the reserve. Every DELETE and upload then answered 507, even
+#    once the file was gone. After: the failing upload is 507 before it commits, each
+#    DELETE is 204 on the full disk, and once the file is removed (no restart) uploads are
+#    201 again, into the freed pages, and the reserve is taken back.
+case_diskfull_big() {
+    if ! unshare -m true 2>/dev/null || ! command -v nsenter >/dev/null; then note "diskfull_big: skipped (unshare -m or nsenter is not available)"; return 0; fi
+    gen_trace diskfull_big "$TMP/mid.json" --shape names -s 40M || return 0
+    fp_kill9
+    mkdir -p "$TMP/fullbig"
+    cat > "$TMP/fullbig.sh" <<EOF2
+#!/bin/sh
+exec unshare -m sh -c 'mount -t tmpfs -o size=40m tmpfs "\$0" && exec "\$@"' "$TMP/fullbig" "$SERVER" "\$@"
+EOF2
+    chmod +x "$TMP/fullbig.sh"
+    local real=$SERVER db=$DB code i n=0 ids="" left
+    SERVER=$TMP/fullbig.sh DB=$TMP/fullbig/fp.db fp_start || { SERVER=$real; DB=$db; fail "diskfull_big: the server did not start"; return 0; }
+    SERVER=$real
+    DB=$db
+    # in the server's mount namespace: the tmpfs is only there
+    ins() { nsenter -t "$SPID" -m "$@"; }
+    for i in $(seq 1 8); do
+        code=$(post "$TMP/mid.json")
+        [ "$code" = 201 ] || break
+        n=$i
+        ids="$ids $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$TMP/reply.json")"
+    done
+    expect "diskfull_big: upload $i (~10 MB stored each) on a full 40 MiB disk" "$code" 507 insufficient_storage
+    [ "$n" -ge 2 ] && pass "diskfull_big: $n uploads fitted first" || fail "diskfull_big: only $n uploads fitted"
+    ins sh -c 'cat /dev/zero > "$0/filler"' "$TMP/fullbig" 2>/dev/null || true
+    left=$(ins df -k --output=avail "$TMP/fullbig" | tail -1)
+    note "diskfull_big: $left KiB left once the filler is written"
+    for i in $ids; do
+        code=$(curl -s -o "$TMP/reply.json" -w '%{http_code}' -X DELETE "$URL/api/v1/sessions/$i")
+        expect "diskfull_big: DELETE session $i on the full disk" "$code" 204
+    done
+    ok_trace
+    code=$(post "$TMP/ok.json")
+    expect "diskfull_big: a small upload after the deletes" "$code" 201
+    ins rm -f "$TMP/fullbig/filler"
+    code=$(post "$TMP/mid.json")
+    expect "diskfull_big: a 10 MB upload once the filler is gone (no restart)" "$code" 201
+    code=$(post "$TMP/mid.json")
+    expect "diskfull_big: and another" "$code" 201
+    if ins test -s "$TMP/fullbig/fp.db-reserve"; then pass "diskfull_big: the reserve is taken back"; else fail "diskfull_big: no reserve once there is room"; fi
+    # nothing acknowledged is lost, and the file is sound
+    code=$(ins python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("PRAGMA integrity_check").fetchone()[0], c.execute("SELECT count(*) FROM sessions").fetchone()[0])' "$TMP/fullbig/fp.db" 2>&1)
+    [ "$code" = "ok 3" ] && pass "diskfull_big: integrity_check ok, the 3 sessions acknowledged since are stored" || fail "diskfull_big: integrity_check, sessions: $code (want ok 3)"
+    fp_kill9
+    rm -f "$TMP/mid.json"
+}
+
 # 5. /timeline of a session with many threads (5,000 threads of 2 events; a 40 KB gzip).
 #    Before: 16 s of CPU for one /timeline (a scan of every chunk per track), 5,000 tracks
 #    in the reply, and the work went on after the client hung up.
@@ -568,7 +728,7 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames diskfull csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+CASES="opnames slowread longreader diskfull diskfull_big csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"
