@@ -258,6 +258,9 @@ typedef struct opstat {
     long long calls;     /* its calls (before torch's same-name merge) */
     double host_us;      /* their host time */
     double max_us;       /* its longest call */
+    double flops, flops_us; /* CPU-only: the FLOPs of its calls whose shapes give them (lib/flops.h), and their host time */
+    long flops_shapes;   /* the shapes id of its last such call (+1; 0 none), and their FLOPs a call: */
+    double flops_call;   /* most calls repeat a shape, so its dims are parsed once a run */
     double kern_under;   /* kernel time launched with it anywhere on the launch's stack */
     double kern_self;    /* kernel time where it is the innermost op and no GEMM/copy/collective op is around */
 } opstat;

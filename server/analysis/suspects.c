@@ -35,6 +35,9 @@
  *   step_outlier     the steps longer than OUTLIER_RATIO x the median step, each one's excess
  *                    over the median; culprit: what that step did longer than the median step
  *   host_work        host-wait idle under any other runtime or driver call (its own time)
+ *   cpu_threads      cpu_bound_op on a CPU-only trace when its op is a matrix op whose steady,
+ *                    parallelisable calls (>= PARALLEL_MIN_FLOPS) reach no more than one
+ *                    core's FLOP/s (ONE_CORE_GFLOPS): one thread where the host has many
  *   dominant_op      a target, not waste: the op whose kernels hold > COMPUTE_SHARE of the GPU
  *                    time when no category above names it; at stake: its GPU time; listed last
  * A suspect fires at FIRE_FRACTION of the wall (step_outlier whenever one step reaches
@@ -49,6 +52,7 @@
 #include "analysis/an.h"
 #include "analysis/names.h"
 #include "lib/err.h"
+#include "lib/flops.h"
 #include "lib/vec.h"
 #include "lib/utf8.h"
 
@@ -61,15 +65,19 @@
 #define OUTLIER_RATIO 1.5           /* step_outlier: a step this many times the median step */
 #define OUTLIER_MIN_STEPS 5         /* ... among at least this many steps */
 #define OUTLIER_MAX_EVENTS (1 << 20) /* the host events of a step compared at most (step_culprit) */
+#define ONE_CORE_GFLOPS 200.0       /* cpu_threads: a GEMM at most this fast runs on about one core (a core's FP32 FMA
+                                     * peak is ~100 GFLOP/s with AVX2, ~190 with AVX-512, at 3 GHz) ... */
+#define PARALLEL_MIN_FLOPS 1e8      /* ... and its calls are big enough to be split across cores (>= 0.5 ms on one) */
 
 enum {
     C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_TAIL,
-    C_ALLOC, C_COMPILE, C_TOKENIZE, C_GC, C_SYNC_LAUNCH, C_COPY_CRIT, C_MEMBOUND, C_OUTLIER, C_HOST_WORK, C_DOMINANT, C_N
+    C_ALLOC, C_COMPILE, C_TOKENIZE, C_GC, C_SYNC_LAUNCH, C_COPY_CRIT, C_MEMBOUND, C_OUTLIER, C_HOST_WORK, C_DOMINANT, C_THREADS, C_N
 };
 static const char *const cat_ids[] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
                                       "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup", "tail",
                                       "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
-                                      "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op"};
+                                      "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op",
+                                      "cpu_threads"};
 _Static_assert(sizeof cat_ids / sizeof cat_ids[0] == C_N, "one id per category");
 
 /* ---- the walk's statistics ---- */
@@ -93,6 +101,19 @@ int an_op_host(A *a, const frame *f) {
     o->calls++;
     o->host_us += f->dur;
     if (f->dur > o->max_us) o->max_us = f->dur;
+    /* CPU-only: a matrix op's FLOPs from its shapes (cpu_threads' premise) */
+    if (a->idle->cpu_only && f->cls == EV_HOST_OP && f->shapes >= 0 && an_flags(a, f->name) & NF_GEMM_OP) {
+        if (o->flops_shapes != f->shapes + 1) {
+            flops_out m;
+            flops_model(an_str(a, f->name), an_str(a, f->shapes), NULL, NULL, &m);
+            o->flops_shapes = f->shapes + 1;
+            o->flops_call = m.flops;
+        }
+        if (o->flops_call > 0) {
+            o->flops += o->flops_call;
+            o->flops_us += f->dur;
+        }
+    }
     return 0;
 }
 
@@ -958,6 +979,13 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
                           k == 1 ? "that step" : "those steps");
         return;
     }
+    case C_THREADS:
+        utf8_snprintf(out, n, "%s runs at %.0f GFLOP/s, no more than one core's peak (a core does ~100-200 GFLOP/s in FP32), in steady "
+                 "calls of %.2g FLOPs that many cores could share: check torch.get_num_threads() and OMP_NUM_THREADS / MKL_NUM_THREADS "
+                 "(torch.set_num_threads(1) in the code, a launcher's default), and the CPUs the process may use (taskset, the cgroup's "
+                 "cpuset or CPU quota); re-profile and compare the time per step", culprit, ev_num(in->ev, "gflops"),
+                 ev_num(in->ev, "flops_per_call"));
+        return;
     case C_HOST_WORK:
         utf8_snprintf(out, n, "%s is host work in the loop while the GPU waits: move it out of the step, do it less often (once, or "
                  "every N steps), or overlap it with the GPU's work; compare GPU idle per step", culprit);
@@ -1092,7 +1120,8 @@ static void graph_note(const A *a, char *out, size_t n) {
 static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culprit, int cpu_only, size_t nsteps) {
     static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy", NULL, "one_op_dominates",
                                         "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy",
-                                        "cpu_heavy", "cpu_heavy", "cpu_heavy", "one_op_dominates", NULL, "cpu_heavy", "one_op_dominates"};
+                                        "cpu_heavy", "cpu_heavy", "cpu_heavy", "one_op_dominates", NULL, "cpu_heavy", "one_op_dominates",
+                                        "cpu_heavy"};
     _Static_assert(sizeof smell / sizeof smell[0] == C_N, "one smell (or NULL) per category");
     const char *name = culprit >= 0 ? an_str(a, culprit) : "(untraced)";
     char next[1024], graphs[96];
@@ -1136,16 +1165,38 @@ static int sort_list(json_t *list) {
     return 0;
 }
 
-static json_t *suspect_list(A *a, const tally *t, double wall, const double *cpu_at, int *nfired) {
+/* cpu_threads' premise: on a CPU-only trace, the cpu_bound_op culprit is a matrix op whose
+ * calls (those whose shapes give their FLOPs, most of its time) are big enough to split across
+ * cores, run steadily, and reach no more than one core's FLOP/s. *gflops: its rate. */
+static int one_thread(const opstat *o, double *gflops) {
+    *gflops = o && o->flops_us > 0 ? o->flops / o->flops_us / 1e3 : 0;
+    return o && o->flops_us >= 0.5 * o->host_us && o->calls > 1 && o->max_us < FIRST_CALL_SHARE * o->host_us &&
+           o->flops / (double)o->calls >= PARALLEL_MIN_FLOPS && *gflops > 0 && *gflops <= ONE_CORE_GFLOPS;
+}
+
+static json_t *suspect_list(A *a, tally *t, double wall, const double *cpu_at, int *nfired) {
     int cpu_only = cpu_at != NULL;
     json_t *list = json_array();
     *nfired = 0;
     for (int c = 0; c < C_N; c++) {
-        double at;
+        double at, g;
         long culprit;
+        if (c == C_THREADS) continue; /* only ever cpu_bound_op's, named for its cause below */
         at_stake_of(t, c, cpu_at, &at, &culprit);
         if (!fires(c, at, wall) || culprit < -1) continue;
-        json_array_append_new(list, suspect_entry(a, t, c, at, culprit, cpu_only, a->nsteps));
+        int cat = c;
+        if (c == C_CPU && cpu_only && one_thread(culprit >= 0 ? find_stat(a, culprit) : NULL, &g)) {
+            /* the op's time is one core's work: the category says why (its evidence, the rate) */
+            cat = C_THREADS;
+            json_decref(t->evidence[C_THREADS]);
+            const opstat *o = find_stat(a, culprit);
+            t->evidence[C_THREADS] = json_pack("{s:f,s:f,s:f,s:I}", "gflops", g, "one_core_gflops", ONE_CORE_GFLOPS, "flops_per_call",
+                                               o->flops / (double)o->calls, "calls", o->calls);
+            /* its contributions are cpu_bound_op's: the evidence lists them as that op's */
+            for (size_t i = 0; i < t->n; i++)
+                if (t->c[i].cat == C_CPU) t->c[i].cat = C_THREADS;
+        }
+        json_array_append_new(list, suspect_entry(a, t, cat, at, culprit, cpu_only, a->nsteps));
         ++*nfired;
     }
     if (sort_list(list)) {

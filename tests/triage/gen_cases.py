@@ -1937,6 +1937,40 @@ def case_compiled_steady():
     return k.doc(name="compiled_steady")
 
 
+def cpu_mlp(seed, gflops, name):
+    """CPU inference of a 6-layer MLP block (batch 32, hidden 1024, 4096 inner), fp32, the host
+    only (no GPU: a CPU serving replica): each layer's two aten::linear -> aten::addmm calls
+    of 2 x 32 x 1024 x 4096 = 268M FLOPs run at `gflops` (one core with MKL: ~60; a 32-core
+    host: ~900), with a GELU and a layer norm between them."""
+    k = KTrace(seed)
+    k.host(40)
+    flops = 2 * 32 * 1024 * 4096
+    for s in range(20):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _ in range(6):
+                with k.op("aten::layer_norm", pre=3.0, dims=[[32, 1024], [], [1024], [1024], [], []]):
+                    k.adv(k.j(25.0, 0.1))
+                with k.op("aten::linear", pre=3.0, dims=[[32, 1024], [4096, 1024], [4096]]):
+                    with k.op("aten::addmm", pre=2.0, dims=[[4096], [32, 1024], [1024, 4096], [], []]):
+                        k.adv(k.j(flops / gflops / 1e3, 0.03))
+                with k.op("aten::gelu", pre=2.0, dims=[[32, 4096], []]):
+                    k.adv(k.j(40.0, 0.1))
+                with k.op("aten::linear", pre=3.0, dims=[[32, 4096], [1024, 4096], [1024]]):
+                    with k.op("aten::addmm", pre=2.0, dims=[[1024], [32, 4096], [4096, 1024], [], []]):
+                        k.adv(k.j(flops / gflops / 1e3, 0.03))
+            k.host(15)
+    k.host(30)
+    return k.doc(name=name, cpu_only=True)
+
+
+def case_cpu_threads():
+    return cpu_mlp(4101, 60.0, "cpu_threads")
+
+
+def case_cpu_many_threads():
+    return cpu_mlp(4102, 900.0, "cpu_many_threads")
+
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -1970,6 +2004,8 @@ CASES = {
     "step_outlier_untraced": case_step_outlier_untraced,
     "healthy_unet": case_healthy_unet,
     "compiled_steady": case_compiled_steady,
+    "cpu_threads": case_cpu_threads,
+    "cpu_many_threads": case_cpu_many_threads,
 }
 
 

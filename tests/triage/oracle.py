@@ -207,6 +207,13 @@ CPU-only traces (no GPU activity)
    thread waiting for a gloo collective run by the gloo thread shows as its
    record_function's own time: the collective takes that time, not Python.) Evidence also
    gives each category's share of all self CPU time (summed over threads, as key_averages).
+ - cpu_threads: the cpu_bound_op suspect is cpu_threads instead (the same op, the same at
+   stake) when its op is GEMM-like, its calls whose FLOPs its Input Dims give (mm, matmul of
+   two 2-D, addmm, linear: 2*M*N*K; bmm, baddbmm: 2*B*M*N*K) hold at least half its time, it
+   has more than one call and none holds half its time, its FLOPs per call (summed over the
+   known calls, divided by all its calls) reach PARALLEL_MIN_FLOPS (1e8), and it runs at no
+   more than ONE_CORE_GFLOPS (200 GFLOP/s: one core's FP32 peak): one thread where the host
+   has many.
  - step_outlier as above (no clipping).
 
 Suspects
@@ -259,7 +266,9 @@ OUTLIER_RATIO = 1.5
 OUTLIER_NAMED = 5        # outliers whose culprit is computed; the others take the longest's
 CPU_PRIORITY = ("communication", "data_loading", "garbage_collection", "tokenization", "compilation",
                 "cpu_bound_op", "python_overhead")
-ONE_OP = ("cpu_bound_op", "compute_bound_op", "memory_bound_op", "dominant_op")  # at stake = the one op's
+ONE_OP = ("cpu_bound_op", "compute_bound_op", "memory_bound_op", "dominant_op", "cpu_threads")  # at stake = the one op's
+ONE_CORE_GFLOPS = 200.0     # cpu_threads: a matrix op at most this fast runs on about one core
+PARALLEL_MIN_FLOPS = 1e8    # ... in calls at least this big (a mean over all its calls)
 
 GPU_CATS = {"kernel": "kernel", "gpu_memcpy": "gpu_memcpy", "gpu_memset": "gpu_memset",
             "Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
@@ -372,7 +381,7 @@ def is_named_work(label, kind):
 
 
 class Ev:
-    __slots__ = ("name", "kind", "ts", "te", "dur", "pid", "tid", "corr", "device", "stream", "parent", "children", "gpu")
+    __slots__ = ("name", "kind", "ts", "te", "dur", "pid", "tid", "corr", "device", "stream", "parent", "children", "gpu", "dims")
 
     def __init__(self, name, kind, ts, dur, pid, tid):
         self.name, self.kind, self.ts, self.dur = name, kind, ts, dur
@@ -384,6 +393,7 @@ class Ev:
         self.parent = None
         self.children = []
         self.gpu = []
+        self.dims = None
 
 
 class Trace:
@@ -416,7 +426,9 @@ class Trace:
                 kind = cat
                 if cat == "Operator":
                     kind = "user_annotation" if "#" in name else "cpu_op"
-                self.host.append(Ev(name, kind, ts, dur, pid, tid))
+                h = Ev(name, kind, ts, dur, pid, tid)
+                h.dims = args.get("Input Dims")
+                self.host.append(h)
             elif cat in RT_CATS:
                 r = Ev(name, "runtime", ts, dur, pid, tid)
                 r.corr = args.get("correlation")
@@ -1118,6 +1130,12 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
                 taken = union(taken + mine)
             evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
                              "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
+    if gpu is None and per_cat.get("cpu_bound_op"):
+        op = max(per_cat["cpu_bound_op"].items(), key=lambda kv: kv[1])[0]
+        g = one_thread(t, op)
+        if g is not None:  # one thread where the host has many: the same time, its cause named
+            per_cat["cpu_threads"] = per_cat.pop("cpu_bound_op")
+            evidence["cpu_threads"] = {"gflops": r3(g)}
     so = step_outliers(t, t.steps_tb if steps else None)
     if so is not None and so["at_stake_us"] > 0:
         for n, us in so["by_culprit"].items():
@@ -1145,6 +1163,51 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
                     "at_stake_per_step_us": r3(tot / steps["count"]) if steps and cat not in ONCE else None, "evidence": ev})
     out.sort(key=lambda s: (s["category"] == "dominant_op", -s["at_stake_us"]))
     return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
+
+
+def matmul_flops(name, dims):
+    """2*M*N*K of a matrix op's call from its Input Dims (mm, addmm, linear, matmul of 2-D,
+    bmm and baddbmm: 2*B*M*N*K); None when the op or its dims do not give it."""
+    n = name.split("::")[-1]
+    try:
+        if n in ("mm", "matmul") and len(dims[0]) == 2 and len(dims[1]) == 2:
+            (m, k), (_, nn) = dims[0], dims[1]
+        elif n == "addmm":
+            (m, k), (_, nn) = dims[1], dims[2]
+        elif n == "linear":
+            x, w = dims[0], dims[1]
+            m = 1
+            for d in x[:-1]:
+                m *= d
+            k, nn = x[-1], w[0]
+        elif n in ("bmm", "baddbmm"):
+            a, b = (dims[0], dims[1]) if n == "bmm" else (dims[1], dims[2])
+            return 2.0 * a[0] * a[1] * a[2] * b[2]
+        else:
+            return None
+        return 2.0 * m * nn * k
+    except (TypeError, IndexError, ValueError):
+        return None
+
+
+def one_thread(t, op):
+    """cpu_threads' premise for a CPU-only trace's cpu_bound_op: a matrix op (a GEMM-like name)
+    whose calls with FLOPs known from their shapes hold at least half its time, that runs in
+    more than one call with no call holding half its time (steady, not first-call work), whose
+    FLOPs per call (over all its calls) reach PARALLEL_MIN_FLOPS, at no more than
+    ONE_CORE_GFLOPS. Its GFLOP/s, or None."""
+    if not gemm_like_op(op):
+        return None
+    calls = [h for h in t.host if h.kind == "cpu_op" and h.name == op]
+    tot = sum(h.dur for h in calls)
+    known = [(matmul_flops(h.name, h.dims), h.dur) for h in calls if h.dims]
+    known = [(f, d) for f, d in known if f]
+    kus = sum(d for _, d in known)
+    fl = sum(f for f, _ in known)
+    if len(calls) < 2 or kus <= 0 or kus < 0.5 * tot or max(h.dur for h in calls) >= 0.5 * tot:
+        return None
+    g = fl / kus / 1e3
+    return g if fl / len(calls) >= PARALLEL_MIN_FLOPS and g <= ONE_CORE_GFLOPS else None
 
 
 def step_outliers(t, steps):

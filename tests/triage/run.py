@@ -43,7 +43,7 @@ CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "c
               "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail",
               # issue 41
               "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
-              "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op"}
+              "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op", "cpu_threads"}
 ONCE = ("startup", "tail", "step_outlier")  # at_stake_per_step_us is null
 LAST = "dominant_op"                        # a target, not waste: listed after every other suspect
 SMELLS = {"cpu_heavy", "one_op_dominates", "many_small_calls", None}
