@@ -65,6 +65,19 @@ const char *report_op_class(const char *name) {
 #define WALK_OPS "wscratch.ops"
 #define GPU_OPS "kscratch.ops"
 
+/* An operator row (name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total) into *o; a
+ * name longer than a line's room is cut with an ellipsis, never mid-word silently. */
+static void op_of_row(sqlite3_stmt *s, op *o) {
+    const char *nm = utf8_clip((const char *)sqlite3_column_text(s, 0), sizeof o->name - 4, o->name, sizeof o->name);
+    if (nm != o->name) snprintf(o->name, sizeof o->name, "%s", nm);
+    utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
+    o->calls = sqlite3_column_int64(s, 2);
+    o->self_cpu = sqlite3_column_double(s, 3);
+    o->self_cuda = sqlite3_column_double(s, 4);
+    o->cuda_total = sqlite3_column_double(s, 5);
+    o->cpu_total = sqlite3_column_double(s, 6);
+}
+
 /* The rows of table (WALK_OPS, GPU_OPS) that match where, largest first by order, equal
  * ones in walk order, into ops[]. Why not both tables every time: a where on host kinds
  * read every GPU row for nothing (100,000 kernel names: 20 ms a draft, issue 24). */
@@ -79,18 +92,7 @@ static int load_ops(draft *d, const char *table, const char *where, const char *
         return 0;
     }
     int n = 0, st;
-    while (n < max && (st = sqlite3_step(s)) == SQLITE_ROW) {
-        op *o = &ops[n++];
-        /* a name longer than the line's room is cut with an ellipsis, never mid-word silently */
-        const char *nm = utf8_clip((const char *)sqlite3_column_text(s, 0), sizeof o->name - 4, o->name, sizeof o->name);
-        if (nm != o->name) snprintf(o->name, sizeof o->name, "%s", nm);
-        utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
-        o->calls = sqlite3_column_int64(s, 2);
-        o->self_cpu = sqlite3_column_double(s, 3);
-        o->self_cuda = sqlite3_column_double(s, 4);
-        o->cuda_total = sqlite3_column_double(s, 5);
-        o->cpu_total = sqlite3_column_double(s, 6);
-    }
+    while (n < max && (st = sqlite3_step(s)) == SQLITE_ROW) op_of_row(s, &ops[n++]);
     if (n < max && st != SQLITE_DONE) d->rc = ERR_DB;
     sqlite3_finalize(s);
     return n;
@@ -108,13 +110,7 @@ static int op_named(draft *d, const char *name, op *o) {
     sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
     if (sqlite3_step(s) == SQLITE_ROW) {
         found = 1;
-        utf8_snprintf(o->name, sizeof o->name, "%s", name);
-        utf8_snprintf(o->kind, sizeof o->kind, "%s", (const char *)sqlite3_column_text(s, 1));
-        o->calls = sqlite3_column_int64(s, 2);
-        o->self_cpu = sqlite3_column_double(s, 3);
-        o->self_cuda = sqlite3_column_double(s, 4);
-        o->cuda_total = sqlite3_column_double(s, 5);
-        o->cpu_total = sqlite3_column_double(s, 6);
+        op_of_row(s, o);
     }
     sqlite3_finalize(s);
     return found;

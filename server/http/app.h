@@ -51,4 +51,15 @@ typedef struct app {
     import_pool *imports;      /* the upload slots and limits (ingest/import.h) */
 } app;
 
+/* Runs call with a pooled connection, db_, its result (through store_fail: a lost connection
+ * leaves the pool) in the caller's int rc_; with no connection, replies (http_error, reply.h)
+ * and returns. The handlers' one way to the database (routes.c, capture.c). */
+#define WITH_DB(a, out, call)                                                                          \
+    do {                                                                                               \
+        db_conn *db_ = store_get((a)->st);                                                             \
+        if (!db_) return http_error(out, store_fail((a)->st, NULL, ERR_DB), "no database connection"); \
+        rc_ = store_fail((a)->st, db_, call);                                                          \
+        store_put((a)->st, db_);                                                                       \
+    } while (0)
+
 #endif

@@ -58,15 +58,6 @@ static int fail(http_reply *out, int rc) {
     return http_error(out, rc, "the query failed");
 }
 
-/* Runs call with a pooled connection (db_), its result in rc_. */
-#define WITH_DB(a, out, call)                                                                          \
-    do {                                                                                               \
-        db_conn *db_ = store_get((a)->st);                                                             \
-        if (!db_) return http_error(out, store_fail((a)->st, NULL, ERR_DB), "no database connection"); \
-        rc_ = store_fail((a)->st, db_, call);                                                          \
-        store_put((a)->st, db_);                                                                       \
-    } while (0)
-
 static long long now_s(void) { return (long long)time(NULL); }
 
 /* The JSON object body of a POST or PUT: new reference, or NULL with the 400 in out. */

@@ -76,15 +76,6 @@ static int db_fail(http_reply *out, int rc, long long id) {
     return http_error(out, rc, "the query failed");
 }
 
-/* Runs fn with a pooled connection. */
-#define WITH_DB(a, out, call)                                                           \
-    do {                                                                                \
-        db_conn *db_ = store_get((a)->st);                                               \
-        if (!db_) return http_error(out, store_fail((a)->st, NULL, ERR_DB), "no database connection"); \
-        rc_ = store_fail((a)->st, db_, call);                                           \
-        store_put((a)->st, db_);                                                        \
-    } while (0)
-
 static int text_or_csv(http_req *rq, http_reply *out, json_t *body, const char *rows_key, const char *const *cols) {
     const char *f = http_query(rq, "format");
     size_t len;
