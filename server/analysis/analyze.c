@@ -81,7 +81,7 @@ static void op_totals(A *a, double *self_cpu, double *self_cuda, long long *call
     }
 }
 
-static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
+static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *effic) {
     double self_cpu, self_cuda, cpu_total_top = 0;
     long long calls;
     op_totals(a, &self_cpu, &self_cuda, &calls);
@@ -108,8 +108,11 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report) {
     json_array_foreach(json_object_get(report, "smells"), i, sm)
         if (json_is_true(json_object_get(sm, "fired"))) json_array_append(smells, json_object_get(sm, "id"));
     json_t *idle = json_object_get(gpu, "gpu_idle_fraction");
-    return json_pack("{s:f,s:f,s:I,s:O,s:o,s:o}", "self_cpu_time_total_us", self_cpu, "self_cuda_time_total_us", self_cuda,
-                     "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(),
+    /* the headline GPU utilization (tb-profiler's, effic.c), kept for the trends (history.c) */
+    json_t *util = json_object_get(json_object_get(effic, "session"), "gpu_utilization");
+    return json_pack("{s:f,s:f,s:I,s:O,s:O,s:o,s:o}", "self_cpu_time_total_us", self_cpu, "self_cuda_time_total_us", self_cuda,
+                     "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(), "gpu_utilization",
+                     json_is_number(util) ? util : json_null(),
                      "top_cuda_operator", top ? json_string(an_str(a, top->name)) : json_null(), "smells", smells);
 }
 
@@ -270,7 +273,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!rc) json_object_set(out->report, "suspects", suspects);
         if (!rc && breakdown) json_object_set(out->report, "breakdown", breakdown);
         if (!rc) json_object_set(out->report, "memory", memory);
-        if (!rc) out->summary = summary_doc(&a, out->gpu, out->report);
+        if (!rc) out->summary = summary_doc(&a, out->gpu, out->report, effic);
         if (!rc) out->effic = json_incref(effic);
         if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
         STEP_END("documents");

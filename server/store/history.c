@@ -735,7 +735,8 @@ static int regressions_in(db_conn *db, long long id, const char *name, const his
 
 static const struct { const char *name, *col; } trend_metrics[] = {
     {"cuda_time_total", "cuda_total"}, {"cpu_time_total", "cpu_total"}, {"calls", "calls"},
-    {"self_cuda_time_total", "self_cuda"}, {"gpu_idle_fraction", NULL}, {"gpu_utilization", NULL}, {NULL, NULL}};
+    {"self_cuda_time_total", "self_cuda"}, {"gpu_idle_fraction", NULL}, {"gpu_utilization", NULL}, {"busy_fraction_of_wall", NULL},
+    {NULL, NULL}};
 
 int history_trend_metric(const char *metric, int *needs_op) {
     for (int i = 0; trend_metrics[i].name; i++)
@@ -746,10 +747,12 @@ int history_trend_metric(const char *metric, int *needs_op) {
     return 0;
 }
 const char *history_trend_metrics(void) {
-    return "cuda_time_total, cpu_time_total, calls, self_cuda_time_total, gpu_idle_fraction, gpu_utilization";
+    return "cuda_time_total, cpu_time_total, calls, self_cuda_time_total, gpu_idle_fraction, gpu_utilization, busy_fraction_of_wall";
 }
 
-/* The point's value: the operator column (5), or the idle fraction from the summary (4). */
+/* The point's value: the operator column (5), or from the summary (4): the idle fraction,
+ * busy_fraction_of_wall (1 - idle), or gpu_utilization, the headline (tb-profiler's, as
+ * GET /gpu and /efficiency: null for sessions stored before the summary kept it). */
 static json_t *trend_value(db_stmt *s, const char *metric, int needs_op) {
     if (needs_op) {
         if (db_column_is_null(s, 4)) return json_null();
@@ -757,9 +760,10 @@ static json_t *trend_value(db_stmt *s, const char *metric, int needs_op) {
     }
     json_error_t e;
     const char *txt = (const char *)db_column_text(s, 3);
-    json_t *sum = txt ? json_loads(txt, 0, &e) : NULL, *x = json_object_get(sum, "gpu_idle_fraction");
+    int head = !strcmp(metric, "gpu_utilization");
+    json_t *sum = txt ? json_loads(txt, 0, &e) : NULL, *x = json_object_get(sum, head ? "gpu_utilization" : "gpu_idle_fraction");
     json_t *v = !json_is_number(x) ? json_null()
-                : !strcmp(metric, "gpu_utilization") ? json_real(1.0 - json_number_value(x)) : json_real(json_number_value(x));
+                : !strcmp(metric, "busy_fraction_of_wall") ? json_real(1.0 - json_number_value(x)) : json_real(json_number_value(x));
     json_decref(sum);
     return v;
 }

@@ -322,9 +322,13 @@ class History(unittest.TestCase):
         self.assertIsNone(r["operator"])
         for p, want in zip(r["points"], (0.6, 0.4, 0.2, None)):
             self.assertAlmostEqual(p["value"], want, places=9) if want is not None else self.assertIsNone(p["value"])
-        r = self.srv.json("/api/v1/trends?label=suite:trend&metric=gpu_utilization")
+        r = self.srv.json("/api/v1/trends?label=suite:trend&metric=busy_fraction_of_wall")
         for p, want in zip(r["points"], (0.4, 0.6, 0.8, None)):
             self.assertAlmostEqual(p["value"], want, places=9) if want is not None else self.assertIsNone(p["value"])
+        # gpu_utilization is the headline, the value GET /gpu gives it (issue 42: one name, one value)
+        r = self.srv.json("/api/v1/trends?label=suite:trend&metric=gpu_utilization")
+        for p in r["points"]:
+            self.assertEqual(p["value"], self.srv.json("/api/v1/sessions/%d/gpu" % p["session_id"])["gpu_utilization"])
         st, h, t = self.srv.get("/api/v1/trends?label=suite:trend&operator=aten::mm&format=csv")
         self.assertEqual(t.decode().splitlines()[1].split(",")[::3], [str(ids[0]), "4000.000"])
         for bad in ("metric=bogus", "metric=calls", "limit=0", "limit=1001", "label=x"):
