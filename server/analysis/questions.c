@@ -105,8 +105,9 @@ static json_t *prefill_decode(A *a) {
 }
 
 /* Copies that run while no kernel does, or are made by a blocking call (the /gpu copies
- * facts), against the wall. */
-static json_t *copies_critical(const json_t *gpu, double wall) {
+ * facts), against the wall; a "yes" names the copy suspects that fired (every yes is a
+ * suspect with its time at stake: issue 41). */
+static json_t *copies_critical(const json_t *gpu, double wall, const json_t *sus) {
     const json_t *c;
     size_t i;
     double crit = 0, total = 0;
@@ -116,14 +117,27 @@ static json_t *copies_critical(const json_t *gpu, double wall) {
     }
     if (total <= 0) return answer("n/a", "no copies or memsets in the trace", NULL);
     double share = wall > 0 ? crit / wall : 0;
-    char s[256], t1[32];
-    utf8_snprintf(s, sizeof s, "%s: %s of copies and memsets on the critical path (%.1f%% of the wall)", share >= CRITICAL_COPY_SHARE ? "yes" : "no",
-             timefmt_us(crit, t1, sizeof t1), share * 100);
+    static const char *const copy_cats[] = {"pageable_memcpy", "copy_on_critical_path", "copies_casts", "host_sync", NULL};
+    json_t *named = json_array(), *x;
+    char s[512], t1[32], by[256] = "";
+    int o = 0;
+    json_array_foreach(json_object_get(sus, "suspects"), i, x) {
+        const char *cat = json_string_value(json_object_get(x, "category"));
+        for (int k = 0; copy_cats[k]; k++)
+            if (!strcmp(cat, copy_cats[k])) {
+                json_array_append_new(named, json_string(cat));
+                if (o < (int)sizeof by)
+                    o += utf8_snprintf(by + o, sizeof by - (size_t)o, "%s%s (%s)", o ? ", " : "; suspects: ", cat,
+                                       json_string_value(json_object_get(x, "culprit")));
+            }
+    }
+    utf8_snprintf(s, sizeof s, "%s: %s of copies and memsets on the critical path (%.1f%% of the wall)%s",
+                  share >= CRITICAL_COPY_SHARE ? "yes" : "no", timefmt_us(crit, t1, sizeof t1), share * 100, by);
     return answer(share >= CRITICAL_COPY_SHARE ? "yes" : "no", s,
-                  json_pack("{s:f,s:f,s:f}", "critical_path_us", crit, "copy_us", total, "share_of_wall", share));
+                  json_pack("{s:f,s:f,s:f,s:o}", "critical_path_us", crit, "copy_us", total, "share_of_wall", share, "suspects", named));
 }
 
 json_t *an_questions(A *a, const json_t *suspects, const json_t *gpu) {
     return json_pack("{s:o,s:o,s:o,s:o}", "kernels_packed", kernels_packed(suspects), "cpu_ranges_align", cpu_ranges_align(a),
-                     "prefill_dense_decode_small", prefill_decode(a), "copies_on_critical_path", copies_critical(gpu, a->wall));
+                     "prefill_dense_decode_small", prefill_decode(a), "copies_on_critical_path", copies_critical(gpu, a->wall, suspects));
 }

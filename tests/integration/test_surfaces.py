@@ -394,6 +394,18 @@ class Surfaces(unittest.TestCase):
 
     # ---- culprits ----
 
+    def test_every_yes_is_a_suspect(self):
+        """Issue 41: a trace question answered yes is a suspect with its time at stake: copies on
+        the critical path names the copy suspects that fired, and one did."""
+        for rel, s in self.each():
+            with self.subTest(trace=rel):
+                q = ((s["suspects"].get("questions") or {}).get("copies_on_critical_path")) or {}
+                if q.get("answer") != "yes":
+                    continue
+                cats = {x["category"] for x in s["suspects"]["suspects"]}
+                self.assertTrue(q["evidence"]["suspects"], (rel, q["summary"]))
+                self.assertTrue(set(q["evidence"]["suspects"]) <= cats, rel)
+
     def test_top_culprit_suspects_and_questions(self):
         """The top suspect's culprit is the culprit the "kernels packed?" question's summary names
         when both speak of the host (num_workers=4: aten::fill_ against aten::empty)."""
