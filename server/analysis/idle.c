@@ -368,7 +368,8 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
 }
 
 /* The label of instant t: the innermost open range (frames[] holds ranges that may have
- * ended: they end where te <= t), a DataLoader range anywhere below it taking precedence. */
+ * ended: they end where te <= t), a DataLoader range anywhere below it taking precedence,
+ * then the innermost range of named host work (compile, tokenizer, garbage collector). */
 static void label_at(const A *a, const idle_walk *w, double t, int *type, long *name, double *until) {
     int k = w->nframes;
     while (k > 0 && w->frames[k - 1].te <= t) k--;
