@@ -755,15 +755,19 @@ static int cmp_double(const void *x, const void *y) {
     return a < b ? -1 : a > b;
 }
 
+/* The step figures of n > 0 durations d (sorted here) whose sum, in their order, is sum. */
+static json_t *dur_stats(double *d, size_t n, double sum) {
+    qsort(d, n, sizeof *d, cmp_double);
+    return json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "count", (json_int_t)n, "mean_us", sum / (double)n, "p50_us", nearest_rank(d, n, 0.5),
+                     "p90_us", nearest_rank(d, n, 0.9), "min_us", d[0], "max_us", d[n - 1]);
+}
+
 static json_t *steps_doc(A *a) {
     if (!a->nsteps) return json_null();
     double *d = malloc(a->nsteps * sizeof *d), sum = 0;
     if (!d) return NULL;
     for (size_t i = 0; i < a->nsteps; i++) sum += d[i] = a->steps[i].dur;
-    qsort(d, a->nsteps, sizeof *d, cmp_double);
-    json_t *o = json_pack("{s:I,s:f,s:f,s:f,s:f,s:f}", "count", (json_int_t)a->nsteps, "mean_us", sum / (double)a->nsteps, "p50_us",
-                          nearest_rank(d, a->nsteps, 0.5), "p90_us", nearest_rank(d, a->nsteps, 0.9), "min_us", d[0], "max_us",
-                          d[a->nsteps - 1]);
+    json_t *o = dur_stats(d, a->nsteps, sum);
     free(d);
     return o;
 }
@@ -1238,11 +1242,11 @@ int an_suspects_steps(A *a, json_t *doc, const json_t *breakdown) {
         sum += d[i] = v[i].dur;
     }
     if (!rc) {
-        qsort(d, n, sizeof *d, cmp_double);
-        json_t *st = json_pack("{s:I,s:f,s:f,s:f,s:f,s:f,s:s}", "count", (json_int_t)n, "mean_us", sum / (double)n, "p50_us",
-                               nearest_rank(d, n, 0.5), "p90_us", nearest_rank(d, n, 0.9), "min_us", d[0], "max_us", d[n - 1], "definition",
-                               "tb-profiler's: each ProfilerStep range extended to the end of the GPU work it launched");
-        if (!st || json_object_set_new(doc, "steps", st)) rc = ERR_NOMEM;
+        json_t *st = dur_stats(d, n, sum);
+        if (!st || json_object_set_new(st, "definition", json_string("tb-profiler's: each ProfilerStep range extended to the end of the GPU "
+                                                                      "work it launched")) ||
+            json_object_set_new(doc, "steps", st))
+            rc = ERR_NOMEM;
     }
     tally t;
     memset(&t, 0, sizeof t);
