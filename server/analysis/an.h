@@ -51,8 +51,8 @@ typedef struct frame {
     long long e_n;             /* launches with GPU work */
     double e_u, e_ue;          /* the union of their GPU time, in launch order; its end so far */
     double e_kc[3];            /* of it, kernel time by precision class (lib/flops.h KC_*) */
-    long long e_kn, e_nbps;    /* their kernels; of them, those with "blocks per SM" */
-    double e_bps;              /* the sum of those kernels' blocks per SM */
+    long long e_kn;            /* their kernels */
+    long long e_corr;          /* the correlation id of its first launch with kernels (effic.c's sample of its grid) */
     int e_causal;              /* their flash kernels' causal flag: 1, 0, -1 none says */
     long long seq;             /* EV_HOST_OP: args "Sequence number", -1 none (trace.h hrec) */
     double flops_arg;          /* EV_HOST_OP: args "flops" (torch's with_flops), -1 none */
@@ -83,8 +83,7 @@ typedef struct hrow {
     double ts, te, dur, gd, gk;    /* gd, gn: the GPU time and count of the correlation; gk: of kernels */
     double gu, gts, gte;           /* the union of the correlation's GPU time, its first start, its end */
     double gkc[3];                 /* its kernel time by precision class (lib/flops.h KC_*) */
-    long long gkn, gnbps;          /* its kernels; of them, those with "blocks per SM" (effic.c) */
-    double gbps;                   /* the sum of those kernels' blocks per SM */
+    long long gkn;                 /* its kernels (effic.c) */
     int gcausal;                   /* its flash kernels' causal flag: 1, 0, -1 none says (effic.c) */
     long long bytes, gn, seq, corr; /* corr: -1 when none */
     long long total_alloc, total_reserved; /* EV_MEMORY: hrec's, -1 when absent */

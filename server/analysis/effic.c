@@ -59,8 +59,10 @@
  *    -> fp16_tensor, fp8 -> fp8_tensor, falling back to fp32 where the device has no such
  *    unit; other ops: fp32); above_roof_us = t - best_roof_us (>= 0), best_peak_fraction =
  *    best_roof_us / t. Null unless the row is judged or in doubt. kernel_us_mean: the mean
- *    kernel duration; blocks_per_sm: the mean of the kernels' "blocks per SM" (grid blocks
- *    / SMs, Kineto's or nsys.c's), null without it.
+ *    kernel duration; blocks_per_sm: the mean "blocks per SM" (grid blocks / SMs, Kineto's
+ *    or nsys.c's) of the kernels of the row's first EFFIC_BPS_SAMPLES calls (its calls share
+ *    their shapes, so their grids; read for the rows with the most GPU time first, at most
+ *    EFFIC_BPS_LOOKUPS launches), null without it.
  *  - Session and phases: coverage = the GPU time of modelled calls (FLOPs and bytes known,
  *    not a copy) / all GPU activity time (the sum of every kernel, copy and memset's
  *    duration: launches outside any op, CUDA-graph replays and unmodelled kernels count as
@@ -117,6 +119,8 @@
 #define EFFIC_MAX_FLOPS 1e17        /* FLOP/s no device reaches (100 PFLOP/s; B200's dense FP8 is 4.5) */
 #define EFFIC_MAX_BYTES 1e14        /* bytes/s no device reaches (100 TB/s; B200's HBM is 7.7) */
 #define EFFIC_HEAP_MAX 65536        /* kernels running at once the SM-efficiency sweep follows */
+#define EFFIC_BPS_SAMPLES 2         /* calls of a row whose kernels' blocks per SM are read */
+#define EFFIC_BPS_LOOKUPS 2048      /* those reads in all (the rows with the most GPU time first) */
 
 /* A call's unit: its kernel time's class, or none (copies and memsets only). */
 enum { U_TENSOR = KC_TENSOR, U_SIMT = KC_SIMT, U_UNCL = KC_UNCLASSIFIED, U_NONE, U_N };
@@ -140,14 +144,17 @@ typedef struct erow {
     int special;               /* 0, ROW_RANGES (launches with no op around them), ROW_OTHER */
     int pending;               /* a forward convolution whose output size is still sought */
     ecell s;                   /* all its calls */
-    long long kn, nbps;        /* kernels; of them with blocks per SM */
-    double bps, dmin, dmax;    /* blocks per SM summed; one call's least and most GPU time */
+    long long kn, nbps;        /* kernels; of the sampled calls' kernels, those with blocks per SM */
+    double bps, dmin, dmax;    /* their blocks per SM summed; one call's least and most GPU time */
+    long long bcorr[EFFIC_BPS_SAMPLES]; /* correlation ids of its first calls' first kernel launches */
+    int nbcorr;
     float *durs;               /* each call's GPU time (EFFIC_DURS_MAX over all rows) */
     size_t nd, capd;
     int durs_cut;              /* some call's time is not in durs */
     long long *seqs;           /* pending: its calls' sequence numbers (EFFIC_SEQS_PER_ROW) */
     int nseq;
     eshape cons;               /* pending: the output as the next op's input says */
+    long cph[4], ccell[4];     /* the cells of its last phases (phase j at j % 4), -1 none: a lookup saved a call */
 } erow;
 enum { ROW_RANGES = 1, ROW_OTHER = 2 };
 
@@ -182,6 +189,8 @@ typedef struct effic_state {
     size_t nseqs, capseqs;
     ewatch *watch;             /* per track, allocated at the first pending convolution */
     size_t nwatch;
+    unsigned char *conv;       /* per string id: 0 not looked at, CONV_* (conv_kind) */
+    size_t nconv;
     /* for an_effic_window: the conventional MFU / MBU numerators and the peak */
     double mfu_flops, mbu_bytes, step_flops, step_bytes;
     int has_step_phase;
@@ -238,8 +247,10 @@ int an_effic_begin(A *a) {
     a->nkclass = intern_count(a->t->strs);
     a->kclass = a->nkclass ? calloc(a->nkclass, 1) : NULL;
     a->kcausal = a->nkclass ? malloc(a->nkclass) : NULL;
+    e->nconv = a->nkclass;
+    e->conv = e->nconv ? calloc(e->nconv, 1) : NULL;
     a->eff = e;
-    if (!e->keys || !e->pkeys || !e->ckeys || !e->seqmap || (a->nkclass && (!a->kclass || !a->kcausal))) return ERR_NOMEM;
+    if (!e->keys || !e->pkeys || !e->ckeys || !e->seqmap || (a->nkclass && (!a->kclass || !a->kcausal || !e->conv))) return ERR_NOMEM;
     if (a->nkclass) memset(a->kcausal, -1, a->nkclass);
     match_device(a, e);
     /* each kernel name's class and causal flag, once: the walk's launches read them by id
@@ -275,6 +286,7 @@ void an_effic_free(A *a) {
     free(e->cells);
     free(e->seqs);
     free(e->watch);
+    free(e->conv);
     free(e);
     a->eff = NULL;
 }
@@ -297,9 +309,8 @@ void an_effic_launch(frame *f, const hrow *r) {
     }
     if (f->e_n && r->gcausal > f->e_causal) f->e_causal = r->gcausal;
     for (int i = 0; i < 3; i++) f->e_kc[i] += r->gkc[i];
+    if (!f->e_kn && r->gkn > 0) f->e_corr = r->corr; /* its grid's sample (kernel_evidence) */
     f->e_kn += r->gkn;
-    f->e_nbps += r->gnbps;
-    f->e_bps += r->gbps;
     f->e_n++;
 }
 
@@ -329,24 +340,33 @@ static const frame *nearest(A *a, const frame *f, const frame *stack, int depth,
         if (pick(a, &stack[i])) return &stack[i];
     return NULL;
 }
+/* What op name is for the convolution links, once per name (the name compares cost more
+ * than the rest of a pop): CONV_NONE, CONV_FWD, or CONV_BWD + its grad_output's index. */
+enum { CONV_NONE = 1, CONV_FWD, CONV_BWD };
+static int conv_kind(A *a, long name, int *gy) {
+    effic_state *e = a->eff;
+    unsigned char k = name >= 0 && (size_t)name < e->nconv ? e->conv[name] : 0;
+    if (!k) {
+        int g = 0;
+        const char *n = an_str(a, name);
+        k = flops_conv_forward(n) ? CONV_FWD : flops_conv_backward(n, &g) ? (unsigned char)(CONV_BWD + g) : CONV_NONE;
+        if (name >= 0 && (size_t)name < e->nconv) e->conv[name] = k;
+    }
+    if (gy) *gy = k >= CONV_BWD ? k - CONV_BWD : 0;
+    return k >= CONV_BWD ? CONV_BWD : k;
+}
 static int has_seq(A *a, const frame *f) { return (void)a, f->cls == EV_HOST_OP && f->seq >= 0; }
-static int conv_flops(A *a, const frame *f) {
-    return f->cls == EV_HOST_OP && f->flops_arg > 0 && flops_conv_forward(an_str(a, f->name));
-}
-static int conv_bwd_parent(A *a, const frame *f) {
-    int gy;
-    return f->cls == EV_HOST_OP && f->shapes >= 0 && flops_conv_backward(an_str(a, f->name), &gy);
-}
+static int conv_flops(A *a, const frame *f) { return f->cls == EV_HOST_OP && f->flops_arg > 0 && conv_kind(a, f->name, NULL) == CONV_FWD; }
+static int conv_bwd_parent(A *a, const frame *f) { return f->cls == EV_HOST_OP && f->shapes >= 0 && conv_kind(a, f->name, NULL) == CONV_BWD; }
 
 /* The row key of an op frame: what its FLOPs depend on besides its own args. */
 static void row_key(A *a, const frame *f, const frame *stack, int depth, long long key[6]) {
     key[0] = f->name, key[1] = f->shapes, key[2] = f->xargs, key[3] = -1, key[4] = -1, key[5] = f->e_causal;
-    const char *n = an_str(a, f->name);
-    int gy;
-    if (flops_conv_forward(n)) { /* torch's count sits on aten::conv2d, around the op that launches */
+    int kind = conv_kind(a, f->name, NULL);
+    if (kind == CONV_FWD) { /* torch's count sits on aten::conv2d, around the op that launches */
         const frame *c = nearest(a, f, stack, depth, conv_flops);
         if (c) key[4] = (long long)c->flops_arg;
-    } else if (flops_conv_backward(n, &gy) && depth > 0) { /* a gradient's weight: its parent's shapes */
+    } else if (kind == CONV_BWD && depth > 0) { /* a gradient's weight: its parent's shapes */
         const frame *p = &stack[depth - 1];
         if (conv_bwd_parent(a, p)) key[3] = p->shapes;
     }
@@ -362,6 +382,7 @@ static long new_row(A *a, effic_state *e, const long long key[6], int special) {
     r->dmin = INFINITY;
     r->dmax = -INFINITY;
     r->m = (flops_out){-1, -1, FL_DUNKNOWN, FL_NONE, 0, 0, 0, NULL};
+    for (int k = 0; k < 4; k++) r->cph[k] = -1;
     if (special == ROW_OTHER) r->m.why = "past the distinct shapes kept (EFFIC_ROWS_MAX, 4,096)";
     if (special) return i;
     e->nreal++;
@@ -410,8 +431,7 @@ static long row_for(A *a, effic_state *e, const frame *f, const frame *stack, in
 static int row_call(effic_state *e, erow *r, const frame *f) {
     cell_add(&r->s, f);
     r->kn += f->e_kn;
-    r->nbps += f->e_nbps;
-    r->bps += f->e_bps;
+    if (f->e_kn && r->nbcorr < EFFIC_BPS_SAMPLES) r->bcorr[r->nbcorr++] = f->e_corr;
     if (f->e_u < r->dmin) r->dmin = f->e_u;
     if (f->e_u > r->dmax) r->dmax = f->e_u;
     if (r->durs_cut) return 0;
@@ -427,6 +447,8 @@ static int row_call(effic_state *e, erow *r, const frame *f) {
 
 /* (row, phase) sums; NULL past EFFIC_CELLS_MAX (counted) or out of memory (*oom). */
 static ecell *cell_for(effic_state *e, long row, long phase, int *oom) {
+    erow *r = &e->rows[row];
+    if (r->cph[phase % 4] == phase) return &e->cells[r->ccell[phase % 4]];
     long key[2] = {row, phase};
     long i = intern_lookup(e->ckeys, (const char *)key, sizeof key);
     if (i < 0 && e->ncells >= EFFIC_CELLS_MAX) {
@@ -439,6 +461,8 @@ static ecell *cell_for(effic_state *e, long row, long phase, int *oom) {
         *oom = 1;
         return NULL;
     }
+    r->cph[phase % 4] = phase;
+    r->ccell[phase % 4] = i;
     return &e->cells[i];
 }
 
@@ -471,7 +495,7 @@ static int phase_calls(A *a, effic_state *e, long row, const frame *f, const fra
  * around it: the output of the forward call with that number. */
 static int note_backward(A *a, effic_state *e, const frame *f, const frame *stack, int depth) {
     int gy;
-    if (f->shapes < 0 || !flops_conv_backward(an_str(a, f->name), &gy)) return 0;
+    if (f->shapes < 0 || conv_kind(a, f->name, &gy) != CONV_BWD) return 0;
     const frame *s = nearest(a, f, stack, depth, has_seq);
     if (!s) return 0;
     eshape sh = {{0}, 0, 0};
@@ -576,6 +600,37 @@ static void resolve_pending(A *a, effic_state *e, erow *r) {
                    use->n};
     flops_model_in(&in, &r->m);
     r->pending = 0;
+}
+
+/* ---- kernel evidence ---- */
+
+/* The blocks per SM of the kernels of each row's first EFFIC_BPS_SAMPLES calls (a row's calls
+ * share their shapes, so their grids), rows with the most GPU time first, at most
+ * EFFIC_BPS_LOOKUPS correlations in all. Why sampled and read here, not summed by the walk:
+ * the walk's cursor (GCUR_SQL) reads a covering index, and bps in it (a column more for
+ * every runtime call and kernel) cost 11M of the 394M instructions a 20 MB bench/gen_trace
+ * flat upload spends in its analysis. */
+static int kernel_evidence(A *a, effic_state *e, const erow **order, size_t n) {
+    sqlite3_stmt *q = an_prep(a, "SELECT bps FROM scratch.ev WHERE corr = ?1 AND cls = 2 AND kind = ?2");
+    if (!q) return ERR_DB;
+    int rc = 0, looked = 0;
+    for (size_t i = 0; i < n && !rc && looked < EFFIC_BPS_LOOKUPS; i++) {
+        erow *r = &e->rows[order[i] - e->rows];
+        for (int k = 0; k < r->nbcorr && !rc; k++, looked++) {
+            sqlite3_bind_int64(q, 1, r->bcorr[k]);
+            sqlite3_bind_int64(q, 2, a->kernel_kind);
+            int st;
+            while ((st = sqlite3_step(q)) == SQLITE_ROW)
+                if (sqlite3_column_type(q, 0) != SQLITE_NULL) {
+                    r->bps += sqlite3_column_double(q, 0);
+                    r->nbps++;
+                }
+            if (st != SQLITE_DONE) rc = an_dberr(a);
+            sqlite3_reset(q);
+        }
+    }
+    sqlite3_finalize(q);
+    return rc;
 }
 
 /* ---- a row's verdict ---- */
@@ -820,16 +875,34 @@ static void figs_json(json_t *o, const effic_state *e, const efigs *g, double to
 
 /* ---- the document ---- */
 
-static int float_cmp(const void *x, const void *y) {
-    float p = *(const float *)x, q = *(const float *)y;
-    return p < q ? -1 : p > q;
+/* The k-th smallest of v[0..n) (Hoare's selection: v is reordered, linear on average). */
+static float select_k(float *v, long n, long k) {
+    long lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[lo + (hi - lo) / 2];
+        long i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                float t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return v[k];
+    }
+    return v[k];
 }
 
-/* The median of r's calls' GPU time (sorts r->durs); NAN when some call's time is not kept. */
+/* The median of r's calls' GPU time (reorders r->durs); NAN when some call's time is not kept. */
 static double median_of(erow *r) {
     if (r->durs_cut || !r->nd) return NAN;
-    qsort(r->durs, r->nd, sizeof *r->durs, float_cmp);
-    return r->nd % 2 ? r->durs[r->nd / 2] : ((double)r->durs[r->nd / 2 - 1] + r->durs[r->nd / 2]) / 2;
+    long n = (long)r->nd;
+    double hi = select_k(r->durs, n, n / 2);
+    return n % 2 ? hi : ((double)select_k(r->durs, n, n / 2 - 1) + hi) / 2;
 }
 
 static const char *row_name(A *a, const erow *r) {
@@ -1191,11 +1264,19 @@ int an_effic_doc(A *a, json_t **out) {
     efigs all = {0};
     double rows_us = 0;
     size_t n = 0;
+    for (size_t i = 0; i < e->nrows; i++)
+        if (e->rows[i].special != ROW_RANGES) order[n++] = &e->rows[i];
+    if (n) qsort(order, n, sizeof *order, row_cmp);
+    int rc = kernel_evidence(a, e, order, n);
+    if (rc) {
+        free(verd), free(order);
+        json_decref(doc), json_decref(session), json_decref(ops), json_decref(phases);
+        return rc;
+    }
     for (size_t i = 0; i < e->nrows; i++) {
         verdict_of(e, &e->rows[i], &verd[i]);
         figs_add(&all, e, &e->rows[i], &verd[i], &e->rows[i].s);
         rows_us += e->rows[i].s.gpu_us;
-        if (e->rows[i].special != ROW_RANGES) order[n++] = &e->rows[i];
     }
     model_peak(e, verd);
     e->mfu_flops = all.mfu_flops;
@@ -1218,7 +1299,6 @@ int an_effic_doc(A *a, json_t **out) {
     for (int i = 0; later[i]; i++) json_object_set_new(session, later[i], json_null());
     json_object_set_new(doc, "session", session);
     /* rows by GPU time, the EFFIC_ROWS_OUT longest */
-    if (n) qsort(order, n, sizeof *order, row_cmp);
     double omitted_us = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = (size_t)(order[i] - e->rows);

@@ -160,7 +160,7 @@ static int pop_frame(A *a, frame *stack, int *depth) {
  * walk's 211M on the many-names shape at 30 MB. The rows come in the index's order within
  * an id, the order TOTAL added them in, and TOTAL's sum is a plain double (SQLite 3.40
  * func.c sumStep; 3.43 moved to Kahan-Babushka-Neumaier), so d and k are the same doubles. */
-#define GCUR_SQL "SELECT corr, dur, kind, name, ts, bps FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
+#define GCUR_SQL "SELECT corr, dur, kind, name, ts FROM scratch.ev WHERE cls = 2 AND corr >= ?1 ORDER BY corr"
 typedef struct gcur {
     idcur c;         /* first: gcur_fold casts */
     const A *a;
@@ -169,8 +169,7 @@ typedef struct gcur {
     int sync;        /* the correlation's work holds a pageable device-to-host copy */
     double u, u0, ue; /* the union of its GPU time (its rows come by ts: ev_corr's order), first start, end */
     double kc[3];    /* its kernel time by precision class (effic.c) */
-    long long kn, nbps; /* its kernels; of them, those with blocks per SM (effic.c) */
-    double bps;      /* their blocks per SM, summed */
+    long long kn;    /* its kernels (effic.c) */
     int causal;      /* its flash kernels' causal flag, -1 none says (effic.c) */
 } gcur;
 
@@ -191,8 +190,7 @@ static void gcur_fold(idcur *ic, int first) {
         c->u0 = ts;
         c->ue = -INFINITY;
         c->kc[0] = c->kc[1] = c->kc[2] = 0;
-        c->kn = c->nbps = 0;
-        c->bps = 0;
+        c->kn = 0;
         c->causal = -1;
     }
     if (ts >= c->ue) c->u += dur;
@@ -205,10 +203,6 @@ static void gcur_fold(idcur *ic, int first) {
         unsigned k = name >= 0 && (size_t)name < c->a->nkclass ? c->a->kclass[name] : 0;
         c->kc[k ? k - 1 : 2] += dur; /* a name the table lacks: unclassified */
         c->kn++;
-        if (sqlite3_column_type(ic->s, 5) != SQLITE_NULL) {
-            c->bps += sqlite3_column_double(ic->s, 5);
-            c->nbps++;
-        }
         int cz = name >= 0 && (size_t)name < c->a->nkclass && c->a->kcausal ? c->a->kcausal[name] : -1;
         if (cz > c->causal) c->causal = cz; /* a causal kernel wins */
     }
@@ -228,8 +222,6 @@ static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     r->gte = r->has_g ? c->ue : 0;
     for (int i = 0; i < 3; i++) r->gkc[i] = r->has_g ? c->kc[i] : 0;
     r->gkn = r->has_g ? c->kn : 0;
-    r->gnbps = r->has_g ? c->nbps : 0;
-    r->gbps = r->has_g ? c->bps : 0;
     r->gcausal = r->has_g ? c->causal : -1;
     return rc;
 }
@@ -253,8 +245,7 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gsync = 0;
     r->gu = r->gts = r->gte = 0;
     r->gkc[0] = r->gkc[1] = r->gkc[2] = 0;
-    r->gkn = r->gnbps = 0;
-    r->gbps = 0;
+    r->gkn = 0;
     r->gcausal = -1;
     r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
     r->total_alloc = h->total_alloc;

@@ -70,7 +70,7 @@ CREATE VIEW kscratch.ops AS SELECT o.grouping, fp_str(o.name_id) AS name, o.kind
 -- columns: they cover what the GPU passes, the busy merges, GCUR_SQL and the launch delays
 -- read, so those never look a row up in ev by rowid, which is a random read of a file
 -- larger than the page cache (their queries took 99 ms at 100 MB with lookups, 49 without).
-CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur, kind, name, track, bps) WHERE corr IS NOT NULL;
+CREATE INDEX scratch.ev_corr ON ev(corr, cls, ts, dur, kind, name, track) WHERE corr IS NOT NULL;
 -- ev_gpu's corr comes right after ts: the idle gaps read each device by (ts, corr), the
 -- activity a gap ends in, and with corr third the index gives that order whole; with it
 -- last, SQLite sorted each run of equal ts (a temp B-tree for the right part of the ORDER
