@@ -200,7 +200,12 @@
     doc0 = doc;
     const s = doc.session || {};
     rows = doc.operators || [];
-    // a CPU-only trace: no GPU time, no device: the section has nothing to say
+    // a CPU-only trace: no GPU time, no device: the section has nothing to say; a session
+    // stored before the figures existed (no gpu_us at all) says so
+    if (s.gpu_us === undefined) {
+      document.getElementById('effic-summary').textContent = doc.device_reason || 'No efficiency figures for this session.';
+      return;
+    }
     if (!(fin(s.gpu_us) && s.gpu_us > 0) && !rows.length && !doc.device) { section.hidden = true; return; }
     const sum = document.getElementById('effic-summary');
     if (sum) sum.textContent = summaryLine(doc);
