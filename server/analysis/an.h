@@ -51,6 +51,12 @@ typedef struct frame {
     long long e_n;             /* launches with GPU work */
     double e_u, e_ue;          /* the union of their GPU time, in launch order; its end so far */
     double e_kc[3];            /* of it, kernel time by precision class (lib/flops.h KC_*) */
+    long long e_kn;            /* their kernels */
+    long long e_corr;          /* the correlation id of its first launch with kernels (effic.c's sample of its grid) */
+    int e_causal;              /* their flash kernels' causal flag: 1, 0, -1 none says */
+    long long seq;             /* EV_HOST_OP: args "Sequence number", -1 none (trace.h hrec) */
+    double flops_arg;          /* EV_HOST_OP: args "flops" (torch's with_flops), -1 none */
+    long track;                /* the thread it is on */
 } frame;
 
 typedef struct agg {
@@ -77,6 +83,8 @@ typedef struct hrow {
     double ts, te, dur, gd, gk;    /* gd, gn: the GPU time and count of the correlation; gk: of kernels */
     double gu, gts, gte;           /* the union of the correlation's GPU time, its first start, its end */
     double gkc[3];                 /* its kernel time by precision class (lib/flops.h KC_*) */
+    long long gkn;                 /* its kernels (effic.c) */
+    int gcausal;                   /* its flash kernels' causal flag: 1, 0, -1 none says (effic.c) */
     long long bytes, gn, seq, corr; /* corr: -1 when none */
     long long total_alloc, total_reserved; /* EV_MEMORY: hrec's, -1 when absent */
 } hrow;
@@ -345,6 +353,7 @@ typedef struct A {
     size_t nsteps, capsteps;
     struct effic_state *eff;       /* effic.c: the efficiency pass's sums, NULL when it is off */
     unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
+    signed char *kcausal;          /* per string id: a flash kernel's causal flag (flops_kernel_causal), -1 none */
     size_t nkclass;
     json_t *effic;                 /* the efficiency document (effic.c), from before an_suspects on;
                                     * owned by analyze_run (borrowed here): suspects.c reads verdicts */

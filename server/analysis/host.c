@@ -169,6 +169,8 @@ typedef struct gcur {
     int sync;        /* the correlation's work holds a pageable device-to-host copy */
     double u, u0, ue; /* the union of its GPU time (its rows come by ts: ev_corr's order), first start, end */
     double kc[3];    /* its kernel time by precision class (effic.c) */
+    long long kn;    /* its kernels (effic.c) */
+    int causal;      /* its flash kernels' causal flag, -1 none says (effic.c) */
 } gcur;
 
 /* One GPU row into its id's sums: kernels' time in k, sync when its name is a pageable
@@ -188,6 +190,8 @@ static void gcur_fold(idcur *ic, int first) {
         c->u0 = ts;
         c->ue = -INFINITY;
         c->kc[0] = c->kc[1] = c->kc[2] = 0;
+        c->kn = 0;
+        c->causal = -1;
     }
     if (ts >= c->ue) c->u += dur;
     else if (te > c->ue) c->u += te - c->ue;
@@ -198,6 +202,9 @@ static void gcur_fold(idcur *ic, int first) {
         c->k += dur;
         unsigned k = name >= 0 && (size_t)name < c->a->nkclass ? c->a->kclass[name] : 0;
         c->kc[k ? k - 1 : 2] += dur; /* a name the table lacks: unclassified */
+        c->kn++;
+        int cz = name >= 0 && (size_t)name < c->a->nkclass && c->a->kcausal ? c->a->kcausal[name] : -1;
+        if (cz > c->causal) c->causal = cz; /* a causal kernel wins */
     }
     if (name >= 0 && (size_t)name < c->a->nnflags && (c->a->nflags[name] & want) == want) c->sync = 1;
 }
@@ -214,6 +221,8 @@ static int gcur_get(A *a, gcur *c, long long corr, hrow *r) {
     r->gts = r->has_g ? c->u0 : 0;
     r->gte = r->has_g ? c->ue : 0;
     for (int i = 0; i < 3; i++) r->gkc[i] = r->has_g ? c->kc[i] : 0;
+    r->gkn = r->has_g ? c->kn : 0;
+    r->gcausal = r->has_g ? c->causal : -1;
     return rc;
 }
 
@@ -236,6 +245,8 @@ static int hrow_of(A *a, gcur *c, long track, const hrec *h, hrow *r) {
     r->gsync = 0;
     r->gu = r->gts = r->gte = 0;
     r->gkc[0] = r->gkc[1] = r->gkc[2] = 0;
+    r->gkn = 0;
+    r->gcausal = -1;
     r->corr = h->has_corr || h->cls == EV_MEMORY ? h->corr : -1; /* a memory event's device (trace.h) */
     r->total_alloc = h->total_alloc;
     r->total_reserved = h->total_reserved;
@@ -323,6 +334,10 @@ static int walk_row(A *a, walker *w, const hrow *r) {
     f->name = r->name;
     f->shapes = r->shapes;
     f->xargs = r->cls == EV_HOST_OP ? (long)r->bytes : -1; /* trace.h: an op's bytes name its xargs */
+    /* trace.h: an op's total_alloc / total_reserved are its Sequence number / flops args */
+    f->seq = r->cls == EV_HOST_OP ? r->total_alloc : -1;
+    f->flops_arg = r->cls == EV_HOST_OP && r->total_reserved > 0 ? (double)r->total_reserved : -1;
+    f->track = r->track;
     f->ts = ts;
     f->te = te;
     f->dur = r->dur;

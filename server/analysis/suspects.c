@@ -1005,10 +1005,11 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
         double frac = ev_num(in->ev, "peak_fraction"), share = ev_num(in->ev, "share_of_gpu_time") * 100;
         int known = json_is_number(json_object_get(in->ev, "peak_fraction"));
         bound_phrase(in->ev, b, sizeof b);
-        if (!strcmp(bound, "memory"))
-            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Move fewer bytes per result: batch more requests per step "
-                     "(continuous batching), quantize the weights (int8, fp8, int4) or the KV cache, or decode speculatively; compare "
-                     "throughput per step", culprit, share, b);
+        if (!strcmp(bound, "memory")) /* the words fit the op: /efficiency's memory_advice (no KV cache for a convolution) */
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s %s", culprit, share, b,
+                          ev_str(in->ev, "memory_advice")[0] ? ev_str(in->ev, "memory_advice")
+                                                             : "Move fewer bytes per result: fuse it with the ops around it, use a lower "
+                                                               "precision, or batch more work per call; compare GPU time per step");
         else if (!strcmp(bound, "compute") && known && frac >= 0.6)
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Little is left in that kernel: look at the next operator (%s) "
                      "or at the algorithm (fewer FLOPs)", culprit, share, b, ev_str(in->ev, "next_op")[0] ? ev_str(in->ev, "next_op") : "none");
@@ -1016,9 +1017,9 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s It is below the roof: use a lower precision on tensor cores (bf16, "
                      "fp8), tile-aligned shapes (multiples of 64 or 128) and a fused library kernel; check with %s", culprit, share, b,
                      rocm ? "rocprof (Omniperf)" : "Nsight Compute (ncu)");
-        else if (!strcmp(bound, "latency"))
-            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Its kernels are too small to fill the GPU: give each more work "
-                     "(batch, larger tiles), fuse it with its neighbours, or replay it in a %s", culprit, share, b, rocm ? "HIP graph" : "CUDA graph");
+        else if (!strcmp(bound, "latency")) /* short kernels under one block per SM (/efficiency): a graph cannot fill the GPU */
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Its kernels are short and fill under one block per SM: give "
+                     "each more work (batch more, larger tiles) or fuse it with its neighbours", culprit, share, b);
         else
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time): the next question is whether it is compute-bound or memory-bound, "
                      "which this trace cannot tell (%s); record with record_shapes=True on a known device, or measure its kernels' FLOP/s and "

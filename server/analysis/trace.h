@@ -39,7 +39,9 @@ typedef struct hrec {
     int32_t kind, name, shapes; /* string ids; shapes -1: none */
     uint8_t cls, devtype, has_corr, late; /* late: see host_late */
     long long total_alloc, total_reserved; /* EV_MEMORY: args "Total Allocated" / "Total Reserved" (the allocator's
-                                            * totals after the event); -1 when absent (and for the other classes) */
+                                            * totals after the event); EV_HOST_OP: args "Sequence number" (autograd's
+                                            * link of a forward op to its backward) / "flops" (torch's with_flops
+                                            * count, > 0); -1 when absent (and for the other classes) */
 } hrec;
 #define XARGS_BYTES_MAX (8u << 20) /* trace_ctx.xargs: all its strings together */
 #define XARGS_ONE_MAX 4096         /* one of them */

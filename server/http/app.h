@@ -40,6 +40,7 @@ typedef struct server_cfg {
     unsigned agent_timeout_s;        /* --agent-timeout: an agent silent this long fails its captures, default 60 */
     unsigned max_polls;              /* --max-polls: agents' long polls waiting at once, default 32 */
     unsigned long long min_download_rate; /* --min-download-rate: a reply taken slower (bytes/s, deadline.h) is cut; default 8192; 0 off */
+    const char *devices_file;        /* --devices: device rows for the efficiency figures (devfile.h); NULL: none */
 } server_cfg;
 
 typedef struct app {

@@ -25,6 +25,7 @@
 #include "http/auth.h"
 #include "http/capture.h"
 #include "http/deadline.h"
+#include "http/devfile.h"
 #include "http/form.h"
 #include "http/metrics.h"
 #include "http/reply.h"
@@ -537,6 +538,12 @@ int http_serve(app *a) {
      * find one free while it trickles (issue 22); behind a proxy every client is the proxy. */
     unsigned per_ip = a->cfg->max_connections_per_ip && a->cfg->max_connections_per_ip < a->cfg->max_connections
                           ? a->cfg->max_connections_per_ip : a->cfg->max_connections;
+    /* --devices: read before the first upload; a file that does not parse stops the start-up */
+    char derr[512], qerr[1100];
+    if (a->cfg->devices_file && *a->cfg->devices_file && devfile_load(a->cfg->devices_file, derr, sizeof derr)) {
+        log_line("error", "--devices: the file does not parse", "error=%s", logfmt_quote(derr, qerr, sizeof qerr));
+        return 2;
+    }
     if (deadline_start(a->cfg->header_timeout_s, a->cfg->min_body_rate, a->cfg->min_download_rate)) {
         log_line("error", "cannot start the connection deadline thread", NULL);
         return 1;

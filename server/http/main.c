@@ -110,6 +110,9 @@ static const opt opts[] = {
     {"max-polls", OPT_UINT, CFG(max_polls), 1, 0, "N",
      "agents' long polls waiting at once (each holds a connection and\nits thread); more are answered at once with retry_s\n"
      "[FIRSTPASS_MAX_POLLS] (default 32)"},
+    {"devices", OPT_STR, CFG(devices_file), 0, 0, "FILE",
+     "device rows (a name pattern, dense peaks per precision, bandwidth) tried\nbefore the built-in table for the efficiency figures; JSON, at most\n"
+     "1 MiB and 256 rows (docs/efficiency.md) [FIRSTPASS_DEVICES]; a file\nthat does not parse stops the start-up"},
     {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
 };
 

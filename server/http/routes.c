@@ -239,7 +239,9 @@ static int h_efficiency(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, query_efficiency(db_, rq->id, &body));
     if (rc_) return db_fail(out, rc_, rq->id);
     static const char *const cols[] = {"name", "shape", "dtype", "precision_class", "calls", "gpu_us", "flops", "bytes", "tflops",
-                                       "gbps", "intensity", "bound", "peak_fraction", "peak_used", NULL};
+                                       "gbps", "intensity", "bound", "peak_fraction", "peak_used", "status", "gpu_us_min",
+                                       "gpu_us_median", "gpu_us_max", "unit", "roof_us", "best_unit", "best_roof_us", "above_roof_us",
+                                       "kernel_us_mean", "blocks_per_sm", "bound_reason", NULL};
     const char *f = http_query(rq, "format");
     if ((f && !strcmp(f, "csv")) || !http_wants_text(rq)) return text_or_csv(rq, out, body, "operators", cols);
     size_t len;

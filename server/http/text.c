@@ -247,14 +247,28 @@ static void effic_line(buf *b, const char *key, const json_t *v) {
 }
 
 char *text_efficiency(const json_t *reply, const char *const *cols, size_t *len) {
-    static const char *const keys[] = {"gpu_utilization", "sm_efficiency", "achieved_occupancy", "tensor_core_fraction", "mfu", "mbu",
-                                       "coverage", NULL};
+    /* coverage first: the figures after it are those of the modelled share only */
+    static const char *const keys[] = {"coverage", "modelled_us", "copies_us", "gpu_us", "gpu_utilization", "sm_efficiency",
+                                       "achieved_occupancy", "tensor_core_fraction", "mfu", "mbu", "judged_us", "best_roof_us",
+                                       "above_roof_us", NULL};
     const json_t *dev = json_object_get(reply, "device"), *s = json_object_get(reply, "session");
     buf b = {0};
     effic_line(&b, "device", json_is_object(dev) ? json_object_get(dev, "name") : json_null());
     effic_line(&b, "device_row", json_is_object(dev) ? json_object_get(dev, "row") : json_null());
+    effic_line(&b, "device_table", json_is_object(dev) ? json_object_get(dev, "table") : json_null());
     if (!json_is_object(dev)) effic_line(&b, "device_reason", json_object_get(reply, "device_reason"));
     for (int i = 0; keys[i]; i++) effic_line(&b, keys[i], json_object_get(s, keys[i]));
+    effic_line(&b, "mfu_peak", json_object_get(json_object_get(s, "mfu_peak"), "unit"));
+    /* the unknown GPU time by reason, in full (the table cuts a reason at its width) */
+    const json_t *u;
+    size_t i;
+    json_array_foreach(json_object_get(s, "unmodelled"), i, u) {
+        char fr[32] = "null";
+        const json_t *f = json_object_get(u, "fraction");
+        if (json_is_number(f)) snprintf(fr, sizeof fr, "%.3f", json_number_value(f));
+        buf_printf(&b, "unmodelled: %s of the GPU time (%s): %s\n", fr, json_string_value(json_object_get(u, "top")),
+                   json_string_value(json_object_get(u, "reason")));
+    }
     buf_puts(&b, "\n");
     size_t n;
     char *t = text_rows(json_object_get(reply, "operators"), cols, &n);

@@ -566,12 +566,14 @@ static int index_event(loader *l, const ingest_event *e, int cls, const char *ki
     long long bytes = e->has_bytes ? e->bytes : 0;
     if (cls == EV_HOST_OP) bytes = xargs_id(l, e); /* trace.h: an op's bytes name its xargs */
     if (bytes == -2) return w_fail(l, ERR_NOMEM, "out of memory");
-    int mem = cls == EV_MEMORY;
+    int mem = cls == EV_MEMORY, op = cls == EV_HOST_OP;
+    /* trace.h: an op's two last fields are its Sequence number and flops args */
+    long long t1 = mem ? (e->has_total_alloc && e->total_alloc >= 0 ? e->total_alloc : -1) : op && e->has_seq && e->seq >= 0 ? e->seq : -1;
+    long long t2 = mem ? (e->has_total_reserved && e->total_reserved >= 0 ? e->total_reserved : -1)
+                       : op && e->has_flops && e->flops > 0 ? e->flops : -1;
     hrec h = {ts, ts + dur, dur, bytes, corr, l->t.analysed,
               (int32_t)kind_id, (int32_t)name_id, (int32_t)shapes, (uint8_t)cls,
-              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late,
-              mem && e->has_total_alloc && e->total_alloc >= 0 ? e->total_alloc : -1,
-              mem && e->has_total_reserved && e->total_reserved >= 0 ? e->total_reserved : -1};
+              (uint8_t)(e->has_devtype ? e->devtype : 0), (uint8_t)e->has_corr, (uint8_t)late, t1, t2};
     if ((rc = add_hrec(l, tr, &h))) return w_fail(l, rc, rc == ERR_DB ? sqlite3_errmsg(l->t.db) : "out of memory");
     return 0;
 }

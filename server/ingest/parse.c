@@ -39,7 +39,7 @@
 enum field {
     F_NONE, F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ARGS,
     A_CORR, A_EXT, A_DEVICE, A_STREAM, A_BYTES, A_DEVTYPE, A_REGS, A_SMEM,
-    A_TOTAL_ALLOC, A_TOTAL_RESERVED,
+    A_TOTAL_ALLOC, A_TOTAL_RESERVED, A_SEQ, A_FLOPS,
     A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC
 };
 
@@ -264,8 +264,8 @@ static long long num_int(const char *s, size_t n) {
 static int set_num(ingest *in, const char *s, size_t n) {
     ingest_event *e = &in->ev;
     switch (in->field) {
-    /* Most numbers of an event are args nobody reads here ("Sequence number", "Fwd
-     * thread id", ...): they stay only in the event's JSON, unconverted. */
+    /* Most numbers of an event are args nobody reads here ("Fwd thread id", ...): they
+     * stay only in the event's JSON, unconverted. */
     case F_NONE: case F_ARGS: return 0;
     case F_TS: e->ts = num_double(s, n); e->has_ts = 1; return 0;
     case F_DUR: e->dur = num_double(s, n); e->has_dur = 1; return 0;
@@ -291,6 +291,8 @@ static int set_num(ingest *in, const char *s, size_t n) {
     case A_SMEM: e->smem = ll; e->has_smem = 1; break;
     case A_TOTAL_ALLOC: e->total_alloc = ll; e->has_total_alloc = 1; break;
     case A_TOTAL_RESERVED: e->total_reserved = ll; e->has_total_reserved = 1; break;
+    case A_SEQ: e->seq = ll; e->has_seq = 1; break;
+    case A_FLOPS: e->flops = ll; e->has_flops = 1; break;
     default: break;
     }
     return 0;
@@ -470,6 +472,7 @@ static enum field args_key(const unsigned char *k, size_t n) {
     K("Input type", A_TYPES); K("Concrete Inputs", A_CONCRETE);
     K("blocks per SM", A_BPS); K("est. achieved occupancy %", A_OCC);
     K("Total Allocated", A_TOTAL_ALLOC); K("Total Reserved", A_TOTAL_RESERVED);
+    K("Sequence number", A_SEQ); K("flops", A_FLOPS);
     return F_NONE;
 #undef K
 }

@@ -34,6 +34,9 @@ typedef struct ingest_event {
     int has_corr, has_ext, has_device, has_stream, has_bytes, has_devtype, has_regs, has_smem, has_bps, has_occ;
     long long total_alloc, total_reserved; /* [memory]: args "Total Allocated" / "Total Reserved", the allocator's after the event */
     int has_total_alloc, has_total_reserved;
+    long long seq;               /* args["Sequence number"]: autograd's link of a forward op to its backward */
+    long long flops;             /* args.flops: torch's own count (profile(with_flops=True)) */
+    int has_seq, has_flops;
     const char *shapes;          /* args["Input Dims"] as Python's str(): "[[2, 3], []]"; NULL if absent */
     const char *grid, *block;    /* "[1, 1, 1]" or NULL */
     const char *types;           /* args["Input type"] as Python's str(): "['float', 'Scalar']"; NULL if absent */

@@ -62,19 +62,27 @@ static long long limit_smem(const occ_device *d, long long smem) {
     return per_block > 0 ? d->smem_per_sm / per_block : INT_MAX;
 }
 
+/* Bounds past any CUDA device, so that no product below can overflow (issue 50 finding 14:
+ * a hostile trace's grid of 2^40 per dimension multiplied 64-bit integers past their range):
+ * a block dimension over 2^20 (CUDA's most is 1024), a grid dimension over 2^32 (2^31 - 1),
+ * more than 2^16 registers a thread, 2^40 bytes of shared memory, a warp over 1024 threads. */
+#define OCC_BLOCK_DIM_MAX (1LL << 20)
+#define OCC_GRID_DIM_MAX (1LL << 32)
+
 static int inputs_known(const occ_device *d, const occ_launch *l) {
-    if (!known_arch(d->compute_major) || d->num_sms <= 0 || d->warp_size <= 0 || d->max_threads_per_block <= 0 ||
-        d->max_threads_per_sm <= 0 || d->regs_per_block <= 0 || d->smem_per_block <= 0 || d->smem_per_sm <= 0)
+    if (!known_arch(d->compute_major) || d->num_sms <= 0 || d->warp_size <= 0 || d->warp_size > 1024 || d->max_threads_per_block <= 0 ||
+        d->max_threads_per_sm <= 0 || d->regs_per_block <= 0 || d->smem_per_block <= 0 || d->smem_per_sm <= 0 ||
+        d->smem_per_block > (1LL << 40) || d->smem_per_block_optin > (1LL << 40) || d->smem_per_sm > (1LL << 40))
         return 0;
     for (int i = 0; i < 3; i++)
-        if (l->grid[i] < 1 || l->block[i] < 1) return 0;
-    return l->regs_per_thread >= 0 && l->smem_bytes >= 0;
+        if (l->grid[i] < 1 || l->block[i] < 1 || l->grid[i] > OCC_GRID_DIM_MAX || l->block[i] > OCC_BLOCK_DIM_MAX) return 0;
+    return l->regs_per_thread >= 0 && l->regs_per_thread <= 65536 && l->smem_bytes >= 0 && l->smem_bytes <= (1LL << 40);
 }
 
 int occ_estimate(const occ_device *d, const occ_launch *l, occ_result *r) {
     if (!inputs_known(d, l)) return -1;
     long long threads = l->block[0] * l->block[1] * l->block[2];
-    long long blocks = l->grid[0] * l->grid[1] * l->grid[2];
+    double blocks = (double)l->grid[0] * (double)l->grid[1] * (double)l->grid[2]; /* up to 2^96: a double */
     long long wpb = div_up(threads, d->warp_size);
     long long lim[4] = {limit_warps(d, threads, wpb), limit_regs(d, l->regs_per_thread, wpb), limit_smem(d, l->smem_bytes),
                         d->max_blocks_per_sm > 0 ? d->max_blocks_per_sm : max_blocks_table(d->compute_major, d->compute_minor)};
@@ -87,7 +95,7 @@ int occ_estimate(const occ_device *d, const occ_launch *l, occ_result *r) {
     for (int i = 0; i < 4; i++)
         if (lim[i] == active) r->limiter |= 1 << i;
     r->warps_per_block = (int)wpb;
-    r->blocks_per_sm = (double)blocks / d->num_sms;
+    r->blocks_per_sm = blocks / d->num_sms;
     r->theoretical = (double)active * (double)threads / d->max_threads_per_sm;
     double resident = r->blocks_per_sm < (double)active ? r->blocks_per_sm : (double)active;
     r->est_occupancy = resident * (double)threads / d->max_threads_per_sm;

@@ -3,6 +3,7 @@
  * (sort columns, one EXISTS per label filter), never of request text. */
 #include "store/query.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -352,6 +353,11 @@ static long long prop_num(const json_t *dp, const char *k) {
     double v = json_number_value(json_object_get(dp, k));
     return v > 0 && v < 1e15 ? (long long)v : 0;
 }
+/* A count that is an int (SMs, threads, registers): 0 past int's range (issue 50 finding 14). */
+static int prop_int(const json_t *dp, const char *k) {
+    long long v = prop_num(dp, k);
+    return v <= INT_MAX ? (int)v : 0;
+}
 
 /* The session's first deviceProperties entry: kernel rows aggregate over devices and do
  * not say which one ran them, and the GPUs of one trace are alike. 0 when it has none. */
@@ -364,12 +370,12 @@ static int session_device(db_conn *db, long long id, occ_device *d) {
     if (db_step(s) == DB_ROW) {
         json_t *meta = col_json(s, 0), *dp = json_array_get(json_object_get(meta, "deviceProperties"), 0);
         if (json_is_object(dp)) {
-            *d = (occ_device){(int)prop_num(dp, "computeMajor"), (int)prop_num(dp, "computeMinor"), (int)prop_num(dp, "numSms"),
-                              (int)prop_num(dp, "warpSize"), (int)prop_num(dp, "maxThreadsPerBlock"),
-                              (int)prop_num(dp, "maxThreadsPerMultiprocessor"), (int)prop_num(dp, "regsPerBlock"),
-                              (int)prop_num(dp, "regsPerMultiprocessor"), prop_num(dp, "sharedMemPerBlock"),
+            *d = (occ_device){prop_int(dp, "computeMajor"), prop_int(dp, "computeMinor"), prop_int(dp, "numSms"),
+                              prop_int(dp, "warpSize"), prop_int(dp, "maxThreadsPerBlock"),
+                              prop_int(dp, "maxThreadsPerMultiprocessor"), prop_int(dp, "regsPerBlock"),
+                              prop_int(dp, "regsPerMultiprocessor"), prop_num(dp, "sharedMemPerBlock"),
                               prop_num(dp, "sharedMemPerBlockOptin"), prop_num(dp, "sharedMemPerMultiprocessor"),
-                              (int)prop_num(dp, "maxBlocksPerMultiProcessor")};
+                              prop_int(dp, "maxBlocksPerMultiProcessor")};
             ok = 1; /* occ_estimate says which of these are missing */
         }
         json_decref(meta);
@@ -411,7 +417,7 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
      * (no grid) and traces without device properties read null */
     long long g[3];
     int bps = have_device && d->num_sms > 0 && !dims_of(json_object_get(r, "grid"), g);
-    json_object_set_new(r, "blocks_per_sm", bps ? json_real((double)(g[0] * g[1] * g[2]) / d->num_sms) : json_null());
+    json_object_set_new(r, "blocks_per_sm", bps ? json_real((double)g[0] * (double)g[1] * (double)g[2] / d->num_sms) : json_null());
     /* Kernels stored since schema version 7 carry tb-profiler's duration-weighted means over
      * every launch (store/schema.sql): those win over the one stored launch's figures. */
     json_t *mb = json_object_get(r, "mean_bps"), *mo = json_object_get(r, "mean_occ"), *ms = json_object_get(r, "mean_sme");

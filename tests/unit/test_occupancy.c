@@ -126,6 +126,22 @@ static void test_occupancy_limiter_names(void **state) {
     assert_string_equal(occ_limiter_name(0), "");
 }
 
+/* Issue 50 finding 14: dimensions past any device are unknown, never a product that wraps. */
+static void test_occupancy_dims_that_overflow(void **state) {
+    (void)state;
+    occ_device d = A100;
+    occ_result r;
+    occ_launch l = {{1LL << 40, 1LL << 40, 1LL << 40}, {128, 1, 1}, 32, 0};
+    assert_int_equal(occ_estimate(&d, &l, &r), -1);
+    occ_launch b = {{1, 1, 1}, {1LL << 40, 1LL << 40, 1LL << 40}, 32, 0};
+    assert_int_equal(occ_estimate(&d, &b, &r), -1);
+    occ_launch s = {{1, 1, 1}, {128, 1, 1}, 32, 9223372036854775000LL};
+    assert_int_equal(occ_estimate(&d, &s, &r), -1);
+    occ_launch big = {{2147483647, 65535, 65535}, {128, 1, 1}, 32, 0}; /* CUDA's largest grid still has a figure */
+    assert_int_equal(occ_estimate(&d, &big, &r), 0);
+    assert_true(r.blocks_per_sm == 2147483647.0 * 65535 * 65535 / 108);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_occupancy_a100_register_limited_matches_kineto),
@@ -139,6 +155,7 @@ int main(void) {
         cmocka_unit_test(test_occupancy_max_blocks_from_trace),
         cmocka_unit_test(test_occupancy_unknown_inputs),
         cmocka_unit_test(test_occupancy_limiter_names),
+        cmocka_unit_test(test_occupancy_dims_that_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
