@@ -32,7 +32,7 @@ class Tokens(unittest.TestCase):
             wait_for(lambda: srv.request("GET", "/api/v1/targets")[1]["targets"], 10, what="the registration")
             names = [t["name"] for t in srv.json("/api/v1/targets")["targets"]]
             self.assertEqual(names, ["replica-3"], "the agent without a token could not register")
-            self.assertIn("HTTP 401", anon.log())
+            self.assertIn("msg=\"registration refused\" status=401", anon.log())
             body = {"target": "replica-3", "seconds": 1}
             st, b = srv.request("POST", "/api/v1/captures", body)
             self.assertEqual((st, b["error"]["code"]), (401, "unauthorized"))

@@ -126,7 +126,7 @@ class Watch(unittest.TestCase):
     def test_refused_file_is_not_sent_again(self):
         self.agent = Agent(self.srv.base, "--watch", self.dir, "--settle", "0.2", "--retry", "0.3")
         self.drop("bad.json", b'{"traceEvents": 5}')
-        wait_for(lambda: "the server refused" in self.agent.log(), 10, what="the refusal in the log")
+        wait_for(lambda: "msg=refused" in self.agent.log(), 10, what="the refusal in the log")
         time.sleep(1.5)
         self.assertEqual(metric(self.srv, 'firstpass_uploads_total{result="rejected"}'), 1)
         self.assertEqual(self.srv.sessions(), [])
