@@ -996,6 +996,8 @@ struct fp_watch {
     sidx idx;                /* path -> index in f */
     int *ready;              /* this scan's candidates, in path order */
     size_t nready, ready_cap, cursor;
+    int changed;             /* something that may change the candidates happened since they were listed */
+    double due;              /* fp_now() when a file not settled yet may become a candidate */
 };
 
 fp_watch *fp_watch_new(double settle_s)
@@ -1173,11 +1175,14 @@ static int file_get(fp_watch *w, int d, const char *name)
 }
 
 /* What a stat says about e: a new size or mtime is a new version (settle again, check again). */
-static void note_stat(wfile *e, const struct stat *st, double now)
+static void note_stat(fp_watch *w, wfile *e, const struct stat *st, double now)
 {
+    if (!e->alive)
+        w->changed = 1;
     e->alive = 1;
     if (e->size == st->st_size && e->mtime_ns == mtime_ns_of(st))
         return;
+    w->changed = 1;
     e->size = st->st_size;
     e->mtime_ns = mtime_ns_of(st);
     e->stable_since = now;
@@ -1213,7 +1218,7 @@ static int scan_dir(fp_watch *w, int d, double now)
             return -1;
         }
         if (i >= 0) {
-            note_stat(&w->f[i], &st, now);
+            note_stat(w, &w->f[i], &st, now);
             w->f[i].gen = w->gen;
         }
     }
@@ -1226,16 +1231,19 @@ static void restat(fp_watch *w, wfile *e, double now)
 {
     struct stat st;
     e->dirty = 0;
+    w->changed = 1; /* an event came: seen_write and closed may have moved */
     if (fstatat(w->dirs[e->dir].fd, e->path + e->name_off, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
         e->alive = 0;
     else
-        note_stat(e, &st, now);
+        note_stat(w, e, &st, now);
 }
 
 /* Drops the entries of files that are gone; keeps the index right. -1 on out of memory. */
-static int drop_dead(fp_watch *w)
+static int drop_dead(fp_watch *w, size_t dead)
 {
     size_t keep = 0;
+    if (dead == 0)
+        return 0;
     for (size_t i = 0; i < w->n; i++) {
         if (w->f[i].alive)
             w->f[keep++] = w->f[i];
@@ -1244,6 +1252,7 @@ static int drop_dead(fp_watch *w)
     }
     if (keep == w->n)
         return 0;
+    w->changed = 1; /* indices moved */
     w->n = keep;
     sidx_free(&w->idx);
     for (size_t i = 0; i < w->n; i++)
@@ -1273,11 +1282,24 @@ static int cmp_ready(const void *a, const void *b)
  * in path order, so that the ranks of one capture go out rank 0 first. -1 on out of memory. */
 static int build_ready(fp_watch *w, double now)
 {
-    w->nready = w->cursor = 0;
+    w->cursor = 0;
+    if (!w->changed && now < w->due)
+        return 0; /* the same candidates as last time (fp_watch_next skips the ones handed out) */
+    w->nready = 0;
+    w->changed = 0;
+    w->due = now + 3600;
     for (size_t i = 0; i < w->n; i++) {
         const wfile *e = &w->f[i];
-        if (!e->alive || e->handed || e->verdict == 0 || e->verdict == -1 || !settled(w, e, now))
+        if (!e->alive || e->handed || e->verdict == 0 || e->verdict == -1 || e->kind == FP_KIND_NONE)
             continue;
+        if (!settled(w, e, now)) {
+            /* when it may settle: its settle time or its deferral over (an open writer's close
+             * comes as an event, which marks a change) */
+            double at = e->stable_since + w->settle_s > e->not_before ? e->stable_since + w->settle_s : e->not_before;
+            if (at > now && at < w->due)
+                w->due = at;
+            continue;
+        }
         if (w->nready == w->ready_cap) {
             size_t cap = w->ready_cap ? w->ready_cap * 2 : 64;
             int *r = realloc(w->ready, cap * sizeof *r);
@@ -1304,6 +1326,7 @@ int fp_watch_scan(fp_watch *w)
      * Between them only the files inotify named are stat'ed again. */
     int full = w->ifd < 0 || w->overflow || now >= w->next_rescan;
     if (full) {
+        w->changed = 1;
         w->gen++;
         w->overflow = 0;
         w->over_logged = 0;
@@ -1312,6 +1335,7 @@ int fp_watch_scan(fp_watch *w)
     for (size_t d = 0; d < w->ndirs; d++)
         if ((full || w->dirs[d].wd < 0 || w->dirs[d].fresh) && scan_dir(w, (int)d, now) != 0)
             return -1;
+    size_t dead = 0;
     for (size_t i = 0; i < w->n; i++) {
         wfile *e = &w->f[i];
         if (full && e->gen != w->gen)
@@ -1320,8 +1344,9 @@ int fp_watch_scan(fp_watch *w)
             restat(w, e, now);
         if (full && e->verdict == 0)
             e->verdict = 2; /* "not whole yet" is checked again at each full scan (an SQLite file's -wal went) */
+        dead += !e->alive;
     }
-    if (drop_dead(w) != 0)
+    if (drop_dead(w, dead) != 0)
         return -1;
     return build_ready(w, now);
 }
@@ -1335,6 +1360,7 @@ static int open_checked(fp_watch *w, wfile *e, double now)
     const char *name = e->path + e->name_off;
     int dfd = w->dirs[e->dir].fd;
     int fd = fp_open_in(dfd, name, &st, err, sizeof err);
+    w->changed = 1; /* unless it is handed out, this file leaves the candidates or changes */
     if (fd < 0) {
         if (errno == ENOENT) {
             e->alive = 0;
@@ -1347,7 +1373,7 @@ static int open_checked(fp_watch *w, wfile *e, double now)
         return -1;
     }
     if (st.st_size != e->size || mtime_ns_of(&st) != e->mtime_ns) {
-        note_stat(e, &st, now); /* changed since the scan: settle again */
+        note_stat(w, e, &st, now); /* changed since the scan: settle again */
         close(fd);
         return -1;
     }
@@ -1378,6 +1404,7 @@ int fp_watch_next(fp_watch *w, const fp_state *st, fp_watch_file *f)
             continue;
         if (fp_state_get(st, e->path, e->size, e->mtime_ns, NULL) != FP_ST_NONE) {
             e->handed = 1;
+            w->changed = 1;
             continue;
         }
         int fd = open_checked(w, e, now);
@@ -1401,6 +1428,7 @@ void fp_watch_defer(fp_watch *w, const char *path, double seconds)
     if (i >= 0) {
         w->f[i].not_before = fp_now() + seconds;
         w->f[i].handed = 0;
+        w->changed = 1;
     }
 }
 
@@ -1422,6 +1450,7 @@ double fp_watch_backoff(fp_watch *w, const char *path, double base, double max, 
         e->tries++;
     e->not_before = now + wait;
     e->handed = 0;
+    w->changed = 1;
     *failing_for = now - e->first_fail;
     return wait;
 }
@@ -1465,6 +1494,7 @@ static void on_event(fp_watch *w, const struct inotify_event *ev)
         return;
     wfile *e = &w->f[i];
     e->dirty = 1;
+    w->changed = 1;
     if (ev->mask & (IN_CREATE | IN_MODIFY)) {
         e->seen_write = 1;
         e->closed = 0;
