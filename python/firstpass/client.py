@@ -108,17 +108,24 @@ class Client:
     def iter_sessions(self, labels=None, name=None, source=None, since=None, until=None, page_size=100):
         """Yields session summaries (dicts), newest first, every page: it follows the server's
         `next` cursor. labels: every one must match (a dict or "k:v" strings); since/until:
-        Unix seconds. Raises FirstpassError, ValueError for bad labels."""
+        Unix seconds. It stops, raising FirstpassError, when a page repeats (a cursor seen
+        before: a proxy that drops the query string answers the first page for ever, issue 50)
+        instead of following it for ever. Raises FirstpassError, ValueError for bad labels."""
         params = _label_params(labels) + [("name", name), ("source", source), ("since", since),
                                           ("until", until), ("limit", page_size)]
-        cursor = None
+        cursor, seen = None, set()
         while True:
             page = self.request("GET", "/api/v1/sessions", params + [("next", cursor)])
+            cursor = page.get("next")
+            if cursor and cursor in seen:  # before yielding: the repeated page's sessions were yielded once
+                raise FirstpassError(200, None, "the server answered cursor %r twice: is a proxy dropping the query "
+                                     "string? stopped instead of reading the same page again" % str(cursor)[:80],
+                                     "GET", "/api/v1/sessions")
             for s in page.get("sessions", []):
                 yield s
-            cursor = page.get("next")
             if not cursor:
                 return
+            seen.add(cursor)
 
     def sessions(self, labels=None, name=None, source=None, since=None, until=None, limit=None,
                  page_size=100, as_frame=False):

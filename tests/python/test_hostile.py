@@ -283,16 +283,31 @@ class SpoolDirectory(Tmp):
         self.assertEqual(last["outcome"], "lost")
         self.assertIn("%s is a symbolic link" % link, err)
         self.assertEqual(os.listdir(real), [])
-        for mode in (0o755, 0o770, 0o701, 0o1777):
+        for mode in (0o755, 0o770, 0o701, 0o1777, 0o2775, 0o2750):
             with self.subTest(mode=oct(mode)):
                 os.chmod(real, mode)
                 last, _, err, _ = handler_call(dead_server(), real)
                 self.assertEqual(last["outcome"], "lost")
-                self.assertIn("%s has mode %04o: others may read" % (real, mode), err)
+                self.assertIn("%s has mode %04o: " % (real, mode), err)
+                self.assertIn("refused (chmod 700 it", err)
                 self.assertEqual(os.listdir(real), [])
         os.chmod(real, 0o700)
         last, _, err, _ = handler_call(dead_server(), real)
         self.assertEqual(last["outcome"], "spooled", err)
+
+    def test_a_group_directory_of_an_fsgroup_volume_is_used(self):
+        """Issue 53: a Kubernetes fsGroup volume makes the spool directory setgid, group rwx
+        (2770), its group the pod's; it is used, and firstpass-upload sends from it."""
+        d = os.path.join(self.tmp, "fsgroup")
+        os.mkdir(d)
+        os.chown(d, -1, os.getegid())
+        os.chmod(d, 0o2770)
+        last, _, err, _ = handler_call(dead_server(), d)
+        self.assertEqual(last["outcome"], "spooled", err)
+        self.assertEqual(len(os.listdir(d)), 1)
+        r, _ = upload_cli("--server", dead_server(), "--spool", d)
+        self.assertNotIn("refused", r.stderr)  # sent (and failed: no server), not refused
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
 
     def test_default_is_under_home(self):
         home = os.path.join(self.tmp, "home")
@@ -359,3 +374,21 @@ class SpoolDirectory(Tmp):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PagesThatRepeat(Tmp):
+    """Issue 50: behind a proxy that drops the query string, every page is the first, with
+    the same `next`: iter_sessions followed it for ever. It stops at the first cursor seen
+    twice, with an error, having yielded the page once."""
+
+    def test_iter_sessions_stops_when_a_page_repeats(self):
+        page = {"status": 200, "body": b'{"sessions":[{"id":7}],"next":"c1"}'}
+        end = {"status": 200, "body": b'{"sessions":[],"next":null}'}
+        p = self.peer(*([page] * 30 + [end]))  # a client that never stops would yield 30 copies
+        got = []
+        with self.assertRaises(FirstpassError) as cm:
+            for s in firstpass.Client(p.base, timeout=10).iter_sessions():
+                got.append(s["id"])
+        self.assertEqual(got, [7])
+        self.assertIn("twice", cm.exception.message)
+        self.assertEqual(len(p.requests), 2)
