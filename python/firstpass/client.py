@@ -80,10 +80,14 @@ class Client:
 
     # ---- sessions ------------------------------------------------------------------------
 
-    def upload(self, trace, name=None, labels=None):
+    def upload(self, trace, name=None, labels=None, key=None):
         """Uploads a trace: bytes, or a path to a Kineto / Chrome / native session JSON file or
         an nsys SQLite export, plain or gzip (gzip is sniffed and sent as
-        Content-Encoding: gzip). Returns the reply, {"id", "url", "events"}. Raises
+        Content-Encoding: gzip). key: sent as Idempotency-Key ([A-Za-z0-9._-], at most 64), so
+        that a resend of the same document after a lost reply is stored once: a server that had
+        the key stored answers 200 with the stored session's reply (returned as a 201's), one
+        whose upload of the key is in flight 409 (raised). Returns the reply, {"id", "url",
+        "events"}. Raises
         FirstpassError (a refused upload: 400, 401, 413, 422, ...; a 201 whose reply has no
         session id, which is no confirmation: a proxy's page, `{}`), ValueError for bad labels,
         OSError when the file cannot be read."""
@@ -94,8 +98,10 @@ class Client:
         headers = {"Content-Type": "application/json"}
         if trace[:2] == b"\x1f\x8b":
             headers["Content-Encoding"] = "gzip"
+        if key:
+            headers["Idempotency-Key"] = key
         params = ([("name", name)] if name else []) + _label_params(labels)
-        r = self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201,))
+        r = self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201, 200) if key else (201,))
         # Only firstpass's own reply confirms the upload: a 201 from something in between (an
         # HTML page, `{}`) would otherwise count as delivered and the handler drop the trace.
         sid = r.get("id") if isinstance(r, dict) else None

@@ -129,6 +129,24 @@ def file_name(host, pid, start_ns, part):
     return "session-%s-%d-%d-%d.json.gz" % (h, int(pid), int(start_ns), int(part))
 
 
+def key(name):
+    """The Idempotency-Key of a spooled file's name, as collector/upload.c's fp_spool_key:
+    the agent's watch-<file_id>.json.gz gives its file_id, else the name without .json.gz /
+    .json when it is [A-Za-z0-9._-]{1,64}, else "h" and 16 hex digits of its FNV-1a hash. The
+    handler's upload sends the key of the name it would spool under, so that
+    `firstpass-upload --spool` later sends the same key and the server stores it once."""
+    base = os.path.basename(name)
+    stem = base[:-8] if base.endswith(".json.gz") and len(base) > 8 else base[:-5] if base.endswith(".json") and len(base) > 5 else base
+    if re.fullmatch(r"watch-[0-9a-f]{16}", stem):
+        return stem[6:]
+    if 0 < len(stem) <= 64 and re.fullmatch(r"[A-Za-z0-9._-]+", stem):
+        return stem
+    h = 1469598103934665603
+    for b in stem.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return "h%016x" % h
+
+
 def write(directory, name, data):
     """Writes data (bytes) as directory/name atomically: directory/.name.tmp (0600), fsync,
     rename. Returns the final path. Raises OSError; the tmp file is removed then."""

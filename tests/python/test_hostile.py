@@ -392,3 +392,36 @@ class PagesThatRepeat(Tmp):
         self.assertEqual(got, [7])
         self.assertIn("twice", cm.exception.message)
         self.assertEqual(len(p.requests), 2)
+
+
+class IdempotencyKey(Tmp):
+    """Issue 50 item 3: the handler's upload carries the Idempotency-Key of the spool file it
+    would become, and firstpass-upload --spool sends the same key for that file, so that a
+    session whose 201 was lost and which was spooled anyway is stored once."""
+
+    def test_the_handler_and_the_spool_sender_send_one_key(self):
+        p = self.peer({"status": 503, "body": b'{"error":{"code":"too_many_uploads","message":"busy"}}'}, {})
+        d = os.path.join(self.tmp, "spool")
+        last, _, err, _ = handler_call(p.base, d)
+        self.assertEqual(last["outcome"], "spooled", err)
+        name = os.path.basename(last["path"])
+        first = p.requests[0][2].get("idempotency-key")
+        self.assertEqual(first, spool.key(name))
+        r, _ = upload_cli("--server", p.base, "--spool", d)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(p.requests[1][2].get("idempotency-key"), first)
+
+    def test_keys_agree_with_the_collector(self):
+        """spool.key and fp_spool_key give one key a name, long names (a hash) included."""
+        p = self.peer({})
+        d = os.path.join(self.tmp, "spool")
+        os.mkdir(d, 0o700)
+        names = ["watch-0123456789abcdef.json.gz", "session-gpu-3-4242-1764860400123456789-0.json.gz",
+                 "session-" + "a-very-long-host-name" * 4 + "-1-2-0.json.gz", "odd name+1.json"]
+        for n in names:
+            with open(os.path.join(d, n), "wb") as f:
+                f.write(gzip.compress(LEGACY))
+        r, _ = upload_cli("--server", p.base, "--spool", d)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(q[2].get("idempotency-key") for q in p.requests), sorted(spool.key(n) for n in names))
+        self.assertIn("0123456789abcdef", [spool.key(n) for n in names])
