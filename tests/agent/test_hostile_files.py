@@ -168,6 +168,7 @@ class Files(unittest.TestCase):
         names = {x["name"] for x in self.srv.json("/api/v1/targets")["targets"]}
         self.assertEqual(len(names), 3, names)
         self.assertIn("llama-70b-instruct-serving-eu-west-7d9f8b6c5d-x2k4q-vllm-8000", names)
+        self.assertIn("deployment-name-for-the-serv-f00d28af-7d9f8b6c5d-x2k4q-vllm-8000", names)  # docs/serving.md's example
         self.assertTrue(all(len(n) <= 64 for n in names), names)
         self.assertTrue(any(n.endswith("7d9f8b6c5d-x2k4q-vllm-8000") and len(n) == 64 for n in names), names)
 
