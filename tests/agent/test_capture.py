@@ -52,7 +52,7 @@ class Captures(unittest.TestCase):
         self.assertEqual(st, status, b)
         return b
 
-    def follow(self, cid, timeout=30):
+    def follow(self, cid, timeout=60):
         """Polls the capture until it ends; returns (its last state, the statuses seen)."""
         seen = []
         end = time.time() + timeout

@@ -46,7 +46,10 @@ class Tokens(unittest.TestCase):
             def ended():
                 x = srv.json("/api/v1/captures/%d" % c["id"])
                 return x if x["status"] in ("uploaded", "failed") else None
-            done = wait_for(ended, 30, 0.2, "the capture to end")
+            try:
+                done = wait_for(ended, 60, 0.2, "the capture to end")
+            except AssertionError as e:
+                raise AssertionError("%s; agent log:\n%s\nengine log:\n%s" % (e, agent.log()[-3000:], eng.log()[-2000:]))
             self.assertEqual(done["status"], "uploaded", (done, agent.log()))
             ranks = sorted((s["labels"]["rank"], s["labels"]["tp_rank"]) for s in srv.sessions("capture:%d" % c["id"]))
             self.assertEqual(ranks, [("0", "0"), ("1", "1")])  # vLLM's newer file names: dp/pp/tp/rank
