@@ -85,6 +85,7 @@ struct capture {
     double last_activity;        /* fp_now() of the last change to pending or delivered */
     unsigned long scans;         /* the main thread's scans since the capture began */
     char refused[512];           /* the server's refusal of one of its files */
+    int cancelled;               /* lock: the server cancelled it (a poll's list, a status reply) */
     pthread_t th;
 };
 
@@ -1004,9 +1005,10 @@ static int register_agent(agent *a)
     reply_text(&b, msg, sizeof msg);
     fp_membuf_free(&b);
     if (status == 409) {
-        fp_logkv("error", "agent name held by another agent", "agent=%s instance=%s reply=%s fix=%s", a->name, a->instance, fp_q(msg),
-                 fp_q("another live agent registered this name: give each agent its own --agent NAME (the default, "
-                      "HOST-<hash of --state>, differs for agents with their own --state); retrying"));
+        fp_logkv("error", "name held by another agent", "agent=%s instance=%s reply=%s fix=%s", a->name, a->instance, fp_q(msg),
+                 fp_q("another live agent holds this agent's name or one of its targets' names: give each agent its own "
+                      "--agent NAME (the default, HOST-<hash of --state>, differs for agents with their own --state) and "
+                      "each target its own name (--target ...,name=NAME); retrying"));
         return -1;
     }
     if (status != 200 && status != 201) {
@@ -1018,9 +1020,31 @@ static int register_agent(agent *a)
     return 0;
 }
 
+/* A status reply (the capture object) that says the capture was cancelled marks c so. */
+static void note_cancel(agent *a, capture *c, const char *reply)
+{
+    json_error_t je;
+    json_t *doc = reply ? json_loads(reply, 0, &je) : NULL;
+    const char *st = json_string_value(json_object_get(doc, "status"));
+    if (st && !strcmp(st, "cancelled")) {
+        pthread_mutex_lock(&a->lock);
+        c->cancelled = 1;
+        pthread_mutex_unlock(&a->lock);
+    }
+    json_decref(doc);
+}
+
+static int is_cancelled(agent *a, const capture *c)
+{
+    pthread_mutex_lock(&a->lock);
+    int x = c->cancelled;
+    pthread_mutex_unlock(&a->lock);
+    return x;
+}
+
 /* Tells the server where capture c is. 0, or -1 (logged) when the server would not hear it;
- * *gone is set when the server says the capture is over already (failed by a timeout,
- * cancelled). */
+ * *gone is set when the server says the capture is over already (failed by a timeout; a
+ * cancel marks c cancelled instead). */
 static int post_status(agent *a, capture *c, const char *status, const char *error, int *gone)
 {
     json_t *body = json_pack("{s:s,s:s}", "agent", a->name, "status", status);
@@ -1043,6 +1067,8 @@ static int post_status(agent *a, capture *c, const char *status, const char *err
     for (int attempt = 0; js && attempt < 5; attempt++) {
         if (server_call(a, "POST", path, js, 30, &st, &b, err, sizeof err) == 0) {
             reply_text(&b, msg, sizeof msg);
+            if (st == 200)
+                note_cancel(a, c, b.p);
             fp_membuf_free(&b);
             if (st == 200)
                 break;
@@ -1202,9 +1228,9 @@ static int capture_start(agent *a, capture *c)
     }
     /* the claim confirmed at once: the server hands an unconfirmed claim out again */
     post_status(a, c, "running", NULL, &gone);
-    if (gone) {
+    if (gone || is_cancelled(a, c)) {
         cap_clear(a, t);
-        fp_logkv("warn", "capture over on the server before it started", "capture=%lld", c->id);
+        fp_logkv("warn", "capture over on the server before it started", "capture=%lld%s", c->id, gone ? "" : " cancelled=1");
         return -1;
     }
     char *body = start_body(c);
@@ -1236,13 +1262,15 @@ static int capture_wait(agent *a, capture *c)
     double last;
     unsigned long scans;
     if (c->seconds > 0) {
-        nap((double)c->seconds);
+        double end = fp_now() + (double)c->seconds;
+        while (!g_stop && fp_now() < end && !is_cancelled(a, c))
+            nap(end - fp_now() < 0.25 ? end - fp_now() : 0.25);
         return 0;
     }
     /* SGLang stops by itself after num_steps and writes its files; with no traffic the
      * steps never come, so after steps_timeout the agent stops it. */
     double end = fp_now() + (double)a->steps_timeout_s;
-    while (!g_stop && fp_now() < end) {
+    while (!g_stop && fp_now() < end && !is_cancelled(a, c)) {
         cap_read(a, c, &pending, &delivered, &last, &scans, NULL, 0);
         if (pending || delivered)
             break;
@@ -1270,7 +1298,8 @@ static void *capture_main(void *arg)
     if (capture_start(a, c) != 0)
         goto out;
     stopped = capture_wait(a, c);
-    post_status(a, c, "flushing", NULL, NULL);
+    if (!is_cancelled(a, c))
+        post_status(a, c, "flushing", NULL, NULL);
     pthread_mutex_lock(&a->lock);
     scans_at_stop = c->scans;
     pthread_mutex_unlock(&a->lock);
@@ -1283,6 +1312,11 @@ static void *capture_main(void *arg)
     else
         fp_logkv("warn", "engine may still profile", "capture=%lld target=%s note=%s", c->id, t->name,
                  fp_q("its /stop_profile went unanswered: asked again before each poll, and by the next start"));
+    if (is_cancelled(a, c)) {
+        /* the engine is stopped (what matters); its files go up as the target's, no report */
+        fp_logkv("info", "capture cancelled", "capture=%lld target=%s", c->id, t->name);
+        goto out;
+    }
     pthread_mutex_lock(&a->lock);
     scans_at_stop = c->scans > scans_at_stop ? c->scans : scans_at_stop;
     pthread_mutex_unlock(&a->lock);
@@ -1326,6 +1360,8 @@ static void claim(agent *a, capture *c, const char *tname, char *why, size_t n)
     why[0] = '\0';
     if (!t)
         snprintf(why, n, "this agent has no target '%s'", tname ? tname : "?");
+    else if (t->cap && t->cap->id == c->id)
+        snprintf(why, n, "duplicate"); /* handed out again (its claim not confirmed in time): it runs already */
     else if (t->cap)
         snprintf(why, n, "the agent is capturing '%s' already", t->name);
     else if (t->leftover)
@@ -1365,6 +1401,11 @@ static void start_capture(agent *a, json_t *doc, capture **live, size_t *nlive)
     pthread_mutex_lock(&a->lock);
     claim(a, c, tname, why, sizeof why);
     pthread_mutex_unlock(&a->lock);
+    if (!strcmp(why, "duplicate")) {
+        fp_logkv("info", "capture handed out again: running already", "capture=%lld", c->id);
+        free(c);
+        return;
+    }
     if (why[0]) {
         fp_logkv("warn", "capture refused", "capture=%lld reason=%s", c->id, fp_q(why));
         post_status(a, c, "failed", why, NULL);
@@ -1416,6 +1457,24 @@ static int leftovers_pending(agent *a)
     }
     pthread_mutex_unlock(&a->lock);
     return k > 0;
+}
+
+/* A poll's "cancelled" list (ids of captures cancelled after a poll took them): the ones
+ * running here stop early (the engine is stopped, nothing more is reported). */
+static void note_cancelled(agent *a, json_t *ids, capture **live, size_t nlive)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(ids, i, x) {
+        long long id = json_integer_value(x);
+        pthread_mutex_lock(&a->lock);
+        for (size_t k = 0; k < nlive; k++)
+            if (live[k]->id == id && live[k]->t->cap == live[k] && !live[k]->cancelled) {
+                live[k]->cancelled = 1;
+                fp_logkv("info", "cancel asked", "capture=%lld", id);
+            }
+        pthread_mutex_unlock(&a->lock);
+    }
 }
 
 static void *poll_main(void *arg)
@@ -1470,6 +1529,7 @@ static void *poll_main(void *arg)
         json_error_t je;
         json_t *doc = json_loads(b.p, 0, &je);
         fp_membuf_free(&b);
+        note_cancelled(a, json_object_get(doc, "cancelled"), live, nlive);
         json_t *cap = json_object_get(doc, "capture");
         if (json_is_object(cap) && nlive < TARGETS_MAX)
             start_capture(a, cap, live, &nlive);

@@ -6,9 +6,12 @@ import tempfile
 import time
 import unittest
 
-from agentlib import Agent, Engine, start_server, wait_for
+from agentlib import ROOT, Agent, Engine, start_server, wait_for
 
 TOKEN = "serving-test-token-0123456789"
+# A recorded trace the stand-in flushes: no torch to import (on a loaded machine torch's import
+# alone outlasted the capture's wait); test_capture.py records real ones.
+TRACE = os.path.join(ROOT, "tests", "triage", "torch", "gloo_rank0.json.gz")
 
 
 class Tokens(unittest.TestCase):
@@ -20,7 +23,7 @@ class Tokens(unittest.TestCase):
         os.chmod(tokens, 0o600)
         d = os.path.join(tmp, "v")
         os.makedirs(d)
-        eng = Engine("vllm", d, "--naming", "new", ranks=2, flush_s=1.0)
+        eng = Engine("vllm", d, "--naming", "new", "--trace", TRACE, ranks=2, flush_s=1.0)
         srv = start_server("--tokens-file", tokens)
         anon = Agent(srv.base, "--agent", "no-token", "--target", "vllm=http://127.0.0.1:1,dir=%s,name=never" % tmp)
         agent = None
