@@ -243,7 +243,7 @@ class PollCap(unittest.TestCase):
         srv.stop()  # SIGTERM: the drain does not wait out the poll's 25 s
         took = time.time() - t
         th.join(5)
-        self.assertEqual(got["r"], (200, {"capture": None}))
+        self.assertEqual((got["r"][0], got["r"][1]["capture"]), (200, None))  # (a server with cancels adds "cancelled": [])
         self.assertLess(took, 8, "the server waited for the poll")
 
 
