@@ -300,13 +300,14 @@ static void test_watch_state_unreadable_is_an_error(void **st)
     mkdir(dir, 0777);
     chmod(dir, 0777); /* another user could replace a file in it: only the refusal to start stops that */
     snprintf(sp, sizeof sp, "%s/watch.state", dir);
-    write_file(sp, "done\t2\t1\t1\t/x.json\n", 21);
+    static const char line[] = "done\t2\t1\t1\t/x.json\n";
+    write_file(sp, line, sizeof line - 1);
     chmod(sp, 0600);
     if (geteuid() != 0)
         chmod(sp, 0); /* not root: our own file made unreadable */
     assert_int_equal(refused_as_another_user(sp), 1);
     assert_int_equal(stat(sp, &sb), 0);
-    assert_int_equal(sb.st_size, 21); /* not replaced */
+    assert_int_equal(sb.st_size, (long long)sizeof line - 1); /* not replaced */
     assert_int_equal(sb.st_uid, geteuid());
 }
 
