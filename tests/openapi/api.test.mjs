@@ -260,7 +260,7 @@ test('GET /api/v1/sessions/{id}', async () => {
   assert.equal(s.name, 'simple add');
   assert.equal(s.source, 'kineto');
   assert.equal(s.devices.length, 8);
-  assert.equal(s.hardware, 'NVIDIA A100-PG509-200 x8');
+  assert.equal(s.hardware, 'NVIDIA A100-PG509-200 x1 (of 8 on the node)'); // the GPUs the run used (issue 51)
   const n = (await call('GET', `/api/v1/sessions/${ids.native}`, {}, 200)).body;
   assert.equal(n.source, 'firstpass');
   assert.equal(n.collector.format, 'firstpass-session');
