@@ -162,22 +162,31 @@ const FP = (() => {
     out = out.replace(/\s+/g, ' ').trim();
     return out.length > max ? out.slice(0, max - 16) + '…' + out.slice(-15) : out;
   }
-  // Short names for names[], distinct wherever the full names are: a clash grows into the
-  // full name's head and tail until every short name is unique.
+  // Short names for names[], each at most max characters, distinct wherever the full names are:
+  // names whose short forms clash keep their head and tail and show, between "…", the part where
+  // they differ (the first character past their common head); a group still clashing after that
+  // is parted again by its own common head. So clover::par_ranged2d_kernel<…(instance 1)…> and
+  // <…(instance 2)…> read apart inside a chart's gutter (issue 51, item 7).
   function shortNames(names, max = 70) {
     const out = names.map((n) => shortName(n, max));
-    for (let round = 0; round < 6; round++) {
+    const part = Math.max(8, max - 2 * Math.floor(max / 4) - 2), side = Math.max(4, Math.floor((max - part - 2) / 2));
+    for (let round = 0; round < 8; round++) {
       const seen = new Map();
       out.forEach((s, i) => seen.set(s, [...(seen.get(s) || []), i]));
       let clash = false;
       for (const idx of seen.values()) {
-        if (idx.length < 2 || new Set(idx.map((i) => names[i])).size < 2) continue;
+        const full = idx.map((i) => String(names[i]).replace(/^void /, ''));
+        if (idx.length < 2 || new Set(full).size < 2) continue;
         clash = true;
-        const w = Math.max(12, Math.min(40, (max >> 1) - 4)) + round * 30;
-        for (const i of idx) {
-          const n = String(names[i]).replace(/^void /, '');
-          out[i] = n.length <= 2 * w ? n : n.slice(0, w) + '…' + n.slice(-w);
-        }
+        let p = 0;
+        while (p < full[0].length && full.every((f) => f[p] === full[0][p])) p++;
+        idx.forEach((i, k) => {
+          const f = full[k];
+          if (f.length <= max) { out[i] = f; return; }
+          const from = Math.max(0, Math.min(p - 3, f.length - part)), to = from + part;
+          out[i] = (from > side + 1 ? f.slice(0, side) + '…' : f.slice(0, from)) + f.slice(from, to) +
+            (to < f.length - side - 1 ? '…' + f.slice(-side) : f.slice(to));
+        });
       }
       if (!clash) break;
     }
