@@ -23,6 +23,7 @@
   // The first screen's replies are asked for at once, beside the summary, not after it (issue
   // 51, item 7: the first screen in under a second). Quiet: a missing session is one message.
   const firstScreen = { suspects: FP.once(`${base}/suspects`, { quiet: true }), steps: FP.once(`${base}/steps`, { quiet: true }) };
+  for (const p of Object.values(firstScreen)) p.catch(() => {}); // handled where awaited; never an unhandled rejection
   const shown = (p) => p.catch((e) => { FP.showError(e.message); throw e; });
   async function loadSummary() {
     const s = await summary;
