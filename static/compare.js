@@ -50,11 +50,13 @@
     const b = baseSel.value || FP.param('base') || '', h = headSel.value || FP.param('head') || '';
     const nb = fillOne(baseSel, b, [[null, sessions]]);
     const base = sessions.find((s) => String(s.id) === b);
-    const same = base ? sessions.filter((s) => s.id !== base.id && hasLabels(s, base.labels)) : [];
-    const nh = fillOne(headSel, h, base ? [["With the base's labels", same], ['Other sessions', sessions.filter((s) => !same.includes(s))]] : [[null, sessions]]);
+    // a base without labels has no "same labels" group: every session would be in it
+    const labelled = base && Object.keys(base.labels || {}).length;
+    const same = labelled ? sessions.filter((s) => s.id !== base.id && hasLabels(s, base.labels)) : [];
+    const nh = fillOne(headSel, h, labelled ? [["With the base's labels", same], ['Other sessions', sessions.filter((s) => !same.includes(s))]] : [[null, sessions]]);
     pickNote.dataset.same = String(same.length);
     pickNote.textContent = `${nb} of ${sessions.length} sessions listed for the base, ${nh} for the head` +
-      (base ? `; ${same.length} with the base's labels${labelText(base) ? ' (' + labelText(base) + ')' : ''} come first` : '') +
+      (labelled ? `; ${same.length} with the base's labels (${labelText(base)}) come first` : '') +
       (filterIn.value.trim() ? `, filtered by “${filterIn.value.trim()}”` : '') + '.';
   }
   // The newest other session with all of the base's labels (the server's label filter), as the
