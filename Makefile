@@ -1,7 +1,7 @@
 # firstpass: top-level build.
 #
 #   make            build build/firstpass-server (and the collector where CUPTI is found)
-#   make run        install missing Debian packages (as root), build, start the server on :8080
+#   make run        install missing Debian packages (as root), build, start the server on :8080 (or FIRSTPASS_PORT)
 #   make test       install what the tests need (as root), build, run every test
 #   make test-asan  the unit and integration tests again under ASan+UBSan (clang)
 #   make test-pg    the integration suite and the replica test against PostgreSQL (tests/pg/)
@@ -80,9 +80,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(SERVER_OBJS)
 
 include collector/collector.mk
 
+# No flags: the server's defaults (127.0.0.1:8080, var/firstpass.db, static/) are what this
+# target used to spell out, and every FIRSTPASS_* variable applies (FIRSTPASS_PORT=9000 make run).
 run: deps server
 	@mkdir -p var
-	$(SERVER) --bind 127.0.0.1 --port 8080 --db var/firstpass.db --static static
+	$(SERVER)
 
 test-unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; $$t; done

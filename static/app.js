@@ -48,9 +48,9 @@ const FP = (() => {
     return new ApiError(status, 'http_' + status, text ? text.slice(0, 300) : 'HTTP ' + status);
   }
 
-  // api(path, {method, body, quiet}) -> parsed JSON (or null for 204).
+  // api(path, {method, body, quiet, headers}) -> parsed JSON (or null for 204).
   async function api(path, opts = {}) {
-    const init = { method: opts.method || 'GET', headers: { Accept: 'application/json' } };
+    const init = { method: opts.method || 'GET', headers: { Accept: 'application/json', ...(opts.headers || {}) } };
     if (opts.body !== undefined) {
       init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       init.headers['Content-Type'] = 'application/json';
@@ -162,22 +162,31 @@ const FP = (() => {
     out = out.replace(/\s+/g, ' ').trim();
     return out.length > max ? out.slice(0, max - 16) + '…' + out.slice(-15) : out;
   }
-  // Short names for names[], distinct wherever the full names are: a clash grows into the
-  // full name's head and tail until every short name is unique.
-  function shortNames(names) {
-    const out = names.map((n) => shortName(n));
-    for (let round = 0; round < 6; round++) {
+  // Short names for names[], each at most max characters, distinct wherever the full names are:
+  // names whose short forms clash keep their head and tail and show, between "…", the part where
+  // they differ (the first character past their common head); a group still clashing after that
+  // is parted again by its own common head. So clover::par_ranged2d_kernel<…(instance 1)…> and
+  // <…(instance 2)…> read apart inside a chart's gutter (issue 51, item 7).
+  function shortNames(names, max = 70) {
+    const out = names.map((n) => shortName(n, max));
+    const part = Math.max(8, max - 2 * Math.floor(max / 4) - 2), side = Math.max(4, Math.floor((max - part - 2) / 2));
+    for (let round = 0; round < 8; round++) {
       const seen = new Map();
       out.forEach((s, i) => seen.set(s, [...(seen.get(s) || []), i]));
       let clash = false;
       for (const idx of seen.values()) {
-        if (idx.length < 2 || new Set(idx.map((i) => names[i])).size < 2) continue;
+        const full = idx.map((i) => String(names[i]).replace(/^void /, ''));
+        if (idx.length < 2 || new Set(full).size < 2) continue;
         clash = true;
-        const w = 40 + round * 30;
-        for (const i of idx) {
-          const n = String(names[i]).replace(/^void /, '');
-          out[i] = n.length <= 2 * w ? n : n.slice(0, w) + '…' + n.slice(-w);
-        }
+        let p = 0;
+        while (p < full[0].length && full.every((f) => f[p] === full[0][p])) p++;
+        idx.forEach((i, k) => {
+          const f = full[k];
+          if (f.length <= max) { out[i] = f; return; }
+          const from = Math.max(0, Math.min(p - 3, f.length - part)), to = from + part;
+          out[i] = (from > side + 1 ? f.slice(0, side) + '…' : f.slice(0, from)) + f.slice(from, to) +
+            (to < f.length - side - 1 ? '…' + f.slice(-side) : f.slice(to));
+        });
       }
       if (!clash) break;
     }
@@ -209,8 +218,14 @@ const FP = (() => {
     return k === 'name' || /op|culprit|kernel/.test(k) ? shortName(v, 80) : String(v);
   }
 
-  // smell id -> "one operator owns the run"
-  function smellText(id) { return String(id).replace(/_/g, ' '); }
+  // A smell's id in words (issue 51, item 7: "gpu idle host bound" read like an id); an id
+  // this page does not know yet reads with its underscores as blanks.
+  const SMELLS = {
+    one_operator_owns_the_run: 'one op owns the run',
+    cheap_operator_called_often: 'cheap op called often',
+    gpu_idle_host_bound: 'GPU idle, host-bound',
+  };
+  function smellText(id) { return SMELLS[id] || String(id).replace(/_/g, ' '); }
 
   // ---- DOM ----------------------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -252,7 +267,9 @@ const FP = (() => {
   //         cls(row)?, rowHeader?}]
   // state: {key, dir: 'descending'|'ascending'}; onSort(key) is called when a header is used.
   // With state.clientSort the rows are sorted here; otherwise they are shown as given.
-  function renderTable(table, cols, rows, state, onSort) {
+  // empty: the words of an empty table (default "Nothing to show.").
+  function renderTable(table, allCols, rows, state, onSort, empty) {
+    const cols = allCols.filter((c) => !c.csvOnly); // csvOnly: a column of the CSV alone (its csv(row) gives the value)
     let shown = rows;
     if (state && state.clientSort) shown = sortRows(rows, cols.find((c) => c.key === state.key), state.dir);
     const trh = el('tr', {});
@@ -282,10 +299,73 @@ const FP = (() => {
       tbody.append(tr);
     }
     if (!shown.length) {
-      tbody.append(el('tr', {}, el('td', { colspan: cols.length, class: 'empty' }, 'Nothing to show.')));
+      tbody.append(el('tr', {}, el('td', { colspan: cols.length, class: 'empty' }, empty || 'Nothing to show.')));
     }
     table.replaceChildren(...(table.caption ? [table.caption] : []), el('thead', {}, trh), tbody);
+    csvButton(table, allCols, shown);
     return shown;
+  }
+
+  // ---- CSV: a button on every table (issue 51, item 6) -----------------------------------------
+  // The table as drawn, one flat column per column: a column whose every cell prints its sort
+  // value with one of the page's formatters is written as that raw number, its unit in the
+  // header ("Total (µs)": a time in µs, bytes, a fraction 0..1); a column may say so itself
+  // (col.csv(row) and col.csvUnit); any other cell is its text, a name in full (its hover).
+  // Columns of controls (col.csv === false, or cells holding only buttons and inputs) are left out.
+  const UNITS = [['µs', (v) => fmtTime(v)], ['bytes', (v) => fmtMem(v)], ['fraction', (v) => fmtPct(v)],
+    ['', (v) => fmtInt(v)], ['', (v) => String(v)]];
+  function cellText(cell) {
+    const n = cell.querySelector('.name[title]');
+    return (n && cell.textContent.trim() === n.textContent.trim() ? n.getAttribute('title') : cell.textContent).trim();
+  }
+  function csvColumn(c, j, rows, trs) {
+    if (c.csvOnly) return { head: c.csvUnit ? `${c.label} (${c.csvUnit})` : c.label, vals: rows.map((r) => c.csv(r)) };
+    const cells = trs.map((tr) => tr.cells[j]);
+    if (c.csv === false || (cells.length && cells.every((x) => x && x.querySelector('input, select')))) return null;
+    const label = c.label.replace(/[▲▼]/g, '').trim();
+    if (c.csv) return { head: c.csvUnit ? `${label} (${c.csvUnit})` : label, vals: rows.map((r) => c.csv(r)) };
+    const raw = rows.map((r) => (c.value ? c.value(r) : r[c.key]));
+    const numeric = raw.some((v) => typeof v === 'number' && isFinite(v));
+    const unit = numeric && UNITS.find(([, f]) => raw.every((v, i) => !(typeof v === 'number' && isFinite(v)) || cellText(cells[i]) === f(v)));
+    if (unit) return { head: unit[0] ? `${label} (${unit[0]})` : label, vals: raw.map((v, i) => (typeof v === 'number' && isFinite(v) ? v : cellText(cells[i]) === '—' ? '' : cellText(cells[i]))) };
+    return { head: label, vals: cells.map((x) => (x ? cellText(x) : '')) };
+  }
+  // RFC 4180, and OWASP's CSV-injection rule as the server's CSV applies it: a text cell that
+  // begins with = + - @, a tab or a CR is quoted with a leading '; numbers are left alone.
+  function csvCell(v) {
+    if (typeof v === 'number') return String(v);
+    const s = String(v ?? '');
+    if (/^[=+\-@\t\r]/.test(s) && !/^[+\-−]?[\d.]+/.test(s)) return `"'${s.replace(/"/g, '""')}"`;
+    return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  }
+  function tableCsv(table) {
+    const { cols, rows } = table._csv;
+    const trs = rows.length ? [...table.tBodies[0].rows] : [];
+    const shownCols = cols.filter((c) => !c.csvOnly);
+    const out = cols.map((c) => csvColumn(c, shownCols.indexOf(c), rows, trs)).filter(Boolean);
+    const lines = [out.map((o) => csvCell(o.head)).join(',')];
+    rows.forEach((_, i) => lines.push(out.map((o) => csvCell(o.vals[i])).join(',')));
+    return lines.join('\r\n') + '\r\n';
+  }
+  function csvButton(table, cols, rows) {
+    table._csv = { cols, rows };
+    const cap = table.caption || table.createCaption();
+    if (cap.querySelector('button.csv')) return;
+    const name = () => `${(document.title.split(' · ')[0] || 'firstpass').replace(/[^\w.-]+/g, '-')}-${table.id || 'table'}.csv`;
+    cap.append(el('button', { type: 'button', class: 'csv', title: 'Download this table as CSV', 'aria-label': `Download the table ${table.id || ''} as CSV`,
+      onclick: () => {
+        const a = el('a', { href: URL.createObjectURL(new Blob([tableCsv(table)], { type: 'text/csv' })), download: name() });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+      } }, 'CSV'));
+  }
+  // A table's caption text, its CSV button kept.
+  function setCaption(table, text) {
+    const cap = table.caption || table.createCaption();
+    const b = cap.querySelector('button.csv');
+    cap.replaceChildren(text, ...(b ? [' ', b] : []));
   }
   function sortRows(rows, col, dir) {
     if (!col) return rows.slice();
@@ -314,5 +394,5 @@ const FP = (() => {
 
   return { ApiError, api, once, showError, clearError, fmtTime, fmtTimeAt, fmtShare, shortName, shortNames, nameEl, gpuWord, cpuOnly, fmtValue, fmtMem, fmtPct, fmtInt, fmtSigned,
            fmtDate, fmtDims, smellText, el, param, qs, debounce, renderTable, sortRows, nextSort, dl,
-           sessionName, num };
+           sessionName, num, tableCsv, setCaption };
 })();

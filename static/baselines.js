@@ -21,6 +21,7 @@
     const pick = FP.param('head') || FP.param('session') || '';
     headSel.value = pick;
     setSel.value = FP.param('session') || '';
+    if (['steps', 'operators', 'memory'].includes(FP.param('gate'))) gateSel.value = FP.param('gate');
   }
 
   async function loadBaselines() {
@@ -36,7 +37,7 @@
       { key: 'labels', label: 'Labels', value: (b) => Object.entries(b.labels || {}).map(([k, v]) => `${k}:${v}`).join(' '),
         render: (b) => Object.entries(b.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`)) },
       { key: 'updated_at', label: 'Updated', value: (b) => b.updated_at, render: (b) => FP.fmtDate(b.updated_at) },
-      { key: 'act', label: '', sortable: false, render: (b) => [
+      { key: 'act', label: '', sortable: false, csv: false, render: (b) => [
         el('button', { type: 'button', class: 'check-against', onclick: () => { againstSel.value = b.name; if (headSel.value) check(); else headSel.focus(); } }, 'Check a run against it'), ' ',
         el('button', { type: 'button', class: 'danger', 'aria-label': `Delete baseline ${b.name}`, onclick: () => remove(b.name) }, 'Delete')] },
     ];
@@ -86,14 +87,16 @@
       el('p', { id: 'verdict-why' }, v.why || ''),
       dl([['baseline', el('span', {}, `${r.baseline} `, el('a', { href: `session.html?id=${r.base_session_id}` }, `session #${r.base_session_id}`), r.auto_picked ? ' (picked by labels)' : '')],
         ['run', el('a', { href: `session.html?id=${r.head_session_id}` }, `session #${r.head_session_id}`)],
-        ['gate', r.gate === 'operators' ? 'operators (every item counts too)' : 'steps (the step and the named phases decide)'],
+        ['gate', r.gate === 'operators' ? 'operators (every item counts too)' : r.gate === 'memory' ? 'memory (the step, the named phases and the GPU memory peak decide)'
+          : 'steps (the step and the named phases decide)'],
         ['compare', el('a', { href: `compare.html?base=${r.base_session_id}&head=${r.head_session_id}` }, 'side by side')]])));
     document.getElementById('why-details').hidden = false;
     const s = v.steps;
     renderTable(document.getElementById('verdict-steps'), [
       { key: 'side', label: 'Side', rowHeader: true },
       { key: 'count', label: 'Steps', num: true, render: (x) => fmtInt(x.count) },
-      { key: 'mean', label: 'Mean step', num: true, render: (x) => el('span', { dataset: { value: x.mean_us } }, fmtTime(x.mean_us)) },
+      { key: 'mean', label: 'Mean step', num: true, render: (x) => el('span', { dataset: { value: x.mean_us, fig: 'mean step',
+        session: x.side === 'baseline' ? r.base_session_id : r.head_session_id } }, fmtTime(x.mean_us)) },
       { key: 'sd', label: 'Std. deviation', num: true, render: (x) => fmtTime(x.stdev_us) }],
     s ? [{ side: 'baseline', ...s.base }, { side: 'run', ...s.head }] : [], null, null);
     if (s) {
@@ -104,11 +107,27 @@
     renderTable(document.getElementById('verdict-phases'), [
       { key: 'name', label: 'Phase', rowHeader: true, render: (p) => FP.nameEl(p.name) },
       { key: 'status', label: 'Status', cls: (p) => `status-${p.status}` },
-      { key: 'b', label: 'Base per step', num: true, render: (p) => fmtTime(p.base_per_step_us) },
-      { key: 'h', label: 'Run per step', num: true, render: (p) => fmtTime(p.head_per_step_us) },
-      { key: 'd', label: 'Δ per step', num: true, render: (p) => dTime(p.delta_us), cls: (p) => dir(p.direction) },
+      // a range's wall time per step: named apart from the step chart's role and the time at stake (issue 51, item 1)
+      { key: 'b', label: 'Range time per step, base', num: true, value: (p) => p.base_per_step_us, render: (p) => fmtTime(p.base_per_step_us) },
+      { key: 'h', label: 'Range time per step, run', num: true, value: (p) => p.head_per_step_us, render: (p) => fmtTime(p.head_per_step_us) },
+      { key: 'd', label: 'Δ per step', num: true, value: (p) => p.delta_us, render: (p) => dTime(p.delta_us), cls: (p) => dir(p.direction) },
       { key: 'direction', label: 'Verdict', cls: (p) => dir(p.direction) }],
     v.phases || [], null, null);
+    // the memory gate: the peak on each side and its verdict
+    const m = v.memory;
+    document.getElementById('verdict-memory-box').hidden = r.gate !== 'memory';
+    if (r.gate === 'memory') {
+      renderTable(document.getElementById('verdict-memory'), [
+        { key: 'side', label: 'Side', rowHeader: true },
+        { key: 'peak', label: 'Peak allocated', num: true, value: (x) => x.peak, render: (x) => el('span', { dataset: { value: x.peak ?? '' } }, FP.fmtMem(x.peak)) }],
+      m ? [{ side: 'baseline', peak: m.base_peak_bytes }, { side: 'run', peak: m.head_peak_bytes }] : [], null, null,
+      'Not judged: not both sessions have GPU memory events (profile_memory=True).');
+      if (m) {
+        document.getElementById('verdict-memory').append(el('tfoot', {}, el('tr', {}, el('th', { scope: 'row' }, 'difference'),
+          el('td', { class: `num ${dir(m.direction) || ''}`, id: 'verdict-memory-delta' },
+            `${fmtSigned(m.delta_bytes, FP.fmtMem)} (${dRel(m.relative)}): ${m.direction}`))));
+      }
+    }
     document.getElementById('items-note').textContent = `${fmtInt(r.counts.regressed)} moved the wrong way, ${fmtInt(r.counts.improved)} the right way, ` +
       `compared ${r.basis === 'per_step' ? 'per step' : 'per call'}; thresholds: more than ${fmtPct(r.thresholds.rel, 0)} and more than ` +
       `${fmtTime(r.thresholds.abs_us)} (${fmtInt(r.thresholds.abs_calls)} calls). ` +

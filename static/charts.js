@@ -7,6 +7,9 @@
 //   FPC.line(points, fmtX, fmtY, opts)   [x, y] points as a line, the maximum marked; opts.second:
 //                                        a second series, dashed, its maximum marked too
 // A label cut to fit its gutter ends in "…" and keeps the whole name on hover (<title>).
+// Every chart is one Tab stop: the arrow keys (Home, End) then move from mark to mark and the
+// mark's number shows beside it, as it does on hover (FPC.interactive; issue 51, item 8).
+// Hand-written, not a library: docs/dashboard.md ("Charts") says why.
 'use strict';
 const FPC = (() => {
   const NS = 'http://www.w3.org/2000/svg';
@@ -17,6 +20,48 @@ const FPC = (() => {
     return e;
   }
   const tip = (t) => svg('title', {}, t);
+
+  // The one tooltip of the page: what a mark stands for, beside it, on hover and on focus.
+  let tipEl = null;
+  function showTip(mark) {
+    if (!tipEl) {
+      tipEl = document.createElement('div');
+      tipEl.className = 'chart-tip';
+      tipEl.setAttribute('role', 'status');
+      document.body.append(tipEl);
+    }
+    const r = mark.getBoundingClientRect();
+    tipEl.textContent = mark.getAttribute('aria-label');
+    tipEl.hidden = false;
+    tipEl.style.left = `${Math.max(4, Math.min(window.scrollX + r.left, window.scrollX + document.documentElement.clientWidth - 470))}px`;
+    tipEl.style.top = `${window.scrollY + r.bottom + 6}px`;
+  }
+  function hideTip() { if (tipEl) tipEl.hidden = true; }
+  // Marks (the elements with a data-value) reachable by keyboard: the chart is one Tab stop
+  // (tabindex 0), each mark a roving stop (tabindex -1) the arrow keys move between; each
+  // mark's label is its <title> (the number it stands for, in words).
+  function interactive(root) {
+    const marks = [...root.querySelectorAll('[data-value]')];
+    if (!marks.length) return root;
+    root.setAttribute('tabindex', '0');
+    for (const m of marks) {
+      m.setAttribute('tabindex', '-1');
+      m.setAttribute('aria-label', m.querySelector('title')?.textContent || m.dataset.value);
+      m.classList.add('mark');
+    }
+    root.addEventListener('keydown', (e) => {
+      const at = marks.indexOf(document.activeElement);
+      const to = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: marks.length - 1 }[e.key];
+      if (to === undefined) return;
+      e.preventDefault();
+      marks[Math.max(0, Math.min(marks.length - 1, at < 0 && to < 0 ? 0 : to))].focus();
+    });
+    root.addEventListener('focusin', (e) => { if (marks.includes(e.target)) showTip(e.target); });
+    root.addEventListener('focusout', hideTip);
+    root.addEventListener('mouseover', (e) => { const m = e.target.closest('.mark'); if (m) showTip(m); });
+    root.addEventListener('mouseleave', hideTip);
+    return root;
+  }
 
   // The right gutter: room for the longest value text (11px: about 6.5 units a character), so
   // "142ms (23.60%)" is never cut at the picture's edge.
@@ -34,7 +79,7 @@ const FPC = (() => {
                       'data-label': it.label }, tip(`${it.title || it.label}: ${fmt(it.value)}`)),
         svg('text', { x: L + w + 4, y: y + 13, class: 'val' }, fmt(it.value)));
     });
-    return root;
+    return interactive(root);
   }
 
   function stacked(rows, keys, colors, fmt, opts = {}) {
@@ -57,7 +102,7 @@ const FPC = (() => {
       root.append(svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: r.mean ? 'lbl mean' : 'lbl' }, r.label, tip(r.title || r.label)), g,
         svg('text', { x: x + 4, y: y + 13, class: 'val' }, fmt(t)));
     });
-    return root;
+    return interactive(root);
   }
 
   // extra(key): more words after a key's name (its share of the mean step), or none.
@@ -80,7 +125,8 @@ const FPC = (() => {
     if (opts.from !== undefined) {
       root.append(svg('text', { x: L, y: H - 3 }, opts.from), svg('text', { x: W, y: H - 3, 'text-anchor': 'end' }, opts.to));
     }
-    return root;
+    if (opts.xTitle) root.append(svg('text', { x: (L + W) / 2, y: H - 3, 'text-anchor': 'middle', class: 'axis-title' }, opts.xTitle));
+    return interactive(root);
   }
 
   function line(points, fmtX, fmtY, opts = {}) {
@@ -94,7 +140,7 @@ const FPC = (() => {
     const d = path(points);
     const peak = points.reduce((a, p) => (p[1] > a[1] ? p : a));
     const peak2 = two ? two.reduce((a, p) => (p[1] > a[1] ? p : a)) : null;
-    return svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart line', role: 'img', 'aria-label': opts.label || null },
+    return interactive(svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart line', role: 'img', 'aria-label': opts.label || null },
       two ? svg('path', { d: path(two), class: 'series second' }) : null,
       two ? svg('circle', { cx: X(peak2[0]).toFixed(1), cy: Y(peak2[1]).toFixed(1), r: 3, class: 'peak2', 'data-value': peak2[1], 'data-x': peak2[0] },
         tip(`reserved peak ${fmtY(peak2[1])} at ${fmtX(peak2[0])}`)) : null,
@@ -103,8 +149,9 @@ const FPC = (() => {
       svg('text', { x: L, y: H - 3 }, fmtX(x0)), svg('text', { x: W - R, y: H - 3, 'text-anchor': 'end' }, fmtX(x1)),
       svg('path', { d, class: 'series' }),
       svg('circle', { cx: X(peak[0]).toFixed(1), cy: Y(peak[1]).toFixed(1), r: 4, class: 'peak', 'data-value': peak[1], 'data-x': peak[0] },
-        tip(`peak ${fmtY(peak[1])} at ${fmtX(peak[0])}`)));
+        tip(`peak ${fmtY(peak[1])} at ${fmtX(peak[0])}`)),
+      opts.xTitle ? svg('text', { x: (L + W - R) / 2, y: H - 3, 'text-anchor': 'middle', class: 'axis-title' }, opts.xTitle) : null));
   }
 
-  return { svg, bars, stacked, legend, columns, line };
+  return { svg, bars, stacked, legend, columns, line, interactive };
 })();

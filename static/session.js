@@ -8,6 +8,10 @@
 
   document.getElementById('download').href = `${base}/trace`;
   document.getElementById('download').setAttribute('download', `firstpass-session-${id}.trace.json`);
+  // the gzip file itself (?format=gzip): a tenth of the JSON's size, and Perfetto and
+  // chrome://tracing open it as it is (issue 51, item 6)
+  document.getElementById('download-gz').href = `${base}/trace?format=gzip`;
+  document.getElementById('download-gz').setAttribute('download', `firstpass-session-${id}.trace.json.gz`);
   document.getElementById('to-timeline').href = `timeline.html?id=${encodeURIComponent(id)}`;
   document.getElementById('to-compare').href = `compare.html?base=${encodeURIComponent(id)}`;
   document.getElementById('to-baselines').href = `baselines.html?session=${encodeURIComponent(id)}`;
@@ -16,6 +20,11 @@
   let sessionStart = 0;
   let word = 'CUDA', noGpu = false; // "GPU" on AMD (ROCm) traces; noGpu: a CPU-only trace
   const summary = FP.once(base, { quiet: true }); // trend.js reads the same reply
+  // The first screen's replies are asked for at once, beside the summary, not after it (issue
+  // 51, item 7: the first screen in under a second). Quiet: a missing session is one message.
+  const firstScreen = { suspects: FP.once(`${base}/suspects`, { quiet: true }), steps: FP.once(`${base}/steps`, { quiet: true }) };
+  for (const p of Object.values(firstScreen)) p.catch(() => {}); // handled where awaited; never an unhandled rejection
+  const shown = (p) => p.catch((e) => { FP.showError(e.message); throw e; });
   async function loadSummary() {
     const s = await summary;
     sessionStart = s.start_us || 0;
@@ -23,13 +32,19 @@
     document.getElementById('title').textContent = FP.sessionName(s);
     const meta = document.getElementById('meta');
     const item = (k, v) => el('span', {}, k + ': ', el('b', {}, v));
+    // fig: a figure's name wherever it is shown (the cross-page test: one name, one value)
+    const fig = (k, v, value, title) => el('span', { title: title || null }, k + ': ', el('b', { dataset: { session: id, fig: k, value: value ?? '' } }, v));
     meta.replaceChildren(
       item('id', String(s.id)),
       item('source', s.source || '—'),
       item('hardware', s.hardware || '—'),
-      item('duration', fmtTime(s.duration_us)),
+      fig('duration', fmtTime(s.duration_us), s.duration_us),
       item('events', fmtInt(s.event_count)),
-      item('GPU idle', fmtPct(s.gpu_idle_fraction)),
+      s.step_mean_us !== null && s.step_mean_us !== undefined ? fig('mean step', fmtTime(s.step_mean_us), s.step_mean_us) : null,
+      // "GPU busy" is tb-profiler's GPU utilization on every surface (issue 51, item 1)
+      noGpu ? null : fig('GPU busy', fmtPct(s.gpu_utilization), s.gpu_utilization,
+        s.step_mean_us !== null && s.step_mean_us !== undefined ? "tb-profiler's GPU utilization: kernel time over the steps' time"
+          : "tb-profiler's GPU utilization: kernel time over the trace's time (no steps)"),
       item('uploaded', FP.fmtDate(s.created_at)),
       el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))));
   }
@@ -50,13 +65,25 @@
   const reportEl = document.getElementById('report');
 
   let longNames = []; // kernel and operator names a report line may quote in full
+  // Where text quotes the long name n: [start, length], in full or cut by the server (its
+  // head then "…": the report cuts a name at 256 bytes), or null. Issue 51, item 7: the Top
+  // CUDA line of an Nsight export quoted a 300-character kernel signature cut that way.
+  function quoted(text, n) {
+    const i = text.indexOf(n.slice(0, 60));
+    if (i < 0) return null;
+    let k = 0;
+    while (k < n.length && text[i + k] === n[k]) k++;
+    if (k === n.length) return [i, k];
+    return text[i + k] === '…' ? [i, k + 1] : null;
+  }
   function withShortNames(text) {
     const parts = [String(text)];
     for (const n of longNames) {
       for (let i = 0; i < parts.length; i++) {
-        if (typeof parts[i] !== 'string' || !parts[i].includes(n)) continue;
-        const [a, ...rest] = parts[i].split(n);
-        parts.splice(i, 1, a, FP.nameEl(n), rest.join(n));
+        const at = typeof parts[i] === 'string' ? quoted(parts[i], n) : null;
+        if (!at) continue;
+        const t = parts[i];
+        parts.splice(i, 1, t.slice(0, at[0]), FP.nameEl(n), t.slice(at[0] + at[1]));
         i++;
       }
     }
@@ -251,9 +278,11 @@
     { key: 'kind', label: 'Kind' },
     { key: 'count', label: 'Count', num: true, render: (p) => fmtInt(p.count) },
     { key: 'total_us', label: 'Total', num: true, render: (p) => fmtTime(p.total_us) },
-    { key: 'mean_us', label: 'Mean', num: true, render: (p) => fmtTime(p.mean_us) },
-    { key: 'gpu_busy_us', label: 'GPU busy', num: true, render: (p) => fmtTime(p.gpu_busy_us) },
-    { key: 'busy_share', label: 'GPU busy %', num: true, value: (p) => (p.total_us ? p.gpu_busy_us / p.total_us : 0),
+    // a range's own wall time, not a step role's (the step chart's data loading) nor the time
+    // at stake (the first screen): named apart (issue 51, item 1)
+    { key: 'mean_us', label: 'Mean range', title: "one range's wall time, start to end, on average", num: true, render: (p) => fmtTime(p.mean_us) },
+    { key: 'gpu_busy_us', label: 'Busy in range', title: 'time with GPU work running while a range of this name is open', num: true, render: (p) => fmtTime(p.gpu_busy_us) },
+    { key: 'busy_share', label: 'Busy of range', title: "busy in range over the ranges' wall time", num: true, value: (p) => (p.total_us ? p.gpu_busy_us / p.total_us : 0),
       render: (p) => (p.total_us ? fmtPct(p.gpu_busy_us / p.total_us) : '—') },
     { key: 'kernels', label: 'Kernels', num: true, render: (p) => fmtInt(p.kernels) },
     { key: 'kernel_mean_us', label: 'Kernel mean', num: true, render: (p) => fmtTime(p.kernel_mean_us) },
@@ -276,7 +305,9 @@
       el('div', { class: 'cols' },
         el('div', {}, el('h3', {}, 'Utilisation'), dl([
           ['wall time', fmtTime(g.wall_us)],
-          ['GPU idle', fmtPct(g.gpu_idle_fraction)],
+          ['GPU busy', el('span', { dataset: { session: id, fig: 'GPU busy', value: g.gpu_utilization ?? '' }, title: "tb-profiler's GPU utilization" }, fmtPct(g.gpu_utilization))],
+          ['busy of the wall', el('span', { dataset: { session: id, fig: 'busy of the wall', value: g.busy_fraction_of_wall ?? '' } }, fmtPct(g.busy_fraction_of_wall))],
+          ['idle of the wall', el('span', { dataset: { session: id, fig: 'idle of the wall', value: g.gpu_idle_fraction ?? '' } }, fmtPct(g.gpu_idle_fraction))],
           ['devices', String((g.devices || []).length)]])),
         el('div', {}, el('h3', {}, 'Kernel launches'), dl([
           ['launches', fmtInt(L.count)],
@@ -300,7 +331,7 @@
         { key: 'host_call', label: 'Host call', render: (x) => FP.nameEl(x.host_call || '—') }],
       gaps.largest || [], null, null);
       parts.push(el('h3', {}, `Device ${d.device}`),
-        dl([['busy', fmtTime(d.busy_us)], ['idle', `${fmtTime(d.idle_us)} (${fmtPct(d.idle_fraction)})`],
+        dl([['busy', fmtTime(d.busy_us)], ['idle', `${fmtTime(d.idle_us)} (${fmtPct(d.idle_fraction)} of the wall)`],
             ['idle gaps', `${fmtInt(gaps.count)} totalling ${fmtTime(gaps.total_us)}`]]),
         el('p', { class: 'muted small gap-def' }, `An idle gap is any stretch of at least 5µs with no kernel, copy or memset on the device; ` +
            `all ${fmtInt(gaps.count)} are counted here; the timeline marks the ${fmtInt((gaps.largest || []).length)} largest.`),
@@ -346,7 +377,7 @@
     box.replaceChildren(...[
       el('p', { class: 'next-culprit' }, el('span', { class: 'next-cat', dataset: { category: top.category } }, top.category.replace(/_/g, ' ')),
         ': ', el('b', { id: 'next-culprit' }, top.culprit)),
-      el('p', { class: 'next-stake' }, 'At stake: ',
+      el('p', { class: 'next-stake' }, 'GPU idle at stake: ',
         perStep !== null && perStep !== undefined
           ? el('b', { id: 'next-per-step', dataset: { value: perStep } }, `${fmtTime(perStep)} per step`)
           : el('b', { id: 'next-once', dataset: { value: top.at_stake_us } }, `${fmtTime(top.at_stake_us)} once`),
@@ -359,7 +390,7 @@
   }
 
   async function loadSuspects() {
-    const j = await FP.once(`${base}/suspects`);
+    const j = await shown(firstScreen.suspects);
     renderNext(j);
     const box = document.getElementById('suspects-chart');
     const list = j.suspects || [];
@@ -381,7 +412,7 @@
   // the window (a DataLoader phase of 6 instances is 6 steps' worth), so they get a chart of
   // their own, never the steps' axis.
   async function loadSteps() {
-    const j = await api(`${base}/steps`);
+    const j = await shown(firstScreen.steps);
     const roles = j.roles || Object.keys(ROLE_COLORS);
     const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
     const steps = j.steps || [], phases = j.phases || [], mean = j.mean;
@@ -391,9 +422,11 @@
     const note = document.getElementById('steps-note');
     note.dataset.meanUs = mean ? String(meanDur) : '';
     note.replaceChildren(...(steps.length
-      ? [el('b', { id: 'step-mean', dataset: { value: meanDur } }, `Mean step ${fmtTime(meanDur)}`),
+      ? [el('b', { id: 'step-mean', dataset: { session: id, value: meanDur, fig: 'mean step' } }, `Mean step ${fmtTime(meanDur)}`),
         ` over ${steps.length} step${steps.length === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
-        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}. Each role's share of the mean step:`]
+        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}. ` +
+        "Each role's time in the mean step and its share (roles take the time in priority order, GPU work first, as tb-profiler's " +
+        "overview does: data loading is the step's time inside a DataLoader range that no GPU work or runtime call covers, not the range's wall time):"]
       : ['No ProfilerStep in this trace.']));
     const box = document.getElementById('steps-chart');
     const share = (k) => (meanDur ? fmtShare(mean[`${k}_us`] || 0, meanDur) : '—');
@@ -412,12 +445,18 @@
     const j = await api(`${base}/busy${qs({ buckets: N })}`);
     const box = document.getElementById('busy-chart');
     const w = j.wall_us / N;
-    document.getElementById('busy-note').textContent = (j.devices || []).length
-      ? `Share of each ${fmtTime(w)} slice with a kernel, copy or memset running; white is idle. ` +
-        (j.devices || []).map((d) => `GPU ${d.device}: busy ${fmtPct(d.busy_fraction)} (${fmtTime(d.busy_us)} of ${fmtTime(j.wall_us)})`).join('; ') + '.'
-      : 'No GPU work in this trace.';
+    // busy of the wall: kernels, copies and memsets over the whole span, named by what it
+    // divides by ("GPU busy" alone is tb-profiler's utilization: the header's)
+    const note = document.getElementById('busy-note');
+    note.replaceChildren(...((j.devices || []).length
+      ? [`Share of each ${fmtTime(w)} slice with a kernel, copy or memset running; white is idle. `,
+        ...(j.devices || []).map((d, i) => [i ? '; ' : '', `GPU ${d.device}: `,
+          el('span', { dataset: { session: id, fig: `GPU ${d.device} busy of the wall`, value: d.busy_fraction } }, `busy ${fmtPct(d.busy_fraction)} of the wall`),
+          ` (${fmtTime(d.busy_us)} of ${fmtTime(j.wall_us)})`]), '.'].flat(Infinity)
+      : ['No GPU work in this trace.']));
     box.replaceChildren(...(j.devices || []).map((d) => el('div', { class: 'busy-row', dataset: { device: d.device } }, el('span', { class: 'small' }, `GPU ${d.device}`),
-      FPC.columns(d.buckets || [], (v) => fmtPct(v, 0), { label: `GPU ${d.device} busy over time`, from: '0', to: fmtTime(j.wall_us),
+      FPC.columns(d.buckets || [], (v) => fmtPct(v, 0), { label: `GPU ${d.device} busy share of each slice over time`, from: '0', to: fmtTime(j.wall_us),
+        xTitle: 'time since the session start',
         slice: (i) => `${fmtTime(i * w)}–${fmtTime((i + 1) * w)}` }))));
   }
 
@@ -441,7 +480,9 @@
     const top = rows.slice(0, 8);
     const sum = (rs) => rs.reduce((a, r) => a + r[`${key}_us`], 0);
     const others = sum(rows.slice(8)), outside = total - sum(rows);
-    const items = top.map((r) => ({ label: FP.shortName(r.name, 36), title: r.name, value: r[`${key}_us`] }));
+    // distinct names keep distinct labels (issue 51, item 7: two kernels shared one)
+    const short = FP.shortNames(top.map((r) => r.name), 36);
+    const items = top.map((r, i) => ({ label: short[i], title: r.name, value: r[`${key}_us`] }));
     const what = byKernel ? 'kernels' : 'operators';
     if (others > 0.0005) items.push({ label: `other ${what}`, title: `other ${what} (${rows.length - top.length})`, value: others, color: '#bab0ac' });
     if (!noGpu && outside > 0.0005) items.push({ label: 'launched outside every operator', value: outside, color: '#d3d3d3' });
@@ -472,7 +513,7 @@
           ...(hasRes ? [['peak reserved', fmtMem(d.reserved_peak_bytes)], ['peak reserved at', fmtTime(d.reserved_peak_ts_us - sessionStart)]] : []),
           ['allocated at the end', fmtMem(d.end_bytes)], ['allocations', fmtInt(d.allocations)],
           ['allocated is', fromTotals ? "the trace's Total Allocated" : 'the running sum of the window\'s allocations and frees (the trace has no Total Allocated)']]),
-        FPC.line(d.samples || [], (x) => fmtTime(x - sessionStart), fmtMem, { label: `${d.device} memory over time`,
+        FPC.line(d.samples || [], (x) => fmtTime(x - sessionStart), fmtMem, { label: `${d.device} memory over time`, xTitle: 'time since the session start',
           second: hasRes ? d.reserved_samples || [] : null }));
     }));
     const cols = [

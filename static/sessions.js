@@ -29,24 +29,54 @@
     fLabel.value = `${k}:${v}`;
     load(false).catch(() => {});
   }
+  // Labels: the first LABELS_SHOWN badges, the rest behind "+N more" (issue 51, item 7: a
+  // captured session's nine badges made a row six lines tall). The button shows them all.
+  const LABELS_SHOWN = 3;
+  function labelCell(s) {
+    const all = Object.entries(s.labels || {}).map(([k, v]) => el('button', { type: 'button', class: 'badge label', title: `Show only ${k}:${v}`,
+      onclick: () => labelFilter(k, v) }, `${k}:${v}`));
+    if (all.length <= LABELS_SHOWN) return all;
+    const rest = el('span', { class: 'more-labels', hidden: true }, all.slice(LABELS_SHOWN));
+    const more = el('button', { type: 'button', class: 'badge more', 'aria-expanded': 'false', title: all.slice(LABELS_SHOWN).map((b) => b.textContent).join(' '),
+      onclick: () => { rest.hidden = false; more.remove(); } }, `+${all.length - LABELS_SHOWN} more`);
+    return [...all.slice(0, LABELS_SHOWN), more, rest];
+  }
+  // The top suspect in words: its category and its culprit, short (whole on hover).
+  function suspectCell(s) {
+    const t = s.top_suspect;
+    if (!t) return s.step_mean_us === undefined ? '—' : 'none above 5%';
+    return el('span', { class: 'suspect', title: `${t.category.replace(/_/g, ' ')}: ${t.culprit} (${fmtPct(t.at_stake_fraction)} of the wall at stake)` },
+      el('b', {}, t.category.replace(/_/g, ' ')), ' ', FP.shortName(t.culprit, 30), ` (${fmtPct(t.at_stake_fraction, 0)})`);
+  }
   const cols = [
-    { key: 'pick', label: 'Pick', sortable: false, render: (s) => el('input', { type: 'checkbox', class: 'pick', 'data-id': s.id,
+    { key: 'pick', label: 'Pick', sortable: false, csv: false, render: (s) => el('input', { type: 'checkbox', class: 'pick', 'data-id': s.id,
       'aria-label': `Pick ${FP.sessionName(s)} to compare`, checked: picked.includes(s.id), onchange: (e) => pick(s, e.target.checked) }) },
     { key: 'name', label: 'Name', rowHeader: true, value: (s) => FP.sessionName(s).toLowerCase(),
-      render: (s) => el('a', { href: `session.html?id=${s.id}`, class: 'session-link' }, FP.sessionName(s)) },
-    { key: 'labels', label: 'Labels',
-      sortable: false, render: (s) => Object.entries(s.labels || {}).map(([k, v]) => el('button', { type: 'button', class: 'badge label', title: `Show only ${k}:${v}`,
-        onclick: () => labelFilter(k, v) }, `${k}:${v}`)) },
-    { key: 'source', label: 'Source' },
-    { key: 'hardware', label: 'Hardware', render: (s) => s.hardware || '—' },
+      render: (s) => el('a', { href: `session.html?id=${s.id}`, class: 'session-link', title: FP.sessionName(s) }, FP.sessionName(s)) },
+    { key: 'labels', label: 'Labels', sortable: false, render: labelCell,
+      csv: (s) => Object.entries(s.labels || {}).map(([k, v]) => `${k}:${v}`).join(' ') },
+    // the run's GPUs, then in small the source and the node's count: "V100-DGXS-32GB x1" /
+    // "kineto · of 4 on the node" (one column for both, so that the list fits 1440 px)
+    { key: 'hardware', label: 'Hardware, source', value: (s) => s.hardware || '', render: (s) => {
+      const m = /^(.*?)(?: \((of .*)\))?$/.exec(s.hardware || '');
+      return el('span', { class: 'hw', title: s.hardware || '' }, s.hardware ? m[1].replace(/^(NVIDIA|Tesla) /, '') : '—',
+        el('span', { class: 'small muted src' }, ` ${[s.source, m[2]].filter(Boolean).join(' · ')}`));
+    }, csv: (s) => s.hardware || '' },
+    { key: 'source', label: 'Source', csvOnly: true, csv: (s) => s.source },
     { key: 'duration_us', label: 'Duration', num: true, render: (s) => fmtTime(s.duration_us) },
-    { key: 'event_count', label: 'Events', num: true, render: (s) => fmtInt(s.event_count) },
-    { key: 'top_cuda_operator', label: 'Top GPU operator', render: (s) => FP.nameEl(s.top_cuda_operator || '—') },
-    { key: 'gpu_idle_fraction', label: 'GPU idle', num: true, render: (s) => fmtPct(s.gpu_idle_fraction) },
+    // the mean step and GPU busy as the session page's header says them (tb-profiler's)
+    { key: 'step_mean_us', label: 'Mean step', num: true, render: (s) => el('span', { dataset: { session: s.id, fig: 'mean step', value: s.step_mean_us ?? '' } }, fmtTime(s.step_mean_us)) },
+    { key: 'gpu_utilization', label: 'GPU busy', num: true, title: "tb-profiler's GPU utilization: kernel time over the steps' time (the whole trace without steps)",
+      render: (s) => el('span', { dataset: { session: s.id, fig: 'GPU busy', value: s.gpu_utilization ?? '' } }, fmtPct(s.gpu_utilization)) },
+    { key: 'top_suspect', label: 'Top suspect', value: (s) => (s.top_suspect ? s.top_suspect.at_stake_fraction : -1), render: suspectCell,
+      csv: (s) => (s.top_suspect ? `${s.top_suspect.category}: ${s.top_suspect.culprit}` : '') },
+    { key: 'top_cuda_operator', label: 'Top GPU operator', render: (s) => FP.nameEl(s.top_cuda_operator || '—', FP.shortName(s.top_cuda_operator || '—', 22)) },
     { key: 'smells', label: 'Smells',
-      sortable: false, render: (s) => (s.smells || []).map((id) => el('span', { class: 'badge smell', title: id }, smellText(id))) },
-    { key: 'created_at', label: 'Uploaded', render: (s) => fmtDate(s.created_at) },
-    { key: 'actions', label: 'Actions', sortable: false, render: (s) => [
+      sortable: false, render: (s) => (s.smells || []).map((id) => el('span', { class: 'badge smell', title: id }, smellText(id))),
+      csv: (s) => (s.smells || []).join(' ') },
+    { key: 'created_at', label: 'Uploaded', render: (s) => el('span', { title: fmtDate(s.created_at) }, fmtDate(s.created_at).slice(0, 10)),
+      csv: (s) => s.created_at },
+    { key: 'actions', label: 'Actions', sortable: false, csv: false, render: (s) => [
       el('a', { href: `timeline.html?id=${s.id}` }, 'timeline'), ' ',
       el('button', { type: 'button', class: 'danger delete', 'aria-label': `Delete ${FP.sessionName(s)}`,
                      onclick: () => del(s) }, 'Delete')] },
@@ -61,8 +91,7 @@
   let sort = { key: 'created_at', dir: 'descending', clientSort: true };
   function draw() {
     renderTable(table, cols, rows, sort, (key) => { sort = { ...FP.nextSort(sort, key, cols), clientSort: true }; draw(); });
-    table.querySelector('caption').textContent =
-      `${rows.length} session${rows.length === 1 ? '' : 's'}${next ? ' (more available)' : ''}`;
+    FP.setCaption(table, `${rows.length} session${rows.length === 1 ? '' : 's'}${next ? ' (more available)' : ''}`);
   }
   async function load(append) {
     if (append && !next) return; // nothing after the last page: never load page one again

@@ -21,6 +21,36 @@
   tokenInput.value = sessionStorage.getItem('fp-token') || '';
   tokenInput.addEventListener('input', () => sessionStorage.setItem('fp-token', tokenInput.value.trim()));
   document.getElementById('token-form').addEventListener('submit', (e) => e.preventDefault());
+  // The token box only where the server wants tokens (GET /targets' auth; a 401 says so too
+  // when reads need one): a server without --tokens-file asks for nothing (issue 51, item 5).
+  let auth = { tokens: false, read_auth: false };
+  const showToken = (on) => { document.getElementById('token-form').hidden = !on; };
+  const readHeaders = () => (auth.read_auth && tokenInput.value.trim() ? { Authorization: 'Bearer ' + tokenInput.value.trim() } : {});
+
+  // The empty page's first step: the agent's command with this server's address, to copy.
+  const agentCmd = () => [`firstpass-upload --server ${location.origin} --watch /traces \\`,
+    '  --target vllm=http://127.0.0.1:8000,name=my-replica \\',
+    `  --model MODEL${auth.tokens ? ' --token "$FIRSTPASS_TOKEN"' : ''}`].join('\n');
+  function drawHowto(empty) {
+    document.getElementById('howto').hidden = !empty;
+    if (empty) document.getElementById('agent-cmd').textContent = agentCmd();
+  }
+  // navigator.clipboard exists in secure contexts only (https, localhost): elsewhere the old
+  // copy command on a selection, which plain http allows.
+  document.getElementById('copy-cmd').addEventListener('click', async () => {
+    const text = agentCmd(), st = document.getElementById('copy-status');
+    try {
+      if (!navigator.clipboard) throw new Error('no clipboard API');
+      await navigator.clipboard.writeText(text);
+    } catch (_) {
+      const sel = getSelection(), r = document.createRange();
+      r.selectNodeContents(document.getElementById('agent-cmd'));
+      sel.removeAllRanges();
+      sel.addRange(r);
+      if (!document.execCommand('copy')) { st.textContent = 'Select the command and copy it (Ctrl+C).'; return; }
+    }
+    st.textContent = 'Copied.';
+  });
 
   function ago(s) {
     if (s < 90) return `${Math.max(0, s)} s ago`;
@@ -102,9 +132,10 @@
         render: (t) => `${fmtInt(t.captures_last_hour)}${limits ? ' of ' + limits.captures_per_hour : ''}` },
       { key: 'capture', label: 'Newest capture', value: (t) => (t.capture ? t.capture.id : 0),
         render: (t) => (t.capture ? el('a', { href: `targets.html?capture=${t.capture.id}`, class: 'cap-link' }, `#${t.capture.id} ${t.capture.status}`) : '—') },
-      { key: 'go', label: 'Profile', sortable: false, render: profileForm },
+      { key: 'go', label: 'Profile', sortable: false, csv: false, render: profileForm },
     ];
-    renderTable(table, cols, lastTargets, { key: 'name', dir: 'ascending', clientSort: true }, null);
+    renderTable(table, cols, lastTargets, { key: 'name', dir: 'ascending', clientSort: true }, null,
+      'No engine registered: start the agent beside one (below).');
   }
 
   function drawProgress(c) {
@@ -156,16 +187,25 @@
     if (busy) return;
     busy = true;
     try {
-      const t = await api('/api/v1/targets');
+      let t;
+      try {
+        t = await api('/api/v1/targets', { headers: readHeaders(), quiet: auth.read_auth });
+      } catch (e) {
+        if (e.status === 401 || e.status === 403) { auth = { tokens: true, read_auth: true }; showToken(true); }
+        throw e;
+      }
+      auth = t.auth || auth;
+      showToken(auth.tokens);
+      drawHowto(!t.targets.length);
       limits = t.limits;
       document.getElementById('limits').textContent =
         `Server limits: at most ${limits.max_seconds} s or ${limits.max_steps} steps a capture, ${limits.captures_per_hour} captures a target an hour; ` +
         `an agent silent for ${limits.agent_timeout_s} s is offline and its captures fail.`;
       lastTargets = t.targets;
       draw();
-      const l = await api('/api/v1/captures?limit=20');
+      const l = await api('/api/v1/captures?limit=20', { headers: readHeaders() });
       drawCaptures(l.captures);
-      if (watched) drawProgress(await api('/api/v1/captures/' + watched));
+      if (watched) drawProgress(await api('/api/v1/captures/' + watched, { headers: readHeaders() }));
     } catch (_) {
       /* the banner shows it; the next round tries again */
     } finally {

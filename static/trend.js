@@ -24,7 +24,11 @@
     for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     return e;
   }
-  const fmt = (metric, v) => (v === null || v === undefined ? 'no such operator' : metric === 'calls' ? fmtInt(v) : fmtTime(v));
+  // Session metrics (no operator): GPU busy is tb-profiler's utilization, the header's figure;
+  // busy of the wall is named by what it divides by (issue 51, item 1).
+  const SESSION_METRICS = new Set(['gpu_utilization', 'busy_fraction_of_wall']);
+  const fmt = (metric, v) => (v === null || v === undefined ? (SESSION_METRICS.has(metric) ? 'unknown' : 'no such operator')
+    : SESSION_METRICS.has(metric) ? FP.fmtPct(v) : metric === 'calls' ? fmtInt(v) : fmtTime(v));
 
   // Points left to right, oldest first; a session without the operator leaves a gap.
   function draw(points, metric) {
@@ -69,7 +73,8 @@
     const my = ++seq;
     const op = opSel.value, metric = metricSel.value;
     if (!op) return;
-    const q = qs({ label: Object.entries(labels).map(([k, v]) => `${k}:${v}`), metric, operator: op, limit: LAST });
+    const session = SESSION_METRICS.has(metric);
+    const q = qs({ label: Object.entries(labels).map(([k, v]) => `${k}:${v}`), metric, operator: session ? null : op, limit: LAST });
     const t = await api(`/api/v1/trends${q}`);
     if (my !== seq) return; // a newer choice is on its way
     const pts = t.points || [];
@@ -77,10 +82,11 @@
     const have = pts.filter((p) => p.value !== null).map((p) => p.value);
     const mine = pts.find((p) => String(p.session_id) === String(id));
     const lab = Object.keys(labels).length ? `labelled ${Object.entries(labels).map(([k, v]) => `${k}:${v}`).join(' ')}` : 'of all sessions';
-    summary.textContent = `${op}, ${metricSel.selectedOptions[0].textContent}, in the last ${pts.length} sessions ${lab}` +
+    summary.textContent = `${session ? 'The session' : op}, ${metricSel.selectedOptions[0].textContent}, in the last ${pts.length} sessions ${lab}` +
       (mine ? `: this session ${fmt(metric, mine.value)}` : '') +
       (have.length ? `; min ${fmt(metric, Math.min(...have))}, max ${fmt(metric, Math.max(...have))}` : '') +
-      (pts.length - have.length ? `; ${pts.length - have.length} without this operator (gaps).` : '.');
+      (pts.length - have.length ? `; ${pts.length - have.length} without ${session ? 'the figure (stored before it was kept)' : 'this operator'} (gaps).` : '.');
+    opSel.disabled = session;
   }
 
   async function init() {
@@ -93,7 +99,7 @@
     labels = s.labels || {};
     // a CPU-only trace: CPU total and calls only; AMD says GPU (app.js decides both)
     if (FP.cpuOnly(s)) {
-      for (const o of [...metricSel.options]) if (/cuda/.test(o.value)) o.remove();
+      for (const o of [...metricSel.options]) if (/cuda|gpu|busy/.test(o.value)) o.remove();
       metricSel.value = 'cpu_time_total';
     } else {
       for (const o of metricSel.options) o.textContent = o.textContent.replace('CUDA', FP.gpuWord(s));

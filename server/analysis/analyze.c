@@ -81,6 +81,21 @@ static void op_totals(A *a, double *self_cpu, double *self_cuda, long long *call
     }
 }
 
+/* What the sessions list shows beside the totals (issue 51, item 7), copied from the report
+ * document so that a list row needs no second read: the mean step (GET /steps' mean.dur_us,
+ * tb-profiler's steps; null without steps) and the top suspect's category, culprit and share
+ * of the wall (null when nothing fired). */
+static void list_figures(json_t *doc, const json_t *report) {
+    const json_t *mean = json_object_get(json_object_get(report, "breakdown"), "mean");
+    const json_t *dur = json_object_get(mean, "dur_us");
+    json_object_set_new(doc, "step_mean_us", json_is_number(dur) ? json_real(json_number_value(dur)) : json_null());
+    const json_t *top = json_array_get(json_object_get(json_object_get(report, "suspects"), "suspects"), 0);
+    json_object_set_new(doc, "top_suspect", top ? json_pack("{s:O,s:O,s:O}", "category", json_object_get(top, "category"), "culprit",
+                                                            json_object_get(top, "culprit"), "at_stake_fraction",
+                                                            json_object_get(top, "at_stake_fraction"))
+                                                : json_null());
+}
+
 static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *effic) {
     double self_cpu, self_cuda, cpu_total_top = 0;
     long long calls;
@@ -110,10 +125,12 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *effi
     json_t *idle = json_object_get(gpu, "gpu_idle_fraction");
     /* the headline GPU utilization (tb-profiler's, effic.c), kept for the trends (history.c) */
     json_t *util = json_object_get(json_object_get(effic, "session"), "gpu_utilization");
-    return json_pack("{s:f,s:f,s:I,s:O,s:O,s:o,s:o}", "self_cpu_time_total_us", self_cpu, "self_cuda_time_total_us", self_cuda,
-                     "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(), "gpu_utilization",
-                     json_is_number(util) ? util : json_null(),
-                     "top_cuda_operator", top ? json_string(an_str(a, top->name)) : json_null(), "smells", smells);
+    json_t *doc = json_pack("{s:f,s:f,s:I,s:O,s:O,s:o,s:o}", "self_cpu_time_total_us", self_cpu, "self_cuda_time_total_us", self_cuda,
+                            "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(), "gpu_utilization",
+                            json_is_number(util) ? util : json_null(),
+                            "top_cuda_operator", top ? json_string(an_str(a, top->name)) : json_null(), "smells", smells);
+    if (doc) list_figures(doc, report);
+    return doc;
 }
 
 /* ---- entry ---- */

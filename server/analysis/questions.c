@@ -17,7 +17,7 @@
 #include "lib/timefmt.h"
 #include "lib/utf8.h"
 
-#define PACKED_BUSY 0.90        /* kernels packed: the GPU busy this share of its window */
+#define PACKED_BUSY 0.90        /* kernels packed: busy this share of the time from the GPU's first work to its last */
 #define ALIGNED_SHARE 0.50      /* a CPU range lines up: this share of the GPU work it launched runs inside it */
 #define DENSE_RATIO 3.0         /* prefill dense: its mean kernel this many times decode's */
 #define CRITICAL_COPY_SHARE 0.05 /* copies matter: on the critical path for this share of the wall */
@@ -46,10 +46,13 @@ static json_t *kernels_packed(const json_t *sus) {
         if (top) break;
     }
     if (!top) top = json_array_get(json_object_get(json_object_get(sus, "idle"), "by_culprit"), 0);
+    /* "busy after its first work": the share of the time from the GPU's first activity to its
+     * last (the lead-in aside), named by what it divides by; "GPU busy" alone is the headline,
+     * tb-profiler's utilization (issue 51, item 1: the page showed three figures as busy) */
     if (busy >= PACKED_BUSY)
-        utf8_snprintf(s, sizeof s, "yes: the GPU is busy %.1f%% of its window", busy * 100);
+        utf8_snprintf(s, sizeof s, "yes: busy %.1f%% after its first work (from the GPU's first activity to its last)", busy * 100);
     else
-        utf8_snprintf(s, sizeof s, "no: the GPU is busy %.1f%% of its window; its idle time waits on the %s (%.0f%% of it)%s%s", busy * 100,
+        utf8_snprintf(s, sizeof s, "no: busy %.1f%% after its first work (from the GPU's first activity to its last); its idle time waits on the %s (%.0f%% of it)%s%s", busy * 100,
                  hw >= kw ? "host issuing launches" : "launched kernels starting late", 100 * (hw >= kw ? hw : kw) / (hw + kw > 0 ? hw + kw : 1),
                  top ? ", most of all under " : "", top ? json_string_value(json_object_get(top, "culprit")) : "");
     return answer(busy >= PACKED_BUSY ? "yes" : "no", s,

@@ -387,8 +387,14 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
         o += utf8_snprintf(out + o, n - (size_t)o, "; host waiting on the GPU (syncs, blocking copies): %s, %.1f%% of self CPU",
                            timefmt_us(wait, t1, sizeof t1), wait / d->self_cpu_total * 100);
     const json_t *gpu = json_object_get(d->in->suspects, "gpu");
-    if (json_is_object(gpu) && o < (int)n)
-        utf8_snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
+    /* "GPU busy" is the headline alone (tb-profiler's utilization, /efficiency); the share of
+     * the wall is named as such (issue 51, item 1) */
+    const json_t *util = json_object_get(json_object_get(d->in->effic, "session"), "gpu_utilization");
+    if (json_is_object(gpu) && json_is_number(util) && o < (int)n)
+        utf8_snprintf(out + o, n - (size_t)o, "; GPU busy %.1f%%, busy %.1f%% of the wall", json_number_value(util) * 100,
+                      json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
+    else if (json_is_object(gpu) && o < (int)n)
+        utf8_snprintf(out + o, n - (size_t)o, "; busy %.1f%% of the wall", json_number_value(json_object_get(gpu, "utilization_of_wall")) * 100);
 }
 
 /* The top suspect's next experiment, naming its culprit; or what a healthy run is told. */

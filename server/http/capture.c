@@ -104,6 +104,9 @@ int capture_h_targets(app *a, http_req *rq, http_reply *out) {
     int rc_;
     WITH_DB(a, out, captures_expire(db_, now, lim.agent_timeout_s) ? ERR_DB : captures_targets(db_, now, &lim, &body));
     if (rc_) return fail(out, rc_);
+    /* whether writes (Profile now) need a bearer token: the page shows its token box only
+     * then (issue 51, item 5); read_auth: reads need one too */
+    json_object_set_new(body, "auth", json_pack("{s:b,s:b}", "tokens", a->tokens != NULL, "read_auth", a->tokens && a->cfg->read_auth));
     const char *f = http_query(rq, "format");
     int csv = f && !strcmp(f, "csv");
     if (!csv && !http_wants_text(rq)) return http_json(out, 200, body);
@@ -142,6 +145,9 @@ int capture_h_list(app *a, http_req *rq, http_reply *out) {
     int rc_;
     WITH_DB(a, out, captures_expire(db_, now, a->cfg->agent_timeout_s) ? ERR_DB : captures_list(db_, target, limit, now, &body));
     if (rc_) return fail(out, rc_);
+    /* whether writes (Profile now) need a bearer token: the page shows its token box only
+     * then (issue 51, item 5); read_auth: reads need one too */
+    json_object_set_new(body, "auth", json_pack("{s:b,s:b}", "tokens", a->tokens != NULL, "read_auth", a->tokens && a->cfg->read_auth));
     const char *f = http_query(rq, "format");
     int csv = f && !strcmp(f, "csv");
     if (!csv && !http_wants_text(rq)) return http_json(out, 200, body);

@@ -172,7 +172,9 @@ static const char *mime_of(const char *path) {
         {".html", "text/html; charset=utf-8"}, {".js", "text/javascript; charset=utf-8"},
         {".mjs", "text/javascript; charset=utf-8"}, {".css", "text/css; charset=utf-8"},
         {".json", "application/json"}, {".svg", "image/svg+xml"}, {".png", "image/png"},
-        {".ico", "image/x-icon"}, {".txt", "text/plain; charset=utf-8"}, {NULL, NULL}};
+        {".ico", "image/x-icon"}, {".txt", "text/plain; charset=utf-8"},
+        /* the guides shipped with the dashboard (static/docs/, .md files): shown as text, not downloaded */
+        {".md", "text/plain; charset=utf-8"}, {NULL, NULL}};
     for (int i = 0; types[i].ext; i++)
         if (!strcasecmp(dot, types[i].ext)) return types[i].type;
     return "application/octet-stream";

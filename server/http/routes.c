@@ -436,17 +436,24 @@ static int h_busy(app *a, http_req *rq, http_reply *out) {
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
+/* The Chrome trace, streamed (download.h). With Accept-Encoding: gzip the body is sent gzip'd
+ * (Content-Encoding: a client inflates it as it reads). ?format=gzip is the .json.gz file
+ * itself (application/gzip, no Content-Encoding): a browser keeps it compressed, and
+ * Perfetto and chrome://tracing open it as it is (issue 51, item 6: a 1M-event session is
+ * 254 MB of JSON, 19 MB as gzip). Same memory bound either way: one deflate stream. */
 static int h_trace(app *a, http_req *rq, http_reply *out) {
-    int gz = http_accepts_gzip(rq), err = 0;
+    const char *f = http_query(rq, "format");
+    if (f && strcmp(f, "json") && strcmp(f, "gzip")) return http_error(out, ERR_PARAM, "format must be json or gzip");
+    int file = f && !strcmp(f, "gzip"), gz = file || http_accepts_gzip(rq), err = 0;
     download *d = download_open(a->st, rq->id, gz, &err);
     if (!d) return db_fail(out, err, rq->id);
     out->status = 200;
-    out->content_type = "application/json";
+    out->content_type = file ? "application/gzip" : "application/json";
     out->stream_read = download_read;
     out->stream_free = download_free;
     out->stream_cls = d;
-    out->gzip_encoded = gz;
-    snprintf(out->disposition, sizeof out->disposition, "attachment; filename=\"firstpass-session-%lld.json\"", rq->id);
+    out->gzip_encoded = gz && !file;
+    snprintf(out->disposition, sizeof out->disposition, "attachment; filename=\"firstpass-session-%lld.json%s\"", rq->id, file ? ".gz" : "");
     return 0;
 }
 
@@ -459,7 +466,12 @@ static int h_compare(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, query_compare(db_, base, head, &body));
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "session %lld or %lld does not exist", base, head);
     if (rc_) return db_fail(out, rc_, 0);
-    static const char *const cols[] = {"name", "kind", "status", "base", "head", "delta", "relative", NULL};
+    /* flat columns, one value a cell (text.c reads "base.calls" as member calls of base) */
+    static const char *const cols[] = {"name", "kind", "status", "base.calls", "head.calls", "delta.calls", "base.cuda_time_total_us",
+                                       "head.cuda_time_total_us", "delta.cuda_time_total_us", "relative.cuda_time_total",
+                                       "base.cpu_time_total_us", "head.cpu_time_total_us", "delta.cpu_time_total_us", "relative.cpu_time_total",
+                                       "base.self_cuda_time_total_us", "head.self_cuda_time_total_us", "base.self_cpu_time_total_us",
+                                       "head.self_cpu_time_total_us", NULL};
     return text_or_csv(rq, out, body, "operators", cols);
 }
 
@@ -563,8 +575,12 @@ static int h_regressions(app *a, http_req *rq, http_reply *out) {
     /* ?gate=steps (default: the step and the named phases decide) or operators (every item
      * too); history.h */
     const char *gate = http_query(rq, "gate");
-    if (gate && strcmp(gate, "steps") && strcmp(gate, "operators")) return http_error(out, ERR_PARAM, "gate must be steps or operators");
+    if (gate && strcmp(gate, "steps") && strcmp(gate, "operators") && strcmp(gate, "memory"))
+        return http_error(out, ERR_PARAM, "gate must be steps, operators or memory");
     t.strict = gate && !strcmp(gate, "operators");
+    /* ?gate=memory: the steps gate and the GPU memory peak (history.h), abs_bytes its floor */
+    t.memory = gate && !strcmp(gate, "memory");
+    if (threshold_param(rq, out, "abs_bytes", HIST_ABS_BYTES_DEFAULT, &t.abs_bytes)) return ERR_PARAM;
     const char *name = http_query(rq, "baseline");
     if (name && !history_name_valid(name))
         return http_error(out, ERR_PARAM, "baseline must be a baseline name (A-Z a-z 0-9 . _ -, 1 to %d), not '%.64s'",

@@ -94,15 +94,36 @@ static void cell(const json_t *v, buf *out) {
     }
 }
 
+/* A row's value for a column: "base.calls" reads member calls of member base, so that a
+ * table of nested rows (GET /compare) is written as flat columns, one number a cell. */
+static const json_t *col_value(const json_t *row, const char *col) {
+    const char *dot = strchr(col, '.');
+    if (!dot) return json_object_get(row, col);
+    char key[64];
+    size_t n = (size_t)(dot - col);
+    if (n >= sizeof key) return NULL;
+    memcpy(key, col, n);
+    key[n] = '\0';
+    return col_value(json_object_get(row, key), dot + 1);
+}
+
+/* A column's header: its name with the path's dots as underscores (base.calls: base_calls). */
+static void col_header(buf *b, const char *col) {
+    for (const char *p = col; *p; p++) buf_put(b, *p == '.' ? "_" : p, 1);
+}
+
 char *csv_rows(const json_t *rows, const char *const *cols, size_t *len) {
     buf b = {0}, v = {0};
-    for (int c = 0; cols[c]; c++) buf_printf(&b, "%s%s", c ? "," : "", cols[c]);
+    for (int c = 0; cols[c]; c++) {
+        if (c) buf_puts(&b, ",");
+        col_header(&b, cols[c]);
+    }
     buf_puts(&b, "\n");
     size_t i;
     const json_t *r;
     json_array_foreach(rows, i, r) {
         for (int c = 0; cols[c]; c++) {
-            const json_t *jv = json_object_get(r, cols[c]);
+            const json_t *jv = col_value(r, cols[c]);
             cell(jv, &v);
             if (c) buf_puts(&b, ",");
             /* CSV injection (OWASP's rule): a text cell that a spreadsheet would read as a
@@ -140,14 +161,19 @@ char *text_rows(const json_t *rows, const char *const *cols, size_t *len) {
     buf b = {0}, v = {0};
     for (int c = 0; c < nc; c++) w[c] = strlen(cols[c]);
     json_array_foreach(rows, i, r) for (int c = 0; c < nc; c++) {
-        cell(json_object_get(r, cols[c]), &v);
+        cell(col_value(r, cols[c]), &v);
         if (v.len > w[c]) w[c] = v.len > TEXT_COL_MAX ? TEXT_COL_MAX : v.len;
     }
-    for (int c = 0; c < nc; c++) buf_printf(&b, "%s%-*s", c ? "  " : "", (int)w[c], cols[c]);
+    for (int c = 0; c < nc; c++) {
+        buf h = {0};
+        col_header(&h, cols[c]);
+        buf_printf(&b, "%s%-*s", c ? "  " : "", (int)w[c], buf_str(&h));
+        buf_free(&h);
+    }
     buf_puts(&b, "\n");
     json_array_foreach(rows, i, r) {
         for (int c = 0; c < nc; c++) {
-            cell(json_object_get(r, cols[c]), &v);
+            cell(col_value(r, cols[c]), &v);
             buf_printf(&b, "%s%-*.*s", c ? "  " : "", (int)w[c], (int)w[c], buf_str(&v));
         }
         buf_puts(&b, "\n");
@@ -211,7 +237,7 @@ char *text_suspects(const json_t *r, size_t *len) {
         buf_printf(&b, "healthy: %s; wall %s", json_is_true(json_object_get(r, "healthy")) ? "yes" : "no",
                    timefmt_us(num(r, "wall_us"), t1, sizeof t1));
         if (json_is_object(gpu))
-            buf_printf(&b, "; GPU busy %.1f%% of the wall, %.1f%% of its window (lead-in %s, tail %s)", num(gpu, "utilization_of_wall") * 100,
+            buf_printf(&b, "; busy %.1f%% of the wall, %.1f%% after its first work (lead-in %s, tail %s)", num(gpu, "utilization_of_wall") * 100,
                        num(gpu, "busy_fraction") * 100, timefmt_us(num(gpu, "lead_in_us"), t2, sizeof t2),
                        timefmt_us(num(gpu, "tail_us"), t3, sizeof t3));
         else

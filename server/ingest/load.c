@@ -801,20 +801,36 @@ oom:
 
 const ingest_sink *loader_sink(loader *l) { return &l->sink; }
 
-/* "NVIDIA A100-PG509-200 x8" from deviceProperties, or the collector's GPU list. */
-static char *hardware_of(json_t *meta) {
+/* How many distinct devices the trace's GPU tracks name (the GPUs the run used). */
+static size_t devices_used(const trace_ctx *t) {
+    size_t n = 0;
+    for (size_t i = 0; i < t->ntracks; i++) {
+        if (!t->tracks[i].gpu || !t->tracks[i].events) continue;
+        size_t j = 0;
+        while (j < i && !(t->tracks[j].gpu && t->tracks[j].events && t->tracks[j].device == t->tracks[i].device)) j++;
+        n += j == i;
+    }
+    return n;
+}
+
+/* "NVIDIA A100-PG509-200 x8" from deviceProperties, or the collector's GPU list. The count is
+ * the GPUs the run used where it used fewer than the node has: a one-GPU run on an eight-GPU
+ * node reads "NVIDIA A100-PG509-200 x1 (of 8 on the node)", not x8 (issue 51, item 7).
+ * Kineto lists every device of the node in deviceProperties, whatever the process used. */
+static char *hardware_of(json_t *meta, const trace_ctx *t) {
     json_t *dp = json_object_get(meta, "deviceProperties");
     if (!json_is_array(dp) || json_array_size(dp) == 0) dp = json_object_get(meta, "computeProperties");
     if (!json_is_array(dp) || json_array_size(dp) == 0) return strdup("");
     const char *first = json_string_value(json_object_get(json_array_get(dp, 0), "name"));
     if (!first) return strdup("");
-    size_t same = 0, n = json_array_size(dp);
+    size_t same = 0, n = json_array_size(dp), used = devices_used(t);
     for (size_t i = 0; i < n; i++) {
         const char *nm = json_string_value(json_object_get(json_array_get(dp, i), "name"));
         if (nm && !strcmp(nm, first)) same++;
     }
     char out[512];
-    if (same == n) utf8_snprintf(out, sizeof out, "%s x%zu", first, n);
+    if (same == n && used && used < n) utf8_snprintf(out, sizeof out, "%s x%zu (of %zu on the node)", first, used, n);
+    else if (same == n) utf8_snprintf(out, sizeof out, "%s x%zu", first, n);
     else utf8_snprintf(out, sizeof out, "%s x%zu (+%zu other)", first, same, n - same);
     return strdup(out);
 }
@@ -858,7 +874,7 @@ static int prepare_identity(loader *l) {
     json_t *v;
     json_object_foreach(labels, k, v) /* the query's were checked at import_begin; what the trace adds, here */
         if (load_label_refused(k, json_string_value(v))) return set_err(l, ERR_INVALID, "firstpass.labels: " LOAD_LABEL_REFUSED_MSG);
-    l->t.hardware = hardware_of(l->t.meta);
+    l->t.hardware = hardware_of(l->t.meta, &l->t);
     return (name && !l->t.name) || !labels || !l->t.hardware ? set_err(l, ERR_NOMEM, "out of memory") : 0;
 }
 

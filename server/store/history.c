@@ -593,19 +593,85 @@ static int phase_verdicts(db_conn *db, long long base, long long head, const bas
     return rc;
 }
 
+/* The largest allocated peak over a session's GPU devices (its stored memory document,
+ * GET /memory; the "cpu" device aside) in *peak, -1 when it has none. 0 or ERR_DB. */
+static int memory_peak_of(db_conn *db, long long id, double *peak) {
+    *peak = -1;
+    db_stmt *s = prep(db, "SELECT report FROM analysis WHERE session_id = ?");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int r = db_step(s);
+    if (r == DB_ROW) {
+        json_error_t e;
+        const char *txt = (const char *)db_column_text(s, 0);
+        json_t *doc = txt ? json_loads(txt, 0, &e) : NULL, *d;
+        size_t i;
+        json_array_foreach(json_object_get(json_object_get(doc, "memory"), "devices"), i, d) {
+            const char *dev = json_string_value(json_object_get(d, "device"));
+            double p = json_number_value(json_object_get(d, "peak_bytes"));
+            if (dev && strcmp(dev, "cpu") && p > *peak) *peak = p;
+        }
+        json_decref(doc);
+    }
+    db_finalize(s);
+    return r == DB_ROW || r == DB_DONE ? 0 : ERR_DB;
+}
+
+/* The memory gate's verdict (history.h): {"base_peak_bytes","head_peak_bytes","delta_bytes",
+ * "relative","direction"}, or null when a side has no GPU memory events; *regressed set when it
+ * rose past both thresholds. NULL when SQLite failed. */
+static json_t *memory_verdict(db_conn *db, long long base, long long head, const hist_thresholds *t, int *regressed) {
+    double b, h;
+    *regressed = 0;
+    if (memory_peak_of(db, base, &b) || memory_peak_of(db, head, &h)) return NULL;
+    if (b < 0 || h < 0) return json_null();
+    double d = h - b;
+    int past = fabs(d) > t->abs_bytes && (b == 0 || fabs(d) / b > t->rel);
+    const char *dir = !past ? "unchanged" : d > 0 ? "regressed" : "improved";
+    *regressed = d > 0 && past;
+    return json_pack("{s:f,s:f,s:f,s:o,s:s}", "base_peak_bytes", b, "head_peak_bytes", h, "delta_bytes", d, "relative",
+                     b > 0 ? json_real(d / b) : json_null(), "direction", dir);
+}
+
+/* Adds the memory gate's verdict to v (gate "memory" only): "memory", the why's last clause,
+ * and "regressed" when the peak regressed. 0 or ERR_DB. */
+static int add_memory_verdict(db_conn *db, long long base, long long head, const hist_thresholds *t, json_t *v) {
+    if (!t->memory) return 0;
+    int reg = 0;
+    json_t *m = memory_verdict(db, base, head, t, &reg);
+    if (!m) return ERR_DB;
+    char why[1200];
+    const char *was = json_string_value(json_object_get(v, "why"));
+    if (json_is_null(m))
+        utf8_snprintf(why, sizeof why, "%s; memory: not judged (not both sessions have GPU memory events)", was ? was : "");
+    else {
+        const json_t *r = json_object_get(m, "relative");
+        utf8_snprintf(why, sizeof why, "%s; memory peak %.1f MiB against %.1f MiB (%+.1f%%; thresholds %.0f%% and %.1f MiB): %s",
+                      was ? was : "", json_number_value(json_object_get(m, "head_peak_bytes")) / 1048576.0,
+                      json_number_value(json_object_get(m, "base_peak_bytes")) / 1048576.0, json_is_number(r) ? json_number_value(r) * 100 : 0.0,
+                      t->rel * 100, t->abs_bytes / 1048576.0, json_string_value(json_object_get(m, "direction")));
+    }
+    json_object_set_new(v, "why", json_string(why));
+    json_object_set_new(v, "memory", m);
+    if (reg) json_object_set_new(v, "regressed", json_true());
+    return 0;
+}
+
 /* The gate's verdict on head against base (history.h) as {"gate","steps","noise_us",
  * "phases","regressed","why"}; nitems_reg: the items that regressed. NULL when SQLite failed. */
 static json_t *verdict_of(db_conn *db, long long base, long long head, const hist_thresholds *t, const basis *bs, int nitems_reg) {
     step_stats sb, sh;
     if (step_stats_of(db, base, &sb) || step_stats_of(db, head, &sh)) return NULL;
-    const char *gate = t->strict ? "operators" : "steps";
+    const char *gate = t->strict ? "operators" : t->memory ? "memory" : "steps";
     char why[1024], t1[32], t2[32], t3[32];
     int o = 0;
     if (sb.n == 0 || sh.n == 0 || !bs->per_step) {
         /* No steps to feel: the items are all there is to judge by. */
         utf8_snprintf(why, sizeof why, "not both sessions have steps (%d and %d): judged by the operator, kernel, phase and GPU idle "
                                   "movements past the thresholds, %d regressed", sb.n, sh.n, nitems_reg);
-        return json_pack("{s:s,s:n,s:n,s:[],s:b,s:s}", "gate", gate, "steps", "noise_us", "phases", "regressed", nitems_reg > 0, "why", why);
+        json_t *v = json_pack("{s:s,s:n,s:n,s:[],s:b,s:s}", "gate", gate, "steps", "noise_us", "phases", "regressed", nitems_reg > 0, "why", why);
+        if (v && add_memory_verdict(db, base, head, t, v)) json_decref(v), v = NULL;
+        return v;
     }
     double noise = noise_of(t, &sb, &sh);
     const char *dir = judge(sb.mean, sh.mean, noise);
@@ -630,7 +696,9 @@ static json_t *verdict_of(db_conn *db, long long base, long long head, const his
                       nitems_reg, nitems_reg == 1 ? "" : "s");
     json_t *steps = json_pack("{s:o,s:o,s:f,s:o,s:s}", "base", stats_json(&sb), "head", stats_json(&sh), "delta_us", sh.mean - sb.mean,
                               "relative", sb.mean > 0 ? json_real((sh.mean - sb.mean) / sb.mean) : json_null(), "direction", dir);
-    return json_pack("{s:s,s:o,s:f,s:o,s:b,s:s}", "gate", gate, "steps", steps, "noise_us", noise, "phases", phases, "regressed", reg, "why", why);
+    json_t *v = json_pack("{s:s,s:o,s:f,s:o,s:b,s:s}", "gate", gate, "steps", steps, "noise_us", noise, "phases", phases, "regressed", reg, "why", why);
+    if (v && add_memory_verdict(db, base, head, t, v)) json_decref(v), v = NULL;
+    return v;
 }
 
 static json_t *basis_json(const basis *bs) {

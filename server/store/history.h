@@ -32,7 +32,10 @@
  * is judged against the same noise floor. regressed = the step or a phase regressed; the
  * items above are the explanation. Where not both sessions have steps, the gate is the items
  * (regressed = an item regressed). gate "operators" (hist_thresholds.strict, ?gate=operators)
- * is the stricter gate: the step, the phases AND every item. */
+ * is the stricter gate: the step, the phases AND every item. gate "memory" (hist_thresholds.memory,
+ * ?gate=memory) is the steps gate and the memory peak: the largest allocated peak over the GPU
+ * devices (GET /memory's peak_bytes, the "cpu" device aside) "regressed" when it rose by more
+ * than rel AND by more than abs_bytes; a side without GPU memory events leaves it unjudged. */
 #ifndef FP_HISTORY_H
 #define FP_HISTORY_H
 
@@ -44,6 +47,7 @@
 #define HIST_ABS_US_DEFAULT 100.0  /* microseconds */
 #define HIST_ABS_CALLS_DEFAULT 10.0
 #define HIST_ABS_SHARE_DEFAULT 0.05 /* GPU idle fraction, 5 percentage points */
+#define HIST_ABS_BYTES_DEFAULT (16.0 * 1024 * 1024) /* the memory gate's peak: 16 MiB */
 #define HIST_LABELS_MAX 16
 #define HIST_NAME_MAX 64
 
@@ -52,6 +56,8 @@
 typedef struct hist_thresholds {
     double rel, abs_us, abs_calls, abs_share;
     int strict;                   /* 1: gate "operators" (an item regressing fails too); 0: gate "steps" */
+    int memory;                   /* 1: gate "memory" (the steps gate and the memory peak) */
+    double abs_bytes;             /* the memory gate's absolute threshold */
 } hist_thresholds;
 
 /* key:value pairs that must all match (borrowed strings). */

@@ -20,6 +20,7 @@
 #include "lib/vec.h"
 #include "lib/timefmt.h"
 #include "lib/utf8.h"
+#include "store/compare.h"
 #include "store/history.h"
 
 static const struct { const char *field, *col; } sorts[] = {
@@ -79,7 +80,9 @@ static json_t *labels_of(db_conn *db, long long id) {
 
 /* The summary keys a session row copies (wire name, key in sessions.summary), in wire order. */
 static const char *const summary_keys[][2] = {{"top_cuda_operator", "top_cuda_operator"}, {"cuda_time_total_us", "self_cuda_time_total_us"},
-                                              {"cpu_time_total_us", "self_cpu_time_total_us"}, {"gpu_idle_fraction", "gpu_idle_fraction"}};
+                                              {"cpu_time_total_us", "self_cpu_time_total_us"}, {"gpu_idle_fraction", "gpu_idle_fraction"},
+                                              {"gpu_utilization", "gpu_utilization"}, {"step_mean_us", "step_mean_us"},
+                                              {"top_suspect", "top_suspect"}};
 #define SUMMARY_NKEYS (sizeof summary_keys / sizeof summary_keys[0])
 
 /* The columns of a session row before its summary keys; labels is the caller's (stolen). */
@@ -142,19 +145,20 @@ int query_session(db_conn *db, long long id, json_t **out) {
     return rc;
 }
 
-/* The list's copy of SUMMARY_COLS: the summary column is cut down in SQL to the five values
+/* The list's copy of SUMMARY_COLS: the summary column is cut down in SQL to the values
  * a list row shows, as one JSON array in summary_keys order plus smells. json_extract with
  * several paths renders each value from its original text (numbers keep their digits), so
  * parsing the short array gives what parsing the whole summary gave, without its "counts"
  * object (most of its bytes and of json_loads' time). A summary that is not JSON reads as {}. */
 #define LIST_COLS "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
     "CASE WHEN json_valid(summary) THEN json_extract(summary, '$.top_cuda_operator', '$.self_cuda_time_total_us', " \
-    "'$.self_cpu_time_total_us', '$.gpu_idle_fraction', '$.smells') END, bytes_in"
+    "'$.self_cpu_time_total_us', '$.gpu_idle_fraction', '$.gpu_utilization', '$.step_mean_us', '$.top_suspect', '$.smells') END, bytes_in"
 /* The same on PostgreSQL: the json type (not jsonb) keeps each value's text too. A summary
  * that is not JSON fails the statement there (the server only ever writes JSON). */
 #define LIST_COLS_PG "id, name, source, created_at, start_us, end_us, event_count, hardware, " \
     "json_build_array(summary::json->'top_cuda_operator', summary::json->'self_cuda_time_total_us', " \
-    "summary::json->'self_cpu_time_total_us', summary::json->'gpu_idle_fraction', summary::json->'smells')::text, bytes_in"
+    "summary::json->'self_cpu_time_total_us', summary::json->'gpu_idle_fraction', summary::json->'gpu_utilization', " \
+    "summary::json->'step_mean_us', summary::json->'top_suspect', summary::json->'smells')::text, bytes_in"
 
 /* A list row: labels stay empty here and page_labels fills them for the whole page. */
 static json_t *list_row(db_stmt *s) {
@@ -692,7 +696,54 @@ static int by_abs_delta(const void *pa, const void *pb) {
     return a->at < b->at ? -1 : a->at > b->at;
 }
 
+/* kind\x1ffamily of a row key (kind\x1fname) into out; 0 when the name has no family. */
+static int family_key(const char *key, char *out, size_t n) {
+    const char *sep = strchr(key, '\x1f');
+    char fam[1024];
+    if (!sep || !compare_family(sep + 1, fam, sizeof fam)) return 0;
+    int w = snprintf(out, n, "%.*s\x1f%s", (int)(sep - key), key, fam);
+    return w > 0 && (size_t)w < n;
+}
+
+/* {family key: [keys of m that are not in other]}: the one-sided rows of each family. */
+static json_t *one_sided(const json_t *m, const json_t *other) {
+    json_t *fams = json_object();
+    const char *k;
+    json_t *v;
+    char fk[1100];
+    json_object_foreach((json_t *)m, k, v) {
+        if (json_object_get(other, k) || !family_key(k, fk, sizeof fk)) continue;
+        json_t *list = json_object_get(fams, fk);
+        if (!list) json_object_set_new(fams, fk, list = json_array());
+        json_array_append_new(list, json_string(k));
+    }
+    return fams;
+}
+
+/* Phases one family apart (compare.h), one only in base and one only in head, are one phase
+ * renamed: a DataLoader with workers is _MultiProcessingDataLoaderIter where the
+ * single-process one was _SingleProcessDataLoaderIter, and read "appeared" and "disappeared"
+ * (issue 51, item 2). The base's value moves under the head's key; the reply's row keeps the
+ * base's name as base_name. Only a family with exactly one such phase on each side is paired:
+ * two could pair either way. Returns {head key: base name}. */
+static json_t *pair_renames(json_t *base, const json_t *head) {
+    json_t *renamed = json_object(), *bf = one_sided(base, head), *hf = one_sided(head, base), *bl;
+    const char *fk;
+    json_object_foreach(bf, fk, bl) {
+        json_t *hl = json_object_get(hf, fk);
+        if (json_array_size(bl) != 1 || json_array_size(hl) != 1) continue;
+        const char *bk = json_string_value(json_array_get(bl, 0)), *hk = json_string_value(json_array_get(hl, 0));
+        json_object_set(base, hk, json_object_get(base, bk));
+        json_object_set_new(renamed, hk, json_string(strchr(bk, '\x1f') + 1));
+        json_object_del(base, bk);
+    }
+    json_decref(bf);
+    json_decref(hf);
+    return renamed;
+}
+
 static json_t *diff(json_t *base, json_t *head, int phases) {
+    json_t *renamed = phases ? pair_renames(base, head) : json_object();
     json_t *keys = json_object();
     const char *k;
     json_t *v;
@@ -705,6 +756,7 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
         free(rows);
         json_decref(keys);
         json_decref(arr);
+        json_decref(renamed);
         return NULL;
     }
     json_object_foreach(keys, k, v) {
@@ -713,6 +765,8 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
         const char *status = !b ? "appeared" : !h ? "disappeared" : "changed";
         json_t *row = json_pack("{s:s%,s:s,s:s,s:O,s:O}", "kind", k, (size_t)(sep - k), "name", sep + 1, "status", status,
                                 "base", b ? b : json_null(), "head", h ? h : json_null());
+        json_t *was = json_object_get(renamed, k);
+        if (row && was) json_object_set(row, "base_name", was);
         if (phases) {
             double d = num(h, "total_us") - num(b, "total_us");
             json_object_set_new(row, "delta", json_pack("{s:I,s:f,s:f}", "count", (json_int_t)(num(h, "count") - num(b, "count")), "total_us", d, "sort", d));
@@ -736,10 +790,28 @@ static json_t *diff(json_t *base, json_t *head, int phases) {
     }
     free(rows);
     json_decref(keys);
+    json_decref(renamed);
     return arr;
 }
 
 static int compare_in(db_conn *db, long long base, long long head, json_t **out);
+
+/* What the compare leads with (compare.h): {"steps","memory","hardware"} from each side's
+ * GET /steps and GET /memory replies and summaries; NULL with *rc set when a read failed. */
+static json_t *compare_lead(db_conn *db, long long base, long long head, const json_t *bs, const json_t *hs, int *rc) {
+    json_t *bst = NULL, *hst = NULL, *bm = NULL, *hm = NULL, *lead = NULL;
+    *rc = query_steps(db, base, &bst);
+    if (!*rc) *rc = query_steps(db, head, &hst);
+    if (!*rc) *rc = query_memory(db, base, &bm);
+    if (!*rc) *rc = query_memory(db, head, &hm);
+    if (!*rc) {
+        lead = json_pack("{s:o,s:o,s:o}", "steps", compare_steps(bst, hst), "memory", compare_memory(bm, hm), "hardware",
+                         compare_hardware(json_string_value(json_object_get(bs, "hardware")), json_string_value(json_object_get(hs, "hardware"))));
+        if (!lead) *rc = ERR_NOMEM;
+    }
+    json_decref(bst); json_decref(hst); json_decref(bm); json_decref(hm);
+    return lead;
+}
 
 /* One snapshot for the dozen statements: a session deleted between two of them made a
  * later one find its rows gone, a 500 (issue 43; test_delete_races.py). */
@@ -758,11 +830,16 @@ static int compare_in(db_conn *db, long long base, long long head, json_t **out)
     if (rc) { json_decref(bs); return rc; }
     json_t *bo = load_side(db, base, 0), *ho = load_side(db, head, 0), *bp = load_side(db, base, 1), *hp = load_side(db, head, 1);
     /* per step (or per call): what moved beyond the noise floor, the totals beside */
-    hist_thresholds t = {COMPARE_REL, COMPARE_ABS_US, COMPARE_ABS_CALLS, HIST_ABS_SHARE_DEFAULT, 0};
+    hist_thresholds t = {.rel = COMPARE_REL, .abs_us = COMPARE_ABS_US, .abs_calls = COMPARE_ABS_CALLS, .abs_share = HIST_ABS_SHARE_DEFAULT,
+                         .abs_bytes = HIST_ABS_BYTES_DEFAULT};
     json_t *ps = NULL;
     rc = history_diff(db, base, head, &t, &ps);
+    json_t *lead = rc ? NULL : compare_lead(db, base, head, bs, hs, &rc);
+    if (rc && ps) json_decref(ps), ps = NULL; /* the lead failed: per_step is not sent */
     *out = json_pack("{s:o,s:o,s:o,s:o,s:o}", "base", bs, "head", hs, "operators", diff(bo, ho, 0), "phases", diff(bp, hp, 1), "per_step",
                      rc ? json_null() : ps);
+    if (*out && lead) json_object_update(*out, lead);
+    json_decref(lead);
     json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
     if (!*out && !rc) rc = ERR_NOMEM; /* a diff out of memory */
     if (rc && *out) json_decref(*out), *out = NULL;

@@ -269,7 +269,8 @@ test('every real trace: the session page\'s numbers are the API\'s', { timeout: 
     const [s, sus, st, busy, ops, mem] = await Promise.all([api(''), api('/suspects'), api('/steps'), api('/busy?buckets=60'), api('/operators?limit=10000'), api('/memory')]);
     const meta = await page.$$eval('#meta > span', (ss) => Object.fromEntries(ss.map((x) => [x.firstChild?.textContent.replace(': ', ''), x.querySelector('b')?.textContent])));
     assert.equal(meta.duration, FP.fmtTime(s.duration_us), `${rel} duration`);
-    assert.equal(meta['GPU idle'], FP.fmtPct(s.gpu_idle_fraction), `${rel} GPU idle`);
+    // the header's GPU figure is GPU busy, tb-profiler's utilization (issue 51: it was 1 - busy of the wall)
+    if (!FP.cpuOnly(s)) assert.equal(meta['GPU busy'], FP.fmtPct(s.gpu_utilization), `${rel} GPU busy`);
     // the suspects: the first screen and the bars
     if ((sus.suspects || []).length) {
       assert.equal(await page.locator('#next-culprit').innerText(), sus.suspects[0].culprit, rel);

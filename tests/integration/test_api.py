@@ -58,7 +58,7 @@ class Api(unittest.TestCase):
         self.assertEqual(s["name"], "small")
         self.assertEqual(s["labels"], {"model": "add", "gpu": "A100"})
         self.assertEqual(s["source"], "kineto")
-        self.assertEqual(s["hardware"], "NVIDIA A100-PG509-200 x8")
+        self.assertEqual(s["hardware"], "NVIDIA A100-PG509-200 x1 (of 8 on the node)")  # one GPU of eight used (issue 51)
         # Content-Encoding: gzip on a plain body, and on the gzip file itself.
         plain = gzip.decompress(self.small)
         st, _, b2 = self.srv.upload(gzip.compress(plain), headers={"Content-Encoding": "gzip"})

@@ -114,10 +114,20 @@ def ref_event_count(db):
 
 
 def ref_hardware(db):
+    """NAME xN; the GPUs the run used when fewer than the node has (issue 51): NAME xU (of N on
+    the node), U the distinct deviceId of its GPU activities."""
     if not has_table(db, "TARGET_INFO_GPU"):
         return ""
     names = [r[0] for r in db.execute("SELECT name FROM TARGET_INFO_GPU GROUP BY id ORDER BY id")]
-    return "%s x%d" % (names[0], len(names)) if len(set(names)) == 1 else None
+    used = set()
+    for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if has_table(db, t):
+            used |= {r[0] for r in db.execute("SELECT DISTINCT deviceId FROM %s" % t)}
+    if len(set(names)) != 1:
+        return None
+    if used and len(used) < len(names):
+        return "%s x%d (of %d on the node)" % (names[0], len(used), len(names))
+    return "%s x%d" % (names[0], len(names))
 
 
 # ---- a fixture with the documented schema (nsys_schema.py) ----

@@ -260,7 +260,7 @@ test('GET /api/v1/sessions/{id}', async () => {
   assert.equal(s.name, 'simple add');
   assert.equal(s.source, 'kineto');
   assert.equal(s.devices.length, 8);
-  assert.equal(s.hardware, 'NVIDIA A100-PG509-200 x8');
+  assert.equal(s.hardware, 'NVIDIA A100-PG509-200 x1 (of 8 on the node)'); // the GPUs the run used (issue 51)
   const n = (await call('GET', `/api/v1/sessions/${ids.native}`, {}, 200)).body;
   assert.equal(n.source, 'firstpass');
   assert.equal(n.collector.format, 'firstpass-session');
@@ -629,6 +629,16 @@ test('GET /api/v1/sessions/{id}/trace: plain and gzip, complete documents', asyn
   assert.deepEqual(kept.map((e) => e.name).sort(), orig.traceEvents.map((e) => e.name).sort());
 });
 
+test('GET /api/v1/sessions/{id}/trace?format=gzip: the .json.gz file itself (issue 51)', async () => {
+  const P = `/api/v1/sessions/${ids.base}/trace`;
+  const f = await call('GET', `${P}?format=gzip`, {}, 200);
+  assert.equal(f.res.headers['content-encoding'], undefined, 'no Content-Encoding: the body is the file');
+  assert.equal(f.res.headers['content-type'], 'application/gzip');
+  assert.equal(f.res.headers['content-disposition'], `attachment; filename="firstpass-session-${ids.base}.json.gz"`);
+  assert.deepEqual(JSON.parse(gunzipSync(f.res.raw)), (await call('GET', P, {}, 200)).body);
+  await expectError('GET', `${P}?format=zip`, {}, 400, 'invalid_parameter');
+});
+
 test('GET /api/v1/sessions/{id}/trace: 404, 405', async () => {
   await expectError('GET', '/api/v1/sessions/999999/trace', {}, 404, 'not_found');
   await call('DELETE', `/api/v1/sessions/${ids.base}/trace`, {}, 405);
@@ -636,7 +646,11 @@ test('GET /api/v1/sessions/{id}/trace: 404, 405', async () => {
 
 // ---------------------------------------------------------------- compare
 
-const CMP_CSV = ['name', 'kind', 'status', 'base', 'head', 'delta', 'relative'];
+// flat: one value a column (issue 51: the nested objects were JSON in a cell)
+const CMP_CSV = ['name', 'kind', 'status', 'base_calls', 'head_calls', 'delta_calls', 'base_cuda_time_total_us', 'head_cuda_time_total_us',
+  'delta_cuda_time_total_us', 'relative_cuda_time_total', 'base_cpu_time_total_us', 'head_cpu_time_total_us', 'delta_cpu_time_total_us',
+  'relative_cpu_time_total', 'base_self_cuda_time_total_us', 'head_self_cuda_time_total_us', 'base_self_cpu_time_total_us',
+  'head_self_cpu_time_total_us'];
 
 test('GET /api/v1/compare', async () => {
   const P = `/api/v1/compare?base=${ids.base}&head=${ids.test}`;
@@ -717,6 +731,13 @@ test('GET /api/v1/sessions/{id}/regressions: JSON, text, csv; 400, 404, 405', as
   assert.match((await call('GET', `${P}?format=text`, {}, 200)).res.text, /^regressed: (yes|no) /);
   const csv = parseCsv((await call('GET', `${P}?baseline=oa-main&format=csv&rel=0&abs_us=0&abs_calls=0`, {}, 200)).res.text);
   assert.equal(csv.length - 1, r.items.length);
+  // gate=memory (issue 51): the verdict's memory is validated against the document; these
+  // sessions have no memory events, so it is null (not judged)
+  const m = (await call('GET', `${P}?baseline=oa-main&gate=memory`, {}, 200)).body;
+  assert.equal(m.gate, 'memory');
+  assert.equal(m.verdict.memory, null);
+  assert.match((await call('GET', `${P}?baseline=oa-main&gate=memory&format=text`, {}, 200)).res.text, /\ngate memory: /);
+  await expectError('GET', `${P}?gate=memory&abs_bytes=-1`, {}, 400, 'invalid_parameter');
   await expectError('GET', `${P}?rel=-1`, {}, 400, 'invalid_parameter');
   await expectError('GET', `${P}?baseline=no-such`, {}, 404, 'not_found');
   await expectError('GET', `/api/v1/sessions/${ids.cpuOnly}/regressions`, {}, 404, 'not_found');
