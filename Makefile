@@ -36,7 +36,13 @@ SERVER      := $(BUILD)/firstpass-server
 .PHONY: all server deps deps-test run test test-unit test-integration test-openapi test-browser-perf test-asan bench bench-pg install clean \
         bench-floor test-reliability test-hostile test-fuzz fuzz-long test-valgrind test-docker test-layers test-python test-pg
 .PHONY: test-agent
-all: server collector
+all: server collector static/docs/serving.md
+
+# The serving guide the Targets page links (GET /docs/serving.md): a copy of docs/serving.md
+# made at build, not tracked, so that the one served is never older than the one in docs/.
+static/docs/serving.md: docs/serving.md
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 server: $(SERVER)
 
