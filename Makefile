@@ -100,7 +100,7 @@ test-unit: $(UNIT_TESTS)
 test-layers:
 	@python3 tests/layers.py $(CC)
 
-test-integration: server $(COL_UPLOAD)
+test-integration: server $(COL_UPLOAD) static/docs/serving.md
 	@tests/integration/run.sh $(SERVER)
 
 # The same integration suite against PostgreSQL (a throwaway cluster of its own, tests/pg/),
@@ -138,7 +138,7 @@ test: deps-test
 test-openapi: server
 	@tests/openapi/run.sh $(SERVER)
 
-test-browser: server $(COL_UPLOAD)
+test-browser: server $(COL_UPLOAD) static/docs/serving.md
 	@FP_UPLOAD_BIN=$(abspath $(COL_UPLOAD)) tests/browser/run.sh $(SERVER)
 
 # The dashboard on a generated 1M-event LLM trace (bench/gen_trace.c): time to usable, timeline
