@@ -59,7 +59,7 @@
     const pk = s.mfu_peak, w = s.mfu_window;
     line += fin(s.mfu) ? `MFU ${fmtPct(s.mfu, 2)} of one ${pk ? `${pk.dtype} peak (${PEAK_NAMES[pk.unit] || pk.unit}, ${sig(pk.flops_per_s / 1e12)} TFLOP/s)` : 'peak'}` +
       (w ? ` over ${fmtTime(w.seconds * 1e6)} × ${w.devices} GPU${w.devices === 1 ? '' : 's'} (${w.calls})` : '') : `MFU — (${s.mfu_reason || 'unknown'})`;
-    line += `, MBU ${fmtPct(s.mbu, 1)}. GPU utilization ${fmtPct(s.gpu_utilization)}, SM efficiency ${fmtPct(s.sm_efficiency)}, ` +
+    line += `, MBU ${fmtPct(s.mbu, 1)}. GPU busy ${fmtPct(s.gpu_utilization)}, SM efficiency ${fmtPct(s.sm_efficiency)}, ` +
       `occupancy ${fmtPct(s.achieved_occupancy)}, tensor cores ${fmtPct(s.tensor_core_fraction)} of kernel time.`;
     if (fin(s.above_roof_us) && fin(s.judged_us) && s.judged_us > 0)
       line += ` The judged calls take ${fmtTime(s.judged_us)}; at the best roofs they would take ${fmtTime(s.best_roof_us)} (${fmtTime(s.above_roof_us)} above).`;

@@ -82,7 +82,7 @@ test('roofline: axes, labelled roofs, dots and the first rows are the API\'s', {
   assert.ok(summary.includes(`MFU ${(eff.session.mfu * 100).toFixed(2)}% of one fp32 peak`), summary);
   assert.ok(summary.includes(`occupancy ${(eff.session.achieved_occupancy * 100).toFixed(1)}%`), summary);
   assert.ok(summary.includes('tensor cores 0.0% of kernel time'), summary);
-  assert.ok(summary.includes(`GPU utilization ${(eff.session.gpu_utilization * 100).toFixed(1)}%`), summary);
+  assert.ok(summary.includes(`GPU busy ${(eff.session.gpu_utilization * 100).toFixed(1)}%`), summary);
   // the table: the 20 rows with the most GPU time, the API's, every one without a verdict says why
   const names = await nameColumn(page, '#effic');
   assert.equal(names.length, 20);
