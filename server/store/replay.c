@@ -136,9 +136,51 @@ static int parse_identity(replay *r, const char *text) {
     return rc;
 }
 
-/* A session stored before the replay row: its labels from the labels table, those the
- * collector's firstpass object named first, in its order (prepare_identity, load.c), then
- * the others by key (the order of a query's ?label=s is not kept anywhere). */
+/* Where "key=value" stands in the stored report's workload line ("name (k=v, k2=v2); ...",
+ * report.c: the labels in the order the analysis saw them), or -1. */
+static long label_pos(const char *line, const char *k, const char *v) {
+    if (!line) return -1;
+    size_t kl = strlen(k), vl = strlen(v);
+    for (const char *p = strstr(line, k); p; p = strstr(p + 1, k)) {
+        int opens = p >= line + 2 && (!strncmp(p - 2, " (", 2) || !strncmp(p - 2, ", ", 2));
+        char end = p[kl + 1 + vl];
+        if (opens && p[kl] == '=' && !strncmp(p + kl + 1, v, vl) && (end == ',' || end == ')')) return (long)(p - line);
+    }
+    return -1;
+}
+
+/* The labels of byk (by key) in their workload-line order when the line shows every one,
+ * else as they are; a new object. Why: a session stored before the replay row keeps no
+ * order of its labels but this line, which the re-analysis writes again. */
+static json_t *in_line_order(json_t *byk, const char *line) {
+    size_t n = json_object_size(byk), i = 0;
+    struct lp { long pos; const char *k; } *v = calloc(n ? n : 1, sizeof *v);
+    json_t *out = json_object(), *val;
+    const char *k;
+    int all = v && out;
+    json_object_foreach(byk, k, val) {
+        if (!all) break;
+        v[i].k = k;
+        v[i].pos = label_pos(line, k, json_string_value(val));
+        all = v[i++].pos >= 0;
+    }
+    for (size_t a = 1; all && a < n; a++) /* a few labels: insertion sort */
+        for (size_t b = a; b > 0 && v[b - 1].pos > v[b].pos; b--) {
+            struct lp t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    if (all)
+        for (i = 0; i < n; i++) json_object_set(out, v[i].k, json_object_get(byk, v[i].k));
+    else if (out)
+        json_object_update(out, byk);
+    free(v);
+    return out;
+}
+
+/* A session stored before the replay row: its labels from the labels table, in the order
+ * its stored workload line shows them; failing that, those the collector's firstpass object
+ * named first, in its order (prepare_identity, load.c), then the others by key. */
 static int labels_of_table(replay *r, db_conn *db) {
     json_t *byk = json_object(), *fp = json_object_get(json_object_get(r->meta, "firstpass"), "labels");
     r->labels = json_object();
@@ -155,6 +197,18 @@ static int labels_of_table(replay *r, db_conn *db) {
         json_object_foreach(fp, k, v) if (json_object_get(byk, k)) json_object_set(r->labels, k, json_object_get(byk, k));
     json_object_foreach(byk, k, v) if (!json_object_get(r->labels, k)) json_object_set(r->labels, k, v);
     json_decref(byk);
+    if (rc || json_object_size(r->labels) < 2) return rc;
+    s = db_prepare(db, "SELECT report FROM analysis WHERE session_id = ?");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, r->id);
+    if (db_step(s) == DB_ROW && db_column_text(s, 0)) {
+        json_error_t je;
+        json_t *rep = json_loads(db_column_text(s, 0), 0, &je);
+        json_t *ordered = in_line_order(r->labels, json_string_value(json_object_get(json_object_get(rep, "draft"), "workload")));
+        if (ordered) json_decref(r->labels), r->labels = ordered;
+        json_decref(rep);
+    }
+    db_finalize(s);
     return rc;
 }
 

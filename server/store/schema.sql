@@ -30,8 +30,10 @@ CREATE TABLE sessions (
   bytes_in    INTEGER NOT NULL DEFAULT 0,   -- bytes received (compressed as sent)
   meta        TEXT NOT NULL DEFAULT '{}',   -- JSON: top-level trace keys (deviceProperties,
                                             -- schemaVersion, firstpass, ...) for the download
-  summary     TEXT NOT NULL DEFAULT '{}',   -- JSON: totals, counts, top operator, smells:
-                                            -- what the sessions list shows, precomputed
+  summary     TEXT NOT NULL DEFAULT '{}',   -- JSON: totals; counts; top operator; smells:
+                                            -- what the sessions list shows; precomputed
+                                            -- (no comma in this comment: ALTER TABLE DROP
+                                            -- COLUMN of the next one misreads it)
   analysis_version INTEGER NOT NULL DEFAULT 0 -- version 9: the ANALYSIS_VERSION (analysis/analyze.h)
                                             -- its figures come from; 0: stored before versions
 );
