@@ -101,7 +101,21 @@
         row('Events', 'event_count', fmtInt, false)));
     const hw = dl([['base hardware', b.hardware || '—'], ['head hardware', h.hardware || '—'],
                    [`base top ${word} operator`, b.top_cuda_operator || '—'], [`head top ${word} operator`, h.top_cuda_operator || '—']]);
-    document.getElementById('summary').replaceChildren(el('div', { class: 'table-wrap' }, t), hw);
+    document.getElementById('summary').replaceChildren(el('div', { class: 'table-wrap' }, t), hw, versionNote());
+  }
+
+  // The two sides' figures come from different analysis versions (issue 52): say so, and offer
+  // to re-analyse the older side (POST .../reanalyse, a write: tokens apply), then compare again.
+  function versionNote() {
+    const v = result.analysis_versions;
+    if (!v || !v.differ) return '';
+    const redo = (v.reanalyse || []).map((id) => el('button', { type: 'button', class: 'reanalyse', onclick: async (e) => {
+      e.target.disabled = true;
+      try { await api(`/api/v1/sessions/${id}/reanalyse`, { method: 'POST' }); await run(); } finally { e.target.disabled = false; }
+    } }, `Re-analyse #${id}`));
+    return el('p', { class: 'note', id: 'cmp-versions', role: 'status' },
+      `The two sides were analysed by different versions (base ${v.base}, head ${v.head}; this server ${v.current}): `
+      + 'some differences may come from the analysis, not the runs. ', ...redo);
   }
 
   async function run() {

@@ -197,6 +197,16 @@ class Exact(unittest.TestCase):
                 for p in before:
                     self.assertEqual(after[p], before[p], p)
 
+    def test_a_legacy_upload_stays_legacy(self):
+        """A bare array of events (torch's legacy autograd export): the replay is an object,
+        and the session's source says what it was."""
+        _, doc = fpserver.read_trace(SIMPLE)
+        sid = self.srv.upload_ok(json.dumps(fpserver.events_of(doc)).encode(), "?name=legacy")
+        before = reads(self.srv, sid, READS + ["/trace"])
+        self.assertEqual(json.loads(before[""][1])["source"], "legacy")
+        self.assertEqual(reanalyse(self.srv, sid)[0], 200)
+        self.assertEqual(reads(self.srv, sid, READS + ["/trace"]), before)
+
     def test_a_session_stored_without_the_upload_order_still_equals_its_upload(self):
         """The replay row deleted (what a session stored before schema 9 lacks): its events
         come a track at a time; the figures stay equal to the upload's."""
