@@ -65,7 +65,7 @@ void runs_writer_free(runs_writer *w) {
 
 void runs_reader_init(runs_reader *r, const void *z, size_t n) {
     r->z = z;
-    r->zend = r->z + n;
+    r->zend = n ? r->z + n : r->z; /* z may be NULL when n is 0 */
     r->raw.len = 0;
     r->at = 0;
 }
