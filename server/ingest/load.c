@@ -853,7 +853,7 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
     store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
                            a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic,
-                           ANALYSIS_VERSION, l->runs.out.p, l->runs.out.len, l->runs.events, bw, ident};
+                           ANALYSIS_VERSION, l->runs.out.p ? l->runs.out.p : "", l->runs.out.len, l->runs.events, bw, ident};
     char err[256];
     int rc;
     if (l->opts.replace_id) {

@@ -36,8 +36,9 @@ typedef struct store_session_in {
     const intern *strings;     /* the session's string table: id -> text */
     const json_t *effic;       /* the efficiency document (analysis/effic.c), NULL: none */
     int analysis_version;      /* ANALYSIS_VERSION (analysis/analyze.h) of the documents */
-    /* The replay row (schema.sql): the upload order of the events (lib/evorder.h), NULL when
-     * none, and an nsys export's measured bandwidths as JSON text, NULL when none. */
+    /* The replay row (schema.sql): the upload order of the events (lib/evorder.h; runs NULL:
+     * no row), an nsys export's measured bandwidths as JSON text (NULL when none), and the
+     * name and labels as the upload gave them. */
     const void *runs;
     size_t runs_len;
     unsigned long long runs_events;

@@ -207,6 +207,14 @@ class Exact(unittest.TestCase):
         self.assertEqual(reanalyse(self.srv, sid)[0], 200)
         self.assertEqual(reads(self.srv, sid, READS + ["/trace"]), before)
 
+    def test_an_empty_session_keeps_its_order_record(self):
+        """No events, no runs: the replay row is still written (with the name and labels)."""
+        sid = self.srv.upload_ok(b'{"traceEvents":[],"schemaVersion":1}', "?name=empty&label=b:1&label=a:2")
+        before = reads(self.srv, sid, READS + ["/trace"])
+        st, r = reanalyse(self.srv, sid)
+        self.assertEqual((st, r["events"], r["event_order"]), (200, 0, "upload"), r)
+        self.assertEqual(reads(self.srv, sid, READS + ["/trace"]), before)
+
     def test_a_session_stored_without_the_upload_order_still_equals_its_upload(self):
         """The replay row deleted (what a session stored before schema 9 lacks): its events
         come a track at a time; the figures stay equal to the upload's."""
