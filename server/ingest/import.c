@@ -21,7 +21,7 @@ struct import_pool {
     store *st;
     import_limits lim;
     unsigned max;           /* --max-uploads */
-    pthread_mutex_t lock;   /* guards running and paused */
+    pthread_mutex_t lock;   /* guards running, paused and background */
     unsigned running;       /* imports holding a slot (one over max while an upload took a
                                background re-analysis's slot and it has not given it up yet) */
     int paused;             /* import_pause: a VACUUM runs */
