@@ -5,6 +5,7 @@
  * the door never sees a connection. */
 #include "ingest/import.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -22,8 +23,8 @@ struct import_pool {
     import_limits lim;
     unsigned max;           /* --max-uploads */
     pthread_mutex_t lock;   /* guards running, paused and background */
-    unsigned running;       /* imports holding a slot (one over max while an upload took a
-                               background re-analysis's slot and it has not given it up yet) */
+    unsigned running;       /* imports holding a slot (one over max while uploads take every
+                               slot and a background re-analysis has not given its up yet) */
     int paused;             /* import_pause: a VACUUM runs */
     unsigned background;    /* background re-analyses holding a slot: 0 or 1 */
     atomic_int preempt;     /* 1: an upload took the background one's slot: it stops */
@@ -73,18 +74,21 @@ void import_resume(import_pool *p) {
 }
 
 /* Takes a slot: 0, or ERR_BUSY with the reason in msg. A background re-analysis takes one
- * only when one is free and none other holds one; anyone else finding every slot taken
- * while a background one holds a slot takes that slot over (import_replay_opts). */
+ * only when one is free and none other holds one. Anyone else counts only the others: max
+ * of them run whatever a background one holds, and when they and it are more than max, it
+ * is told to stop (import_replay_opts). Invariant: running <= max + background, and
+ * background <= 1. Why not a one-time takeover: the background one may be in its analysis,
+ * which it does not interrupt, when a second upload comes. */
 static int take_slot(import_pool *p, int background, char *msg, size_t len) {
     pthread_mutex_lock(&p->lock);
-    int paused = p->paused, full = p->running >= p->max;
-    int takeover = full && !background && p->background && !atomic_load(&p->preempt);
-    int busy = paused || (full && !takeover) || (background && p->background);
+    int paused = p->paused;
+    int busy = paused || (background ? p->running >= p->max || p->background : p->running - p->background >= p->max);
     if (!busy) {
         p->running++;
         if (background) p->background++;
-        if (takeover) atomic_store(&p->preempt, 1);
+        if (p->background && p->running > p->max) atomic_store(&p->preempt, 1);
     }
+    assert(p->running <= p->max + p->background && p->background <= 1);
     pthread_mutex_unlock(&p->lock);
     if (!busy) return 0;
     if (paused) snprintf(msg, len, "the database is being compacted (VACUUM); retry later");

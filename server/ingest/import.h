@@ -90,10 +90,11 @@ typedef struct import_replay_opts {
     const fp_label *labels;/* what ?name= and ?label= are to an upload, borrowed */
     size_t nlabels;
     /* 1: a background re-analysis: it takes a slot only when one is free, never a second
-     * one, and gives it up to an upload that finds none free (that upload takes it at once,
-     * one over --max-uploads, until the re-analysis notices: its next import_feed or its
-     * import_finish fails with ERR_BUSY). So an upload never waits, nor is refused, because
-     * of it. 0: a slot like an upload's (ERR_BUSY when none). */
+     * one, and is not counted against uploads: they get --max-uploads slots whatever it
+     * holds; when they fill them, it is told to stop (its next import_feed or its
+     * import_finish fails with ERR_BUSY; an analysis already running finishes first, one
+     * over --max-uploads meanwhile). So an upload never waits, nor is refused, because of
+     * it. 0: a slot like an upload's (ERR_BUSY when none). */
     int background;
 } import_replay_opts;
 int import_begin_replay(import_pool *p, const import_replay_opts *o, importer **out, char *err, size_t errlen);

@@ -508,10 +508,21 @@ class Background(unittest.TestCase):
             # uploads while the worker runs: the one slot is theirs whenever they come
             self.assertTrue(wait_log(srv, "re-analysis started"))
             statuses = []
-            for _ in range(8):
+            for _ in range(20):
                 statuses.append(srv.upload(body(SIMPLE), "?name=live")[0])
                 time.sleep(0.2)
             self.assertEqual(set(statuses), {201})
+            # and some of them came while a re-analysis held the slot (else this proved nothing)
+            with open(srv.log.name) as f:
+                running, overlapped = False, 0
+                for ln in f:
+                    if "re-analysis started" in ln:
+                        running = True
+                    elif "msg=re-analysed " in ln or "re-analysis given up" in ln:
+                        running = False
+                    elif running and 'method=POST path="/api/v1/sessions"' in ln:
+                        overlapped += 1
+            self.assertGreater(overlapped, 0)
             end = time.time() + 300
             while time.time() < end and any(version_of(srv, i) != CURRENT for i in ids):
                 time.sleep(0.5)
