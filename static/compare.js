@@ -126,7 +126,7 @@
     const link = (s) => el('a', { href: `session.html?id=${s.id}` }, `#${s.id} ${FP.sessionName(s)}`);
     const hw = FP.dl([['base', link(b)], ['head', link(h)], ['base hardware', b.hardware || '—'], ['head hardware', h.hardware || '—'],
                       [`base top ${word} operator`, FP.nameEl(b.top_cuda_operator || '—')], [`head top ${word} operator`, FP.nameEl(h.top_cuda_operator || '—')]]);
-    document.getElementById('summary').replaceChildren(el('div', { class: 'table-wrap' }, table), hw);
+    document.getElementById('summary').replaceChildren(el('div', { class: 'table-wrap' }, table), hw, versionNote());
   }
 
   // ---- the step, role by role ------------------------------------------------------------------
@@ -239,6 +239,20 @@
     if (phSort.key) rows = FP.sortRows(rows, phCols.find((c) => c.key === phSort.key), phSort.dir);
     renderTable(document.getElementById('cmp-phases'), phCols, rows, phSort.key ? phSort : null,
       (k) => { phSort = nextSort(phSort, k, phCols); drawPhases(); });
+  }
+
+  // The two sides' figures come from different analysis versions (issue 52): say so, and offer
+  // to re-analyse the older side (POST .../reanalyse, a write: tokens apply), then compare again.
+  function versionNote() {
+    const v = result.analysis_versions;
+    if (!v || !v.differ) return '';
+    const redo = (v.reanalyse || []).map((id) => el('button', { type: 'button', class: 'reanalyse', onclick: async (e) => {
+      e.target.disabled = true;
+      try { await api(`/api/v1/sessions/${id}/reanalyse`, { method: 'POST' }); await run(); } finally { e.target.disabled = false; }
+    } }, `Re-analyse #${id}`));
+    return el('p', { class: 'note', id: 'cmp-versions', role: 'status' },
+      `The two sides were analysed by different versions (base ${v.base}, head ${v.head}; this server ${v.current}): `
+      + 'some differences may come from the analysis, not the runs. ', ...redo);
   }
 
   async function run() {

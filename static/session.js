@@ -46,7 +46,24 @@
         s.step_mean_us !== null && s.step_mean_us !== undefined ? "tb-profiler's GPU utilization: kernel time over the steps' time"
           : "tb-profiler's GPU utilization: kernel time over the trace's time (no steps)"),
       item('uploaded', FP.fmtDate(s.created_at)),
-      el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))));
+      el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))),
+      analysisNote(s));
+  }
+
+  // Which analysis its figures come from (issue 52); an older one can be re-analysed here (a
+  // write: with --tokens-file the server answers 401 and the error says so).
+  function analysisNote(s) {
+    if (s.analysis_version === undefined) return '';
+    const older = s.analysis_version < s.current_analysis_version;
+    const failed = s.reanalysis_failure ? ` Its last re-analysis failed: ${s.reanalysis_failure.error}` : '';
+    const button = el('button', { type: 'button', id: 'reanalyse', onclick: async (e) => {
+      e.target.disabled = true;
+      e.target.textContent = 'Re-analysing…';
+      try { await api(`${base}/reanalyse`, { method: 'POST' }); location.reload(); } catch (_) { e.target.disabled = false; e.target.textContent = 'Re-analyse'; }
+    } }, 'Re-analyse');
+    return el('span', { id: 'analysis-version', class: older || failed ? 'note' : '' },
+      `analysed by version ${s.analysis_version}` + (older ? `; current ${s.current_analysis_version}` : '') + '.' + failed + ' ',
+      older || failed ? button : '');
   }
 
   // ---- replies several sections read (each requested once: FP.once) ----------------------------

@@ -13,6 +13,15 @@
 
 #include "analysis/trace.h"
 
+/* The version of the rules and figures a session's stored analysis comes from (its report,
+ * smells, suspects, steps, efficiency, operator, kernel and phase tables, timeline): stored
+ * with each session (sessions.analysis_version; 0 for sessions stored before versions
+ * existed), so that a re-analysis (ingest/reanalyse.h) knows which are older, and compare
+ * and regressions say when their two sides differ. Bump it with any change to what is
+ * stored: a figure, a verdict, a threshold, a row or a field of any of those documents (a
+ * change only in how a reply is rendered from stored rows needs none). Never lower it. */
+#define ANALYSIS_VERSION 1
+
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
 #define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */
 

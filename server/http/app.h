@@ -41,6 +41,10 @@ typedef struct server_cfg {
     unsigned max_polls;              /* --max-polls: agents' long polls waiting at once, default 32 */
     unsigned long long min_download_rate; /* --min-download-rate: a reply taken slower (bytes/s, deadline.h) is cut; default 8192; 0 off */
     const char *devices_file;        /* --devices: device rows for the efficiency figures (devfile.h); NULL: none */
+    int reanalyse;                   /* --reanalyse: re-analyse the older sessions, then exit (ingest/reanalyse.h) */
+    unsigned older_than;             /* --older-than: with --reanalyse, below this version; default ANALYSIS_VERSION */
+    int reanalyse_on_start;          /* --reanalyse-on-start: the background worker */
+    unsigned reanalyse_lease_s;      /* --reanalyse-lease: a re-analysis's claim lasts this long unrenewed, default 60 */
 } server_cfg;
 
 typedef struct app {

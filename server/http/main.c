@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "analysis/analyze.h"
 #include "http/auth.h"
 #include "http/http.h"
+#include "ingest/reanalyse.h"
 #include "lib/logfmt.h"
 #include "lib/tmpfile.h"
 #include "http/metrics.h"
@@ -113,6 +115,17 @@ static const opt opts[] = {
     {"devices", OPT_STR, CFG(devices_file), 0, 0, "FILE",
      "device rows (a name pattern, dense peaks per precision, bandwidth) tried\nbefore the built-in table for the efficiency figures; JSON, at most\n"
      "1 MiB and 256 rows (docs/efficiency.md) [FIRSTPASS_DEVICES]; a file\nthat does not parse stops the start-up"},
+    {"reanalyse", OPT_BOOL, CFG(reanalyse), 0, 0, NULL,
+     "analyse again, from their stored events, the sessions stored by an\nolder analysis (below --older-than), newest first, then exit; serves\n"
+     "nothing meanwhile (docs/operations.md) [FIRSTPASS_REANALYSE=1]"},
+    {"older-than", OPT_UINT, CFG(older_than), 0, 0, "VERSION",
+     "with --reanalyse: the sessions whose analysis version is below\nVERSION [FIRSTPASS_OLDER_THAN] (default: this server's version)"},
+    {"reanalyse-on-start", OPT_BOOL, CFG(reanalyse_on_start), 0, 0, NULL,
+     "while serving, re-analyse the sessions of older analysis versions in\nthe background, one at a time at low priority, in a free upload\n"
+     "slot that an upload takes over when it needs it\n[FIRSTPASS_REANALYSE_ON_START=1] (default off)"},
+    {"reanalyse-lease", OPT_UINT, CFG(reanalyse_lease_s), 3, 3600, "SECONDS",
+     "a re-analysis claims its session this long, renewed while it runs;\na server that dies mid-way leaves the session to the next one after\n"
+     "it [FIRSTPASS_REANALYSE_LEASE] (default 60)"},
     {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
 };
 
@@ -268,6 +281,7 @@ int main(int argc, char **argv) {
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .min_download_rate = 8192, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
+    cfg.older_than = ANALYSIS_VERSION, cfg.reanalyse_lease_s = 60;
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
     /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL
@@ -320,12 +334,21 @@ int main(int argc, char **argv) {
         log_line("error", "out of memory", NULL);
         return 1;
     }
+    int rc;
+    if (cfg.reanalyse) { /* a batch that exits: no HTTP, no retention */
+        rc = reanalyse_batch(a.imports, a.st, (int)cfg.older_than, (int)cfg.reanalyse_lease_s);
+        goto out;
+    }
     retention_cfg rcfg = {cfg.retain_days, cfg.max_db_bytes, cfg.retain_interval_s, cfg.vacuum_min_bytes,
                           pause_uploads, resume_uploads, metrics_pruned, a.imports};
     http_block_stop_signals(); /* before the first thread: retention's must not take SIGTERM */
     retention *ret = retention_start(a.st, &rcfg);
-    int rc = http_serve(&a);
+    reanalyse_worker *rw = cfg.reanalyse_on_start ? reanalyse_worker_start(a.imports, a.st, (int)cfg.reanalyse_lease_s) : NULL;
+    if (cfg.reanalyse_on_start && !rw) log_line("error", "cannot start the re-analysis worker", NULL);
+    rc = http_serve(&a);
+    reanalyse_worker_stop(rw); /* before the pool and the store: it uses both */
     retention_stop(ret); /* before store_close: its pass uses the store */
+out:
     import_pool_free(a.imports);
     rcache_free(a.cache);
     store_close(a.st);

@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analyze.h"
 #include "analysis/report.h"
 #include "http/capture.h"
 #include "http/metrics.h"
 #include "http/rcache.h"
 #include "http/text.h"
+#include "ingest/reanalyse.h"
 #include "lib/err.h"
 #include "store/backup.h"
 #include "store/download.h"
@@ -160,7 +162,41 @@ static int h_get(app *a, http_req *rq, http_reply *out) {
     json_t *body = NULL;
     int rc_;
     WITH_DB(a, out, query_session(db_, rq->id, &body));
-    return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
+    if (rc_) return db_fail(out, rc_, rq->id);
+    json_object_set_new(body, "current_analysis_version", json_integer(ANALYSIS_VERSION)); /* analyze.h */
+    return http_json(out, 200, body);
+}
+
+/* POST /api/v1/sessions/{id}/reanalyse: the session's analysis computed again from its
+ * stored events (ingest/reanalyse.h), now, in this request (as an upload is): 200 with the
+ * new version once it is committed. A failure leaves the old analysis and answers its
+ * error; it is recorded on the session too. */
+static int h_reanalyse(app *a, http_req *rq, http_reply *out) {
+    reanalyse_result res;
+    char err[512];
+    int rc = reanalyse_session(a->imports, a->st, rq->id, 0, (int)a->cfg->reanalyse_lease_s, NULL, &res, err, sizeof err);
+    if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_BUSY || rc == ERR_DBDOWN) return http_error(out, rc, "%s", err);
+    if (rc) return http_error(out, rc, "the re-analysis of session %lld failed; its analysis stays as it was: %s", rq->id, err);
+    return http_json(out, 200, json_pack("{s:I,s:i,s:i,s:i,s:I,s:s,s:f}", "session_id", (json_int_t)rq->id, "analysis_version", res.version,
+                                         "previous_analysis_version", res.before, "current_analysis_version", ANALYSIS_VERSION,
+                                         "events", (json_int_t)res.events, "event_order", res.exact ? "upload" : "by_track", "ms", res.ms));
+}
+
+/* A reply's "analysis_versions" ({"base", "head"}: query.c, history.c) completed with this
+ * server's version, whether the two sides' figures come from different analyses, and the
+ * older side to re-analyse (when it is older than this server's). */
+static void version_advice(json_t *body, long long base, long long head) {
+    json_t *av = json_object_get(body, "analysis_versions");
+    if (!json_is_object(av)) return;
+    json_t *b = json_object_get(av, "base"), *h = json_object_get(av, "head"), *re = json_array();
+    int differ = json_is_integer(b) && json_is_integer(h) && json_integer_value(b) != json_integer_value(h);
+    if (differ) {
+        json_int_t bv = json_integer_value(b), hv = json_integer_value(h), old = bv < hv ? bv : hv;
+        if (old < ANALYSIS_VERSION) json_array_append_new(re, json_integer(bv < hv ? base : head));
+    }
+    json_object_set_new(av, "current", json_integer(ANALYSIS_VERSION));
+    json_object_set_new(av, "differ", json_boolean(differ));
+    json_object_set_new(av, "reanalyse", re);
 }
 
 static int h_delete(app *a, http_req *rq, http_reply *out) {
@@ -466,6 +502,7 @@ static int h_compare(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, query_compare(db_, base, head, &body));
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "session %lld or %lld does not exist", base, head);
     if (rc_) return db_fail(out, rc_, 0);
+    version_advice(body, base, head);
     /* flat columns, one value a cell (text.c reads "base.calls" as member calls of base) */
     static const char *const cols[] = {"name", "kind", "status", "base.calls", "head.calls", "delta.calls", "base.cuda_time_total_us",
                                        "head.cuda_time_total_us", "delta.cuda_time_total_us", "relative.cuda_time_total",
@@ -591,6 +628,7 @@ static int h_regressions(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, history_regressions(db_, rq->id, name, &t, &body, msg, sizeof msg));
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "%s", msg);
     if (rc_) return db_fail(out, rc_, rq->id);
+    version_advice(body, json_integer_value(json_object_get(body, "base_session_id")), rq->id);
     const char *f = http_query(rq, "format");
     size_t len = 0;
     char *txt = NULL;
@@ -694,6 +732,7 @@ static const route routes[] = {
     {"POST", "/api/v1/captures/{id}/status", capture_h_status, CACHE_NO},
     {"PUT", "/api/v1/agents/{name}", capture_h_agent_put, CACHE_NO},
     {"POST", "/api/v1/agents/{name}/poll", capture_h_agent_poll, CACHE_NO},
+    {"POST", "/api/v1/sessions/{id}/reanalyse", h_reanalyse, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},
 };
 

@@ -77,4 +77,31 @@ unsigned long long import_received(const importer *im);
  * is rolled back (nothing of a failed or dropped upload stays). Accepts NULL. */
 void import_free(importer *im);
 
+/* A re-analysis (reanalyse.h) goes through the same door: its bytes are the session's stored
+ * events (store/replay.h) and import_finish replaces that session's analysis and events
+ * instead of adding a session. Limits apply as to an upload, but --max-upload (the bytes
+ * fed are the events' stored text, not what was sent). */
+typedef struct import_replay_opts {
+    long long id;          /* the session */
+    const char *claimer;   /* its claim (store/reanalysis.h), borrowed */
+    long long seq_base;    /* replay_seq_base */
+    const char *source;    /* the session's source as a static string, NULL: decided as for an upload */
+    const char *name;      /* the name and labels the upload gave (replay_name, replay_labels): */
+    const fp_label *labels;/* what ?name= and ?label= are to an upload, borrowed */
+    size_t nlabels;
+    /* 1: a background re-analysis: it takes a slot only when one is free, never a second
+     * one, and is not counted against uploads: they get --max-uploads slots whatever it
+     * holds; when they fill them, it is told to stop (its next import_feed or its
+     * import_finish fails with ERR_BUSY; an analysis already running finishes first, one
+     * over --max-uploads meanwhile). So an upload never waits, nor is refused, because of
+     * it. 0: a slot like an upload's (ERR_BUSY when none). */
+    int background;
+} import_replay_opts;
+int import_begin_replay(import_pool *p, const import_replay_opts *o, importer **out, char *err, size_t errlen);
+/* 1 when a background re-analysis would get a slot now (none is paused, full or held by
+ * another background one); a hint: import_begin_replay decides. */
+int import_background_room(import_pool *p);
+/* An nsys export's measured DRAM bandwidth (replay_gpu_bw), before import_finish. */
+void import_set_bandwidth(importer *im, long long dev, double bytes_per_s);
+
 #endif

@@ -31,6 +31,7 @@
 #include "lib/err.h"
 #include "ingest/evq.h"
 #include "lib/mono.h"
+#include "lib/evorder.h"
 #include "ingest/synth.h"
 #include "lib/tmpfile.h"
 #include "lib/utf8.h"
@@ -77,6 +78,7 @@ struct loader {
     int counted;             /* counted in loaders_active (loader_new) */
     int share;               /* the loaders_active the limits below were set for */
     size_t pending_max;      /* LOAD_PENDING_MAX / share */
+    runs_writer runs;   /* each event's track, in the upload's order (evorder.h): the replay row */
     fp_session_meta fm; /* the collector's "firstpass" object, when the trace has one (prepare_identity) */
     char *fallback_name; /* loader_set_fallback_name's copy, or NULL */
     char err[256];      /* the request thread's message */
@@ -645,6 +647,7 @@ static int store_event(void *ctx, const ingest_event *e) {
     long name_id = intern_id(l->t.strs, e->name, strlen(e->name));
     long kind_id = intern_id(l->t.strs, kind, strlen(kind));
     if (tr < 0 || name_id < 0 || kind_id < 0) return w_fail(l, ERR_NOMEM, "out of memory");
+    if (runs_note(&l->runs, l->cctx, tr)) return w_fail(l, ERR_NOMEM, "out of memory");
     track_info *ti = &l->t.tracks[tr];
     ti->events++;
     l->seen++;
@@ -736,6 +739,8 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     if (!l) goto oom;
     l->st = st;
     l->opts = *o;
+    l->next_chunk = o->seq_base;
+    runs_writer_init(&l->runs);
     l->t.start_us = INFINITY;
     l->t.end_us = -INFINITY;
     l->t.strs = intern_new();
@@ -835,14 +840,48 @@ static char *hardware_of(json_t *meta, const trace_ctx *t) {
     return strdup(out);
 }
 
-/* The analysed upload as a session, in one transaction (store/commit.h). */
+/* The nsys export's measured bandwidths as the replay row keeps them: "[[dev, bytes/s], ...]"
+ * (a new string), NULL when there are none or out of memory (*oom set then). */
+static char *gpu_bw_json(const trace_ctx *t, int *oom) {
+    *oom = 0;
+    if (!t->ngpu_bw) return NULL;
+    json_t *a = json_array();
+    for (int i = 0; a && i < t->ngpu_bw; i++)
+        if (json_array_append_new(a, json_pack("[I,f]", (json_int_t)t->gpu_bw[i].dev, t->gpu_bw[i].bw))) json_decref(a), a = NULL;
+    char *s = a ? json_dumps(a, JSON_COMPACT) : NULL;
+    json_decref(a);
+    *oom = !s;
+    return s;
+}
+
+/* The analysed upload as a session, in one transaction (store/commit.h): a new one, or for
+ * a re-analysis the session it replaces. */
 static int write_session(loader *l, const analysis *a, unsigned long long bytes_in, long long *id) {
     const trace_ctx *t = &l->t;
+    int oom;
+    char *bw = gpu_bw_json(t, &oom);
+    json_t *idj = json_pack("{s:s?,s:o}", "name", t->name, "labels", t->labels ? json_incref(t->labels) : json_object());
+    char *ident = idj ? json_dumps(idj, JSON_COMPACT) : NULL;
+    json_decref(idj);
+    if (oom || !ident) {
+        free(bw);
+        free(ident);
+        return set_err(l, ERR_NOMEM, "out of memory");
+    }
     store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
-                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic};
+                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic,
+                           ANALYSIS_VERSION, l->runs.out.p ? l->runs.out.p : "", l->runs.out.len, l->runs.events, bw, ident};
     char err[256];
-    int rc = store_commit_session(l->st, t->db, l->hold, &in, id, err, sizeof err);
+    int rc;
+    if (l->opts.replace_id) {
+        rc = store_replace_session(l->st, t->db, l->hold, &in, l->opts.replace_id, l->opts.claimer, err, sizeof err);
+        *id = l->opts.replace_id;
+    } else {
+        rc = store_commit_session(l->st, t->db, l->hold, &in, id, err, sizeof err);
+    }
+    free(bw);
+    free(ident);
     return rc ? set_err(l, rc, err) : 0;
 }
 
@@ -941,6 +980,7 @@ int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *e
     if (!rc && exec(l->t.db, "COMMIT")) rc = set_err(l, ERR_DB, sqlite3_errmsg(l->t.db));
     log_step("synth", &t0);
     if (!rc) rc = add_counts(l, &a);
+    if (!rc && runs_finish(&l->runs, l->cctx)) rc = set_err(l, ERR_NOMEM, "out of memory");
     if (!rc) rc = write_session(l, &a, bytes_in, id);
     log_step("write_session", &t0);
 out:
@@ -1028,5 +1068,6 @@ void loader_free(loader *l) {
     buf_free(&l->scrubbuf);
     json_decref(l->t.meta);
     fp_session_meta_free(&l->fm);
+    runs_writer_free(&l->runs);
     free(l);
 }

@@ -22,6 +22,13 @@ typedef struct load_opts {
     unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
     unsigned long long max_name_bytes_per_event; /* 0: no limit; see LOAD_NAME_BYTES_FREE */
     unsigned long long max_distinct; /* 0: no limit; see below */
+    /* A re-analysis (reanalyse.h): the session whose analysis and events the commit
+     * replaces (store_replace_session) instead of adding a new one, the claim it holds,
+     * and the seq its event chunks are numbered from (above the session's old ones).
+     * All 0 / NULL for an upload. */
+    long long replace_id;
+    const char *claimer;
+    long long seq_base;
 } load_opts;
 
 /* max_distinct (--max-distinct) bounds what an upload holds in memory per distinct text, a
@@ -66,7 +73,8 @@ void loader_set_bandwidth(loader *l, long long dev, double bytes_per_s);
 /* The session's name when neither ?name= nor the collector's firstpass object gives one (a
  * form's filename); copied. 0, or ERR_NOMEM. */
 int loader_set_fallback_name(loader *l, const char *name);
-/* Analyses and stores. 0 with *id set, or an ERR_* with a message in err. */
+/* Analyses and stores (a re-analysis: replaces, and *id is replace_id). 0 with *id set,
+ * or an ERR_* with a message in err. */
 int loader_commit(loader *l, unsigned long long bytes_in, long long *id, char *err, size_t errlen);
 void loader_free(loader *l); /* accepts NULL; rolls back whatever was not committed */
 

@@ -408,6 +408,28 @@ static const char *const kernel_cols[] = {"start", "end", "deviceId", "streamId"
                                           "staticSharedMemory", "dynamicSharedMemory", "demangledName", "shortName",
                                           "contextId", NULL};
 
+/* Kineto's "blocks per SM" and "est. achieved occupancy %" of a launch of grid g and block
+ * b on e->device, estimated from the GPU table (occupancy.h), into e: for the kernel table's
+ * means and the efficiency figures. Not written into the event's args, so the download
+ * stays the export's; a re-analysis estimates them again (nsys_replay). */
+static void launch_estimates(const nx *x, ingest_event *e, const long long g[3], const long long b[3]) {
+    for (int i = 0; i < x->ngpus; i++) {
+        if (x->gpus[i].id != e->device) continue;
+        const occ_device *d = &x->gpus[i].d;
+        occ_launch l = {{g[0], g[1], g[2]}, {b[0], b[1], b[2]}, (int)e->regs, e->smem};
+        occ_result r;
+        if (d->num_sms > 0 && g[0] * g[1] * g[2] > 0) {
+            e->bps = (double)(g[0] * g[1] * g[2]) / d->num_sms;
+            e->has_bps = 1;
+        }
+        if (!occ_estimate(d, &l, &r)) {
+            e->occ = 100 * r.est_occupancy;
+            e->has_occ = 1;
+        }
+        break;
+    }
+}
+
 static int kernel_row(nx *x, sqlite3_stmt *s, const int *c) {
     long long st, en;
     if (row_times(x, s, c[K_START], c[K_END], &st, &en)) return 0;
@@ -433,24 +455,7 @@ static int kernel_row(nx *x, sqlite3_stmt *s, const int *c) {
     snprintf(block, sizeof block, "[%lld, %lld, %lld]", b[0], b[1], b[2]);
     e.grid = grid;
     e.block = block;
-    /* Kineto's "blocks per SM" and "est. achieved occupancy %" of this launch, estimated from
-     * the GPU table (occupancy.h), for the kernel table's means and the efficiency figures;
-     * not written into the event's args, so the download stays the export's */
-    for (int i = 0; i < x->ngpus; i++) {
-        if (x->gpus[i].id != e.device) continue;
-        const occ_device *d = &x->gpus[i].d;
-        occ_launch l = {{g[0], g[1], g[2]}, {b[0], b[1], b[2]}, (int)e.regs, e.smem};
-        occ_result r;
-        if (d->num_sms > 0 && g[0] * g[1] * g[2] > 0) {
-            e.bps = (double)(g[0] * g[1] * g[2]) / d->num_sms;
-            e.has_bps = 1;
-        }
-        if (!occ_estimate(d, &l, &r)) {
-            e.occ = 100 * r.est_occupancy;
-            e.has_occ = 1;
-        }
-        break;
-    }
+    launch_estimates(x, &e, g, b);
     rc = buf_printf(&x->args, ",\"grid\":[%lld,%lld,%lld],\"block\":[%lld,%lld,%lld],\"registers per thread\":%lld,"
                         "\"shared memory\":%lld",
               g[0], g[1], g[2], b[0], b[1], b[2], e.regs, e.smem);
@@ -871,3 +876,56 @@ int nsys_import(nsys_spool *sp, loader *ld, unsigned long long *events, char *er
     if (rc && !err[0]) snprintf(err, errlen, "the Nsight Systems export could not be read");
     return rc;
 }
+
+/* ---- a re-analysis of an imported export (nsys.h: nsys_replay) ---- */
+
+struct nsys_replay {
+    ingest_sink sink;          /* this one: estimates, then inner */
+    const ingest_sink *inner;  /* the loader's */
+    nx x;                      /* only gpus and ngpus are used */
+};
+
+/* meta deviceProperties is the GPU table as gpu_info wrote it: its devices again. */
+static int replay_meta(void *ctx, const char *key, const char *json, size_t len) {
+    nsys_replay *r = ctx;
+    if (!strcmp(key, "deviceProperties")) {
+        json_error_t je;
+        json_t *a = json_loadb(json, len, 0, &je), *o;
+        size_t i;
+        json_array_foreach(a, i, o) if (json_is_object(o)) note_gpu(&r->x, o);
+        json_decref(a);
+    }
+    return r->inner->on_meta ? r->inner->on_meta(r->inner->ctx, key, json, len) : 0;
+}
+
+/* A kernel as kernel_row made it: its launch estimates again, from its grid and block. */
+static int replay_event(void *ctx, const ingest_event *e) {
+    nsys_replay *r = ctx;
+    long long g[3], b[3];
+    if (strcmp(e->cat, "kernel") || e->has_bps || e->has_occ || !e->has_device || !e->grid || !e->block ||
+        sscanf(e->grid, "[%lld, %lld, %lld]", &g[0], &g[1], &g[2]) != 3 || sscanf(e->block, "[%lld, %lld, %lld]", &b[0], &b[1], &b[2]) != 3)
+        return r->inner->on_event(r->inner->ctx, e);
+    ingest_event k = *e;
+    launch_estimates(&r->x, &k, g, b);
+    return r->inner->on_event(r->inner->ctx, &k);
+}
+
+static const char *replay_message(void *ctx) {
+    nsys_replay *r = ctx;
+    return r->inner->message ? r->inner->message(r->inner->ctx) : NULL;
+}
+
+nsys_replay *nsys_replay_new(const ingest_sink *inner) {
+    nsys_replay *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->inner = inner;
+    r->sink.ctx = r;
+    r->sink.on_event = replay_event;
+    r->sink.on_meta = replay_meta;
+    r->sink.message = replay_message;
+    return r;
+}
+
+const ingest_sink *nsys_replay_sink(nsys_replay *r) { return &r->sink; }
+
+void nsys_replay_free(nsys_replay *r) { free(r); }

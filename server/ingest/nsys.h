@@ -37,4 +37,15 @@ void nsys_spool_free(nsys_spool *sp);
  * with a message in err. Nothing is stored on failure (the loader is not committed). */
 int nsys_import(nsys_spool *sp, loader *ld, unsigned long long *events, char *err, size_t errlen);
 
+/* A re-analysis of a session imported from an export (reanalyse.h) parses its stored events,
+ * whose args lack what nsys_import computed beside them: each kernel's "blocks per SM" and
+ * "est. achieved occupancy %" (estimated from the GPU table, not written, so the download
+ * stays the export's). This sink, in front of the loader's, estimates them again by the
+ * same code from the same table, which the stored meta's deviceProperties holds (the meta
+ * must come before the events). */
+typedef struct nsys_replay nsys_replay;
+nsys_replay *nsys_replay_new(const ingest_sink *loader_sink); /* NULL: out of memory */
+const ingest_sink *nsys_replay_sink(nsys_replay *r);
+void nsys_replay_free(nsys_replay *r); /* accepts NULL */
+
 #endif

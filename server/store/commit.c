@@ -29,8 +29,8 @@ static int step_once(sqlite3_stmt *s) {
 static int insert_session(sqlite3 *db, const store_session_in *in, const char *meta, const char *summary, long long *id) {
     sqlite3_stmt *s = NULL;
     int rc = ERR_DB;
-    if (sqlite3_prepare_v2(db, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary)"
-                               " VALUES (?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
+    if (sqlite3_prepare_v2(db, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary,"
+                               "analysis_version) VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
     sqlite3_bind_text(s, 1, in->name ? in->name : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, in->source, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, (long long)time(NULL));
@@ -41,6 +41,7 @@ static int insert_session(sqlite3 *db, const store_session_in *in, const char *m
     sqlite3_bind_int64(s, 8, (long long)in->bytes_in);
     sqlite3_bind_text(s, 9, meta, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 10, summary, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 11, in->analysis_version);
     if (step_once(s)) goto out;
     sqlite3_finalize(s);
     s = NULL;
@@ -144,6 +145,22 @@ static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id
     return rc;
 }
 
+/* The replay row (schema.sql): the events' upload order, an nsys export's bandwidths. */
+static int insert_replay(sqlite3 *db, const store_session_in *in, long long id) {
+    if (!in->runs) return 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "INSERT INTO replay(session_id,tracks,events,gpu_bw,identity) VALUES (?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK)
+        return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_blob(s, 2, in->runs, (int)in->runs_len, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 3, (long long)in->runs_events);
+    if (in->gpu_bw) sqlite3_bind_text(s, 4, in->gpu_bw, -1, SQLITE_STATIC);
+    if (in->identity) sqlite3_bind_text(s, 5, in->identity, -1, SQLITE_STATIC);
+    int rc = step_once(s);
+    sqlite3_finalize(s);
+    return rc;
+}
+
 /* One integer a statement gives (a PRAGMA), or -1. */
 static long long pragma_int(sqlite3 *db, const char *sql) {
     sqlite3_stmt *s = NULL;
@@ -195,6 +212,7 @@ static int commit_sqlite(sqlite3 *db, const store_session_in *in, long long *id,
     if (!rc) rc = insert_strings(db, in, *id);
     if (!rc) rc = copy_scratch(db, *id);
     if (!rc) rc = insert_analysis(db, in, *id);
+    if (!rc) rc = insert_replay(db, in, *id);
     err[0] = '\0';
     if (!rc) rc = room_to_checkpoint(db, err, errlen);
     if (!rc) rc = exec(db, "COMMIT");
@@ -285,8 +303,8 @@ static int pg_step_once(db_stmt *s) {
 }
 
 static int pg_insert_session(db_conn *c, const store_session_in *in, const char *meta, const char *summary, long long *id) {
-    db_stmt *s = db_prepare(c, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary)"
-                               " VALUES (?,?,?,?,?,?,?,?,?,?) RETURNING id");
+    db_stmt *s = db_prepare(c, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary,"
+                               "analysis_version) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
     if (!s) return ERR_DB;
     db_bind_text(s, 1, in->name ? in->name : "");
     db_bind_text(s, 2, in->source);
@@ -298,6 +316,7 @@ static int pg_insert_session(db_conn *c, const store_session_in *in, const char 
     db_bind_int64(s, 8, (long long)in->bytes_in);
     db_bind_text(s, 9, meta);
     db_bind_text(s, 10, summary);
+    db_bind_int64(s, 11, in->analysis_version);
     int rc = db_step(s) == DB_ROW ? 0 : ERR_DB;
     if (!rc) *id = db_column_int64(s, 0);
     db_finalize(s);
@@ -386,6 +405,20 @@ static int pg_insert_analysis(db_conn *c, const store_session_in *in, long long 
     return rc;
 }
 
+static int pg_insert_replay(db_conn *c, const store_session_in *in, long long id) {
+    if (!in->runs) return 0;
+    db_stmt *s = db_prepare(c, "INSERT INTO replay(session_id,tracks,events,gpu_bw,identity) VALUES (?,?,?,?,?)");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_blob(s, 2, in->runs, in->runs_len);
+    db_bind_int64(s, 3, (long long)in->runs_events);
+    db_bind_text(s, 4, in->gpu_bw);
+    db_bind_text(s, 5, in->identity);
+    int rc = pg_step_once(s);
+    db_finalize(s);
+    return rc;
+}
+
 /* The same transaction as commit_sqlite's, on PostgreSQL; its last statement bumps the
  * shared list generation (store.c: pg_gen), so no replica keeps a list without it. */
 static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, long long *id, char *err, size_t errlen) {
@@ -398,6 +431,7 @@ static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, lo
     if (!rc) rc = pg_insert_strings(c, scratch, in, *id);
     if (!rc) rc = pg_copy_scratch(c, scratch, *id);
     if (!rc) rc = pg_insert_analysis(c, in, *id);
+    if (!rc) rc = pg_insert_replay(c, in, *id);
     if (!rc) rc = db_exec(c, "UPDATE fp_generation SET lgen = lgen + 1");
     if (!rc) rc = db_exec(c, "COMMIT");
     if (rc) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : c ? db_errmsg(c) : "no database connection");
@@ -412,4 +446,161 @@ static int commit_pg(store *st, sqlite3 *scratch, const store_session_in *in, lo
 int store_commit_session(store *st, sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long *id, char *err,
                          size_t errlen) {
     return hold ? commit_sqlite(db_sqlite(hold), in, id, err, errlen) : commit_pg(st, scratch, in, id, err, errlen);
+}
+
+/* ---- re-analysis: the same copy into an existing session (store_replace_session) ---- */
+
+/* Every row the loader and the analysis wrote for a session: what a re-analysis replaces. */
+static const char *const replaced[] = {
+    "DELETE FROM operator_rows WHERE session_id = ?1", "DELETE FROM kernel_rows WHERE session_id = ?1",
+    "DELETE FROM phase_rows WHERE session_id = ?1",    "DELETE FROM event_chunks WHERE session_id = ?1",
+    "DELETE FROM timeline_buckets WHERE session_id = ?1", "DELETE FROM analysis WHERE session_id = ?1",
+    "DELETE FROM strings WHERE session_id = ?1",       "DELETE FROM replay WHERE session_id = ?1",
+    "DELETE FROM reanalysis WHERE session_id = ?1", /* the claim, and any failure: it succeeded */
+};
+#define NREPLACED (sizeof replaced / sizeof replaced[0])
+#define REPLACE_FIGURES \
+    "UPDATE sessions SET start_us = ?2, end_us = ?3, event_count = ?4, hardware = ?5, summary = ?6, analysis_version = ?7 WHERE id = ?1"
+
+/* Whether the transaction may replace session id: 0, ERR_NOTFOUND (deleted), ERR_CONFLICT
+ * (claimer's claim is gone: it expired and another worker took it, or it finished). have
+ * is 0 when the session row is missing; held is its claim's holder, NULL when none. */
+static int claim_verdict(int have, const char *held, const char *claimer, long long id, char *err, size_t errlen) {
+    if (!have) return snprintf(err, errlen, "session %lld was deleted during its re-analysis", id), ERR_NOTFOUND;
+    if (!held || strcmp(held, claimer))
+        return snprintf(err, errlen, "the claim on session %lld expired and another worker took it over", id), ERR_CONFLICT;
+    return 0;
+}
+
+static int lite_claim_held(sqlite3 *db, long long id, const char *claimer, char *err, size_t errlen) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM sessions WHERE id = ?1), (SELECT claimed_by FROM reanalysis WHERE session_id = ?1)",
+                           -1, &s, NULL) != SQLITE_OK)
+        return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = sqlite3_step(s) == SQLITE_ROW ? claim_verdict(sqlite3_column_int(s, 0), (const char *)sqlite3_column_text(s, 1), claimer, id,
+                                                            err, errlen)
+                                           : ERR_DB;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int lite_run_id(sqlite3 *db, const char *sql, long long id) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    int rc = step_once(s);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int lite_figures(sqlite3 *db, const store_session_in *in, const char *summary, long long id) {
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, REPLACE_FIGURES, -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_double(s, 2, in->start_us);
+    sqlite3_bind_double(s, 3, in->end_us);
+    sqlite3_bind_int64(s, 4, in->events);
+    sqlite3_bind_text(s, 5, in->hardware, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 6, summary, -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 7, in->analysis_version);
+    int rc = step_once(s);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* commit_sqlite's transaction (foreign keys off, for the same reason; the claim check
+ * stands in for them: under BEGIN IMMEDIATE no DELETE of the session can land until the
+ * COMMIT), into session id. */
+static int replace_sqlite(store *st, sqlite3 *db, const store_session_in *in, long long id, const char *claimer, char *err, size_t errlen) {
+    char *summary = json_dumps(in->summary, JSON_COMPACT);
+    int rc = summary ? 0 : ERR_NOMEM;
+    err[0] = '\0';
+    if (!rc) rc = exec(db, "PRAGMA foreign_keys=OFF");
+    if (!rc) rc = exec(db, "BEGIN IMMEDIATE");
+    if (!rc) rc = lite_claim_held(db, id, claimer, err, errlen);
+    for (size_t i = 0; i < NREPLACED && !rc; i++) rc = lite_run_id(db, replaced[i], id);
+    if (!rc) rc = insert_strings(db, in, id);
+    if (!rc) rc = copy_scratch(db, id);
+    if (!rc) rc = insert_analysis(db, in, id);
+    if (!rc) rc = insert_replay(db, in, id);
+    if (!rc) rc = lite_figures(db, in, summary, id);
+    if (!rc) rc = room_to_checkpoint(db, err, errlen);
+    if (!rc) rc = exec(db, "COMMIT");
+    if (rc) {
+        if (!err[0]) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : sqlite3_errmsg(db));
+        if (rc == ERR_DB) rc = store_errcode(db);
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    }
+    sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
+    sqlite3_busy_timeout(db, STORE_CHECKPOINT_WAIT_MS); /* as commit_sqlite: the loader's WAL truncation follows */
+    free(summary);
+    if (!rc) store_note_write(st); /* after the COMMIT: cached replies of the session are stale */
+    return rc;
+}
+
+static int pg_run_id(db_conn *c, const char *sql, long long id) {
+    db_stmt *s = db_prepare(c, sql);
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int rc = pg_step_once(s);
+    db_finalize(s);
+    return rc;
+}
+
+/* The session row locked (FOR UPDATE: a DELETE of it waits for this transaction, and then
+ * cascades to the rows it wrote) and its claim checked. */
+static int pg_claim_held(db_conn *c, long long id, const char *claimer, char *err, size_t errlen) {
+    db_stmt *s = db_prepare(c, "SELECT (SELECT claimed_by FROM reanalysis WHERE session_id = ?1) FROM sessions WHERE id = ?1 FOR UPDATE");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s);
+    int rc = st == DB_ROW ? claim_verdict(1, db_column_text(s, 0), claimer, id, err, errlen)
+             : st == DB_DONE ? claim_verdict(0, NULL, claimer, id, err, errlen) : ERR_DB;
+    db_finalize(s);
+    return rc;
+}
+
+static int pg_figures(db_conn *c, const store_session_in *in, const char *summary, long long id) {
+    db_stmt *s = db_prepare(c, REPLACE_FIGURES);
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    db_bind_double(s, 2, in->start_us);
+    db_bind_double(s, 3, in->end_us);
+    db_bind_int64(s, 4, in->events);
+    db_bind_text(s, 5, in->hardware);
+    db_bind_text(s, 6, summary);
+    db_bind_int64(s, 7, in->analysis_version);
+    int rc = pg_step_once(s);
+    db_finalize(s);
+    return rc;
+}
+
+/* commit_pg's transaction into session id; its last statement bumps both generations (a
+ * stored session changed: every replica's cached replies of it are stale). */
+static int replace_pg(store *st, sqlite3 *scratch, const store_session_in *in, long long id, const char *claimer, char *err, size_t errlen) {
+    char *summary = json_dumps(in->summary, JSON_COMPACT);
+    db_conn *c = store_get(st);
+    int rc = !summary ? ERR_NOMEM : !c ? ERR_DB : 0;
+    err[0] = '\0';
+    if (!rc) rc = db_exec(c, "BEGIN");
+    if (!rc) rc = pg_claim_held(c, id, claimer, err, errlen);
+    for (size_t i = 0; i < NREPLACED && !rc; i++) rc = pg_run_id(c, replaced[i], id);
+    if (!rc) rc = pg_insert_strings(c, scratch, in, id);
+    if (!rc) rc = pg_copy_scratch(c, scratch, id);
+    if (!rc) rc = pg_insert_analysis(c, in, id);
+    if (!rc) rc = pg_insert_replay(c, in, id);
+    if (!rc) rc = pg_figures(c, in, summary, id);
+    if (!rc) rc = db_exec(c, "UPDATE fp_generation SET gen = gen + 1, lgen = lgen + 1");
+    if (!rc) rc = db_exec(c, "COMMIT");
+    if (rc && !err[0]) snprintf(err, errlen, "%s", rc == ERR_NOMEM ? "out of memory" : c ? db_errmsg(c) : "no database connection");
+    rc = store_fail(st, c, rc);
+    store_put(st, c); /* rolls back an open transaction */
+    free(summary);
+    return rc;
+}
+
+int store_replace_session(store *st, sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long id, const char *claimer,
+                          char *err, size_t errlen) {
+    return hold ? replace_sqlite(st, db_sqlite(hold), in, id, claimer, err, errlen) : replace_pg(st, scratch, in, id, claimer, err, errlen);
 }

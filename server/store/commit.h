@@ -35,6 +35,15 @@ typedef struct store_session_in {
     size_t nlabels[2];
     const intern *strings;     /* the session's string table: id -> text */
     const json_t *effic;       /* the efficiency document (analysis/effic.c), NULL: none */
+    int analysis_version;      /* ANALYSIS_VERSION (analysis/analyze.h) of the documents */
+    /* The replay row (schema.sql): the upload order of the events (lib/evorder.h; runs NULL:
+     * no row), an nsys export's measured bandwidths as JSON text (NULL when none), and the
+     * name and labels as the upload gave them. */
+    const void *runs;
+    size_t runs_len;
+    unsigned long long runs_events;
+    const char *gpu_bw;
+    const char *identity;      /* JSON {"name", "labels"} as the upload gave them (schema.sql) */
 } store_session_in;
 
 /* scratch, hold: store_scratch_get's, with the scratch databases attached (above) and
@@ -44,5 +53,19 @@ typedef struct store_session_in {
  * message in err (then rolled back: nothing of the session is stored). */
 int store_commit_session(store *st, struct sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long *id, char *err,
                          size_t errlen);
+
+/* A re-analysis (ingest/reanalyse.h): the same copy, into the existing session id instead of
+ * a new one, in ONE transaction that first checks that the session is still there and that
+ * claimer still holds its claim (reanalysis.h), then replaces everything the analysis and
+ * the loader wrote (strings, operator, kernel and phase rows, event chunks, timeline
+ * buckets, the analysis documents, the replay row) and the session's figures (span, event
+ * count, hardware, summary, analysis_version), and clears the claim and any failure. The
+ * session's id, name, source, labels, meta, bytes_in, created_at, report edits and the
+ * baselines naming it stay. in->name, labels, meta, bytes_in and source are not read. The
+ * new event chunks must have seqs above the old ones (download.c says why). 0, ERR_NOTFOUND
+ * (the session was deleted), ERR_CONFLICT (the claim was lost), ERR_NOMEM, ERR_DB, ERR_FULL,
+ * ERR_DBDOWN; nothing changed unless 0. The caller bumps no generation: this does. */
+int store_replace_session(store *st, struct sqlite3 *scratch, db_conn *hold, const store_session_in *in, long long id,
+                          const char *claimer, char *err, size_t errlen);
 
 #endif

@@ -33,10 +33,12 @@
  * short statement, (session_id, seq) > the last seq sent, on a connection taken and given
  * back around it (hostile.sh case_slowread, tests/pg/test_pool.py).
  *
- * Sessions never change once stored, but one can be deleted between two fetches: the
- * chunks' last seq is read with the metadata, in one snapshot, and a fetch that finds
- * nothing before it means the session went away; the download then fails (the client sees
- * the stream cut short, never a shorter document that parses). */
+ * A session can be deleted between two fetches, or re-analysed (ingest/reanalyse.h: its
+ * chunks replaced by new ones, numbered above the old): the chunks' last seq is read with
+ * the metadata, in one snapshot, every fetch stays at or below it, and a fetch that finds
+ * nothing before it means the chunks went away; the download then fails (the client sees
+ * the stream cut short, never a shorter document that parses, nor one of old and new
+ * chunks mixed). */
 struct download {
     store *st;
     long long id;
@@ -110,12 +112,13 @@ static int fetch_on(download *d, db_conn *db) {
     d->nbatch = d->ibatch = 0;
     d->batch.len = 0;
     int most = db_sqlite(db) ? DOWNLOAD_BATCH : DOWNLOAD_BATCH_PG;
-    db_stmt *q = db_prepare(db, "SELECT seq, data FROM event_chunks WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+    db_stmt *q = db_prepare(db, "SELECT seq, data FROM event_chunks WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?");
     int rc = q ? 0 : ERR_DB;
     if (q) {
         db_bind_int64(q, 1, d->id);
         db_bind_int64(q, 2, d->last_seq);
-        db_bind_int64(q, 3, most);
+        db_bind_int64(q, 3, d->end_seq);
+        db_bind_int64(q, 4, most);
     }
     /* Invariant: batch holds chunks at[0..nbatch) end to end, and at most one of them lies
      * past DOWNLOAD_BATCH_BYTES. */

@@ -17,6 +17,7 @@
 #include "lib/err.h"
 #include "lib/timefmt.h"
 #include "lib/utf8.h"
+#include "store/reanalysis.h"
 
 /* ---- small helpers ---- */
 
@@ -795,6 +796,8 @@ static int regressions_in(db_conn *db, long long id, const char *name, const his
     json_decref(bj);
     json_object_set(*out, "gate", json_object_get(v, "gate"));
     json_object_set_new(*out, "verdict", v);
+    json_t *av = reanalysis_versions(db, base, id); /* which analysis each side's figures come from (routes.c) */
+    json_object_set_new(*out, "analysis_versions", av ? av : json_null());
     json_decref(bl);
     return 0;
 }

@@ -22,6 +22,7 @@
 #include "lib/utf8.h"
 #include "store/compare.h"
 #include "store/history.h"
+#include "store/reanalysis.h"
 
 static const struct { const char *field, *col; } sorts[] = {
     {"cuda_time_total", "cuda_total"}, {"self_cuda_time_total", "self_cuda"},
@@ -118,7 +119,7 @@ static json_t *summary_row(db_conn *db, db_stmt *s, json_t **sum_out) {
 
 int query_session(db_conn *db, long long id, json_t **out) {
     db_stmt *s;
-    if (!(s = db_prepare(db, "SELECT " SUMMARY_COLS ", meta FROM sessions WHERE id = ?"))) return ERR_DB;
+    if (!(s = db_prepare(db, "SELECT " SUMMARY_COLS ", meta, analysis_version FROM sessions WHERE id = ?"))) return ERR_DB;
     db_bind_int64(s, 1, id);
     int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : ERR_DB;
     if (st == DB_ROW) {
@@ -138,6 +139,11 @@ int query_session(db_conn *db, long long id, json_t **out) {
             if (json_is_string(v) || json_is_number(v)) json_object_set(trace_meta, k, v);
         json_object_set_new(o, "trace", trace_meta);
         json_decref(meta);
+        /* the version of the analysis its figures come from, and why its last re-analysis
+         * failed, if it did (reanalysis.h; routes.c adds the current version) */
+        json_t *failure = reanalysis_failure(db, id);
+        json_object_set_new(o, "analysis_version", json_integer(db_column_int64(s, 11)));
+        json_object_set_new(o, "reanalysis_failure", failure ? failure : json_null());
         *out = o;
         rc = 0;
     }
@@ -304,7 +310,7 @@ static json_t *op_row(db_stmt *s, int by_shape) {
     return fp_op_row_to_json(&r);
 }
 
-int query_operators(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+static int operators_in(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = query_sort_column(sort);
@@ -436,7 +442,7 @@ static void add_estimates(json_t *r, const occ_device *d, int have_device) {
                                                        cuda_uses_tensor_cores(json_string_value(json_object_get(r, "name")))));
 }
 
-int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out) {
+static int kernels_in(db_conn *db, long long id, const char *sort, int limit, json_t **out) {
     int rc = exists(db, id);
     if (rc) return rc;
     const char *col = !strcmp(sort, "calls") ? "calls" : !strcmp(sort, "mean_us") ? "total_us / calls" : !strcmp(sort, "total_us") ? "total_us" : NULL;
@@ -528,7 +534,7 @@ static int analysis_doc(db_conn *db, long long id, int col, json_t **out) {
  * window: the efficiency document's, null where it has none); busy_fraction_of_wall =
  * gpu_busy_us / wall_us (any GPU activity over the session span; 1 - gpu_idle_fraction),
  * null where the idle fraction is (no GPU work). */
-int query_gpu(db_conn *db, long long id, json_t **out) {
+static int gpu_in(db_conn *db, long long id, json_t **out) {
     int rc = analysis_doc(db, id, 0, out);
     if (rc) return rc;
     json_t *idle = json_object_get(*out, "gpu_idle_fraction"), *eff = NULL;
@@ -605,7 +611,7 @@ int query_steps(db_conn *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_memory(db_conn *db, long long id, json_t **out) {
+static int memory_in(db_conn *db, long long id, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 1, &doc);
     if (rc) return rc;
@@ -840,6 +846,9 @@ static int compare_in(db_conn *db, long long base, long long head, json_t **out)
                      rc ? json_null() : ps);
     if (*out && lead) json_object_update(*out, lead);
     json_decref(lead);
+    /* which analysis each side's figures come from (routes.c says when they differ) */
+    json_t *av = *out ? reanalysis_versions(db, base, head) : NULL;
+    if (*out) json_object_set_new(*out, "analysis_versions", av ? av : json_null());
     json_decref(bo); json_decref(ho); json_decref(bp); json_decref(hp);
     if (!*out && !rc) rc = ERR_NOMEM; /* a diff out of memory */
     if (rc && *out) json_decref(*out), *out = NULL;
@@ -1150,7 +1159,7 @@ static double draw_threshold(const double *est, size_t n) {
     return t < 0 ? -0.5 : t;
 }
 
-int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
+static int timeline_in(db_conn *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -1447,7 +1456,7 @@ static int flow_of(db_conn *db, long long id, const ev_hit *h, const json_t *tra
     return 0;
 }
 
-int query_event(db_conn *db, long long id, const event_query *q, json_t **out) {
+static int event_in(db_conn *db, long long id, const event_query *q, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -1581,7 +1590,7 @@ static int busy_device(db_conn *db, long long id, const json_t *tracks, long lon
     return rc;
 }
 
-int query_busy(db_conn *db, long long id, double a, double b, int nb, json_t **out) {
+static int busy_in(db_conn *db, long long id, double a, double b, int nb, json_t **out) {
     json_t *doc;
     int rc = analysis_doc(db, id, 2, &doc);
     if (rc) return rc;
@@ -1608,3 +1617,28 @@ int query_busy(db_conn *db, long long id, double a, double b, int nb, json_t **o
     json_decref(doc);
     return rc;
 }
+
+/* ---- reads of several statements, each in one snapshot ---- */
+
+/* Why: a re-analysis (store_replace_session, issue 52) replaces a session's rows while it
+ * is read; a reply read by several statements (rows and their totals, two documents, a
+ * timeline's document, buckets and chunks) must not mix the old analysis with the new. */
+#define SNAPSHOT(db, call)                           \
+    do {                                             \
+        if (db_begin_read(db)) return ERR_DB;        \
+        int rc_s = (call);                           \
+        db_exec((db), rc_s ? "ROLLBACK" : "COMMIT"); \
+        return rc_s;                                 \
+    } while (0)
+
+int query_operators(db_conn *db, long long id, const char *sort, int limit, const char *kind, int by_shape, json_t **out) {
+    SNAPSHOT(db, operators_in(db, id, sort, limit, kind, by_shape, out));
+}
+int query_kernels(db_conn *db, long long id, const char *sort, int limit, json_t **out) { SNAPSHOT(db, kernels_in(db, id, sort, limit, out)); }
+int query_gpu(db_conn *db, long long id, json_t **out) { SNAPSHOT(db, gpu_in(db, id, out)); }
+int query_memory(db_conn *db, long long id, json_t **out) { SNAPSHOT(db, memory_in(db, id, out)); }
+int query_timeline(db_conn *db, long long id, double a, double b, int nb, int (*gone)(void *), void *gone_ctx, json_t **out) {
+    SNAPSHOT(db, timeline_in(db, id, a, b, nb, gone, gone_ctx, out));
+}
+int query_event(db_conn *db, long long id, const event_query *q, json_t **out) { SNAPSHOT(db, event_in(db, id, q, out)); }
+int query_busy(db_conn *db, long long id, double a, double b, int nb, json_t **out) { SNAPSHOT(db, busy_in(db, id, a, b, nb, out)); }

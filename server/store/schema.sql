@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 7 (PRAGMA user_version = 7).
+-- schema.sql: the firstpass database, version 9 (PRAGMA user_version = 9).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -30,10 +30,15 @@ CREATE TABLE sessions (
   bytes_in    INTEGER NOT NULL DEFAULT 0,   -- bytes received (compressed as sent)
   meta        TEXT NOT NULL DEFAULT '{}',   -- JSON: top-level trace keys (deviceProperties,
                                             -- schemaVersion, firstpass, ...) for the download
-  summary     TEXT NOT NULL DEFAULT '{}'    -- JSON: totals, counts, top operator, smells:
-                                            -- what the sessions list shows, precomputed
+  summary     TEXT NOT NULL DEFAULT '{}',   -- JSON: totals; counts; top operator; smells:
+                                            -- what the sessions list shows; precomputed
+                                            -- (no comma in this comment: ALTER TABLE DROP
+                                            -- COLUMN of the next one misreads it)
+  analysis_version INTEGER NOT NULL DEFAULT 0 -- version 9: the ANALYSIS_VERSION (analysis/analyze.h)
+                                            -- its figures come from; 0: stored before versions
 );
 CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
+CREATE INDEX sessions_analysis ON sessions(analysis_version, id);
 
 -- key:value labels of a session; a key appears once per session.
 CREATE TABLE labels (
@@ -247,3 +252,33 @@ CREATE TABLE captures (
 CREATE INDEX captures_target ON captures(target, created_at);
 CREATE INDEX captures_agent ON captures(agent, status);
 CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');
+
+-- Re-analysis (reanalysis.c, schema version 9, issue 52): a session's figures computed again
+-- from its stored events by today's analysis. At most one server works on a session at a
+-- time: it holds the claim (claimed_by, until claimed_until, renewed while it works; a
+-- server that died leaves a claim that expires). A re-analysis that failed leaves the old
+-- figures and says why here; the row goes when one succeeds.
+CREATE TABLE reanalysis (
+  session_id     INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  claimed_by     TEXT,                        -- "host:pid:n" of the worker, NULL when none
+  claimed_until  INTEGER,                     -- unix seconds the claim lasts to
+  failed_at      INTEGER,                     -- unix seconds of the last failure, NULL when none
+  failed_version INTEGER,                     -- the ANALYSIS_VERSION that failed
+  error          TEXT                         -- why
+) WITHOUT ROWID;
+
+-- What a re-analysis needs besides the events and meta: the order in which the upload's
+-- events came across its tracks (lib/evorder.h), so that they are fed back as they came and
+-- the figures equal a fresh upload's to the last digit, an Nsight export's measured DRAM
+-- bandwidths (not in its events), and the name and labels as the upload gave them (the
+-- report's workload line names them: the labels table keeps no order, and a session without
+-- a name is stored as "session N"). Sessions stored before version 9 have no row: their
+-- events are fed back a track at a time.
+CREATE TABLE replay (
+  session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  tracks     BLOB NOT NULL,                   -- runs (lib/evorder.h)
+  events     INTEGER NOT NULL,                -- the events the runs count
+  gpu_bw     TEXT,                            -- JSON [[device, bytes/s], ...], NULL when none
+  identity   TEXT                             -- JSON {"name": the name the upload gave (null: none), "labels":
+                                              -- {its labels, in the order the analysis saw them}}
+) WITHOUT ROWID;

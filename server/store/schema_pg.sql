@@ -1,4 +1,4 @@
--- schema_pg.sql: the firstpass database on PostgreSQL, version 5 (fp_meta.version = 5).
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 7 (fp_meta.version = 7).
 --
 -- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
 -- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
@@ -35,9 +35,11 @@ CREATE TABLE sessions (
   hardware    TEXT COLLATE "C" NOT NULL DEFAULT '',
   bytes_in    BIGINT NOT NULL DEFAULT 0,
   meta        TEXT NOT NULL DEFAULT '{}',
-  summary     TEXT NOT NULL DEFAULT '{}'
+  summary     TEXT NOT NULL DEFAULT '{}',
+  analysis_version BIGINT NOT NULL DEFAULT 0  -- version 7 (schema.sql: version 9)
 );
 CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
+CREATE INDEX sessions_analysis ON sessions(analysis_version, id);
 
 CREATE TABLE labels (
   session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -214,6 +216,23 @@ CREATE TABLE captures (
 CREATE INDEX captures_target ON captures(target, created_at);
 CREATE INDEX captures_agent ON captures(agent, status);
 CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');
+
+-- Re-analysis claims and failures, and the upload order of events (schema.sql; version 7).
+CREATE TABLE reanalysis (
+  session_id     BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  claimed_by     TEXT COLLATE "C",
+  claimed_until  BIGINT,
+  failed_at      BIGINT,
+  failed_version BIGINT,
+  error          TEXT
+);
+CREATE TABLE replay (
+  session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+  tracks     BYTEA NOT NULL,
+  events     BIGINT NOT NULL,
+  gpu_bw     TEXT,
+  identity   TEXT
+);
 
 -- SQLite's CAST(t AS INTEGER) for ORDER BY (jobs.c: ranks in label text): the leading
 -- integer of t, 0 when it has none, NULL for NULL; never an error.

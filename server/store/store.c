@@ -240,6 +240,26 @@ static const char *const migrations[] = {
     "CREATE INDEX captures_target ON captures(target, created_at);\n"
     "CREATE INDEX captures_agent ON captures(agent, status);\n"
     "CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');\n",
+    /* 8 -> 9: re-analysis (reanalysis.c, issue 52): the analysis version a session's figures
+     * come from (0: stored before versions existed), the claims and failures of
+     * re-analyses, and the upload order of each session's events (lib/evorder.h). */
+    "ALTER TABLE sessions ADD COLUMN analysis_version INTEGER NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX sessions_analysis ON sessions(analysis_version, id);\n"
+    "CREATE TABLE reanalysis (\n"
+    "  session_id     INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  claimed_by     TEXT,\n"
+    "  claimed_until  INTEGER,\n"
+    "  failed_at      INTEGER,\n"
+    "  failed_version INTEGER,\n"
+    "  error          TEXT\n"
+    ") WITHOUT ROWID;\n"
+    "CREATE TABLE replay (\n"
+    "  session_id INTEGER PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  tracks     BLOB NOT NULL,\n"
+    "  events     INTEGER NOT NULL,\n"
+    "  gpu_bw     TEXT,\n"
+    "  identity   TEXT\n"
+    ") WITHOUT ROWID;\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -451,6 +471,24 @@ static const char *const pg_migrations[] = {
     "CREATE INDEX captures_target ON captures(target, created_at);\n"
     "CREATE INDEX captures_agent ON captures(agent, status);\n"
     "CREATE UNIQUE INDEX captures_active ON captures(target) WHERE status IN ('queued', 'running', 'flushing');\n",
+    /* 6 -> 7: re-analysis, as SQLite's 8 -> 9. */
+    "ALTER TABLE sessions ADD COLUMN analysis_version BIGINT NOT NULL DEFAULT 0;\n"
+    "CREATE INDEX sessions_analysis ON sessions(analysis_version, id);\n"
+    "CREATE TABLE reanalysis (\n"
+    "  session_id     BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  claimed_by     TEXT COLLATE \"C\",\n"
+    "  claimed_until  BIGINT,\n"
+    "  failed_at      BIGINT,\n"
+    "  failed_version BIGINT,\n"
+    "  error          TEXT\n"
+    ");\n"
+    "CREATE TABLE replay (\n"
+    "  session_id BIGINT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,\n"
+    "  tracks     BYTEA NOT NULL,\n"
+    "  events     BIGINT NOT NULL,\n"
+    "  gpu_bw     TEXT,\n"
+    "  identity   TEXT\n"
+    ");\n",
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 
@@ -786,6 +824,12 @@ unsigned long store_list_generation(store *s) { return s->pg ? pg_gen(s, "lgen")
 /* PostgreSQL: the commit bumped fp_generation.lgen itself (commit.c). */
 void store_note_upload(store *s) {
     if (!s->pg) s->lgen++;
+}
+
+void store_note_write(store *s) {
+    if (s->pg) return;
+    s->gen++;
+    s->lgen++;
 }
 
 int store_errcode(sqlite3 *db) { return (sqlite3_errcode(db) & 0xff) == SQLITE_FULL ? ERR_FULL : ERR_DB; }

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 8 /* = entries in store.c's migrations[] */
-#define STORE_PG_SCHEMA_VERSION 6 /* = entries in store.c's pg_migrations[] */
+#define STORE_SCHEMA_VERSION 9 /* = entries in store.c's migrations[] */
+#define STORE_PG_SCHEMA_VERSION 7 /* = entries in store.c's pg_migrations[] */
 
 typedef struct store store;
 typedef struct db_conn db_conn; /* store/db.h; opaque above store/ */
@@ -105,6 +105,11 @@ unsigned long store_list_generation(store *s);
  * the two would be kept as current), before its 201 goes out, so that the uploader's next
  * list shows it. */
 void store_note_upload(store *s);
+
+/* Called after a committed change to a stored session other than store.c's own (a
+ * re-analysis, commit.h; a re-analysis failure, reanalysis.h), never before: bumps both
+ * generations on SQLite. On PostgreSQL the transaction bumped fp_generation itself. */
+void store_note_write(store *s);
 
 /* Bytes of the database file plus its WAL (PostgreSQL: pg_database_size). */
 long long store_size_bytes(store *s);

@@ -75,6 +75,7 @@ if [ -z "$started" ]; then
 fi
 export FP_BASE_URL="http://127.0.0.1:$port"
 export FP_SERVER_BIN="$server" # for tests that need a server of their own (an empty one, one with tokens)
+export FP_DB="$tmp/db.sqlite" # reanalyse.test.mjs marks sessions as analysed by an older version
 echo "run.sh: server $server on $FP_BASE_URL, traces $FP_TRACES"
 
 rm -rf "$here/out"; mkdir -p "$here/out"

@@ -66,14 +66,15 @@ def free_port():
 
 
 class Server:
-    def __init__(self, *extra, db=None, quiet=True):
+    def __init__(self, *extra, db=None, quiet=True, binary=None):
         """extra: more flags; db: an existing database file to serve (a restart);
-        quiet=False keeps the access log (in self.log.name)."""
+        quiet=False keeps the access log (in self.log.name); binary: another server
+        binary than SERVER (an earlier commit's, oldserver.py)."""
         self.dir = tempfile.mkdtemp(prefix="fp-it-")
         self.db = db or new_db(self.dir)
         self.port = free_port()
         self.log = open(os.path.join(self.dir, "server.log"), "w")
-        self.proc = subprocess.Popen([SERVER, "--port", str(self.port), "--db", self.db, "--static",
+        self.proc = subprocess.Popen([binary or SERVER, "--port", str(self.port), "--db", self.db, "--static",
                                       os.path.join(ROOT, "static"), *(["--quiet"] if quiet else []), *extra],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         _live.add(self.proc)

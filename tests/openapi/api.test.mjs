@@ -772,6 +772,7 @@ test('POST /api/v1/sessions: 503 too_many_uploads while --max-uploads uploads ar
     for (let i = 0; i < MAX_UPLOADS; i++) held.push(openUpload('/api/v1/sessions?name=held', 100000, '{"traceEvents":['));
     await new Promise((r) => setTimeout(r, 300)); // the server has read their headers and taken the slots
     await expectError('POST', '/api/v1/sessions', { body: '{"traceEvents":[]}' }, 503, 'too_many_uploads');
+    await expectError('POST', `/api/v1/sessions/${ids.simpleAdd}/reanalyse`, {}, 503, 'too_many_uploads'); // a re-analysis takes a slot too
   } finally {
     for (const h of held) h.abort();
   }
@@ -817,10 +818,35 @@ test('with --tokens-file: 401 without a token, 403 with a wrong one, on every wr
   await call('GET', R, A, 200); // reads stay open without --read-auth
   await expectError('DELETE', `/api/v1/sessions/${id}`, A, 401, 'unauthorized');
   await expectError('DELETE', `/api/v1/sessions/${id}`, { ...A, headers: bad }, 403, 'forbidden');
+  await expectError('POST', `/api/v1/sessions/${id}/reanalyse`, A, 401, 'unauthorized');
+  await expectError('POST', `/api/v1/sessions/${id}/reanalyse`, { ...A, headers: bad }, 403, 'forbidden');
   await call('DELETE', `/api/v1/sessions/${id}`, { ...A, headers: good }, 204);
 });
 
 // ---------------------------------------------------------------- operations
+
+test('POST /api/v1/sessions/{id}/reanalyse: 200, 404, 409 while another runs, 405', async () => {
+  const id = ids.simpleAdd;
+  const before = (await call('GET', `/api/v1/sessions/${id}`, {}, 200)).body;
+  const r = (await call('POST', `/api/v1/sessions/${id}/reanalyse`, {}, 200)).body;
+  assert.equal(r.session_id, id);
+  assert.equal(r.analysis_version, before.current_analysis_version);
+  assert.equal(r.event_order, 'upload');
+  const after = (await call('GET', `/api/v1/sessions/${id}`, {}, 200)).body;
+  assert.deepEqual({ ...after, analysis_version: 0 }, { ...before, analysis_version: 0 }, 'the same session, figures and all');
+  await expectError('POST', '/api/v1/sessions/987654321/reanalyse', {}, 404, 'not_found');
+  await call('GET', `/api/v1/sessions/${id}/reanalyse`, {}, 405);
+  // two at once on one session: one claims it, the other is told who holds it (409)
+  let conflicts = 0;
+  for (let round = 0; round < 10 && !conflicts; round++) {
+    const rs = await Promise.all([0, 1, 2].map(() => call('POST', `/api/v1/sessions/${ids.nccl}/reanalyse`)));
+    for (const { res, body } of rs) {
+      if (res.status === 409) { conflicts++; assert.equal(body.error.code, 'conflict'); assert.match(body.error.message, /being re-analysed by/); }
+      else assert.ok(res.status === 200 || res.status === 503, `${res.status} ${res.text.slice(0, 200)}`);
+    }
+  }
+  assert.ok(conflicts > 0, 'no 409 in ten rounds of three at once');
+});
 
 test('GET /metrics', async () => {
   const { res } = await call('GET', '/metrics', {}, 200);
