@@ -126,11 +126,13 @@ Idle intervals (per device, every maximal gap [g0, g1] of the busy union inside 
    order, until S has taken sync_left = g0 - S.ts (how long S waited while the GPU still
    worked: what the host could have queued ahead); after that they keep their own label.
  - The drain's refill (issue 48: the cheap ops launched after a drain no longer take the
-   blame). What S did not take of sync_left in its own gap it carries into the host_wait
-   gaps that follow on that device whose next launch is on S's thread, in time order: it
-   takes their unnamed instants (those gaps exist because the host lost its lead), until
-   sync_left is used up, or named host work comes (from then on the idle is that work's:
-   after a 30 ms DataLoader wait the refill is not the sync's), or another blocking call
+   blame). Without S the host would have been sync_left ahead of the GPU, and that lead
+   would have covered the idle that follows until it ran out: what S did not take of
+   sync_left in its own gap, less the named host work there, S carries into the host_wait
+   gaps that follow on that device whose next launch is on S's thread, in time order. In
+   them named host work keeps its label and uses up that much of the budget (a 30 ms
+   DataLoader wait after a 10 ms drain leaves nothing to refill); every other instant goes
+   to S while budget is left. It ends when the budget does, or when another blocking call
    starts a claim of its own. kernel_wait gaps (a launch already queued: a scheduling gap)
    neither take from it nor end it. Taken instants count as S's: culprit and category as
    above. S's culprit: a sync call's OUTERMOST cpu_op (the op the program called, e.g.
@@ -192,14 +194,15 @@ one kind, first match wins:
       precomputed_convolve / winograd, dgrad / wgrad / fprop, flash, fmha, attention) -> math;
    5. the innermost cpu_op on the launch stack (op_kind): a copy / cast / cat / stack / pad /
       permute / roll / flip / repeat op, or an addressing op (gather, scatter, index*,
-      embedding, take, masked_select, *put_) -> data_movement; a GEMM-like op (GEMM_OP_WORDS)
+      embedding, take, masked_select, *put_, *lookup*: FBGEMM's embedding lookups) ->
+      data_movement; a GEMM-like op (GEMM_OP_WORDS)
       -> math; an elementwise, activation, normalisation, reduction, softmax, fill / zero or
       optimizer op (ELEMENTWISE_OP_WORDS; rotary counts here, not as an embedding) ->
       elementwise; nonzero / unique / sort / topk / multinomial: no kind by name;
    6. an elementwise kernel family (ELEMENTWISE_KERNEL_WORDS: elementwise_kernel,
       vectorized_elementwise, reduce_kernel, layer_norm, batch_norm, bn_fw / bn_bw,
       group_norm, rms_norm, softmax, triton_poi_ / triton_red_ / triton_per_,
-      multi_tensor_apply) -> elementwise;
+      multi_tensor_apply, pooling / pool_ (a window reduction), normalize) -> elementwise;
    7. else other.
  - gpu_time_by_kind {kind: {us, fraction}} over the activity durations (every kind listed;
    they sum to the GPU activity time), per session and per phase (the record_function /
@@ -423,12 +426,13 @@ MATH_KERNEL_WORDS = ("gemm", "gemv", "xmma", "cutlass", "cublas", "nvjet", "s168
                      "fprop", "flash", "fmha", "attention")
 ELEMENTWISE_KERNEL_WORDS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "reduce_kernel",
                             "layer_norm", "layernorm", "batch_norm", "bn_fw", "bn_bw", "group_norm", "rowwisemoments",
-                            "rms_norm", "softmax", "triton_poi_", "triton_red_", "triton_per_", "multi_tensor_apply")
+                            "rms_norm", "softmax", "triton_poi_", "triton_red_", "triton_per_", "multi_tensor_apply",
+                            "pooling", "pool_", "normalize")
 DM_OP_NAMES = {"to", "_to_copy", "copy_", "contiguous", "clone", "type_as", "cat", "stack", "hstack", "vstack", "concat",
                "pad", "constant_pad_nd", "reflection_pad2d", "permute", "transpose", "roll", "flip", "repeat",
                "repeat_interleave", "narrow_copy", "expand_copy", "_copy_from", "_copy_from_and_resize", "pin_memory"}
 DM_OP_WORDS = ("copy", "_pad")
-ADDRESSING_WORDS = ("gather", "scatter", "index", "embedding", "take", "masked_select", "put_")
+ADDRESSING_WORDS = ("gather", "scatter", "index", "embedding", "take", "masked_select", "put_", "lookup")
 ELEMENTWISE_OP_WORDS = ("add", "sub", "mul", "div", "neg", "exp", "log", "pow", "sqrt", "rsqrt", "reciprocal", "abs", "sign",
                         "relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "elu", "softplus", "mish", "clamp", "where",
                         "fill", "zero", "norm", "softmax", "sum", "mean", "var", "std", "max", "min", "argm", "prod",
@@ -1233,22 +1237,26 @@ def analyze(doc, want_ops=False, want_gaps=0):
                         carry = [sync, name, scat, g0 - sync.ts, key, srg]
                         t.sync_evidence[name].add(sync_evidence(t, sync))
                     took = 0.0
-                    named = False
+                    named_us = 0.0
+                    mine = carry is not None and carry[4] == key
                     for a, b, lab, kind in segs:
                         x = 0.0
-                        if carry is not None and carry[4] == key and carry[3] > 0 and not is_named_work(lab, kind) \
-                                and not (named and sync is None):
+                        if is_named_work(lab, kind):
+                            named_us += b - a      # keeps its label; it used up that much of the lost lead
+                            if mine and sync is None:
+                                carry[3] = max(0.0, carry[3] - (b - a))
+                        elif mine and carry[3] > 0:
                             x = min(carry[3], b - a)
                             carry[3] -= x
                             took += x
                             charge(cls, carry[1], "sync:" + carry[0].name, carry[2], a, a + x, rng=carry[5])
-                        if is_named_work(lab, kind):
-                            named = True
                         if b - a - x > 0:
                             labs[(lab, kind)] += b - a - x
                             charge(cls, lab, kind, category_of_label(lab, kind, short, nsys=t.nsys), a + x, b, key=key)
-                    if carry is not None and named:
-                        carry[3] = 0.0      # named host work came between: what follows is not the drain's
+                    if mine and sync is not None:
+                        # S's own gap: named work kept its label without using S's take (round 2's
+                        # rule); what S carries on is its lead less that named time
+                        carry[3] = max(0.0, carry[3] - named_us)
                     if sync is not None:
                         rec.update(sync=sync.name, sync_took_us=r3(took))
                     allv = dict(labs)

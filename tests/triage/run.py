@@ -256,6 +256,11 @@ def check_reply(c, doc, reply, sid=None, from_oracle=False):
                 if not any(has(n, w) for n in names):
                     e.append("top suspect's members %s lack %r (each member with its own time: issue 48 item 5)" % (
                         [n[:30] for n in names[:6]], w))
+        if exp.get("top_members_min"):
+            mem = [m for m in members_of(top)[0] or [] if isinstance(m, dict)]
+            if len(mem) < exp["top_members_min"]:
+                e.append("top suspect names %d members, expected a group of at least %d, each with its own time" % (
+                    len(mem), exp["top_members_min"]))
         matched = None
         if exp.get("culprit"):
             matched = next((w for w in exp["culprit"] if has(top.get("culprit"), w)), None)
@@ -769,9 +774,11 @@ def main(argv):
         return 2
     gendir = tempfile.mkdtemp(prefix="fp-triage-")
     try:
+        t_gen = time.time()
         names = sorted({c["file"].split(".")[0] for c in doc["cases"] if "file" in c})
         generate(gendir, names)
         t0 = time.time()
+        t_gen = t0 - t_gen
         if "--write-numbers" in flags:
             write_numbers(doc, gendir, args or None)
             return 0
@@ -789,8 +796,9 @@ def main(argv):
     skip = " (%d skipped, pending: %s)" % (len(SKIPPED), ", ".join(SKIPPED)) if SKIPPED else ""
     if GAPS:
         skip += "; %d of the failures are cases marked as issue 48 gaps: %s" % (len(GAPS), ", ".join(GAPS))
-    print("triage: %d of %d %s failed%s (%.0f s)" % (fails, total, what, skip, time.time() - t0) if fails else
-          "triage: all %s passed%s (%.0f s)" % (what, skip, time.time() - t0))
+    took = "%.0f s, and %.0f s generating the cases" % (time.time() - t0, t_gen)
+    print("triage: %d of %d %s failed%s (%s)" % (fails, total, what, skip, took) if fails else
+          "triage: all %s passed%s (%s)" % (what, skip, took))
     return 1 if fails else 0
 
 
