@@ -5,12 +5,16 @@ from the C server, to cross-check it on real traces and to label tests/triage/ca
 
 DEFINITIONS (the lead implements the same in C; every number below follows them. Round 2,
 issue 41: the host's own work is named, a sync only takes what it could have queued ahead,
-new categories, a busy GPU that one op owns gets a target)
+new categories, a busy GPU that one op owns gets a target. Round 3, issue 48 (spec48.md):
+GPU time by kind of work, waste inside a busy GPU by kind, idle charged to what emptied the
+queue and summed up the range tree, every suspect names its members with their own time,
+per step only for the work inside the steps; Nsight Systems SQLite exports read alike)
 
 Events
  - Kineto current schema (cat lower case), 2021 schema (cat Operator/Runtime/Kernel/Memcpy/
-   Memset) and the legacy autograd array (no cat: a name with "::" is a cpu_op, else a
-   user_annotation) are read alike. Only complete events (ph "X" with ts and dur) count,
+   Memset), the legacy autograd array (no cat: a name with "::" is a cpu_op, else a
+   user_annotation) and Nsight Systems SQLite exports (load_nsys: kernels, memcpy, memset,
+   runtime / driver calls, NVTX ranges as user_annotation; no operators) are read alike. Only complete events (ph "X" with ts and dur) count,
    plus `[memory]` instants for the wall.
  - GPU activity: cat kernel / gpu_memcpy / gpu_memset (Kernel / Memcpy / Memset). Device =
    args.device, else the pid when it is a number. NOT activity: gpu_user_annotation (a
@@ -113,10 +117,25 @@ Idle intervals (per device, every maximal gap [g0, g1] of the busy union inside 
        (every kind). A launch is a blocking call when it blocked AND, on its thread,
        counting in time order the launches that tell up to and including it,
        2 x blocked >= told.
+     * (issue 48) a call that waited inside an operator: failing the above, any other
+       runtime call but a kernel launch (a pageable copy, cudaFree, a driver call, whatever
+       its name, in any format) that started while the device was busy (S.ts inside its
+       busy union), waited >= TELL_US for it (g0 - S.ts) and returned as the device went
+       idle: g0 - SYNC_SLACK_US <= S.te <= g0 + RETURN_US (10 us).
    Instants under named host work keep their label. Every other instant goes to S, in time
    order, until S has taken sync_left = g0 - S.ts (how long S waited while the GPU still
-   worked: what the host could have queued ahead) in this gap; after that they keep their
-   own label. S's culprit: a sync call's OUTERMOST cpu_op (the op the program called, e.g.
+   worked: what the host could have queued ahead); after that they keep their own label.
+ - The drain's refill (issue 48: the cheap ops launched after a drain no longer take the
+   blame). Without S the host would have been sync_left ahead of the GPU, and that lead
+   would have covered the idle that follows until it ran out: what S did not take of
+   sync_left in its own gap, less the named host work there, S carries into the host_wait
+   gaps that follow on that device whose next launch is on S's thread, in time order. In
+   them named host work keeps its label and uses up that much of the budget (a 30 ms
+   DataLoader wait after a 10 ms drain leaves nothing to refill); every other instant goes
+   to S while budget is left. It ends when the budget does, or when another blocking call
+   starts a claim of its own. kernel_wait gaps (a launch already queued: a scheduling gap)
+   neither take from it nor end it. Taken instants count as S's: culprit and category as
+   above. S's culprit: a sync call's OUTERMOST cpu_op (the op the program called, e.g.
    aten::item), else S's name; a blocking launch's INNERMOST cpu_op, else its name. S's
    category: host_sync for a sync call; for a blocking launch synchronous_launch when, over
    the whole trace (all threads), the launches that tell mostly blocked (2 x blocked >=
@@ -138,9 +157,15 @@ Categories of labelled time (GPU traces; host_wait instants not taken by a sync 
 first match wins:
    DataLoader label -> data_loading; comm range -> communication; gc -> garbage_collection;
    tokenizer -> tokenization; compile -> compilation; allocator -> allocator_churn;
-   runtime-call label -> host_work; cpu_op -> launch_bound when short-kernel, else
-   cpu_bound_op; anything else (python_function, a user_annotation's own time,
-   ProfilerStep#*, (untraced)) -> python_overhead.
+   runtime-call label -> host_work; a range with no GPU work in an Nsight export ->
+   host_work; cpu_op -> launch_bound when short-kernel, else cpu_bound_op; anything else
+   (python_function, a user_annotation's own time, ProfilerStep#*, (untraced)) ->
+   python_overhead.
+ - (issue 48) Ranges without GPU work are named host work in every format: an instance of a
+   record_function / NVTX range (not a step, not a DataLoader) under which no runtime call
+   with GPU activity nests labels its own time as named host work ("range_host"): the sync
+   before it does not take it. Its category: host_work in an Nsight export (nothing says the
+   program is Python), python_overhead in a PyTorch trace (a record_function's own time).
  - Lead-in instants -> startup (a DataLoader label -> data_loading); tail instants -> tail
    (a DataLoader label -> data_loading). Culprit: the label with the most of it. Startup,
    tail and step_outlier happen once: their at_stake_per_step_us is null.
@@ -157,9 +182,39 @@ first match wins:
  - host_work: the runtime-call labels' time (what no other category names: cudaGetDevice-
    Properties, cudaStreamCreate, cudaFuncGetAttributes, cudaMemGetInfo ... in the loop).
 
+GPU time by kind (issue 48, spec48 "GPU time by kind"; work_kind): every GPU activity gets
+one kind, first match wins:
+   1. memcpy / memset -> data_movement (HtoD / DtoH are transfers: data_movement, but not
+      copies_casts' waste);
+   2. a communication kernel (nccl / rccl / gloo in its name) -> communication;
+   3. a layout-conversion kernel name (LAYOUT_KERNEL_WORDS: nchwToNhwc, nhwcToNchw,
+      transpose, tensorTransform, convert) -> data_movement, even under a math op;
+   4. a math kernel name (MATH_KERNEL_WORDS: gemm, gemv, xmma, cutlass, cublas, nvjet,
+      s16816 / h16816 / s1688 / h1688 / s884 / h884, implicit_gemm / implicit_convolve /
+      precomputed_convolve / winograd, dgrad / wgrad / fprop, flash, fmha, attention) -> math;
+   5. the innermost cpu_op on the launch stack (op_kind): a copy / cast / cat / stack / pad /
+      permute / roll / flip / repeat op, or an addressing op (gather, scatter, index*,
+      embedding, take, masked_select, *put_, *lookup*: FBGEMM's embedding lookups) ->
+      data_movement; a GEMM-like op (GEMM_OP_WORDS)
+      -> math; an elementwise, activation, normalisation, reduction, softmax, fill / zero or
+      optimizer op (ELEMENTWISE_OP_WORDS; rotary counts here, not as an embedding) ->
+      elementwise; nonzero / unique / sort / topk / multinomial: no kind by name;
+   6. an elementwise kernel family (ELEMENTWISE_KERNEL_WORDS: elementwise_kernel,
+      vectorized_elementwise, reduce_kernel, layer_norm, batch_norm, bn_fw / bn_bw,
+      group_norm, rms_norm, softmax, triton_poi_ / triton_red_ / triton_per_,
+      multi_tensor_apply, pooling / pool_ (a window reduction), normalize) -> elementwise;
+   7. else other.
+ - gpu_time_by_kind {kind: {us, fraction}} over the activity durations (every kind listed;
+   they sum to the GPU activity time), per session and per phase (the record_function /
+   NVTX ranges on the launch's stack, the step folded; each activity once per name).
+
 GPU-set categories
- - copies_casts: union of GPU activity launched with a copy/cast op on the stack, and every
-   Memcpy DtoD, less HtoD/DtoH copies. Culprit: the outermost copy/cast op by time.
+ - copies_casts (issue 48: by kind, no longer by one name's share): the union of the
+   data_movement activity, but host transfers (HtoD / DtoH memcpy) and the activity an
+   addressing op launched (memory_bound_op's). Members: the outermost data-movement op on
+   the launch stack, else the op it hides under (a layout conversion inside
+   aten::cudnn_convolution is named by that op; evidence: the layout kernels' names and
+   time), else the activity's name; each member's own time is its activity's durations.
  - pageable_memcpy: union of copies whose name contains "Pageable". Culprit: that copy name.
  - copy_on_critical_path: U = union of memcpy activities whose name contains HtoD or DtoH
    and not "Pageable"; K = union of kernel activities; at stake = length(U - K) (the copy
@@ -172,9 +227,37 @@ GPU-set categories
    averages self CUDA; kernels only; GPU work outside any op: by kernel name, not GEMM-like,
    not comm) with the most GPU time. It fires when it holds > 50% of all GPU activity time
    (kernels + memcpy + memset durations) and is not short-kernel; at stake = its GPU time.
- - memory_bound_op: compute_bound_op's candidate, when it would fire and its name is a
-   data-movement op: then it is memory_bound_op INSTEAD of compute_bound_op (at stake = its
-   GPU time).
+ - memory_bound_op (issue 48: no 50% gate): the addressing op (innermost cpu_op; gather,
+   scatter, index*, embedding, take, masked_select) with the most own GPU time (every kind
+   of activity it launched); at stake = that time. compute_bound_op never names a
+   data-movement or addressing op.
+ - unfused_elementwise (issue 48): chains of >= 2 consecutive elementwise kernels on one
+   (device, stream), no other activity between them on that stream, launched in the same
+   step, with the GPU (any activity) busy for >= TINY_BUSY (0.6) of the chain's window
+   [first start, last end] (waste inside a busy GPU: where the GPU idles between them the
+   idle is idle's). At stake = sum over chains of (chain time - one fused pass), the fused
+   pass read as the chain's longest kernel (spec48's estimate without shapes; with shapes
+   the server may use the chain's external bytes / bandwidth: the corpus' at-stake
+   tolerance covers the difference). Members: the innermost op of each chained kernel (else
+   the kernel's name) with its time in chains.
+ - tiny_kernels (issue 48): per group -- the innermost record_function / NVTX range around
+   the launch (not a step), else the innermost op, else the kernel's name -- its tiny
+   kernels (duration < TINY_US = 10 us, or fewer grid blocks than the device has SMs), not
+   communication, not replayed by a CUDA graph (a cudaGraphLaunch already removed the
+   launches). A group counts when its tiny kernels are many (>= TINY_MIN_PER_STEP = 100 a
+   step in a trace with steps, else >= TINY_MIN_KERNELS = 1000) and the GPU is busy for >=
+   TINY_BUSY of their windows (per range instance or per step); at stake = sum over its
+   kernels of min(dur, TINY_FIXED_US = 3 us) (the fixed cost one pass would not spend).
+   Members: the groups with their tiny kernels' time.
+ - math_below_roof (issue 48 item 2, issue 49's time above the roof): math rows -- (op,
+   Input Dims, dtype) of the innermost op that launched the kernels -- whose FLOPs and bytes
+   the shapes give (op_flops_bytes: mm, addmm, bmm, baddbmm; flash attention with its
+   is_causal in Concrete Inputs), on a device of DEVICE_ROOFS. Per call best_roof_us =
+   max(FLOPs / the best dense peak for the dtype on that device -- fp32 may run as TF32 on
+   tensor cores where the device has them --, bytes / bandwidth). A row whose
+   best_roof_us / gpu_us is under MATH_OK_FRACTION (0.5), and not over 1 (impossible: not
+   judged), puts gpu_us - best_roof_us at stake. Culprit: the op with the most; members:
+   those rows' ops with their GPU time. (effic supplies these figures to the server.)
  - dominant_op (a target, not waste): the cpu_op with the most key_averages self CUDA (the
    GPU time -- kernels, memcpy and memset -- of the launches whose innermost cpu_op it is),
    when that is > 50% of all GPU activity time, it is not a copy/cast op, not a comm range,
@@ -217,12 +300,25 @@ CPU-only traces (no GPU activity)
  - step_outlier as above (no clipping).
 
 Suspects
- - Per category one suspect: culprit = its largest contributor; at stake = the category's
-   sum (cpu_bound_op, compute_bound_op, memory_bound_op, dominant_op: the one op's).
+ - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
+   memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
+   unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
+ - (issue 48 item 5) Members: every suspect names what holds its time, each with its own
+   time (members [{name, us}]); at stake <= the members' sum. The culprit: the top member
+   when it holds at least half of the category; else the record_function / NVTX range (not a
+   step) that holds at least half of it (the idle summed up the range tree: each charged
+   idle instant belongs to the innermost range on its thread at that instant; a sync's
+   taken instants to the range around the sync); else the top member.
+ - (issue 48 item 3) A range that holds >= FIRE_FRACTION of the wall in idle over all the
+   idle categories, while the category holding most of its idle did not fire on its own,
+   is a suspect of that category named by the range (members: the labels under it).
  - A suspect fires when at_stake >= FIRE_FRACTION (5%) of the wall (dominant_op too: a
    target that holds less of the wall is no target); step_outlier whenever at stake > 0.
- - Ranked by at_stake, descending, dominant_op last. At stake per step = at stake / step
-   count (null without steps, and for startup, tail and step_outlier).
+ - Ranked by at_stake, descending, dominant_op last. At stake per step (issue 48): the part
+   of the time at stake that lies inside the steps (tb-profiler's spans), over the step
+   count: at stake x length(intervals inside the steps) / length(intervals) / count, never
+   above the mean step; null without steps, for startup, tail and step_outlier, and when
+   none of it lies inside a step.
  - healthy = GPU present, busy / wall (not / window: a trace with one kernel in a long step
    is not healthy) >= 0.9, and nothing fired (dominant_op included: a busy GPU that one op
    owns is not "healthy", it has a target).
@@ -250,10 +346,13 @@ import bisect
 import gzip
 import json
 import math
+import os
+import re
 import sys
 from collections import defaultdict
 
 SYNC_SLACK_US = 2.0
+RETURN_US = 10.0         # a call that waited for the device returns within this of the device going idle
 TELL_US = 10.0           # a launch whose kernels sum to this much can show whether it blocked
 FIRE_FRACTION = 0.05
 ONCE = ("startup", "tail", "step_outlier")  # at_stake_per_step_us is null
@@ -299,6 +398,50 @@ GC_WORDS = ("gc.collect", "gc_collect", "garbage collect", "garbage_collect")
 DATA_MOVE_WORDS = ("gather", "scatter", "index", "embedding", "aten::cat", "aten::stack", "catarraybatchedcopy",
                    "masked_select", "aten::take", "repeat", "aten::roll", "aten::flip", "constant_pad_nd")
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
+IDLE_CATS = ("data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op", "communication",
+             "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch", "host_work")
+# ---- waste inside a busy GPU (issue 48) ----
+GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+TINY_US = 10.0              # a tiny kernel: shorter than this, or fewer blocks than the device has SMs
+TINY_MIN_KERNELS = 1000     # ... many: this many in the trace
+TINY_MIN_PER_STEP = 100     # ... or this many a step
+TINY_BUSY = 0.6             # ... while the GPU is busy for this much of their windows
+TINY_FIXED_US = 3.0         # the fixed cost of a kernel one pass would not spend
+MATH_OK_FRACTION = 0.5      # math at this fraction of its best roof is not waste
+# dense peaks (TFLOP/s) by unit and bandwidth (GB/s), public spec sheets; matched by name tokens, first match wins
+DEVICE_ROOFS = [
+    (("h100", "pcie"), {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}, 2000.0),
+    (("h100",), {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}, 3350.0),
+    (("a100", "40gb"), {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}, 1555.0),
+    (("a100", "pcie"), {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}, 1935.0),
+    (("a100",), {"fp32": 19.5, "tf32": 156.0, "bf16": 312.0, "fp16": 312.0}, 2039.0),
+    (("l4",), {"fp32": 30.3, "tf32": 60.0, "bf16": 121.0, "fp16": 121.0}, 300.0),
+    (("v100",), {"fp32": 15.7, "fp16": 125.0}, 900.0),
+]
+# ---- kinds of work (issue 48, spec48 "GPU time by kind") ----
+KINDS = ("math", "data_movement", "elementwise", "communication", "other")
+LAYOUT_KERNEL_WORDS = ("nchwtonhwc", "nhwctonchw", "transpose", "tensortransform", "convert")
+MATH_KERNEL_WORDS = ("gemm", "gemv", "xmma", "cutlass", "cublas", "nvjet", "s16816", "h16816", "s1688", "h1688", "s884",
+                     "h884", "implicit_convolve", "precomputed_convolve", "implicit_gemm", "winograd", "dgrad", "wgrad",
+                     "fprop", "flash", "fmha", "attention")
+ELEMENTWISE_KERNEL_WORDS = ("elementwise_kernel", "vectorized_elementwise", "unrolled_elementwise", "reduce_kernel",
+                            "layer_norm", "layernorm", "batch_norm", "bn_fw", "bn_bw", "group_norm", "rowwisemoments",
+                            "rms_norm", "softmax", "triton_poi_", "triton_red_", "triton_per_", "multi_tensor_apply",
+                            "pooling", "pool_", "normalize")
+DM_OP_NAMES = {"to", "_to_copy", "copy_", "contiguous", "clone", "type_as", "cat", "stack", "hstack", "vstack", "concat",
+               "pad", "constant_pad_nd", "reflection_pad2d", "permute", "transpose", "roll", "flip", "repeat",
+               "repeat_interleave", "narrow_copy", "expand_copy", "_copy_from", "_copy_from_and_resize", "pin_memory"}
+DM_OP_WORDS = ("copy", "_pad")
+ADDRESSING_WORDS = ("gather", "scatter", "index", "embedding", "take", "masked_select", "put_", "lookup")
+ELEMENTWISE_OP_WORDS = ("add", "sub", "mul", "div", "neg", "exp", "log", "pow", "sqrt", "rsqrt", "reciprocal", "abs", "sign",
+                        "relu", "gelu", "silu", "sigmoid", "tanh", "hardswish", "elu", "softplus", "mish", "clamp", "where",
+                        "fill", "zero", "norm", "softmax", "sum", "mean", "var", "std", "max", "min", "argm", "prod",
+                        "dropout", "masked_fill", "lerp", "maximum", "minimum", "foreach", "adam", "sgd", "lamb", "cumsum",
+                        "logsumexp", "threshold", "erf", "round", "floor", "ceil", "bias", "act_and_mul", "rms",
+                        "remainder", "fmod", "logical", "bitwise", "isnan", "isinf", "nan_to_num", "square", "mse",
+                        "cross_entropy", "nll_loss", "slice", "select", "pool")
+ELEMENTWISE_OP_EXACT = {"eq", "ne", "lt", "gt", "le", "ge", "sin", "cos", "abs", "exp", "log"}
+NOT_ELEMENTWISE = ("nonzero", "unique", "sort", "topk", "multinomial")   # compaction / selection: no kind by name
 STEP_LABEL = "ProfilerStep#*"
 UNTRACED = "(untraced)"
 
@@ -310,7 +453,101 @@ def load(path):
         raw = f.read()
     if raw[:2] == b"\x1f\x8b":
         raw = gzip.decompress(raw)
+    if raw[:16] == b"SQLite format 3\x00":
+        return load_nsys(path, raw)
     return json.loads(raw)
+
+
+NSYS_COPY = {1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP",
+             11: "HtoD", 12: "DtoH", 13: "DtoD"}
+NSYS_MEM = {0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static", 6: "Managed Static"}
+
+
+def load_nsys(path, raw):
+    """An Nsight Systems SQLite export (`nsys export --type sqlite`) as Kineto-like events, from
+    the documented tables: CUPTI_ACTIVITY_KIND_KERNEL / MEMCPY / MEMSET (GPU activity; device =
+    deviceId, stream = streamId), CUPTI_ACTIVITY_KIND_RUNTIME (eventClass 0 runtime, 1 driver;
+    other classes repeat a call: skipped; the name's ABI suffix _vNNNN dropped), NVTX_EVENTS
+    (eventType 59 push/pop and 60 start/end ranges: user_annotation), TARGET_INFO_GPU
+    (device name, smCount). Times are ns; globalTid packs pid (bits 24-47) and tid (0-23).
+    Names come from StringIds. The doc carries "_nsys": True (ranges with no GPU work are
+    host_work's there: nothing says the program is Python)."""
+    import sqlite3
+    import tempfile
+    tmp = None
+    if path.endswith(".gz"):
+        fd, tmp = tempfile.mkstemp(suffix=".sqlite")
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        path = tmp
+    db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        names = dict(db.execute("SELECT id, value FROM StringIds"))
+        ev = []
+
+        def cols(t):
+            return [r[1] for r in db.execute("PRAGMA table_info(%s)" % t)]
+
+        def rows(t):
+            c = cols(t)
+            for r in db.execute("SELECT * FROM %s" % t):
+                yield dict(zip(c, r))
+
+        def tid_of(g):
+            g = g or 0
+            return str((g >> 24) & 0xFFFFFF), str(g & 0xFFFFFF)
+
+        def x(cat, name, st, en, pid, tid, args):
+            ev.append({"ph": "X", "cat": cat, "name": name, "ts": st / 1000.0, "dur": (en - st) / 1000.0, "pid": pid,
+                       "tid": tid, "args": args})
+        if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+            for r in rows("CUPTI_ACTIVITY_KIND_KERNEL"):
+                if r["start"] is None or r["end"] is None or r["end"] < r["start"]:
+                    continue
+                nm = names.get(r.get("demangledName")) or names.get(r.get("shortName")) or "[unnamed kernel]"
+                x("kernel", nm, r["start"], r["end"], r["deviceId"], r["streamId"],
+                  {"device": r["deviceId"], "stream": r["streamId"], "correlation": r["correlationId"],
+                   "grid": [r["gridX"], r["gridY"], r["gridZ"]], "block": [r["blockX"], r["blockY"], r["blockZ"]]})
+        if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
+            for r in rows("CUPTI_ACTIVITY_KIND_MEMCPY"):
+                if r["start"] is None or r["end"] is None or r["end"] < r["start"]:
+                    continue
+                nm = "Memcpy %s (%s -> %s)" % (NSYS_COPY.get(r["copyKind"], "Unknown"), NSYS_MEM.get(r.get("srcKind"), "Unknown"),
+                                               NSYS_MEM.get(r.get("dstKind"), "Unknown"))
+                x("gpu_memcpy", nm, r["start"], r["end"], r["deviceId"], r["streamId"],
+                  {"device": r["deviceId"], "stream": r["streamId"], "correlation": r["correlationId"], "bytes": r["bytes"]})
+        if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
+            for r in rows("CUPTI_ACTIVITY_KIND_MEMSET"):
+                if r["start"] is None or r["end"] is None or r["end"] < r["start"]:
+                    continue
+                x("gpu_memset", "Memset (%s)" % NSYS_MEM.get(r.get("memKind"), "Unknown"), r["start"], r["end"], r["deviceId"],
+                  r["streamId"], {"device": r["deviceId"], "stream": r["streamId"], "correlation": r["correlationId"]})
+        if "CUPTI_ACTIVITY_KIND_RUNTIME" in tables:
+            for r in rows("CUPTI_ACTIVITY_KIND_RUNTIME"):
+                cls = r.get("eventClass") or 0
+                if cls not in (0, 1) or r["start"] is None or r["end"] is None or r["end"] < r["start"]:
+                    continue
+                nm = re.sub(r"_v\d+$", "", names.get(r["nameId"]) or "[unnamed call]")
+                pid, tid = tid_of(r["globalTid"])
+                x("cuda_driver" if cls == 1 else "cuda_runtime", nm, r["start"], r["end"], pid, tid,
+                  {"correlation": r["correlationId"]})
+        if "NVTX_EVENTS" in tables:
+            for r in rows("NVTX_EVENTS"):
+                if r["eventType"] not in (59, 60) or r["start"] is None or r["end"] is None or r["end"] < r["start"]:
+                    continue
+                nm = r.get("text") or names.get(r.get("textId")) or "[unnamed range]"
+                pid, tid = tid_of(r["globalTid"])
+                x("user_annotation", nm, r["start"], r["end"], pid, tid, {})
+        dev = []
+        if "TARGET_INFO_GPU" in tables:
+            for r in rows("TARGET_INFO_GPU"):
+                dev.append({"id": r["id"], "name": r.get("name") or "", "numSms": r.get("smCount")})
+        return {"traceEvents": ev, "deviceProperties": dev, "_nsys": True}
+    finally:
+        db.close()
+        if tmp:
+            os.remove(tmp)
 
 
 def is_comm_range(name):
@@ -375,13 +612,93 @@ def is_data_movement(name):
 
 
 def is_named_work(label, kind):
-    """Named host work keeps its label under the sync rule: what the host did is its own."""
-    return kind in ("dataloader", "runtime") or is_gc(label) or is_tokenizer(label) or is_compile(label) \
+    """Named host work keeps its label under the sync rule: what the host did is its own (a
+    range with no GPU work under it included, in every format: issue 48)."""
+    return kind in ("dataloader", "runtime", "range_host") or is_gc(label) or is_tokenizer(label) or is_compile(label) \
         or is_allocator(label, kind)
 
 
+# ---------------------------------------------------------------- kinds of work (issue 48)
+
+def base_name(name):
+    """An op's name without its namespace, lower case: "aten::_to_copy" -> "_to_copy"."""
+    return name.split("::")[-1].lower()
+
+
+def is_layout_kernel(name):
+    n = name.lower()
+    return any(w in n for w in LAYOUT_KERNEL_WORDS)
+
+
+def is_math_kernel(name):
+    n = name.lower()
+    return any(w in n for w in MATH_KERNEL_WORDS)
+
+
+def is_elementwise_kernel(name):
+    n = name.lower()
+    return any(w in n for w in ELEMENTWISE_KERNEL_WORDS)
+
+
+def is_addressing_op(name):
+    """Data-dependent addressing (memory_bound_op's): gather, scatter, index*, embedding, take,
+    masked_select (rotary_embedding is arithmetic, not a lookup)."""
+    n = base_name(name)
+    return "rotary" not in n and any(w in n for w in ADDRESSING_WORDS)
+
+
+def op_kind(name):
+    """Rule 5: the kind of work an operator's own kernels do, from its name; None: unknown."""
+    n = base_name(name)
+    if "rotary" in n:
+        return "elementwise"
+    if name in COPY_OPS or n in DM_OP_NAMES or any(w in n for w in DM_OP_WORDS) or is_addressing_op(name):
+        return "data_movement"
+    if gemm_like_op(name) and not is_comm_range(name):
+        return "math"
+    if any(w in n for w in NOT_ELEMENTWISE):
+        return None
+    if n.strip("_") in ELEMENTWISE_OP_EXACT or any(w in n for w in ELEMENTWISE_OP_WORDS):
+        return "elementwise"
+    return None
+
+
+def work_kind(g, inner):
+    """The kind of work of one GPU activity (spec48 "GPU time by kind"), first match wins:
+    memcpy/memset -> data_movement; a communication kernel -> communication; a layout-
+    conversion kernel -> data_movement (even under a math op); a math kernel -> math; the
+    innermost op's kind; an elementwise kernel family -> elementwise; else other."""
+    if g.kind in ("gpu_memcpy", "gpu_memset"):
+        return "data_movement"
+    if is_comm_kernel(g.name) or "gloo" in g.name.lower():
+        return "communication"
+    if is_layout_kernel(g.name):
+        return "data_movement"
+    if is_math_kernel(g.name):
+        return "math"
+    if inner is not None:
+        k = op_kind(inner.name)
+        if k is not None:
+            return k
+    if is_elementwise_kernel(g.name):
+        return "elementwise"
+    return "other"
+
+
+def host_transfer(g):
+    """A copy between host and device (HtoD / DtoH): data movement, not copies_casts' waste."""
+    return g.kind == "gpu_memcpy" and ("HtoD" in g.name or "DtoH" in g.name)
+
+
+def kernel_short_name(name):
+    """A kernel's name for grouping: before its template/argument list."""
+    n = name.split("(")[0].split("<")[0].strip()
+    return n.split()[-1] if n else name[:60]
+
+
 class Ev:
-    __slots__ = ("name", "kind", "ts", "te", "dur", "pid", "tid", "corr", "device", "stream", "parent", "children", "gpu", "dims")
+    __slots__ = ("name", "kind", "ts", "te", "dur", "pid", "tid", "corr", "device", "stream", "parent", "children", "gpu", "dims",
+                 "types", "concrete", "blocks", "has_gpu", "wkind", "inner", "rt")
 
     def __init__(self, name, kind, ts, dur, pid, tid):
         self.name, self.kind, self.ts, self.dur = name, kind, ts, dur
@@ -394,11 +711,25 @@ class Ev:
         self.children = []
         self.gpu = []
         self.dims = None
+        self.types = None
+        self.concrete = None
+        self.blocks = None       # a kernel's grid blocks (product of args.grid)
+        self.has_gpu = False     # a host range: some runtime call with GPU activity nests under it
+        self.wkind = None        # a GPU activity's kind of work (KINDS)
+        self.inner = None        # ... the innermost cpu_op on its launch stack
+        self.rt = None           # ... its runtime call
 
 
 class Trace:
     def __init__(self, doc):
         evs = doc if isinstance(doc, list) else doc.get("traceEvents", [])
+        self.nsys = isinstance(doc, dict) and bool(doc.get("_nsys"))
+        self.sms = {}            # device id -> SM count (deviceProperties numSms / TARGET_INFO_GPU smCount)
+        self.device_names = {}   # device id -> name
+        for d in (doc.get("deviceProperties") or []) if isinstance(doc, dict) else []:
+            if isinstance(d, dict):
+                self.sms[d.get("id", 0)] = d.get("numSms")
+                self.device_names[d.get("id", 0)] = d.get("name") or ""
         self.host = []      # host ranges
         self.rt = []        # runtime calls
         self.gpu = []       # GPU activity
@@ -428,6 +759,8 @@ class Trace:
                     kind = "user_annotation" if "#" in name else "cpu_op"
                 h = Ev(name, kind, ts, dur, pid, tid)
                 h.dims = args.get("Input Dims")
+                h.types = args.get("Input type")
+                h.concrete = args.get("Concrete Inputs")
                 self.host.append(h)
             elif cat in RT_CATS:
                 r = Ev(name, "runtime", ts, dur, pid, tid)
@@ -444,6 +777,11 @@ class Trace:
                         dev = 0
                 g.device = dev
                 g.stream = args.get("stream", e.get("tid"))
+                grid = args.get("grid")
+                if isinstance(grid, list) and grid and all(isinstance(x, (int, float)) for x in grid):
+                    g.blocks = 1
+                    for x in grid:
+                        g.blocks *= x
                 self.gpu.append(g)
             elif cat == "gpu_user_annotation":
                 pass
@@ -459,10 +797,24 @@ class Trace:
             r = self.rt_by_corr.get(g.corr) if g.corr is not None else None
             if r is not None:
                 r.gpu.append(g)
+                g.rt = r
+        # a host range "has GPU work" when a runtime call with GPU activity nests under it
+        for r in self.rt:
+            if r.gpu:
+                p = r.parent
+                while p is not None and not p.has_gpu:
+                    p.has_gpu = True
+                    p = p.parent
+        for g in self.gpu:
+            g.inner = next((p for p in self.stack_of(g.rt) if p.kind == "cpu_op"), None) if g.rt is not None else None
+            g.wkind = work_kind(g, g.inner)
         self.threads = defaultdict(list)
         for h in self.host:
             self.threads[(h.pid, h.tid)].append(h)
         self._labels()
+        self._rsegs = {}
+        self.busy_by_dev = {}
+        self.sync_evidence = defaultdict(set)
 
     def _wall(self, a, b):
         if a < self.wall0:
@@ -523,6 +875,8 @@ class Trace:
                     break
             if is_step(ev.name) and ev.kind != "runtime":
                 return STEP_LABEL, "user_annotation"
+            if ev.kind == "user_annotation" and not ev.has_gpu:
+                return ev.name, "range_host"    # a range with no GPU work under it: named host work
             return ev.name, ev.kind
 
         for key, evs in per.items():
@@ -579,6 +933,30 @@ class Trace:
             i += 1
         if b > cur + 1e-9:
             out.append((cur, b, UNTRACED, "untraced"))
+        return out
+
+    def ranges_in(self, key, a, b):
+        """[(start, end, range)] of thread key over [a, b]: the innermost record_function / NVTX
+        range (not a step) at each instant, None where there is none (the range tree's leaves)."""
+        if key not in self._rsegs:
+            evs = [h for h in self.threads.get(key, []) if h.kind == "user_annotation" and not is_step(h.name)]
+            segs = sweep(evs, lambda ev, stack: (ev.name, "range"))
+            self._rsegs[key] = (segs, [x[0] for x in segs])
+        segs, starts = self._rsegs[key]
+        out = []
+        cur = a
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        while i < len(segs) and segs[i][0] < b:
+            s, e, lab, _ = segs[i]
+            lo, hi = max(s, a), min(e, b)
+            if hi > lo:
+                if lo > cur:
+                    out.append((cur, lo, None))
+                out.append((lo, hi, lab))
+                cur = hi
+            i += 1
+        if b > cur:
+            out.append((cur, b, None))
         return out
 
     def labels_in(self, key, a, b):
@@ -735,8 +1113,10 @@ def is_short(cnt, name):
     return bool(c) and c[2] >= SHORT_MIN_CALLS and c[0] > 0 and c[0] < c[1] and c[1] / c[2] <= SHORT_MAX_MEAN_HOST_US
 
 
-def category_of_label(label, kind, short, cpu_only=False):
-    """The category of time labelled (label, kind); first match wins."""
+def category_of_label(label, kind, short, cpu_only=False, nsys=False):
+    """The category of time labelled (label, kind); first match wins. A range with no GPU work
+    (range_host) is host work: in an Nsight export (C/C++ or any program: nothing says it is
+    Python) host_work, in a PyTorch trace python_overhead (a record_function's own time)."""
     if kind == "dataloader":
         return "data_loading"
     if kind != "runtime" and is_comm_range(label):
@@ -751,7 +1131,7 @@ def category_of_label(label, kind, short, cpu_only=False):
         return "cpu_bound_op" if kind == "cpu_op" else "python_overhead"
     if is_allocator(label, kind):
         return "allocator_churn"
-    if kind == "runtime":
+    if kind == "runtime" or (kind == "range_host" and nsys):
         return "host_work"
     if kind == "cpu_op":
         return "launch_bound" if is_short(short, label) else "cpu_bound_op"
@@ -771,11 +1151,27 @@ def analyze(doc, want_ops=False, want_gaps=0):
     # ---- GPU busy / idle ----
     gpu = None
     idle_rows = defaultdict(float)         # (class, culprit, kind, category) -> us
+    pieces = defaultdict(list)             # (category, culprit) -> [[a, b, range]]: where the charged idle lies
     idle_class = defaultdict(float)
     gaps_out = []
     gap_list = []                            # (g0, g1) union-level, for phases
     class_gaps = defaultdict(list)           # (device, class) -> [g0, g1]: idle per phase
     all_act = [[g.ts, g.te] for g in t.gpu]
+
+    def charge(cls, name, kind, cat, a, b, key=None, rng=None):
+        """Charge [a, b] of idle to (category, culprit); its range: rng, else the innermost
+        non-step range on thread key over [a, b] (pieces split where the range changes)."""
+        if b <= a:
+            return
+        idle_rows[(cls, name, kind, cat)] += b - a
+        if cat is None:
+            return
+        if rng is not None or key is None:
+            pieces[(cat, name)].append([a, b, rng])
+        else:
+            for a2, b2, rg in t.ranges_in(key, a, b):
+                pieces[(cat, name)].append([a2, b2, rg])
+
     if t.gpu:
         by_dev = defaultdict(list)
         for g in t.gpu:
@@ -783,6 +1179,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
         devices = {}
         for dev, acts in sorted(by_dev.items(), key=lambda kv: str(kv[0])):
             busy = union([[g.ts, g.te] for g in acts])
+            t.busy_by_dev[dev] = busy
             w0, w1 = busy[0][0], busy[-1][1]
             blen = length(busy)
             dcls = defaultdict(float)
@@ -790,6 +1187,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
             for g in acts:
                 starts[g.ts].append(g)
             start_keys = sorted(starts)
+            carry = None   # the drain's claim on the refill: [S, culprit, category, left, thread, S's range]
             for k in range(1, len(busy)):
                 g0, g1 = busy[k - 1][1], busy[k][0]
                 gap = g1 - g0
@@ -812,12 +1210,15 @@ def analyze(doc, want_ops=False, want_gaps=0):
                         cat = "launch_bound"
                     else:
                         cat = None
-                    idle_rows[(cls, name, op.kind if op is not None else "runtime", cat)] += gap
+                    rg = next((p.name for p in st if p.kind == "user_annotation" and not is_step(p.name)), None)
+                    # the launch was queued before the GPU went idle (a scheduling gap between
+                    # queued kernels): not a drain's refill, which only host_wait gaps are
+                    charge(cls, name, op.kind if op is not None else "runtime", cat, g0, g1, rng=rg)
                     rec.update(cls=cls, culprit=name)
                 else:
                     cls = "host_wait"
                     key = (r.pid, r.tid)
-                    sync = find_sync(t, key, g0)
+                    sync = find_sync(t, key, g0, dev)
                     segs = t.segs_in(key, g0, g1)
                     labs = defaultdict(float)
                     if sync is not None:
@@ -832,28 +1233,35 @@ def analyze(doc, want_ops=False, want_gaps=0):
                         else:
                             name = ops[-1].name if ops else sync.name
                             scat = "host_sync"
-                        left = g0 - sync.ts
-                        took = 0.0
-                        for a, b, lab, kind in segs:
-                            if is_named_work(lab, kind) or left <= 0:
-                                labs[(lab, kind)] += b - a
-                                continue
-                            x = min(left, b - a)
+                        srg = next((p.name for p in st if p.kind == "user_annotation" and not is_step(p.name)), None)
+                        carry = [sync, name, scat, g0 - sync.ts, key, srg]
+                        t.sync_evidence[name].add(sync_evidence(t, sync))
+                    took = 0.0
+                    named_us = 0.0
+                    mine = carry is not None and carry[4] == key
+                    for a, b, lab, kind in segs:
+                        x = 0.0
+                        if is_named_work(lab, kind):
+                            named_us += b - a      # keeps its label; it used up that much of the lost lead
+                            if mine and sync is None:
+                                carry[3] = max(0.0, carry[3] - (b - a))
+                        elif mine and carry[3] > 0:
+                            x = min(carry[3], b - a)
+                            carry[3] -= x
                             took += x
-                            left -= x
-                            if b - a - x > 0:
-                                labs[(lab, kind)] += b - a - x
-                        if took > 0:
-                            idle_rows[(cls, name, "sync:" + sync.name, scat)] += took
+                            charge(cls, carry[1], "sync:" + carry[0].name, carry[2], a, a + x, rng=carry[5])
+                        if b - a - x > 0:
+                            labs[(lab, kind)] += b - a - x
+                            charge(cls, lab, kind, category_of_label(lab, kind, short, nsys=t.nsys), a + x, b, key=key)
+                    if mine and sync is not None:
+                        # S's own gap: named work kept its label without using S's take (round 2's
+                        # rule); what S carries on is its lead less that named time
+                        carry[3] = max(0.0, carry[3] - named_us)
+                    if sync is not None:
                         rec.update(sync=sync.name, sync_took_us=r3(took))
-                    else:
-                        for a, b, lab, kind in segs:
-                            labs[(lab, kind)] += b - a
-                    for (lab, kind), us in labs.items():
-                        idle_rows[(cls, lab, kind, category_of_label(lab, kind, short))] += us
                     allv = dict(labs)
-                    if sync is not None and took > 0:
-                        allv[(name, "sync")] = allv.get((name, "sync"), 0.0) + took
+                    if took > 0:
+                        allv[(carry[1], "sync")] = allv.get((carry[1], "sync"), 0.0) + took
                     top = max(allv.items(), key=lambda kv: kv[1])[0] if allv else (UNTRACED, "untraced")
                     rec.update(cls=cls, culprit=top[0])
                 dcls[cls] += gap
@@ -869,16 +1277,16 @@ def analyze(doc, want_ops=False, want_gaps=0):
         first = min(t.gpu, key=lambda g: (g.ts, g.corr if isinstance(g.corr, (int, float)) else 1e30))
         if first.ts > t.wall0:
             r = t.rt_by_corr.get(first.corr) if first.corr is not None else None
-            labs = t.labels_in((r.pid, r.tid), t.wall0, first.ts) if r is not None else {(UNTRACED, "untraced"): first.ts - t.wall0}
-            for (lab, kind), us in labs.items():
-                idle_rows[("lead_in", lab, kind, "data_loading" if kind == "dataloader" else "startup")] += us
+            segs = t.segs_in((r.pid, r.tid), t.wall0, first.ts) if r is not None else [(t.wall0, first.ts, UNTRACED, "untraced")]
+            for a, b, lab, kind in segs:
+                charge("lead_in", lab, kind, "data_loading" if kind == "dataloader" else "startup", a, b, rng=None)
         # the tail, labelled on the thread that launched the GPU activity that ends last
         last = max(t.gpu, key=lambda g: (g.te, g.corr is not None, g.corr if isinstance(g.corr, (int, float)) else -1e30))
         if last.te < t.wall1:
             r = t.rt_by_corr.get(last.corr) if last.corr is not None else None
-            labs = t.labels_in((r.pid, r.tid), last.te, t.wall1) if r is not None else {(UNTRACED, "untraced"): t.wall1 - last.te}
-            for (lab, kind), us in labs.items():
-                idle_rows[("tail", lab, kind, "data_loading" if kind == "dataloader" else "tail")] += us
+            segs = t.segs_in((r.pid, r.tid), last.te, t.wall1) if r is not None else [(last.te, t.wall1, UNTRACED, "untraced")]
+            for a, b, lab, kind in segs:
+                charge("tail", lab, kind, "data_loading" if kind == "dataloader" else "tail", a, b, rng=None)
         ub = union(all_act)
         w0, w1 = ub[0][0], ub[-1][1]
         bl = length(ub)
@@ -897,6 +1305,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
                "utilization_of_wall": r3(bl / wall) if wall > 0 else None,
                "gemm_share_of_gpu_time": r3(gemm / tot) if tot > 0 else None, "devices": devices}
     res["gpu"] = gpu
+    res["gpu_time_by_kind"] = time_by_kind(t.gpu) if t.gpu else None
 
     if gpu is not None:
         rows = sorted(((k, v) for k, v in idle_rows.items() if k[0] not in ("lead_in", "tail")), key=lambda kv: -kv[1])
@@ -922,6 +1331,9 @@ def analyze(doc, want_ops=False, want_gaps=0):
 
     # ---- phases ----
     res["phases"] = phases(t, gap_list, class_gaps)
+    for n, kinds in phase_kinds(t).items():
+        if n in res["phases"]:
+            res["phases"][n]["gpu_time_by_kind"] = kinds
     if res["steps"] and STEP_LABEL in res["phases"]:
         # the step phase's instances and time are tb-profiler's steps (its idle stays the ranges')
         res["phases"][STEP_LABEL]["count"] = res["steps"]["count"]
@@ -929,7 +1341,7 @@ def analyze(doc, want_ops=False, want_gaps=0):
 
     # ---- suspects ----
     t.steps_tb = res["steps_tb"]
-    res["suspects"], res["category_at_stake_us"] = suspects(t, wall, gpu, idle_rows, short, res["steps"])
+    res["suspects"], res["category_at_stake_us"] = suspects(t, wall, gpu, idle_rows, pieces, short, res["steps"])
     res["healthy"] = bool(gpu is not None and gpu["utilization_of_wall"] >= HEALTHY_BUSY and not res["suspects"])
 
     # ---- key_averages merge ----
@@ -969,6 +1381,15 @@ def blocking_calls(t):
         told_all += told
         blocked_all += blocked
     t.launches_told, t.launches_blocked = told_all, blocked_all
+    # the other calls that may wait inside an operator: any runtime call but a kernel launch
+    wait = defaultdict(list)
+    for r in t.rt:
+        if not blocking_sync(r) and not r.name.startswith(LAUNCH_PREFIX):
+            wait[(r.pid, r.tid)].append(r)
+    t.waiting_calls = {}
+    for k, v in wait.items():
+        v.sort(key=lambda r: r.ts)
+        t.waiting_calls[k] = (v, [r.ts for r in v])
     t.blocking = {}
     for k, v in per.items():
         v.sort(key=lambda r: r.ts)
@@ -976,18 +1397,40 @@ def blocking_calls(t):
     return t.blocking
 
 
-def find_sync(t, key, g0):
+def find_sync(t, key, g0, dev=None):
     """The blocking call S of thread key the host was in when the GPU went idle at g0: the
     latest one with S.ts < g0 <= S.te + SYNC_SLACK_US (a thread's runtime calls do not
-    overlap, so the latest that started before g0)."""
+    overlap, so the latest that started before g0). Failing that, a call that waited inside
+    an operator (issue 48): any other runtime call but a kernel launch (a pageable copy, a
+    cudaFree, a driver call, whatever its name) that started while the device was busy (S.ts
+    inside its busy union), waited at least TELL_US for it (g0 - S.ts), and returned as the
+    device went idle: g0 - SYNC_SLACK_US <= S.te <= g0 + RETURN_US."""
     b = blocking_calls(t)
-    if key not in b:
-        return None
-    lst, starts = b[key]
+    if key in b:
+        lst, starts = b[key]
+        i = bisect.bisect_left(starts, g0) - 1
+        if i >= 0 and lst[i].te + SYNC_SLACK_US >= g0:
+            return lst[i]
+    lst, starts = t.waiting_calls.get(key, ([], []))
     i = bisect.bisect_left(starts, g0) - 1
-    if i >= 0 and lst[i].te + SYNC_SLACK_US >= g0:
-        return lst[i]
-    return None
+    if i < 0:
+        return None
+    s = lst[i]
+    if not (g0 - s.ts >= TELL_US and g0 - SYNC_SLACK_US <= s.te <= g0 + RETURN_US):
+        return None
+    busy = t.busy_by_dev.get(dev, [])
+    j = bisect.bisect_right([x[0] for x in busy], s.ts) - 1
+    if j < 0 or busy[j][1] <= s.ts:
+        return None             # the device was idle when S started: S did not wait for it
+    return s
+
+
+def sync_evidence(t, s):
+    """What made a blocking call block, in words: the copy's kind, or the ops under the op the
+    program called (the data-dependent one: nonzero, masked_select, unique, item...)."""
+    kinds = sorted({g.name for g in s.gpu if g.kind == "gpu_memcpy"})
+    ops = [p.name for p in t.stack_of(s) if p.kind == "cpu_op"]
+    return "%s under %s%s" % (s.name, " > ".join(reversed(ops)) or "(no op)", (" (" + ", ".join(kinds) + ")") if kinds else "")
 
 
 def synchronous_launches(t):
@@ -1008,147 +1451,64 @@ def blocking_sync(r):
     return False
 
 
-def suspects(t, wall, gpu, idle_rows, short, steps):
-    per_cat = defaultdict(lambda: defaultdict(float))    # category -> culprit -> us
+class Sus:
+    """One category's charged time: members (culprit name -> own us), the intervals where it
+    lies (for the per-step figure), the range of each idle piece (the range tree)."""
+    __slots__ = ("members", "iv", "ranges", "at", "culprit")
+
+    def __init__(self):
+        self.members = defaultdict(float)
+        self.iv = []
+        self.ranges = defaultdict(float)
+        self.at = None          # at stake when it is not the members' sum (unions, waste estimates)
+        self.culprit = None     # a culprit chosen by the rule itself (one op, a range)
+
+
+def suspects(t, wall, gpu, idle_rows, pieces, short, steps):
+    cats = defaultdict(Sus)
     evidence = defaultdict(dict)
     if gpu is not None:
-        for (cls, name, kind, cat), us in idle_rows.items():
-            if cat is not None:
-                per_cat[cat][name] += us
-        if "synchronous_launch" in per_cat or "host_sync" in per_cat:
+        for (cat, name), ps in pieces.items():
+            c = cats[cat]
+            for a, b, rg in ps:
+                c.members[name] += b - a
+                c.iv.append([a, b])
+                c.ranges[rg] += b - a
+        if "cpu_bound_op" in cats:     # ONE suspect: the op with the most idle, its own only
+            c = cats["cpu_bound_op"]
+            op = max(c.members.items(), key=lambda kv: (kv[1], kv[0]))[0]
+            one = Sus()
+            one.members[op] = c.members[op]
+            one.iv = [[a, b] for a, b, rg in pieces[("cpu_bound_op", op)]]
+            cats["cpu_bound_op"] = one
+        if "synchronous_launch" in cats or "host_sync" in cats:
             blocking_calls(t)
             evidence["synchronous_launch"] = {"launches_told": t.launches_told, "launches_blocked": t.launches_blocked}
-        total_gpu = sum(g.dur for g in t.gpu)
-        # comm exposed
-        comm = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and is_comm_kernel(g.name)])
-        if comm:
-            rest = union([[g.ts, g.te] for g in t.gpu if not (g.kind == "kernel" and is_comm_kernel(g.name))])
-            exposed = subtract(comm, rest)
-            fam = defaultdict(float)
-            for g in t.gpu:
-                if g.kind == "kernel" and is_comm_kernel(g.name):
-                    fam[g.name.split("(")[0]] += g.dur
-            top = max(fam.items(), key=lambda kv: kv[1])[0]
-            per_cat["communication"][top] += length(exposed)
-            evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
-                                         "overlap_us": r3(length(comm) - length(exposed))}
-        # copies / casts, pageable, copies on the critical path, compute-bound and dominant
-        # op: by launch stacks
-        copy_iv = defaultdict(list)
-        page_iv = defaultdict(list)
-        crit_iv = []
-        crit_by = defaultdict(float)
-        crit_streams = defaultdict(list)
-        kernel_streams = set()
-        op_self = defaultdict(float)       # compute_bound_op's candidates (kernels only)
-        dom_self = defaultdict(float)      # key_averages self CUDA per innermost cpu_op
-        for g in t.gpu:
-            r = t.rt_by_corr.get(g.corr) if g.corr is not None else None
-            st = t.stack_of(r) if r is not None else []
-            if g.kind == "kernel":
-                kernel_streams.add((str(g.device), str(g.stream)))
-            if g.kind == "gpu_memcpy" and "Pageable" in g.name:
-                page_iv[g.name].append([g.ts, g.te])
-            host_copy = g.kind == "gpu_memcpy" and ("HtoD" in g.name or "DtoH" in g.name)
-            copy_ops = [p for p in st if p.name in COPY_OPS]
-            if not host_copy and (copy_ops or (g.kind == "gpu_memcpy" and "DtoD" in g.name)):
-                nm = copy_ops[-1].name if copy_ops else g.name
-                copy_iv[nm].append([g.ts, g.te])
-            if host_copy and "Pageable" not in g.name:
-                crit_iv.append([g.ts, g.te])
-                crit_by[copy_ops[-1].name if copy_ops else g.name] += g.dur
-                crit_streams[(str(g.device), str(g.stream))].append(g.dur)
-            inner = next((p for p in st if p.kind == "cpu_op"), None)
-            if inner is not None:
-                dom_self[inner.name] += g.dur
-                if not gemm_like_op(inner.name) and inner.name not in COPY_OPS and not is_comm_range(inner.name) \
-                        and not any(p.name in COPY_OPS or gemm_like_op(p.name) or is_comm_range(p.name) for p in st) \
-                        and g.kind == "kernel":
-                    op_self[inner.name] += g.dur
-            elif g.kind == "kernel" and not gemm_like_kernel(g.name) and not is_comm_kernel(g.name):
-                op_self[g.name] += g.dur
-        if copy_iv:
-            allc = union([iv for v in copy_iv.values() for iv in v])
-            top = max(copy_iv.items(), key=lambda kv: length(union(kv[1])))[0]
-            per_cat["copies_casts"][top] += length(allc)
-            evidence["copies_casts"] = {"copy_gpu_us": r3(length(allc)), "share_of_gpu_busy": r3(length(allc) / gpu["busy_us"])}
-        if page_iv:
-            allp = union([iv for v in page_iv.values() for iv in v])
-            top = max(page_iv.items(), key=lambda kv: length(union(kv[1])))[0]
-            per_cat["pageable_memcpy"][top] += length(allp)
-            evidence["pageable_memcpy"] = {"pageable_copy_us": r3(length(allp)), "copies": sum(len(v) for v in page_iv.values())}
-        if crit_iv:
-            u = union(crit_iv)
-            k = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel"])
-            exposed = length(subtract(u, k))
-            top = max(crit_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
-            per_cat["copy_on_critical_path"][top] += exposed
-            evidence["copy_on_critical_path"] = {
-                "copy_us": r3(length(u)), "exposed_us": r3(exposed),
-                "on_compute_stream_us": r3(sum(sum(v) for st_, v in crit_streams.items() if st_ in kernel_streams)),
-                "by_name_us": {n: r3(v) for n, v in sorted(crit_by.items(), key=lambda kv: -kv[1])[:5]}}
-        named = None
-        if op_self and total_gpu > 0:
-            top, us = max(op_self.items(), key=lambda kv: kv[1])
-            evidence["compute_bound_op"] = {"op": top, "gpu_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
-            if us / total_gpu > COMPUTE_SHARE and not is_short(short, top):
-                cat = "memory_bound_op" if is_data_movement(top) else "compute_bound_op"
-                per_cat[cat][top] += us
-                evidence[cat] = evidence["compute_bound_op"]
-                named = top
-        if dom_self and total_gpu > 0:
-            top, us = max(dom_self.items(), key=lambda kv: (kv[1], kv[0]))
-            evidence["dominant_op"] = {"op": top, "self_cuda_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
-            if us / total_gpu > COMPUTE_SHARE and top not in COPY_OPS and not is_comm_range(top) \
-                    and not is_short(short, top) and top != named:
-                per_cat["dominant_op"][top] += us
+            if "host_sync" in cats:
+                top = max(cats["host_sync"].members.items(), key=lambda kv: kv[1])[0]
+                evidence["host_sync"] = {"blocking_calls": sorted(t.sync_evidence.get(top, ()))[:5]}
+        gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence)
     else:
-        # CPU only: label every instant of every thread; wall-clock instants go to the first
-        # category, in CPU_PRIORITY order, that labels them on some thread
-        cat_iv = defaultdict(lambda: defaultdict(list))
-        for key, segs in t.seg.items():
-            for s, e, lab, kind in segs:
-                cat_iv[category_of_label(lab, kind, short, cpu_only=True)][lab].append([s, e])
-        # time under no range at all, on the threads that have some, is python's too
-        self_tot = sum(e - s for segs in t.seg.values() for s, e, lab, kind in segs)
-        taken = []
-        for cat in CPU_PRIORITY:
-            m = cat_iv.get(cat)
-            if not m:
-                continue
-            tops = sorted(((n, union(v)) for n, v in m.items()), key=lambda kv: -length(kv[1]))
-            cat_self = sum(length(v) for v in m.values())
-            if cat == "cpu_bound_op":
-                n, u = tops[0]
-                mine = subtract(u, taken)
-                per_cat[cat][n] = length(mine)
-                taken = union(taken + mine)
-            else:
-                u = union([iv for _, v in tops for iv in v])
-                mine = subtract(u, taken)
-                per_cat[cat][tops[0][0]] = length(mine)
-                taken = union(taken + mine)
-            evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
-                             "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
-    if gpu is None and per_cat.get("cpu_bound_op"):
-        op = max(per_cat["cpu_bound_op"].items(), key=lambda kv: kv[1])[0]
-        g = one_thread(t, op)
-        if g is not None:  # one thread where the host has many: the same time, its cause named
-            per_cat["cpu_threads"] = per_cat.pop("cpu_bound_op")
-            evidence["cpu_threads"] = {"gflops": r3(g)}
+        cpu_only_suspects(t, short, cats, evidence)
+        if cats.get("cpu_bound_op"):
+            op = max(cats["cpu_bound_op"].members.items(), key=lambda kv: kv[1])[0]
+            g = one_thread(t, op)
+            if g is not None:  # one thread where the host has many: the same time, its cause named
+                cats["cpu_threads"] = cats.pop("cpu_bound_op")
+                evidence["cpu_threads"] = {"gflops": r3(g)}
     so = step_outliers(t, t.steps_tb if steps else None)
     if so is not None and so["at_stake_us"] > 0:
         for n, us in so["by_culprit"].items():
-            per_cat["step_outlier"][n] += us
+            cats["step_outlier"].members[n] += us
         evidence["step_outlier"] = {k: v for k, v in so.items() if k != "by_culprit"}
+    spans = union([[r["start_us"], r["start_us"] + r["dur_us"]] for r in (t.steps_tb or {}).get("per_step") or []]) if steps else []
     at_stake = {}
     out = []
-    for cat, m in per_cat.items():
-        if cat in ONE_OP:
-            culprit, tot = max(m.items(), key=lambda kv: kv[1])
-        else:
-            tot = sum(m.values())
-            culprit = max(m.items(), key=lambda kv: kv[1])[0]
+    fired = set()
+    for cat, c in cats.items():
+        if not c.members:
+            continue
+        tot = c.at if c.at is not None else sum(c.members.values())
         at_stake[cat] = r3(tot)
         if wall <= 0:
             continue
@@ -1157,12 +1517,458 @@ def suspects(t, wall, gpu, idle_rows, short, steps):
                 continue
         elif tot < FIRE_FRACTION * wall:
             continue
-        ev = dict(evidence.get(cat, {}))
-        ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in sorted(m.items(), key=lambda kv: -kv[1])[:5]]
-        out.append({"category": cat, "culprit": culprit, "at_stake_us": r3(tot), "at_stake_fraction": r3(tot / wall),
-                    "at_stake_per_step_us": r3(tot / steps["count"]) if steps and cat not in ONCE else None, "evidence": ev})
+        fired.add(cat)
+        out.append(make_suspect(cat, c, tot, wall, steps, spans, evidence.get(cat, {})))
+    if gpu is not None:
+        out += range_suspects(pieces, fired, wall, steps, spans)
     out.sort(key=lambda s: (s["category"] == "dominant_op", -s["at_stake_us"]))
     return out, dict(sorted(at_stake.items(), key=lambda kv: -(kv[1] or 0)))
+
+
+def pick_culprit(c):
+    """A category's culprit: its chosen one; else its top member when that holds at least
+    half of the category; else the range (record_function / NVTX, not a step) that holds at
+    least half of it; else the top member (the members carry the rest)."""
+    if c.culprit is not None:
+        return c.culprit
+    tot = sum(c.members.values())
+    top, us = max(c.members.items(), key=lambda kv: (kv[1], kv[0]))
+    if us >= 0.5 * tot:
+        return top
+    rg = [(n, v) for n, v in c.ranges.items() if n is not None]
+    if rg:
+        n, v = max(rg, key=lambda kv: (kv[1], kv[0]))
+        if v >= 0.5 * sum(c.ranges.values()):
+            return n
+    return top
+
+
+def per_step(cat, tot, iv, steps, spans):
+    """at_stake_per_step_us: the part of the time at stake that lies inside the steps, over the
+    step count; null without steps, for one-time categories and when none of it is inside a
+    step; never above the mean step."""
+    if not steps or cat in ONCE or not iv:
+        return None
+    u = union([list(x) for x in iv])
+    lu = length(u)
+    inside = length(intersect(u, spans)) if spans else 0.0
+    if lu <= 0 or inside <= 0:
+        return None
+    return min(tot * inside / lu / steps["count"], steps["mean_us"])
+
+
+def make_suspect(cat, c, tot, wall, steps, spans, ev):
+    ev = dict(ev)
+    mem = sorted(c.members.items(), key=lambda kv: -kv[1])
+    ev["top_contributors"] = [{"name": n, "us": r3(v)} for n, v in mem[:5]]
+    ps = per_step(cat, tot, c.iv, steps, spans)
+    return {"category": cat, "culprit": pick_culprit(c), "at_stake_us": r3(tot), "at_stake_fraction": r3(tot / wall),
+            "at_stake_per_step_us": r3(ps), "members": [{"name": n, "us": r3(v)} for n, v in mem[:20]],
+            "members_us": r3(sum(c.members.values())), "evidence": ev}
+
+
+def range_suspects(pieces, fired, wall, steps, spans):
+    """The idle summed up the range tree: a range that holds >= FIRE_FRACTION of the wall in
+    idle, over all the idle categories, while the category holding most of its idle did not
+    fire on its own: a suspect of that category named by the range (members: the labels
+    under it with their own time)."""
+    per = defaultdict(lambda: defaultdict(float))
+    mem = defaultdict(lambda: defaultdict(float))
+    ivs = defaultdict(list)
+    for (cat, name), ps in pieces.items():
+        if cat not in IDLE_CATS:
+            continue
+        for a, b, rg in ps:
+            if rg is None:
+                continue
+            per[rg][cat] += b - a
+            mem[rg][name] += b - a
+            ivs[rg].append([a, b])
+    out = []
+    for rg, by in per.items():
+        tot = sum(by.values())
+        cat = max(by.items(), key=lambda kv: kv[1])[0]
+        if tot < FIRE_FRACTION * wall or cat in fired:
+            continue
+        c = Sus()
+        c.members = mem[rg]
+        c.iv = ivs[rg]
+        c.culprit = rg
+        out.append(make_suspect(cat, c, tot, wall, steps, spans, {"range": rg, "by_category_us": {k: r3(v) for k, v in by.items()}}))
+    return out
+
+
+def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
+    """The categories of GPU time (not of idle): communication exposed, copies and casts,
+    pageable copies, copies on the critical path, the waste by kind inside a busy GPU
+    (memory_bound_op, unfused_elementwise, tiny_kernels, math_below_roof), compute_bound_op
+    and the dominant op."""
+    total_gpu = sum(g.dur for g in t.gpu)
+    # comm exposed
+    comm = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and is_comm_kernel(g.name)])
+    if comm:
+        rest = union([[g.ts, g.te] for g in t.gpu if not (g.kind == "kernel" and is_comm_kernel(g.name))])
+        exposed = subtract(comm, rest)
+        fam = defaultdict(float)
+        for g in t.gpu:
+            if g.kind == "kernel" and is_comm_kernel(g.name):
+                fam[g.name.split("(")[0]] += g.dur
+        top = max(fam.items(), key=lambda kv: kv[1])[0]
+        if length(exposed) > 0:
+            cats["communication"].members[top] += length(exposed)
+            cats["communication"].iv += exposed
+        evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
+                                     "overlap_us": r3(length(comm) - length(exposed))}
+    page_iv = defaultdict(list)
+    crit_iv = []
+    crit_by = defaultdict(float)
+    crit_streams = defaultdict(list)
+    kernel_streams = set()
+    copy = Sus()
+    copy_u = []
+    layout = defaultdict(float)
+    addr = defaultdict(lambda: [0.0, []])   # memory_bound_op: addressing op -> own GPU time, intervals
+    op_self = defaultdict(float)       # compute_bound_op's candidates (kernels only)
+    dom_self = defaultdict(float)      # key_averages self CUDA per innermost cpu_op
+    for g in t.gpu:
+        st = t.stack_of(g.rt) if g.rt is not None else []
+        if g.kind == "kernel":
+            kernel_streams.add((str(g.device), str(g.stream)))
+        if g.kind == "gpu_memcpy" and "Pageable" in g.name:
+            page_iv[g.name].append([g.ts, g.te])
+        copy_ops = [p for p in st if p.name in COPY_OPS]
+        if host_transfer(g) and "Pageable" not in g.name:
+            crit_iv.append([g.ts, g.te])
+            crit_by[copy_ops[-1].name if copy_ops else g.name] += g.dur
+            crit_streams[(str(g.device), str(g.stream))].append(g.dur)
+        inner = g.inner
+        if inner is not None and is_addressing_op(inner.name):
+            addr[inner.name][0] += g.dur
+            addr[inner.name][1].append([g.ts, g.te])
+        elif g.wkind == "data_movement" and not host_transfer(g):
+            # copies_casts: data movement but gathers/scatters and host transfers, named by the
+            # outermost data-movement op, else the op it hides under (a layout conversion inside
+            # a library call), else the activity's own name
+            dm = [p for p in st if p.kind == "cpu_op" and op_kind(p.name) == "data_movement"]
+            nm = dm[-1].name if dm else inner.name if inner is not None else (
+                g.name if g.kind != "kernel" else kernel_short_name(g.name))
+            copy.members[nm] += g.dur
+            copy_u.append([g.ts, g.te])
+            if g.kind == "kernel" and is_layout_kernel(g.name):
+                layout[kernel_short_name(g.name)] += g.dur
+        if inner is not None:
+            dom_self[inner.name] += g.dur
+            if not gemm_like_op(inner.name) and inner.name not in COPY_OPS and not is_comm_range(inner.name) \
+                    and not any(p.name in COPY_OPS or gemm_like_op(p.name) or is_comm_range(p.name) for p in st) \
+                    and g.kind == "kernel":
+                op_self[inner.name] += g.dur
+        elif g.kind == "kernel" and not gemm_like_kernel(g.name) and not is_comm_kernel(g.name):
+            op_self[g.name] += g.dur
+    if copy.members:
+        u = union(copy_u)
+        copy.iv = u
+        copy.at = length(u)
+        cats["copies_casts"] = copy
+        evidence["copies_casts"] = {"copy_gpu_us": r3(length(u)), "share_of_gpu_busy": r3(length(u) / gpu["busy_us"]),
+                                    "layout_kernels_us": {n: r3(v) for n, v in sorted(layout.items(), key=lambda kv: -kv[1])[:5]}}
+    if page_iv:
+        allp = union([iv for v in page_iv.values() for iv in v])
+        top = max(page_iv.items(), key=lambda kv: length(union(kv[1])))[0]
+        c = cats["pageable_memcpy"]
+        c.members[top] += length(allp)
+        c.iv = allp
+        evidence["pageable_memcpy"] = {"pageable_copy_us": r3(length(allp)), "copies": sum(len(v) for v in page_iv.values())}
+    if crit_iv:
+        u = union(crit_iv)
+        k = union([[g.ts, g.te] for g in t.gpu if g.kind == "kernel"])
+        ex = subtract(u, k)
+        top = max(crit_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        if length(ex) > 0:
+            c = cats["copy_on_critical_path"]
+            c.members[top] += length(ex)
+            c.iv = ex
+        evidence["copy_on_critical_path"] = {
+            "copy_us": r3(length(u)), "exposed_us": r3(length(ex)),
+            "on_compute_stream_us": r3(sum(sum(v) for st_, v in crit_streams.items() if st_ in kernel_streams)),
+            "by_name_us": {n: r3(v) for n, v in sorted(crit_by.items(), key=lambda kv: -kv[1])[:5]}}
+    named = None
+    if addr:
+        op, (us, iv) = max(addr.items(), key=lambda kv: (kv[1][0], kv[0]))
+        c = cats["memory_bound_op"]
+        c.members[op] = us
+        c.iv = iv
+        named = op
+        evidence["memory_bound_op"] = {"op": op, "gpu_us": r3(us), "share_of_gpu_time": r3(us / total_gpu) if total_gpu else None}
+    if op_self and total_gpu > 0:
+        top, us = max(op_self.items(), key=lambda kv: kv[1])
+        evidence["compute_bound_op"] = {"op": top, "gpu_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
+        if us / total_gpu > COMPUTE_SHARE and not is_short(short, top) and op_kind(top) != "data_movement" \
+                and not is_addressing_op(top):
+            c = cats["compute_bound_op"]
+            c.members[top] += us
+            c.iv = [[g.ts, g.te] for g in t.gpu if (g.inner.name if g.inner is not None else g.name) == top]
+            named = top if named is None else named
+    if dom_self and total_gpu > 0:
+        top, us = max(dom_self.items(), key=lambda kv: (kv[1], kv[0]))
+        evidence["dominant_op"] = {"op": top, "self_cuda_us": r3(us), "share_of_gpu_time": r3(us / total_gpu)}
+        if us / total_gpu > COMPUTE_SHARE and top not in COPY_OPS and not is_comm_range(top) \
+                and not is_short(short, top) and top not in cats.get("compute_bound_op", Sus()).members \
+                and top not in cats.get("memory_bound_op", Sus()).members:
+            c = cats["dominant_op"]
+            c.members[top] += us
+            c.iv = [[g.ts, g.te] for g in t.gpu if g.inner is not None and g.inner.name == top]
+    unfused_elementwise(t, cats, evidence)
+    tiny_kernels(t, steps, cats, evidence)
+    math_below_roof(t, cats, evidence)
+
+
+def step_of(g):
+    """The ProfilerStep range a GPU activity was launched in (its launch's stack), or None."""
+    if g.rt is None:
+        return None
+    return next((id(p) for p in t_stack(g.rt) if is_step(p.name)), None)
+
+
+def t_stack(x):
+    out = []
+    p = x.parent
+    while p is not None:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def range_of(g):
+    """The innermost record_function / NVTX range (not a step) around a GPU activity's launch."""
+    if g.rt is None:
+        return None
+    return next((p for p in t_stack(g.rt) if p.kind == "user_annotation" and not is_step(p.name)), None)
+
+
+def unfused_elementwise(t, cats, evidence):
+    """Chains of >= 2 consecutive elementwise kernels on one stream (no other activity between
+    them on that stream), per step, with the GPU busy for >= TINY_BUSY of the chain's window
+    (waste inside a busy GPU: where the GPU idles between them, the idle is launch_bound's
+    and a chain of per-parameter updates is tiny_kernels' or idle's): at stake = each chain's time minus one fused pass over its
+    inputs and outputs, taken as the chain's longest kernel (spec48's reading without shapes:
+    one read and one write of the largest tensor; the server's figure with shapes must lie
+    within the corpus' tolerance of it). Members: the ops (else kernels) in chains, with their
+    time in chains; the culprit: the top op, or the range holding most of the chains."""
+    per = defaultdict(list)
+    for g in t.gpu:
+        per[(g.device, g.stream)].append(g)
+    busy = Busy([[g.ts, g.te] for g in t.gpu])
+    c = Sus()
+    waste = 0.0
+    n_chains = n_kernels = 0
+    for acts in per.values():
+        acts.sort(key=lambda g: (g.ts, g.te))
+        cur = []
+        cur_step = None
+
+        def flush():
+            nonlocal waste, n_chains, n_kernels
+            if len(cur) >= 2 and busy_fraction(busy, cur[0].ts, cur[-1].te) >= TINY_BUSY:
+                waste += sum(x.dur for x in cur) - max(x.dur for x in cur)
+                n_chains += 1
+                n_kernels += len(cur)
+                for x in cur:
+                    c.members[x.inner.name if x.inner is not None else kernel_short_name(x.name)] += x.dur
+                    c.iv.append([x.ts, x.te])
+                    rg = range_of(x)
+                    c.ranges[rg.name if rg is not None else None] += x.dur
+        for g in acts:
+            stp = step_of(g)
+            if g.kind == "kernel" and g.wkind == "elementwise":
+                if cur and stp != cur_step:
+                    flush()
+                    cur = []
+                cur.append(g)
+                cur_step = stp
+            else:
+                flush()
+                cur = []
+        flush()
+    if c.members and waste > 0:
+        c.at = waste
+        cats["unfused_elementwise"] = c
+        evidence["unfused_elementwise"] = {"chains": n_chains, "kernels": n_kernels, "chain_us": r3(sum(c.members.values())),
+                                           "waste_us": r3(waste)}
+
+
+class Busy:
+    """A sorted, merged interval list with a bisect index (busy time inside a window)."""
+
+    def __init__(self, iv):
+        self.iv = union(iv)
+        self.starts = [x[0] for x in self.iv]
+
+    def within(self, a, b):
+        i = max(0, bisect.bisect_right(self.starts, a) - 1)
+        tot = 0.0
+        while i < len(self.iv) and self.iv[i][0] < b:
+            lo, hi = max(self.iv[i][0], a), min(self.iv[i][1], b)
+            if hi > lo:
+                tot += hi - lo
+            i += 1
+        return tot
+
+
+def busy_fraction(busy, a, b):
+    """The part of [a, b] the GPU (any activity, a Busy) is busy."""
+    return busy.within(a, b) / (b - a) if b > a else 1.0
+
+
+def tiny_kernels(t, steps, cats, evidence):
+    """A range (the innermost record_function / NVTX range around the launch, not a step; else
+    the innermost op; else the kernel's name) whose tiny kernels (each < TINY_US, or fewer
+    blocks than the device has SMs) are many (>= TINY_MIN_PER_STEP a step in a trace with
+    steps, else >= TINY_MIN_KERNELS in the trace: a model op called in every layer of a long
+    run is not "many") while the GPU is busy around them (busy for >= TINY_BUSY of the
+    windows [first, last] of each instance's tiny kernels; if it idles between them, the idle
+    is launch_bound's). At stake = the fixed cost one pass would not spend: min(dur,
+    TINY_FIXED_US) a kernel (the excess over bytes / bandwidth is left to the tolerance).
+    Kernels a CUDA graph replays (their launch is a cudaGraphLaunch) are left out: the graph
+    already did what the fix would (a graph-captured, compiled decode at its roof is healthy)."""
+    groups = defaultdict(list)
+    for g in t.gpu:
+        if g.kind != "kernel" or g.wkind == "communication":
+            continue
+        if g.rt is not None and g.rt.name.startswith(GRAPH_LAUNCH):
+            continue            # replayed by a CUDA graph: the launches are gone already
+        sms = t.sms.get(g.device) or t.sms.get(0) if t.sms else None
+        tiny = g.dur < TINY_US or (g.blocks is not None and sms and g.blocks < sms)
+        if not tiny:
+            continue
+        rg = range_of(g)
+        if rg is not None:
+            groups[(rg.name, "range")].append((g, id(rg)))
+        elif g.inner is not None:
+            groups[(g.inner.name, "op")].append((g, step_of(g)))
+        else:
+            groups[(kernel_short_name(g.name), "kernel")].append((g, None))
+    busy = Busy([[g.ts, g.te] for g in t.gpu])
+    c = Sus()
+    ev = {}
+    for (name, how), lst in groups.items():
+        n = len(lst)
+        if (n / steps["count"] < TINY_MIN_PER_STEP) if steps else (n < TINY_MIN_KERNELS):
+            continue
+        win = defaultdict(lambda: [math.inf, -math.inf])
+        for g, inst in lst:
+            w = win[inst]
+            w[0], w[1] = min(w[0], g.ts), max(w[1], g.te)
+        wu = union([list(w) for w in win.values()])
+        frac = sum(busy.within(a, b) for a, b in wu) / length(wu) if length(wu) > 0 else 0.0
+        if frac < TINY_BUSY:
+            continue
+        at = sum(min(g.dur, TINY_FIXED_US) for g, _ in lst)
+        c.members[name] += sum(g.dur for g, _ in lst)
+        c.iv += [[g.ts, g.te] for g, _ in lst]
+        c.at = (c.at or 0.0) + at
+        ops = defaultdict(float)
+        for g, _ in lst:
+            ops[g.inner.name if g.inner is not None else kernel_short_name(g.name)] += g.dur
+        ev[name] = {"kernels": n, "busy_fraction": r3(frac), "fixed_cost_us": r3(at),
+                    "ops": {k: r3(v) for k, v in sorted(ops.items(), key=lambda kv: -kv[1])[:6]}}
+    if c.members:
+        cats["tiny_kernels"] = c
+        evidence["tiny_kernels"] = {"groups": ev}
+
+
+def math_below_roof(t, cats, evidence):
+    """Math rows (op, Input Dims, Input type) whose FLOPs and bytes the shapes give (mm,
+    addmm, bmm, baddbmm; flash attention with is_causal known), on a device of DEVICE_ROOFS:
+    best_roof_us = per call max(FLOPs / the best peak for the row's dtype on that device
+    (fp32: TF32 tensor cores where the device has them), bytes / bandwidth); rows under
+    MATH_OK_FRACTION of it (and not over 100%: impossible, not judged) put their time above
+    the roof at stake. Culprit: the op with the most; members: those rows' ops, GPU time."""
+    roofs = device_roofs(t)
+    if roofs is None:
+        return
+    peaks, bw = roofs
+    rows = defaultdict(lambda: [0, 0.0, 0.0, [], set(), set()])   # key -> calls, gpu_us, best_us, iv, kernels, blocks
+    per_op = defaultdict(list)
+    for g in t.gpu:
+        if g.kind == "kernel" and g.inner is not None:
+            per_op[id(g.inner)].append(g)
+    ops = {id(h): h for h in t.host if h.kind == "cpu_op"}
+    for oid, ks in per_op.items():
+        h = ops.get(oid)
+        if h is None:
+            continue
+        fb = op_flops_bytes(h)
+        if fb is None:
+            continue
+        flops, nbytes, dt = fb
+        peak = best_peak(peaks, dt)
+        if peak is None:
+            continue
+        best = max(flops / (peak * 1e6), nbytes / (bw * 1e3))
+        r = rows[(h.name, json.dumps(h.dims), dt)]
+        r[0] += 1
+        r[1] += sum(g.dur for g in ks)
+        r[2] += best
+        r[3] += [[g.ts, g.te] for g in ks]
+        r[4].update(kernel_short_name(g.name)[:80] for g in ks)
+    c = Sus()
+    above = defaultdict(float)
+    ev = []
+    for (name, dims, dt), (calls, us, best, iv, ks, _) in rows.items():
+        if us <= 0:
+            continue
+        frac = best / us
+        if frac > 1.0 or frac >= MATH_OK_FRACTION:
+            continue
+        above[name] += us - best
+        c.members[name] += us
+        c.iv += iv
+        ev.append({"op": name, "dims": dims, "dtype": dt, "calls": calls, "gpu_us": r3(us), "best_roof_us": r3(best),
+                   "best_peak_fraction": r3(frac), "kernels": sorted(ks)[:3]})
+    if above:
+        c.at = sum(above.values())
+        c.culprit = max(above.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        cats["math_below_roof"] = c
+        evidence["math_below_roof"] = {"rows": sorted(ev, key=lambda r: -(r["gpu_us"] - r["best_roof_us"]))[:5],
+                                       "device_peaks_tflops": peaks, "bandwidth_gbps": bw}
+
+
+def cpu_only_suspects(t, short, cats, evidence):
+    """CPU only: label every instant of every thread; wall-clock instants go to the first
+    category, in CPU_PRIORITY order, that labels them on some thread."""
+    cat_iv = defaultdict(lambda: defaultdict(list))
+    for key, segs in t.seg.items():
+        for s, e, lab, kind in segs:
+            cat_iv[category_of_label(lab, kind, short, cpu_only=True)][lab].append([s, e])
+    # time under no range at all, on the threads that have some, is python's too
+    self_tot = sum(e - s for segs in t.seg.values() for s, e, lab, kind in segs)
+    taken = []
+    for cat in CPU_PRIORITY:
+        m = cat_iv.get(cat)
+        if not m:
+            continue
+        tops = sorted(((n, union(v)) for n, v in m.items()), key=lambda kv: -length(kv[1]))
+        cat_self = sum(length(v) for v in m.values())
+        c = cats[cat]
+        if cat == "cpu_bound_op":
+            n, u = tops[0]
+            mine = subtract(u, taken)
+            c.members[n] = length(mine)
+            c.iv = mine
+            taken = union(taken + mine)
+        else:
+            u = union([iv for _, v in tops for iv in v])
+            mine = subtract(u, taken)
+            # members: each label's own part of what the category took
+            for n, v in tops:
+                own = length(intersect(v, mine))
+                if own > 0:
+                    c.members[n] = own
+            c.at = length(mine)
+            c.iv = mine
+            taken = union(taken + mine)
+        evidence[cat] = {"self_cpu_us": r3(cat_self), "self_cpu_share": r3(cat_self / self_tot) if self_tot else None,
+                         "contributors": [{"name": n, "us": r3(length(v))} for n, v in tops[:5]]}
 
 
 def matmul_flops(name, dims):
@@ -1188,6 +1994,88 @@ def matmul_flops(name, dims):
         return 2.0 * m * nn * k
     except (TypeError, IndexError, ValueError):
         return None
+
+
+DTYPES = {"float": "fp32", "c10::BFloat16": "bf16", "c10::Half": "fp16"}
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def op_flops_bytes(h):
+    """(FLOPs, bytes, dtype) of one math op call from its Input Dims and Input type; None when
+    they do not give it. mm / addmm / bmm / baddbmm: 2*M*N*K (x B), bytes = operands + output
+    (+ bias); _flash_attention_forward ([B, S, H, D] inputs, is_causal the 9th Concrete Input)
+    and _scaled_dot_product_flash_attention ([B, H, S, D], is_causal the 5th): 4*B*H*Sq*Sk*D,
+    halved when causal; unknown causality: None (an upper bound is no basis for a verdict)."""
+    dims, types = h.dims, h.types
+    if not dims or not types:
+        return None
+    dt = next((DTYPES.get(x) for x in types if x in DTYPES), None)
+    if dt is None:
+        return None
+    es = DTYPE_BYTES[dt]
+    n = base_name(h.name)
+    try:
+        if n in ("mm", "addmm", "bmm", "baddbmm"):
+            fl = matmul_flops(h.name, dims)
+            if fl is None:
+                return None
+            if n == "mm":
+                (m, k), (_, nn) = dims[0], dims[1]
+                b, extra = 1, 0
+            elif n == "addmm":
+                (m, k), (_, nn) = dims[1], dims[2]
+                b, extra = 1, prod(dims[0])
+            else:
+                x, y = (dims[0], dims[1]) if n == "bmm" else (dims[1], dims[2])
+                b, m, k, nn = x[0], x[1], x[2], y[2]
+                extra = prod(dims[0]) if n == "baddbmm" else 0
+            return fl, (b * (m * k + k * nn + m * nn) + extra) * es, dt
+        if n in ("_flash_attention_forward", "_scaled_dot_product_flash_attention"):
+            q, kk = dims[0], dims[1]
+            if n == "_flash_attention_forward":
+                bb, sq, hh, d = q
+                sk = kk[1]
+                ci = 8
+            else:
+                bb, hh, sq, d = q
+                sk = kk[2]
+                ci = 4
+            conc = h.concrete or []
+            if len(conc) <= ci or conc[ci] not in ("True", "False"):
+                return None
+            fl = 4.0 * bb * hh * sq * sk * d * (0.5 if conc[ci] == "True" else 1.0)
+            return fl, (2 * prod(q) + prod(kk) + prod(dims[2])) * es, dt
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None
+
+
+def prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def device_roofs(t):
+    """(dense peaks in TFLOP/s by unit, bandwidth in GB/s) of the trace's device, from
+    DEVICE_ROOFS by name; None when the trace names none or one the table lacks."""
+    names = [n for n in t.device_names.values() if n]
+    if not names:
+        return None
+    toks = set(re.split(r"[^a-z0-9]+", names[0].lower()))
+    for words, peaks, bw in DEVICE_ROOFS:
+        if all(w in toks for w in words):
+            return peaks, bw
+    return None
+
+
+def best_peak(peaks, dt):
+    """The best roof for a dtype: fp32 math may run as TF32 on tensor cores where the device
+    has them (torch.backends.cuda.matmul.allow_tf32); bf16 / fp16 on their tensor cores."""
+    if dt == "fp32":
+        return peaks.get("tf32") or peaks.get("fp32")
+    return peaks.get(dt)
 
 
 def one_thread(t, op):
@@ -1355,6 +2243,30 @@ def tb_steps(t, steps):
     return {"count": m, "mean_us": r3(tot["dur"] / m) if m else None,
             "breakdown_mean_us": {k: r3(tot[k] / m) for k in roles + ["other"]} if m else None,
             "per_step": per}
+
+
+def time_by_kind(acts):
+    """{kind: {us, fraction}} of GPU activity durations (every KINDS key; they sum to the
+    activity time)."""
+    by = {k: 0.0 for k in KINDS}
+    for g in acts:
+        by[g.wkind] += g.dur
+    tot = sum(by.values())
+    return {k: {"us": r3(v), "fraction": r3(v / tot) if tot > 0 else None} for k, v in by.items()}
+
+
+def phase_kinds(t):
+    """{phase name: gpu_time_by_kind} over the GPU activity launched inside each record_function
+    / NVTX range (its launch's stack; the step folded as ProfilerStep#*); each activity counts
+    once per name."""
+    per = defaultdict(list)
+    for g in t.gpu:
+        if g.rt is None:
+            continue
+        names = {STEP_LABEL if is_step(p.name) else p.name for p in t_stack(g.rt) if p.kind == "user_annotation"}
+        for n in names:
+            per[n].append(g)
+    return {n: time_by_kind(v) for n, v in per.items()}
 
 
 def phases(t, gap_list, class_gaps=None):

@@ -17,6 +17,9 @@ a CPU can produce. Writes, gzip'd (mtime 0), into OUTDIR (default tests/triage/t
                             ("detokenize"), 24 steps, with_stack=True
   threads_1.json.gz         an MLP forward (aten::addmm) with torch.set_num_threads(1)
   threads_all.json.gz       the same with torch.set_num_threads(os.cpu_count())
+  outside_steps.json.gz     a CPU fine-tuning loop, 10 steps marked by its own ProfilerStep#N
+                            ranges, then a torch.save checkpoint after the last step, inside the
+                            profile: the checkpoint's time lies outside every step (issue 48)
 
 and beside each trace NAME.key_averages.json: prof.key_averages() as torch computes it
 (key, count, cpu_time_total_us, self_cpu_time_total_us), an oracle for the operator table.
@@ -266,6 +269,46 @@ def record_threads(outdir, threads, name, steps=12):
     return path
 
 
+# ---------------------------------------------------------------- (f) work outside the steps (issue 48)
+
+def record_outside_steps(outdir, steps=10):
+    """A CPU fine-tuning loop (an MLP, AdamW, 1 thread) whose steps are marked by the script's
+    own record_function("ProfilerStep#N") ranges (the profiler runs without a schedule), and
+    which then saves a checkpoint inside the profiled window but after the last step: a
+    record_function("save_checkpoint") around torch.save of the model and optimizer state into
+    memory, after the script's pure-Python bookkeeping of the state dict (renamed keys, JSON
+    metadata rebuilt per tensor): several steps' worth of host time. The checkpoint's time lies outside every step:
+    it has no per-step figure (issue 48 item 5)."""
+    import io
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64),
+                                torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    x, y = torch.randn(16, 64), torch.randn(16, 64)
+    for _ in range(2):                                   # warm-up, unprofiled
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(steps):
+            with record_function("ProfilerStep#%d" % (i + 1)):
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                opt.step()
+                loss.item()
+        with record_function("save_checkpoint"):
+            state = {"model": {k.replace("module.", ""): v for k, v in model.state_dict().items()},
+                     "optimizer": opt.state_dict(), "step": steps}
+            meta = [{"name": k, "shape": list(v.shape), "sum": float(v.double().sum())} for k, v in state["model"].items()]
+            for _ in range(20000):                       # the script's own bookkeeping (JSON-ready metadata)
+                meta = [dict(m, tag=str(m["shape"])) for m in meta]
+            buf = io.BytesIO()
+            torch.save(state, buf)
+    return save(prof, outdir, "outside_steps")
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "--gloo":  # --gloo OUTDIR SLOW_RANK STEPS: the job only (tests/integration/test_jobs.py)
         record_gloo(argv[2], steps=int(argv[4]), slow=int(argv[3]))
@@ -280,6 +323,7 @@ def main(argv):
     print(record_tokenizer(outdir))
     print(record_threads(outdir, 1, "threads_1"))
     print(record_threads(outdir, os.cpu_count() or 1, "threads_all"))
+    print(record_outside_steps(outdir))
     return 0
 
 
