@@ -281,6 +281,11 @@ int db_exec(db_conn *c, const char *sql) {
 int db_begin_write(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN IMMEDIATE" : "BEGIN"); }
 int db_begin_read(db_conn *c) { return db_exec(c, c->kind == DB_SQLITE ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); }
 
+int db_in_txn(db_conn *c) {
+    if (c->kind == DB_SQLITE) return !sqlite3_get_autocommit(c->lite);
+    return PQtransactionStatus(c->pg) != PQTRANS_IDLE;
+}
+
 int db_fk_violation(db_conn *c) {
     if (c->kind == DB_SQLITE) return sqlite3_extended_errcode(c->lite) == SQLITE_CONSTRAINT_FOREIGNKEY;
     return !strcmp(c->sqlstate, "23503");

@@ -63,6 +63,8 @@ int db_begin_write(db_conn *c);
  * the snapshot), PostgreSQL's BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY. End it with
  * db_exec(c, "COMMIT"); keep it short (on SQLite a WAL checkpoint waits for it). */
 int db_begin_read(db_conn *c);
+/* 1 while c is inside a transaction (BEGIN without its COMMIT or ROLLBACK yet), else 0. */
+int db_in_txn(db_conn *c);
 /* 1 when the last statement on c failed on a foreign key (a row naming a session that a
  * concurrent DELETE removed): SQLITE_CONSTRAINT_FOREIGNKEY, or SQLSTATE 23503. */
 int db_fk_violation(db_conn *c);

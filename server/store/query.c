@@ -1623,8 +1623,11 @@ static int busy_in(db_conn *db, long long id, double a, double b, int nb, json_t
 /* Why: a re-analysis (store_replace_session, issue 52) replaces a session's rows while it
  * is read; a reply read by several statements (rows and their totals, two documents, a
  * timeline's document, buckets and chunks) must not mix the old analysis with the new. */
+/* A read already inside a transaction (one query built of others: compare's lead reads the
+ * steps and the memory of both sides) is in that snapshot: a second BEGIN would fail. */
 #define SNAPSHOT(db, call)                           \
     do {                                             \
+        if (db_in_txn(db)) return (call);            \
         if (db_begin_read(db)) return ERR_DB;        \
         int rc_s = (call);                           \
         db_exec((db), rc_s ? "ROLLBACK" : "COMMIT"); \
