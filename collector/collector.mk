@@ -57,6 +57,11 @@ collector: $(COL_UPLOAD)
 collector-tests: $(COL_TESTS_BASE)
 endif
 
+# firstpass-upload repairs labels and names to UTF-8 with the server's own utf8 module.
+$(COL_DIR)/utf8.o: server/lib/utf8.c server/lib/utf8.h
+	@mkdir -p $(dir $@)
+	$(CC) $(COL_CFLAGS) -c $< -o $@
+
 $(COL_DIR)/api_session.o: api/session.c api/session.h
 	@mkdir -p $(dir $@)
 	$(CC) $(COL_CFLAGS) -c $< -o $@
@@ -68,7 +73,7 @@ $(COL_DIR)/%.o: collector/%.c $(COL_HDRS)
 $(COL_LIB): $(COL_INJECT_OBJ) $(COL_CUPTI_OBJS) $(COL_BASE_OBJS)
 	$(CC) $(LDFLAGS_ALL) -shared -fPIC $(COL_NOUNDEF) -o $@ $^ $(CUPTI_LIBS) $(COL_LIBS)
 
-$(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o $(COL_DIR)/agent.o $(COL_DIR)/watch.o
+$(COL_UPLOAD): $(COL_DIR)/upload_main.o $(COL_DIR)/upload.o $(COL_DIR)/membuf.o $(COL_DIR)/log.o $(COL_DIR)/agent.o $(COL_DIR)/watch.o $(COL_DIR)/utf8.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(COL_LIBS)
 
 # The launcher: sets CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH, then execs the program.

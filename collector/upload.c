@@ -96,15 +96,18 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : -1;
 }
 
-/* libcurl's progress callback: non-zero aborts the transfer (the collector's exit or SIGTERM). */
+/* libcurl's progress callback (it runs about once a second even when no byte moves): the
+ * caller's tick, and non-zero aborts the transfer (the collector's exit or SIGTERM). */
 static int on_progress(void *ud, curl_off_t dlt, curl_off_t dln, curl_off_t ult, curl_off_t uln)
 {
-    const volatile sig_atomic_t *abort_flag = ud;
+    const fp_upload_opts *o = ud;
     (void)dlt;
     (void)dln;
     (void)ult;
     (void)uln;
-    return *abort_flag ? 1 : 0;
+    if (o->tick)
+        o->tick(o->tick_ud);
+    return o->abort_flag && *o->abort_flag ? 1 : 0;
 }
 
 void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **headers, char *cerr)
@@ -119,10 +122,11 @@ void fp_curl_common(void *curl, const fp_upload_opts *o, struct curl_slist **hea
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, o->connect_timeout_s > 0 ? o->connect_timeout_s : 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, o->timeout_s > 0 ? o->timeout_s : 60L);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-    if (o->abort_flag) {
+    if (o->abort_flag || o->tick) {
+        /* o must outlive the transfer: every caller's opts live on its stack across perform */
         curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)o->abort_flag);
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)o);
     }
 }
 
@@ -186,7 +190,7 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
 {
     CURL *c;
     struct curl_slist *h = NULL;
-    char url[2048], cerr[CURL_ERROR_SIZE], why[CURL_ERROR_SIZE + 64] = "";
+    char url[2048], cerr[CURL_ERROR_SIZE], why[CURL_ERROR_SIZE + 64] = "", key[128];
     resp_buf rb = {NULL, 0, 0};
     CURLcode cr;
     int rc = -1;
@@ -220,6 +224,14 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
     if (gzipped)
         h = curl_slist_append(h, "Content-Encoding: gzip");
     h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+    if (o->idempotency_key && o->idempotency_key[0]) {
+        /* the server stores one session per key, and answers a key stored (200) or in flight
+         * (409) without storing again: a resend after a lost reply lands once */
+        snprintf(key, sizeof key, "Idempotency-Key: %.64s", o->idempotency_key);
+        h = curl_slist_append(h, key);
+    }
+    if (o->retry_after_s)
+        *o->retry_after_s = 0;
     fp_curl_common(c, o, &h, cerr);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -237,17 +249,23 @@ static int do_post(const fp_upload_opts *o, const void *mem, FILE *fp, size_t n,
     }
     cr = curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status); /* known once a head came */
+    if (o->retry_after_s) {
+        curl_off_t ra = 0;
+        if (curl_easy_getinfo(c, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra > 0)
+            *o->retry_after_s = ra > 86400 ? 86400 : (long)ra; /* a day at most, whatever it says */
+    }
+    int stored = *status == 201 || (*status == 200 && o->idempotency_key && o->idempotency_key[0]);
     if (rb.over || cr == CURLE_FILESIZE_EXCEEDED)
         snprintf(why, sizeof why, "HTTP %ld with a reply over %d bytes (not read)", *status,
                  FP_UPLOAD_REPLY_MAX);
     else if (cr != CURLE_OK) {
         *status = 0; /* no complete answer: a timeout mid-reply is no answer */
         snprintf(why, sizeof why, "%s", cerr[0] ? cerr : curl_easy_strerror(cr));
-    } else if (*status != 201)
+    } else if (!stored)
         snprintf(why, sizeof why, "HTTP %ld", *status);
     else if (!has_session_id(rb.p, rb.len))
-        snprintf(why, sizeof why, "HTTP 201 without a session id in the reply (not a firstpass "
-                                  "server's answer)");
+        snprintf(why, sizeof why, "HTTP %ld without a session id in the reply (not a firstpass "
+                                  "server's answer)", *status);
     else
         rc = 0;
     if (rc != 0 && errbuf)
@@ -266,31 +284,87 @@ int fp_upload_mem(const fp_upload_opts *o, const void *body, size_t n, int gzipp
     return do_post(o, body, NULL, n, gzipped, status, resp, resplen, NULL, 0);
 }
 
+/* Uploads the regular file open as fp (from offset 0). */
+static int post_stream(const fp_upload_opts *o, FILE *fp, long *status, char *resp, size_t resplen,
+                       char *errbuf, size_t errlen)
+{
+    unsigned char magic[2] = {0, 0};
+    struct stat st;
+    int gz;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "not a regular file");
+        return -1;
+    }
+    gz = fread(magic, 1, 2, fp) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    rewind(fp);
+    return do_post(o, NULL, fp, (size_t)st.st_size, gz, status, resp, resplen, errbuf, errlen);
+}
+
 int fp_upload_file(const fp_upload_opts *o, const char *path, long *status, char *resp,
                    size_t resplen, char *errbuf, size_t errlen)
 {
     FILE *fp = fopen(path, "rb");
-    unsigned char magic[2] = {0, 0};
-    struct stat st;
-    int gz, rc;
-
+    int rc;
     *status = 0;
     if (fp == NULL) {
         if (errbuf)
             snprintf(errbuf, errlen, "cannot open: %s", strerror(errno));
         return -1;
     }
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "not a regular file");
-        fclose(fp);
-        return -1;
-    }
-    gz = fread(magic, 1, 2, fp) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-    rewind(fp);
-    rc = do_post(o, NULL, fp, (size_t)st.st_size, gz, status, resp, resplen, errbuf, errlen);
+    rc = post_stream(o, fp, status, resp, resplen, errbuf, errlen);
     fclose(fp);
     return rc;
+}
+
+int fp_upload_fd(const fp_upload_opts *o, int fd, long *status, char *resp, size_t resplen,
+                 char *errbuf, size_t errlen)
+{
+    int d = dup(fd);
+    FILE *fp = d >= 0 ? fdopen(d, "rb") : NULL;
+    int rc;
+    *status = 0;
+    if (fp == NULL) {
+        if (errbuf)
+            snprintf(errbuf, errlen, "cannot read: %s", strerror(errno));
+        if (d >= 0)
+            close(d);
+        return -1;
+    }
+    rc = post_stream(o, fp, status, resp, resplen, errbuf, errlen); /* rewinds: the shared offset is 0 after */
+    fclose(fp);
+    return rc;
+}
+
+int fp_upload_refused(long status)
+{
+    return status >= 400 && status < 500 && status != 401 && status != 403 && status != 408 && status != 409 &&
+           status != 429;
+}
+
+void fp_spool_key(const char *name, char out[65])
+{
+    const char *base = strrchr(name, '/');
+    size_t n;
+    base = base ? base + 1 : name;
+    n = strlen(base);
+    if (n > 8 && strcmp(base + n - 8, ".json.gz") == 0)
+        n -= 8;
+    else if (n > 5 && strcmp(base + n - 5, ".json") == 0)
+        n -= 5;
+    if (n == 22 && strncmp(base, "watch-", 6) == 0 && strspn(base + 6, "0123456789abcdef") >= 16) {
+        snprintf(out, 65, "%.16s", base + 6); /* the agent's file_id: its direct upload's key */
+        return;
+    }
+    size_t ok = strspn(base, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-");
+    if (n > 0 && n <= 64 && ok >= n) {
+        snprintf(out, 65, "%.*s", (int)n, base);
+        return;
+    }
+    unsigned long long h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)base[i]) * 1099511628211ull;
+    snprintf(out, 65, "h%016llx", h);
 }
 
 /* ---- spool ------------------------------------------------------------------------------ */
@@ -343,6 +417,28 @@ int fp_spool_dir(char *buf, size_t len, int create)
     return (w < 0 || (size_t)w >= len) ? -1 : 0;
 }
 
+/* 1 when gid is the effective group or a supplementary group of this process. */
+static int in_group(gid_t gid)
+{
+    gid_t g[256];
+    int n = getgroups(256, g);
+    if (gid == getegid())
+        return 1;
+    for (int i = 0; i < n; i++)
+        if (g[i] == gid)
+            return 1;
+    return 0;
+}
+
+/* A directory of a group this process is in, that only that group (and its owner: this user
+ * or root) can reach: what a Kubernetes fsGroup volume makes of it (mode 2770). */
+static int group_dir_ok(const struct stat *st)
+{
+    mode_t m = st->st_mode & 07777;
+    return (m & S_ISGID) && (m & 070) == 070 && !(m & 007) && in_group(st->st_gid) &&
+           (st->st_uid == geteuid() || st->st_uid == 0);
+}
+
 int fp_spool_check(const char *dir, char *why, size_t whylen)
 {
     struct stat st;
@@ -352,21 +448,32 @@ int fp_spool_check(const char *dir, char *why, size_t whylen)
         errno = e;
         return -1;
     }
+    unsigned mode = (unsigned)(st.st_mode & 07777);
     if (S_ISLNK(st.st_mode))
         snprintf(why, whylen, "%s is a symbolic link, not a directory of yours: refused", dir);
     else if (!S_ISDIR(st.st_mode))
         snprintf(why, whylen, "%s is not a directory", dir);
-    else if (st.st_uid != geteuid())
+    else if (group_dir_ok(&st) || (st.st_uid == geteuid() && !(st.st_mode & 077)))
+        return 0;
+    else if (st.st_mode & 007)
+        snprintf(why, whylen,
+                 "%s has mode %04o: any user may read what is spooled there or plant files in it; "
+                 "refused (chmod 700 it; for a volume shared with a group, chmod 2770 it)", dir, mode);
+    else if (st.st_uid != geteuid() && !(st.st_uid == 0 && (st.st_mode & 070)))
         snprintf(why, whylen,
                  "%s belongs to uid %u, not to you (uid %u): another user may read what is "
                  "spooled there or plant files in it; refused (remove it, or set FIRSTPASS_SPOOL)",
                  dir, (unsigned)st.st_uid, (unsigned)geteuid());
-    else if (st.st_mode & 077)
+    else if (!in_group(st.st_gid))
         snprintf(why, whylen,
-                 "%s has mode %04o: others may read what is spooled there or plant files in it; "
-                 "refused (chmod 700 it)", dir, (unsigned)(st.st_mode & 07777));
+                 "%s has mode %04o and group %u, which this process (uid %u, gid %u) is not in: its "
+                 "members may read what is spooled there or plant files in it; refused (chmod 700 it, or "
+                 "run in that group: Kubernetes securityContext.fsGroup)",
+                 dir, mode, (unsigned)st.st_gid, (unsigned)geteuid(), (unsigned)getegid());
     else
-        return 0;
+        snprintf(why, whylen,
+                 "%s has mode %04o: a directory shared with a group must be setgid with group rwx and "
+                 "nothing for others; refused (chmod 700 it, or chmod 2770 it)", dir, mode);
     errno = EPERM;
     return -1;
 }
@@ -391,6 +498,59 @@ int fp_spool_prepare(const char *dir, int create, char *buf, size_t len, char *w
     }
     if (fp_spool_check(buf, why, whylen) != 0)
         return (!create && errno == ENOENT) ? 1 : -1;
+    return 0;
+}
+
+int fp_spool_begin(fp_spool_out *s, const char *dir, const char *name)
+{
+    int w1 = snprintf(s->tmp, sizeof s->tmp, "%s/.%s.tmp", dir, name);
+    int w2 = snprintf(s->fin, sizeof s->fin, "%s/%s", dir, name);
+    s->gz = NULL;
+    if (w1 < 0 || w2 < 0 || (size_t)w1 >= sizeof s->tmp || (size_t)w2 >= sizeof s->fin) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    s->fd = open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (s->fd < 0)
+        return -1;
+    int d = dup(s->fd); /* gzclose closes its own: s->fd stays open for the fsync */
+    if (d < 0 || !(s->gz = gzdopen(d, "wb6"))) {
+        if (d >= 0)
+            close(d);
+        fp_spool_abort(s);
+        errno = ENOMEM;
+        return -1;
+    }
+    gzbuffer(s->gz, 1 << 17);
+    return 0;
+}
+
+void fp_spool_abort(fp_spool_out *s)
+{
+    if (s->gz)
+        gzclose(s->gz);
+    s->gz = NULL;
+    if (s->fd >= 0)
+        close(s->fd);
+    s->fd = -1;
+    unlink(s->tmp);
+}
+
+int fp_spool_commit(fp_spool_out *s)
+{
+    int zr = gzclose(s->gz);
+    s->gz = NULL;
+    int synced = zr == Z_OK && fsync(s->fd) == 0;
+    int closed = close(s->fd) == 0;
+    s->fd = -1;
+    if (!synced || !closed) {
+        fp_spool_abort(s); /* only the unlink is left to do */
+        return -1;
+    }
+    if (rename(s->tmp, s->fin) != 0) {
+        fp_spool_abort(s);
+        return -1;
+    }
     return 0;
 }
 
@@ -452,7 +612,13 @@ int fp_deliver(const fp_upload_opts *o, const void *gz, size_t n, const char *na
             snprintf(spool_why, sizeof spool_why, "%s", strerror(errno));
     }
     if (o->server && o->server[0]) {
-        if (do_post(o, gz, NULL, n, 1, &status, resp, sizeof resp, err, sizeof err) == 0) {
+        /* the key firstpass-upload --spool sends for this file later (fp_spool_key): if this
+         * upload's reply is lost, that one finds the session stored and sends nothing again */
+        fp_upload_opts ko = *o;
+        char key[65];
+        fp_spool_key(name, key);
+        ko.idempotency_key = key;
+        if (do_post(&ko, gz, NULL, n, 1, &status, resp, sizeof resp, err, sizeof err) == 0) {
             json_error_t je;
             json_t *j = json_loads(resp, 0, &je);
             const char *url = j ? json_string_value(json_object_get(j, "url")) : NULL;

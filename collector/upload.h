@@ -20,6 +20,11 @@ typedef struct fp_upload_opts {
                               * reply's last byte, however slowly it trickles; <= 0 means 60 */
     const char *query;       /* already-encoded query string without '?', or NULL */
     const volatile sig_atomic_t *abort_flag; /* non-zero aborts a transfer in flight; NULL */
+    const char *idempotency_key; /* sent as Idempotency-Key (fp_spool_key's form), or NULL */
+    long *retry_after_s;     /* out, NULL: not wanted: the reply's Retry-After in seconds, 0 none */
+    void (*tick)(void *);    /* NULL, or called with tick_ud about once a second while a
+                              * transfer runs (the agent's health file: a long upload is progress) */
+    void *tick_ud;
 } fp_upload_opts;
 
 /* Streaming gzip sink usable as an fp_write_fn: deflate into a growable buffer. */
@@ -35,12 +40,15 @@ int fp_gz_finish(fp_gz *g);  /* ends the stream; result in g->out.p / g->out.len
 void fp_gz_free(fp_gz *g);
 
 /* POSTs body (n bytes; gzip-encoded if gzipped, which adds Content-Encoding: gzip) to
- * <server>/api/v1/sessions[?query], with Authorization: Bearer when a token is set and
- * bounded timeouts. *status gets the HTTP status (0 if no response). The reply body, cut to
- * resplen-1 bytes and NUL-terminated, goes to resp when it is not NULL. Returns 0 when the
- * server answered 201 with a JSON object holding a positive integer "id" (firstpass's reply;
- * a 201 without one, a proxy's page or `{}`, confirms nothing), -1 otherwise, also when the
- * reply passes FP_UPLOAD_REPLY_MAX (never exits, logs nothing: the caller decides). */
+ * <server>/api/v1/sessions[?query], with Authorization: Bearer when a token is set,
+ * Idempotency-Key when o has one, and bounded timeouts. *status gets the HTTP status (0 if no
+ * response). The reply body, cut to resplen-1 bytes and NUL-terminated, goes to resp when it
+ * is not NULL. Returns 0 when the server answered 201 with a JSON object holding a positive
+ * integer "id" (firstpass's reply; a 201 without one, a proxy's page or `{}`, confirms
+ * nothing), or, with an idempotency key, 200 with one (the server had that key stored: its
+ * session's reply); -1 otherwise, also when the reply passes FP_UPLOAD_REPLY_MAX (never exits,
+ * logs nothing: the caller decides). A 409 with a key means an upload of that key is in
+ * flight on the server: try again after *o->retry_after_s. */
 int fp_upload_mem(const fp_upload_opts *o, const void *body, size_t n, int gzipped,
                   long *status, char *resp, size_t resplen);
 
@@ -48,6 +56,21 @@ int fp_upload_mem(const fp_upload_opts *o, const void *body, size_t n, int gzipp
  * Returns 0 on a 201 with a session id, -1 otherwise; errbuf (if any) gets a reason. */
 int fp_upload_file(const fp_upload_opts *o, const char *path, long *status, char *resp,
                    size_t resplen, char *errbuf, size_t errlen);
+
+/* As fp_upload_file for an open descriptor (read from offset 0; fd stays open): what the
+ * agent checked is what it sends, never a second open by path. */
+int fp_upload_fd(const fp_upload_opts *o, int fd, long *status, char *resp, size_t resplen,
+                 char *errbuf, size_t errlen);
+
+/* 1 when status is a refusal of the document itself (a 4xx other than 401, 403, 408, 409,
+ * 429: sending it again would be refused again), 0 when it may be worth another try. */
+int fp_upload_refused(long status);
+
+/* The Idempotency-Key of a spooled file's name: the file_id of the agent's watch-<id>.json.gz,
+ * else the name without .json.gz / .json when it is [A-Za-z0-9._-]{1,64}, else "h" and 16 hex
+ * digits of its hash. What the first upload of that document sent too, so that the server
+ * stores it once whichever upload got there (out: 65 bytes). */
+void fp_spool_key(const char *name, char out[65]);
 
 /* Spool directory: $FIRSTPASS_SPOOL, else $XDG_STATE_HOME/firstpass/spool (XDG_STATE_HOME
  * absolute), else $HOME/.local/state/firstpass/spool (HOME an absolute path to a directory
@@ -57,10 +80,13 @@ int fp_upload_file(const fp_upload_opts *o, const char *path, long *status, char
 int fp_spool_dir(char *buf, size_t len, int create);
 
 /* 0 when dir is the user's own spool directory: lstat'ed (a symlink is refused, never
- * followed), a directory, owned by the effective user, no group or other permission bits.
- * Else -1 with the reason in why, errno EPERM (or lstat's errno, ENOENT when missing). Why:
- * /tmp/firstpass-spool-$UID can be made first by another local user, who then reads what is
- * spooled and plants files that firstpass-upload sends with the victim's token (issue 43). */
+ * followed), a directory, no other permission bits, and either owned by the effective user
+ * with no group bits (0700), or a group's (a Kubernetes fsGroup volume, issue 53): setgid,
+ * group rwx, its group one of the process's groups, owned by the effective user or root.
+ * Else -1 with the reason and the fix in why, errno EPERM (or lstat's errno, ENOENT when
+ * missing). Why: /tmp/firstpass-spool-$UID can be made first by another local user, who then
+ * reads what is spooled and plants files that firstpass-upload sends with the victim's token
+ * (issue 43); a group directory trusts every member of its group. */
 int fp_spool_check(const char *dir, char *why, size_t whylen);
 
 /* The one spool rule for the collector and firstpass-upload: dir, or fp_spool_dir's name
@@ -68,6 +94,17 @@ int fp_spool_check(const char *dir, char *why, size_t whylen);
  * fp_spool_check. 0 ready, 1 does not exist (only without create), -1 refused or failed
  * (why says which). */
 int fp_spool_prepare(const char *dir, int create, char *buf, size_t len, char *why, size_t whylen);
+
+/* A spool file being written as a gzip stream (the agent's session documents: streamed, not
+ * built in memory, issue 50): dir/.name.tmp, then fsync and rename. */
+typedef struct fp_spool_out {
+    int fd;
+    gzFile gz;
+    char tmp[4096], fin[4096];
+} fp_spool_out;
+int fp_spool_begin(fp_spool_out *s, const char *dir, const char *name); /* 0 or -1 (errno) */
+int fp_spool_commit(fp_spool_out *s); /* ends the stream, fsync, rename: 0, or -1 (tmp removed) */
+void fp_spool_abort(fp_spool_out *s); /* tmp removed */
 
 /* Writes data atomically into dir as name: dir/.name.tmp, fsync, rename. The final path goes
  * to path (if not NULL). 0 or -1 (tmp file removed). */

@@ -25,9 +25,14 @@ static void usage(FILE *f)
             "\n"
             "Without FILE: sends every session in the spool directory (default: $FIRSTPASS_SPOOL,\n"
             "else $XDG_STATE_HOME/firstpass/spool, else $HOME/.local/state/firstpass/spool, else\n"
-            "/tmp/firstpass-spool-$UID), deleting each file the server accepts (HTTP 201 with a\n"
-            "session id) and keeping the others. The directory must be your own: not a symlink,\n"
-            "owned by you, mode 0700 (no group or other bits); any other is refused.\n"
+            "/tmp/firstpass-spool-$UID), each with Idempotency-Key (the file_id of the agent's\n"
+            "watch-<file_id>.json.gz, else the file's name: what its first upload sent), deleting each\n"
+            "file the server stores (HTTP 201 with a session id, or 200: stored already) and keeping\n"
+            "the others (409: an upload of it is in flight on the server: run again later). A file the\n"
+            "server refuses (a 4xx other than 401, 403, 408, 409, 429) is renamed NAME.refused and\n"
+            "never sent again. The directory must be your own: not a symlink, owned by you, mode 0700;\n"
+            "or a group's (a Kubernetes fsGroup volume): setgid, group rwx, no bits for others, its\n"
+            "group one of yours, owned by you or root (mode 2770). Any other is refused.\n"
             "With FILE...: uploads each trace file (Kineto / Chrome trace / native session JSON,\n"
             "plain or gzip) and prints the session URL; files are never deleted.\n"
             "With --check-against: uploads FILE, checks the new session against the named baseline\n"
@@ -216,12 +221,47 @@ static int send_one(const fp_upload_opts *o, const char *path, int delete_on_suc
                 resp[0] ? ": " : "", resp);
         return -1;
     }
-    printf("%s: 201 %s\n", path, resp);
+    printf("%s: %ld %s\n", path, status, resp);
     if (delete_on_success && unlink(path) != 0) {
         fprintf(stderr, "firstpass-upload: %s: uploaded but could not delete it\n", path);
         return -1;
     }
     return 0;
+}
+
+/* One spooled file: sent with the Idempotency-Key its first upload had (fp_spool_key), so that
+ * a session the server stored already (200) or is storing (409) is not stored again; deleted
+ * once stored. A document the server refuses (fp_upload_refused) is renamed NAME.refused,
+ * never sent again (issue 50: it was sent again at every run). 0 sent, -1 not. */
+static int send_spooled(const fp_upload_opts *o, const char *path)
+{
+    char resp[1024], err[256], key[65], to[4200];
+    long status = 0, ra = 0;
+    fp_upload_opts ko = *o;
+    fp_spool_key(path, key);
+    ko.idempotency_key = key;
+    ko.retry_after_s = &ra;
+    if (fp_upload_file(&ko, path, &status, resp, sizeof resp, err, sizeof err) == 0) {
+        printf("%s: %ld %s%s\n", path, status, resp, status == 200 ? " (stored already)" : "");
+        if (unlink(path) != 0) {
+            fprintf(stderr, "firstpass-upload: %s: uploaded but could not delete it\n", path);
+            return -1;
+        }
+        return 0;
+    }
+    if (status == 409) {
+        fprintf(stderr, "firstpass-upload: %s: an upload of it is in flight on the server (HTTP 409); kept: run again "
+                        "after %ld s\n", path, ra > 0 ? ra : 10);
+        return -1;
+    }
+    if (fp_upload_refused(status)) {
+        snprintf(to, sizeof to, "%s.refused", path);
+        fprintf(stderr, "firstpass-upload: %s: refused by the server: %s%s%s; renamed %s (not sent again)\n", path, err,
+                resp[0] ? ": " : "", resp, rename(path, to) == 0 ? to : "(rename failed: kept)");
+        return -1;
+    }
+    fprintf(stderr, "firstpass-upload: %s: failed: %s%s%s; kept\n", path, err, resp[0] ? ": " : "", resp);
+    return -1;
 }
 
 static int is_spool_name(const char *n)
@@ -272,7 +312,7 @@ static int send_spool(const fp_upload_opts *o, const char *dir)
     closedir(d);
     qsort(names, n, sizeof *names, cmp_str); /* oldest first: names embed the start time */
     for (i = 0; i < n; i++) {
-        if (send_one(o, names[i], 1) != 0)
+        if (send_spooled(o, names[i]) != 0)
             failed++;
         else
             sent++;

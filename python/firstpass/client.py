@@ -80,10 +80,14 @@ class Client:
 
     # ---- sessions ------------------------------------------------------------------------
 
-    def upload(self, trace, name=None, labels=None):
+    def upload(self, trace, name=None, labels=None, key=None):
         """Uploads a trace: bytes, or a path to a Kineto / Chrome / native session JSON file or
         an nsys SQLite export, plain or gzip (gzip is sniffed and sent as
-        Content-Encoding: gzip). Returns the reply, {"id", "url", "events"}. Raises
+        Content-Encoding: gzip). key: sent as Idempotency-Key ([A-Za-z0-9._-], at most 64), so
+        that a resend of the same document after a lost reply is stored once: a server that had
+        the key stored answers 200 with the stored session's reply (returned as a 201's), one
+        whose upload of the key is in flight 409 (raised). Returns the reply, {"id", "url",
+        "events"}. Raises
         FirstpassError (a refused upload: 400, 401, 413, 422, ...; a 201 whose reply has no
         session id, which is no confirmation: a proxy's page, `{}`), ValueError for bad labels,
         OSError when the file cannot be read."""
@@ -94,8 +98,10 @@ class Client:
         headers = {"Content-Type": "application/json"}
         if trace[:2] == b"\x1f\x8b":
             headers["Content-Encoding"] = "gzip"
+        if key:
+            headers["Idempotency-Key"] = key
         params = ([("name", name)] if name else []) + _label_params(labels)
-        r = self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201,))
+        r = self.request("POST", "/api/v1/sessions", params, trace, headers, expect=(201, 200) if key else (201,))
         # Only firstpass's own reply confirms the upload: a 201 from something in between (an
         # HTML page, `{}`) would otherwise count as delivered and the handler drop the trace.
         sid = r.get("id") if isinstance(r, dict) else None
@@ -108,17 +114,24 @@ class Client:
     def iter_sessions(self, labels=None, name=None, source=None, since=None, until=None, page_size=100):
         """Yields session summaries (dicts), newest first, every page: it follows the server's
         `next` cursor. labels: every one must match (a dict or "k:v" strings); since/until:
-        Unix seconds. Raises FirstpassError, ValueError for bad labels."""
+        Unix seconds. It stops, raising FirstpassError, when a page repeats (a cursor seen
+        before: a proxy that drops the query string answers the first page for ever, issue 50)
+        instead of following it for ever. Raises FirstpassError, ValueError for bad labels."""
         params = _label_params(labels) + [("name", name), ("source", source), ("since", since),
                                           ("until", until), ("limit", page_size)]
-        cursor = None
+        cursor, seen = None, set()
         while True:
             page = self.request("GET", "/api/v1/sessions", params + [("next", cursor)])
+            cursor = page.get("next")
+            if cursor and cursor in seen:  # before yielding: the repeated page's sessions were yielded once
+                raise FirstpassError(200, None, "the server answered cursor %r twice: is a proxy dropping the query "
+                                     "string? stopped instead of reading the same page again" % str(cursor)[:80],
+                                     "GET", "/api/v1/sessions")
             for s in page.get("sessions", []):
                 yield s
-            cursor = page.get("next")
             if not cursor:
                 return
+            seen.add(cursor)
 
     def sessions(self, labels=None, name=None, source=None, since=None, until=None, limit=None,
                  page_size=100, as_frame=False):

@@ -140,7 +140,9 @@ class TraceHandler:
                 end = time.monotonic() + timeout
                 c = Client(server, token, _float_env("FIRSTPASS_CONNECT_TIMEOUT_S", 5.0), timeout,
                            max_reply_bytes=MAX_REPLY_BYTES)
-                r = c.upload(gz, name=name, labels=labels)
+                # the key of the spool file it would become: a resend from the spool of an
+                # upload whose reply was lost is then stored once (Idempotency-Key)
+                r = c.upload(gz, name=name, labels=labels, key=_spool.key(fname))
                 return self._uploaded(c, r, len(gz), end)
             except FirstpassError as e:
                 why = ("server %s unreachable (%s)" % (server, e.message) if e.status is None

@@ -6,11 +6,14 @@ The rules, as collector/upload.c has them:
              absolute path, else $HOME/.local/state/firstpass/spool when HOME is an absolute
              path to a directory the user owns, else /tmp/firstpass-spool-$UID; created with its
              missing parents, each with mode 0700 (before the umask, as mkdir(2) does)
-  checked    before each use (check_dir): a real directory (not a symlink), owned by the
-             user, no group or other permission bits; else refused with the reason. Why: a
-             name in /tmp can be made first by another local user, who would then read the
-             traces spooled there and plant files that firstpass-upload sends with the
-             user's token (issue 43). Only the last component is checked: its parents are
+  checked    before each use (check_dir): a real directory (not a symlink), no permission
+             bits for others, and either owned by the user with no group bits (0700), or a
+             group's as a Kubernetes fsGroup volume makes it (issue 53): setgid, group rwx,
+             its group one of the process's groups, owned by the user or root (2770); else
+             refused with the reason and the fix. Why: a name in /tmp can be made first by
+             another local user, who would then read the traces spooled there and plant files
+             that firstpass-upload sends with the user's token (issue 43); a group directory
+             trusts its group's members. Only the last component is checked: its parents are
              the user's (home) or sticky (/tmp, where no one else may rename it)
   file       session-<host>-<pid>-<start_ns>-<part>.json.gz: a gzip'd session document that
              carries its own name and labels (firstpass-upload sends spooled files without a
@@ -59,23 +62,41 @@ class UnsafeSpool(OSError):
         super().__init__(errno.EPERM, message)
 
 
+def _group_dir_ok(st):
+    """A directory of a group this process is in that only that group (and its owner: this
+    user or root) can reach: setgid, group rwx, nothing for others (a Kubernetes fsGroup
+    volume's 2770)."""
+    m = stat.S_IMODE(st.st_mode)
+    return bool(m & stat.S_ISGID) and m & 0o070 == 0o070 and not m & 0o007 and \
+        (st.st_gid == os.getegid() or st.st_gid in os.getgroups()) and st.st_uid in (os.geteuid(), 0)
+
+
 def check_dir(path):
-    """Checks that path is the user's own spool directory: lstat (a symlink is refused, not
-    followed), a directory, owned by the effective user, mode without group or other bits.
-    Returns None. Raises UnsafeSpool naming what is wrong, OSError when it cannot be
-    lstat'ed (ENOENT when it does not exist)."""
+    """Checks that path is a spool directory only the user (or a group of the user's, as
+    above) can reach: lstat (a symlink is refused, not followed), a directory, the rule of
+    the module's docstring. Returns None. Raises UnsafeSpool naming what is wrong and the fix,
+    OSError when it cannot be lstat'ed (ENOENT when it does not exist)."""
     st = os.lstat(path)
+    mode = stat.S_IMODE(st.st_mode)
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeSpool("%s is a symbolic link, not a directory of yours: refused" % path)
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafeSpool("%s is not a directory" % path)
-    if st.st_uid != os.geteuid():
+    if _group_dir_ok(st) or (st.st_uid == os.geteuid() and not mode & 0o077):
+        return
+    if mode & 0o007:
+        raise UnsafeSpool("%s has mode %04o: any user may read what is spooled there or plant files in it; "
+                          "refused (chmod 700 it; for a volume shared with a group, chmod 2770 it)" % (path, mode))
+    if st.st_uid != os.geteuid() and not (st.st_uid == 0 and mode & 0o070):
         raise UnsafeSpool("%s belongs to uid %d, not to you (uid %d): another user may read what is "
                           "spooled there or plant files in it; refused (remove it, or set FIRSTPASS_SPOOL)"
                           % (path, st.st_uid, os.geteuid()))
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise UnsafeSpool("%s has mode %04o: others may read what is spooled there or plant files in it; "
-                          "refused (chmod 700 it)" % (path, stat.S_IMODE(st.st_mode)))
+    if st.st_gid != os.getegid() and st.st_gid not in os.getgroups():
+        raise UnsafeSpool("%s has mode %04o and group %d, which this process is not in: its members may read what "
+                          "is spooled there or plant files in it; refused (chmod 700 it, or run in that group: "
+                          "Kubernetes securityContext.fsGroup)" % (path, mode, st.st_gid))
+    raise UnsafeSpool("%s has mode %04o: a directory shared with a group must be setgid with group rwx and nothing "
+                      "for others; refused (chmod 700 it, or chmod 2770 it)" % (path, mode))
 
 
 def prepare(path):
@@ -106,6 +127,24 @@ def file_name(host, pid, start_ns, part):
     directory here)."""
     h = re.sub(r"[^A-Za-z0-9._-]", "_", host or "") or "host"
     return "session-%s-%d-%d-%d.json.gz" % (h, int(pid), int(start_ns), int(part))
+
+
+def key(name):
+    """The Idempotency-Key of a spooled file's name, as collector/upload.c's fp_spool_key:
+    the agent's watch-<file_id>.json.gz gives its file_id, else the name without .json.gz /
+    .json when it is [A-Za-z0-9._-]{1,64}, else "h" and 16 hex digits of its FNV-1a hash. The
+    handler's upload sends the key of the name it would spool under, so that
+    `firstpass-upload --spool` later sends the same key and the server stores it once."""
+    base = os.path.basename(name)
+    stem = base[:-8] if base.endswith(".json.gz") and len(base) > 8 else base[:-5] if base.endswith(".json") and len(base) > 5 else base
+    if re.fullmatch(r"watch-[0-9a-f]{16}", stem):
+        return stem[6:]
+    if 0 < len(stem) <= 64 and re.fullmatch(r"[A-Za-z0-9._-]+", stem):
+        return stem
+    h = 1469598103934665603
+    for b in stem.encode("utf-8", "surrogateescape"):
+        h = ((h ^ b) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return "h%016x" % h
 
 
 def write(directory, name, data):

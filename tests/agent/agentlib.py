@@ -123,11 +123,14 @@ class Server:
 class Agent:
     """firstpass-upload --watch ... as a process; its stderr in self.logpath."""
 
-    def __init__(self, server_url, *args, state=None, env=None):
+    def __init__(self, server_url, *args, state=None, env=None, prefix=(), preexec=None):
+        """prefix: a command the agent runs under (unshare ...); preexec: run in the child
+        before the exec (a setuid)."""
         self.dir = tempfile.mkdtemp(prefix="fp-agent-")
         self.state = state or os.path.join(self.dir, "watch.state")
         self.logpath = os.path.join(self.dir, "agent.log")
-        self.args = [UPLOAD, "--server", server_url, "--state", self.state, *args]
+        self.args = [*prefix, UPLOAD, "--server", server_url, "--state", self.state, *args]
+        self.preexec = preexec
         e = dict(os.environ)
         e.setdefault("FIRSTPASS_SPOOL", os.path.join(self.dir, "spool"))
         e.update(env or {})
@@ -136,12 +139,26 @@ class Agent:
 
     def start(self):
         self.logf = open(self.logpath, "a")
-        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT, env=self.env)
+        self.proc = subprocess.Popen(self.args, stdout=self.logf, stderr=subprocess.STDOUT, env=self.env, preexec_fn=self.preexec)
         _live.add(self.proc)
 
     def log(self):
-        with open(self.logpath) as f:
+        with open(self.logpath, errors="replace") as f:
             return f.read()
+
+    def status(self, key):
+        """VmRSS / VmHWM (kB) of the agent's process now."""
+        with open("/proc/%d/status" % self.proc.pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+        return 0
+
+    def cpu_s(self):
+        """User + system CPU seconds of the agent so far."""
+        with open("/proc/%d/stat" % self.proc.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def stop(self, sig=signal.SIGTERM):
         """Stops it with sig; returns the exit status."""

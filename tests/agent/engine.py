@@ -6,7 +6,11 @@ srt/entrypoints/http_server.py and managers/scheduler_profiler_mixin.py):
 vLLM (--mode vllm), routes there only when the profiler is set up (VLLM_TORCH_PROFILER_DIR;
 here: unless --no-profiler, then FastAPI's 404 {"detail":"Not Found"}):
   POST /start_profile   no body; 200 with an empty body; a second start while one runs is
-                        ignored (WorkerProfiler.start: "already active. Ignoring request.")
+                        ignored (WorkerProfiler.start: "already active. Ignoring request."),
+                        or with --refuse-busy-start refused as newer engines do ("Profiling is
+                        already in progress": a RuntimeError, FastAPI's 500 "Internal Server
+                        Error"); --start-delay S: the start takes S seconds (a big model's
+                        workers), the profiler running once it answers
   POST /stop_profile    no body; returns only once every worker has flushed its trace; 200
                         empty; a stop with none running is ignored
   GET on either         405 {"detail":"Method Not Allowed"}
@@ -28,13 +32,16 @@ SGLang (--mode sglang):
   files                 <profile_id>-TP-<rank>.trace.json.gz in output_dir (else
                         SGLANG_TORCH_PROFILER_DIR, here --dir), profile_id = str(time.time())
 
+Profiler calls are served one at a time, in order (vLLM's and SGLang's engine cores run their
+utility calls one after another): a stop that comes during a slow start waits for it.
+
 The trace is real: between start and stop a thread runs a small model on the CPU under
 torch.profiler (Debian's python3-torch), and stop exports it. Each rank's file is then written
 under its final name in pieces over --flush-seconds, as torch's export_chrome_trace does for a
 .gz path (gzip.open(path, 'wt') while it compresses), so a watcher sees half-written files.
 With --trace FILE no torch is needed: that recorded trace is what every rank flushes (the
 image of docker/compose.serving.yaml runs so). GET /health answers 200; GET /calls lists the
-profiler calls received (for the tests)."""
+profiler calls received, GET /state whether the profiler runs (for the tests)."""
 import argparse
 import gzip
 import json
@@ -56,6 +63,8 @@ ap.add_argument("--naming", choices=("old", "new"), default="old")
 ap.add_argument("--no-profiler", action="store_true")
 ap.add_argument("--step-hz", type=float, default=20.0)
 ap.add_argument("--traffic", type=int, default=1, help="0: no requests, so num_steps never comes")
+ap.add_argument("--start-delay", type=float, default=0.0, help="seconds a /start_profile takes before it answers")
+ap.add_argument("--refuse-busy-start", action="store_true", help="vllm: a start while profiling is a 500, not ignored")
 ap.add_argument("--trace", help="a recorded trace (.json or .json.gz) to flush instead of recording one: no torch "
                                 "needed (the compose example's image, docker/standin-engine.Dockerfile)")
 args = ap.parse_args()
@@ -82,6 +91,7 @@ def recorded():
     return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
 
 lock = threading.Lock()
+core = threading.Lock()  # the engine core: one profiler call at a time
 state = {"thread": None, "running": False, "profile_id": None, "out": None, "steps_left": None, "calls": []}
 INSTANCE = uuid.uuid4().hex[:8]
 
@@ -220,6 +230,9 @@ class H(BaseHTTPRequestHandler):
         if self.path == "/calls":
             with lock:
                 return self.reply(200, state["calls"])
+        if self.path == "/state":
+            with lock:
+                return self.reply(200, {"running": state["running"]})
         if args.mode == "sglang" and self.path in ("/start_profile", "/stop_profile"):
             return self.profile(self.path)
         if args.mode == "vllm" and self.path in ("/start_profile", "/stop_profile") and not args.no_profiler:
@@ -236,10 +249,18 @@ class H(BaseHTTPRequestHandler):
         raw = self.body()
         with lock:
             state["calls"].append({"path": path, "method": self.command, "body": raw.decode("utf-8", "replace"), "t": time.time()})
+        with core:
+            return self.profile_call(path, raw)
+
+    def profile_call(self, path, raw):
+        if path == "/start_profile" and args.start_delay:
+            time.sleep(args.start_delay)  # the start completes whether or not its client is still there
         if args.mode == "vllm":
             if path == "/start_profile":
                 with lock:
                     active = state["running"]
+                if active and args.refuse_busy_start:
+                    return self.reply(500, "Internal Server Error", "text/plain; charset=utf-8")
                 if not active:
                     start(args.dir)
                 return self.reply(200, b"", "application/json")

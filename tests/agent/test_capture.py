@@ -52,7 +52,7 @@ class Captures(unittest.TestCase):
         self.assertEqual(st, status, b)
         return b
 
-    def follow(self, cid, timeout=30):
+    def follow(self, cid, timeout=60):
         """Polls the capture until it ends; returns (its last state, the statuses seen)."""
         seen = []
         end = time.time() + timeout
@@ -243,7 +243,7 @@ class PollCap(unittest.TestCase):
         srv.stop()  # SIGTERM: the drain does not wait out the poll's 25 s
         took = time.time() - t
         th.join(5)
-        self.assertEqual(got["r"], (200, {"capture": None}))
+        self.assertEqual((got["r"][0], got["r"][1]["capture"]), (200, None))  # (a server with cancels adds "cancelled": [])
         self.assertLess(took, 8, "the server waited for the poll")
 
 

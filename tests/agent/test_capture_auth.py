@@ -6,9 +6,12 @@ import tempfile
 import time
 import unittest
 
-from agentlib import Agent, Engine, start_server, wait_for
+from agentlib import ROOT, Agent, Engine, start_server, wait_for
 
 TOKEN = "serving-test-token-0123456789"
+# A recorded trace the stand-in flushes: no torch to import (on a loaded machine torch's import
+# alone outlasted the capture's wait); test_capture.py records real ones.
+TRACE = os.path.join(ROOT, "tests", "triage", "torch", "gloo_rank0.json.gz")
 
 
 class Tokens(unittest.TestCase):
@@ -20,7 +23,7 @@ class Tokens(unittest.TestCase):
         os.chmod(tokens, 0o600)
         d = os.path.join(tmp, "v")
         os.makedirs(d)
-        eng = Engine("vllm", d, "--naming", "new", ranks=2, flush_s=1.0)
+        eng = Engine("vllm", d, "--naming", "new", "--trace", TRACE, ranks=2, flush_s=1.0)
         srv = start_server("--tokens-file", tokens)
         anon = Agent(srv.base, "--agent", "no-token", "--target", "vllm=http://127.0.0.1:1,dir=%s,name=never" % tmp)
         agent = None
@@ -32,7 +35,7 @@ class Tokens(unittest.TestCase):
             wait_for(lambda: srv.request("GET", "/api/v1/targets")[1]["targets"], 10, what="the registration")
             names = [t["name"] for t in srv.json("/api/v1/targets")["targets"]]
             self.assertEqual(names, ["replica-3"], "the agent without a token could not register")
-            self.assertIn("HTTP 401", anon.log())
+            self.assertIn("msg=\"registration refused\" status=401", anon.log())
             body = {"target": "replica-3", "seconds": 1}
             st, b = srv.request("POST", "/api/v1/captures", body)
             self.assertEqual((st, b["error"]["code"]), (401, "unauthorized"))
@@ -46,7 +49,10 @@ class Tokens(unittest.TestCase):
             def ended():
                 x = srv.json("/api/v1/captures/%d" % c["id"])
                 return x if x["status"] in ("uploaded", "failed") else None
-            done = wait_for(ended, 30, 0.2, "the capture to end")
+            try:
+                done = wait_for(ended, 60, 0.2, "the capture to end")
+            except AssertionError as e:
+                raise AssertionError("%s; agent log:\n%s\nengine log:\n%s" % (e, agent.log()[-3000:], eng.log()[-2000:]))
             self.assertEqual(done["status"], "uploaded", (done, agent.log()))
             ranks = sorted((s["labels"]["rank"], s["labels"]["tp_rank"]) for s in srv.sessions("capture:%d" % c["id"]))
             self.assertEqual(ranks, [("0", "0"), ("1", "1")])  # vLLM's newer file names: dp/pp/tp/rank

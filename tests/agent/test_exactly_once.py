@@ -69,8 +69,8 @@ class ExactlyOnce(unittest.TestCase):
         time.sleep(1.0)
         self.assertEqual(sorted(self.per_file().values()), [1, 1, 1])
         log = self.agent.log()
-        self.assertIn("was stored before the restart: not sent again", log)
-        self.assertIn("was not stored before the restart: sent again", log)
+        self.assertIn("stored before the restart: not sent again", log)
+        self.assertIn("not found stored after the restart: sent again", log)
 
     def test_server_down_then_up_loses_nothing(self):
         port, db = self.srv.port, self.srv.db

@@ -181,14 +181,15 @@ else
     fail "spooled session not listed by GET /api/v1/sessions?name=e2e-spooled"
 fi
 
-# a file the server refuses is kept, and the exit status says so
+# a file the server refuses is kept aside as NAME.refused (never sent again: issue 50), and the
+# exit status says so
 echo 'this is not a trace' >"$TMP/spool/junk.json"
 "$UPLOAD" --server "$URL" --spool "$TMP/spool" >"$TMP/up2.out" 2>&1
 rc=$?
-if [ $rc -ne 0 ] && [ -f "$TMP/spool/junk.json" ]; then
-    pass "refused file kept, exit $rc: $(tr '\n' ' ' <"$TMP/up2.out")"
+if [ $rc -ne 0 ] && [ -f "$TMP/spool/junk.json.refused" ] && [ ! -f "$TMP/spool/junk.json" ]; then
+    pass "refused file set aside, exit $rc: $(tr '\n' ' ' <"$TMP/up2.out")"
 else
-    fail "refused file: want non-zero exit and the file kept, got exit $rc: $(tr '\n' ' ' <"$TMP/up2.out")"
+    fail "refused file: want non-zero exit and the file set aside, got exit $rc: $(tr '\n' ' ' <"$TMP/up2.out")"
 fi
 "$UPLOAD" --help >/dev/null && pass "firstpass-upload --help" || fail "firstpass-upload --help"
 "$UPLOAD" --server "$URL" /no/such/file.json >/dev/null 2>&1 &&

@@ -339,10 +339,19 @@ static void test_upload_spool_check_says_why(void **state)
     assert_int_equal(fp_spool_check(dir, why, sizeof why), 0);
     assert_int_equal(chmod(dir, 0750), 0);
     assert_int_equal(fp_spool_prepare(dir, 0, buf, sizeof buf, why, sizeof why), -1);
-    snprintf(want, sizeof want, "%s has mode 0750: others may read what is spooled there or "
-             "plant files in it; refused (chmod 700 it)", dir);
+    snprintf(want, sizeof want, "%s has mode 0750: a directory shared with a group must be setgid with group "
+             "rwx and nothing for others; refused (chmod 700 it, or chmod 2770 it)", dir);
     assert_string_equal(why, want);
     assert_int_equal(fp_spool_prepare(dir, 1, buf, sizeof buf, why, sizeof why), -1);
+    /* a Kubernetes fsGroup volume (issue 53): setgid, group rwx, a group of ours: used */
+    assert_int_equal(chown(dir, (uid_t)-1, getegid()), 0);
+    assert_int_equal(chmod(dir, 02770), 0);
+    assert_int_equal(fp_spool_check(dir, why, sizeof why), 0);
+    assert_int_equal(chmod(dir, 02775), 0); /* ... but not when others may read it */
+    assert_int_equal(fp_spool_check(dir, why, sizeof why), -1);
+    snprintf(want, sizeof want, "%s has mode 2775: any user may read what is spooled there or plant files in "
+             "it; refused (chmod 700 it; for a volume shared with a group, chmod 2770 it)", dir);
+    assert_string_equal(why, want);
     assert_int_equal(chmod(dir, 0700), 0);
     snprintf(file, sizeof file, "%s/f", dir);
     fclose(fopen(file, "w"));

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -229,18 +231,108 @@ static void test_watch_state_survives_a_restart(void **st)
     assert_int_equal(fp_state_sending(s, 1, &path, &size, &mt), 0);
     fp_state_close(s);
 
-    /* a changed file and a file gone: their entries are dropped at the next open */
+    /* a changed file: its entry is dropped at the next open; a file that cannot be stat'ed now
+     * keeps its entry (its directory may not be mounted yet: issue 50 sent it all again) */
     write_file(a, "[ ]", 3);
     unlink(b);
     s = fp_state_open(sp, err, sizeof err);
     assert_non_null(s);
     assert_int_equal(fp_state_get(s, a, 2, ma, NULL), FP_ST_NONE);
-    assert_int_equal(fp_state_sending(s, 0, &path, &size, &mt), 0);
+    assert_int_equal(fp_state_get(s, b, 2, mb, NULL), FP_ST_SENDING);
+    assert_int_equal(fp_state_sending(s, 0, &path, &size, &mt), 1);
+    assert_string_equal(path, b);
     fp_state_close(s);
-    FILE *f = fopen(sp, "r");
-    assert_non_null(f);
-    assert_int_equal(fgetc(f), EOF); /* compacted to nothing */
-    fclose(f);
+}
+
+/* An entry of a file gone for longer than FP_STATE_KEEP_GONE_S (by its mtime) is dropped. */
+static void test_watch_state_drops_entries_gone_long_ago(void **st)
+{
+    char sp[300], old[300], err[256];
+    (void)st;
+    path_in(sp, sizeof sp, "old.state");
+    path_in(old, sizeof old, "gone-long-ago.json");
+    long long long_ago = ((long long)time(NULL) - FP_STATE_KEEP_GONE_S - 3600) * 1000000000LL;
+    fp_state *s = fp_state_open(sp, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(fp_state_put(s, old, 2, long_ago, FP_ST_DONE, 7), 0);
+    assert_int_equal(fp_state_put(s, "/nonexistent/recent.json", 2, (long long)time(NULL) * 1000000000LL, FP_ST_DONE, 8), 0);
+    fp_state_close(s);
+    s = fp_state_open(sp, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(fp_state_get(s, old, 2, long_ago, NULL), FP_ST_NONE);
+    fp_state_close(s);
+}
+
+/* fp_state_open of path as uid 65534 when we are root (a state file written by a run as root,
+ * read by the agent's own user), as ourselves otherwise: 1 when it refused with the reason
+ * and the fix, 0 when it opened. */
+static int refused_as_another_user(const char *path)
+{
+    char err[512];
+    if (geteuid() != 0) {
+        fp_state *s = fp_state_open(path, err, sizeof err);
+        fp_state_close(s);
+        return !s && strstr(err, "Permission denied") && strstr(err, "fix:");
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (setgid(65534) != 0 || setuid(65534) != 0)
+            _exit(3);
+        fp_state *s = fp_state_open(path, err, sizeof err);
+        _exit(!s && strstr(err, "Permission denied") && strstr(err, "fix:") ? 1 : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) != 3);
+    return WEXITSTATUS(status);
+}
+
+/* A state file that exists but cannot be read is an error that names the fix; it is not
+ * taken as empty and replaced (issue 50: a state written by a run as root was replaced, and
+ * everything sent again). */
+static void test_watch_state_unreadable_is_an_error(void **st)
+{
+    char dir[300], sp[330];
+    struct stat sb;
+    (void)st;
+    chmod(g_dir, 0711); /* the other user reaches the shared directory */
+    path_in(dir, sizeof dir, "shared");
+    mkdir(dir, 0777);
+    chmod(dir, 0777); /* another user could replace a file in it: only the refusal to start stops that */
+    snprintf(sp, sizeof sp, "%s/watch.state", dir);
+    static const char line[] = "done\t2\t1\t1\t/x.json\n";
+    write_file(sp, line, sizeof line - 1);
+    chmod(sp, 0600);
+    if (geteuid() != 0)
+        chmod(sp, 0); /* not root: our own file made unreadable */
+    assert_int_equal(refused_as_another_user(sp), 1);
+    assert_int_equal(stat(sp, &sb), 0);
+    assert_int_equal(sb.st_size, (long long)sizeof line - 1); /* not replaced */
+    assert_int_equal(sb.st_uid, geteuid());
+}
+
+/* A capture in flight is remembered across a restart until it is cleared. */
+static void test_watch_state_remembers_captures_in_flight(void **st)
+{
+    char sp[300], err[256];
+    fp_state_capture c[4];
+    (void)st;
+    path_in(sp, sizeof sp, "cap.state");
+    fp_state *s = fp_state_open(sp, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(fp_state_capture_put(s, "vllm-a", "http://127.0.0.1:8000", 41), 0);
+    assert_int_equal(fp_state_capture_put(s, "sgl-b", "http://127.0.0.1:30000", 42), 0);
+    assert_int_equal(fp_state_capture_put(s, "vllm-a", "http://127.0.0.1:8000", 0), 0);
+    assert_int_equal(fp_state_capture_put(s, "tab\tname", "http://h:1/x", 43), 0);
+    fp_state_close(s);
+    s = fp_state_open(sp, err, sizeof err);
+    assert_non_null(s);
+    assert_int_equal(fp_state_captures(s, c, 4), 2);
+    assert_string_equal(c[0].target, "sgl-b");
+    assert_string_equal(c[0].url, "http://127.0.0.1:30000");
+    assert_int_equal(c[0].id, 42);
+    assert_int_equal(c[1].id, 43);
+    fp_state_close(s);
 }
 
 static void test_watch_scan_hands_out_whole_files_once(void **st)
@@ -284,6 +376,9 @@ int main(void)
         cmocka_unit_test(test_watch_gzip_whole_only_with_its_trailer),
         cmocka_unit_test(test_watch_json_and_sqlite_ends),
         cmocka_unit_test(test_watch_state_survives_a_restart),
+        cmocka_unit_test(test_watch_state_drops_entries_gone_long_ago),
+        cmocka_unit_test(test_watch_state_unreadable_is_an_error),
+        cmocka_unit_test(test_watch_state_remembers_captures_in_flight),
         cmocka_unit_test(test_watch_scan_hands_out_whole_files_once),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

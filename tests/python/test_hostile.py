@@ -283,16 +283,31 @@ class SpoolDirectory(Tmp):
         self.assertEqual(last["outcome"], "lost")
         self.assertIn("%s is a symbolic link" % link, err)
         self.assertEqual(os.listdir(real), [])
-        for mode in (0o755, 0o770, 0o701, 0o1777):
+        for mode in (0o755, 0o770, 0o701, 0o1777, 0o2775, 0o2750):
             with self.subTest(mode=oct(mode)):
                 os.chmod(real, mode)
                 last, _, err, _ = handler_call(dead_server(), real)
                 self.assertEqual(last["outcome"], "lost")
-                self.assertIn("%s has mode %04o: others may read" % (real, mode), err)
+                self.assertIn("%s has mode %04o: " % (real, mode), err)
+                self.assertIn("refused (chmod 700 it", err)
                 self.assertEqual(os.listdir(real), [])
         os.chmod(real, 0o700)
         last, _, err, _ = handler_call(dead_server(), real)
         self.assertEqual(last["outcome"], "spooled", err)
+
+    def test_a_group_directory_of_an_fsgroup_volume_is_used(self):
+        """Issue 53: a Kubernetes fsGroup volume makes the spool directory setgid, group rwx
+        (2770), its group the pod's; it is used, and firstpass-upload sends from it."""
+        d = os.path.join(self.tmp, "fsgroup")
+        os.mkdir(d)
+        os.chown(d, -1, os.getegid())
+        os.chmod(d, 0o2770)
+        last, _, err, _ = handler_call(dead_server(), d)
+        self.assertEqual(last["outcome"], "spooled", err)
+        self.assertEqual(len(os.listdir(d)), 1)
+        r, _ = upload_cli("--server", dead_server(), "--spool", d)
+        self.assertNotIn("refused", r.stderr)  # sent (and failed: no server), not refused
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
 
     def test_default_is_under_home(self):
         home = os.path.join(self.tmp, "home")
@@ -359,3 +374,54 @@ class SpoolDirectory(Tmp):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PagesThatRepeat(Tmp):
+    """Issue 50: behind a proxy that drops the query string, every page is the first, with
+    the same `next`: iter_sessions followed it for ever. It stops at the first cursor seen
+    twice, with an error, having yielded the page once."""
+
+    def test_iter_sessions_stops_when_a_page_repeats(self):
+        page = {"status": 200, "body": b'{"sessions":[{"id":7}],"next":"c1"}'}
+        end = {"status": 200, "body": b'{"sessions":[],"next":null}'}
+        p = self.peer(*([page] * 30 + [end]))  # a client that never stops would yield 30 copies
+        got = []
+        with self.assertRaises(FirstpassError) as cm:
+            for s in firstpass.Client(p.base, timeout=10).iter_sessions():
+                got.append(s["id"])
+        self.assertEqual(got, [7])
+        self.assertIn("twice", cm.exception.message)
+        self.assertEqual(len(p.requests), 2)
+
+
+class IdempotencyKey(Tmp):
+    """Issue 50 item 3: the handler's upload carries the Idempotency-Key of the spool file it
+    would become, and firstpass-upload --spool sends the same key for that file, so that a
+    session whose 201 was lost and which was spooled anyway is stored once."""
+
+    def test_the_handler_and_the_spool_sender_send_one_key(self):
+        p = self.peer({"status": 503, "body": b'{"error":{"code":"too_many_uploads","message":"busy"}}'}, {})
+        d = os.path.join(self.tmp, "spool")
+        last, _, err, _ = handler_call(p.base, d)
+        self.assertEqual(last["outcome"], "spooled", err)
+        name = os.path.basename(last["path"])
+        first = p.requests[0][2].get("idempotency-key")
+        self.assertEqual(first, spool.key(name))
+        r, _ = upload_cli("--server", p.base, "--spool", d)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(p.requests[1][2].get("idempotency-key"), first)
+
+    def test_keys_agree_with_the_collector(self):
+        """spool.key and fp_spool_key give one key a name, long names (a hash) included."""
+        p = self.peer({})
+        d = os.path.join(self.tmp, "spool")
+        os.mkdir(d, 0o700)
+        names = ["watch-0123456789abcdef.json.gz", "session-gpu-3-4242-1764860400123456789-0.json.gz",
+                 "session-" + "a-very-long-host-name" * 4 + "-1-2-0.json.gz", "odd name+1.json"]
+        for n in names:
+            with open(os.path.join(d, n), "wb") as f:
+                f.write(gzip.compress(LEGACY))
+        r, _ = upload_cli("--server", p.base, "--spool", d)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(q[2].get("idempotency-key") for q in p.requests), sorted(spool.key(n) for n in names))
+        self.assertIn("0123456789abcdef", [spool.key(n) for n in names])
