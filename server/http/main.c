@@ -173,6 +173,11 @@ static int set_opt(server_cfg *c, const opt *o, const char *v) {
     }
     if (parse_size(v, &n)) {
         fprintf(stderr, "firstpass-server: --%s: '%s' is not a number\n", o->name, v);
+        /* Kubernetes gives every pod FIRSTPASS_PORT=tcp://IP:PORT when a Service is named
+         * firstpass (its "service links"), which the server would read as its port. */
+        if (o->kind == OPT_PORT && !strncmp(v, "tcp://", 6))
+            fprintf(stderr, "firstpass-server: FIRSTPASS_PORT looks like a Kubernetes service link (a Service named firstpass): "
+                            "set enableServiceLinks: false in the pod spec, or FIRSTPASS_PORT in the container's env\n");
         return -1;
     }
     if (o->kind == OPT_SIZE) {

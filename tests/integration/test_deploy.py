@@ -147,6 +147,17 @@ class StartUp(unittest.TestCase):
         self.assertIn("FIRSTPASS_DB_FILE: cannot read", err)
 
 
+    def test_a_kubernetes_service_link_in_firstpass_port_is_named(self):
+        """A Service named firstpass makes Kubernetes give every pod of its namespace
+        FIRSTPASS_PORT=tcp://IP:8080 (service links), which the server reads as its port:
+        exit 2, and the message says where it came from and the two fixes."""
+        env = dict(os.environ, FIRSTPASS_PORT="tcp://10.96.0.12:8080")
+        code, out, err = run_until_exit(["--db", os.path.join(self.dir, "db.sqlite")], env=env)
+        self.assertEqual(code, 2, err)
+        self.assertIn("--port: 'tcp://10.96.0.12:8080' is not a number", err)
+        self.assertIn("enableServiceLinks: false", err)
+
+
 class Migrations(unittest.TestCase):
     NEWEST = 8
 
