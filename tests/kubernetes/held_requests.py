@@ -3,7 +3,7 @@
 (docker/ci.sh's connection-limit check, issue 53). Each sends the head and the first bytes of
 a 2 KB PUT body, waits 4 s (its connection to the upstream stays open meanwhile, as an
 upload's or a long poll's does), sends the rest, and reads the status. Prints each status
-with its count ("404:71": every one answered by firstpass: a baseline of no session; a 502
+with its count ("422:71": every one answered by firstpass: 422, a baseline of no session; a 502
 is the proxy's: the upstream reset the connection)."""
 import socket
 import sys

@@ -495,6 +495,8 @@ def main():
             if base and "node-agent" in only:
                 run_node_agent(k, base, work)
         if "postgresql" in only:
+            # its Deployment's pods have the SQLite one's names (firstpass-I): the first sets go
+            podman("pod", "rm", "-af", "-t", "10", check=False)
             run_postgresql(Cluster(work, nets[1]))
     except Exception as e:  # a podman failure is a failed check with its words, not a traceback only
         ko("%s: %s" % (type(e).__name__, e))
