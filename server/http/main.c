@@ -221,11 +221,11 @@ static const char *file_value(const opt *o, const char *env, const char *direct,
     FILE *f = fopen(path, "r");
     char *v = f ? malloc(SECRET_MAX + 1) : NULL;
     size_t n = v ? fread(v, 1, SECRET_MAX + 1, f) : 0;
-    int err = errno, failed = !v || (f && ferror(f)) || n > SECRET_MAX;
+    int err = errno, failed = !v || ferror(f) || n > SECRET_MAX;
+    const char *why = !f ? strerror(err) : !v ? "out of memory" : n > SECRET_MAX ? "larger than 64 KiB" : strerror(err);
     if (f) fclose(f);
     if (failed) {
-        fprintf(stderr, "firstpass-server: %s: cannot read %s: %s\n", var, path,
-                !f || (v && n <= SECRET_MAX) ? strerror(err) : !v ? "out of memory" : "larger than 64 KiB");
+        fprintf(stderr, "firstpass-server: %s: cannot read %s: %s\n", var, path, why);
         free(v);
         *bad = 1;
         return NULL;
