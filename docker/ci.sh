@@ -364,7 +364,7 @@ serving() {
 # ---- 4. deploy/kubernetes played with podman kube play (issue 53) ----
 kube() {
     local t=$(date +%s)
-    python3 "$ROOT/tests/kubernetes/play.py" --work "$WORK" --trace "$TRACE" $([ "${FP_DOCKER_CI_KEEP:-0}" = 1 ] && echo --keep) || fail=1
+    python3 "$ROOT/tests/kubernetes/play.py" --work "$WORK" --trace "$TRACE" --revision "$REV" $([ "${FP_DOCKER_CI_KEEP:-0}" = 1 ] && echo --keep) || fail=1
     log "kubernetes manifests played in $(since "$t") s"
 }
 

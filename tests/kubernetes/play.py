@@ -3,7 +3,7 @@
 docker/ci.sh (.ci/run), on the images it built: firstpass-server:0.1.0,
 firstpass-agent:0.1.0, firstpass-standin-engine:0.1.0 and firstpass-postgres:15.
 
-  play.py --work DIR --trace FILE [--only sqlite,serving,node-agent,postgresql] [--keep]
+  play.py --work DIR --trace FILE [--revision REV] [--only sqlite,serving,node-agent,postgresql] [--keep]
 
 Run as root with docker/ci.sh's CONTAINERS_CONF and CONTAINERS_STORAGE_CONF. Prints PASS and
 FAIL lines; exit 1 on a failure. What it runs, per set:
@@ -258,14 +258,17 @@ def workload(objs, kind=None, image=None):
     raise LookupError("no %s workload with image %s" % (kind, image))
 
 
-def expected_revision():
+def expected_revision(given):
+    """The commit the images were built from: docker/ci.sh's (--revision), else HEAD's."""
+    if given:
+        return given
     r = subprocess.run(["git", "-C", M.ROOT, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else None
 
 
 # ---- the sets ----
 
-def run_sqlite(k, trace):
+def run_sqlite(k, trace, revision):
     objs = M.render("sqlite")
     dep = workload(objs, "Deployment", "firstpass-server")
     k.claims(objs)
@@ -285,7 +288,7 @@ def run_sqlite(k, trace):
         ko("sqlite: ReadonlyRootfs %s, User %s, CapDrop %s" % (hc.get("ReadonlyRootfs"), ins["Config"]["User"], hc.get("CapDrop")))
     base = "http://%s:8080" % k.ip(name)
     live = json.loads(http("GET", base + "/livez")[1] or b"{}")
-    rev = expected_revision()
+    rev = expected_revision(revision)
     if live.get("version") == "0.1.0" and live.get("revision") and (rev is None or live["revision"].startswith(rev)):
         ok("sqlite: /livez names the build: %s" % live)
     else:
@@ -480,6 +483,7 @@ def main():
     ap.add_argument("--trace", required=True)
     ap.add_argument("--only", default="sqlite,serving,node-agent,postgresql")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--revision", help="the commit the images were built from (default: HEAD's)")
     a = ap.parse_args()
     only = a.only.split(",")
     work = os.path.join(a.work, "kube")
@@ -489,7 +493,7 @@ def main():
     try:
         if {"sqlite", "serving", "node-agent"} & set(only):
             k = Cluster(work, nets[0])
-            base = run_sqlite(k, a.trace)
+            base = run_sqlite(k, a.trace, a.revision)
             if base and "serving" in only:
                 run_serving(k, base)
             if base and "node-agent" in only:
