@@ -63,6 +63,20 @@ $(BUILD)/gen/schema_pg_sql.h: server/store/schema_pg.sql
 
 $(BUILD)/obj/server/store/store.o: $(BUILD)/gen/schema_sql.h $(BUILD)/gen/schema_pg_sql.h
 
+# The git revision compiled into the server (server/lib/version.h; --version, GET /livez):
+# the checkout's commit, "-dirty" with uncommitted changes to tracked files. The images pass
+# FP_REVISION=... (their build context has no .git). revision.h is rewritten only when the
+# text changes, so an unchanged checkout recompiles nothing.
+ifndef FP_REVISION
+FP_REVISION := $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || r=$$r-dirty; echo $$r; })
+endif
+$(BUILD)/gen/revision.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define FP_REVISION "$(shell printf %s '$(FP_REVISION)' | tr -cd 'A-Za-z0-9._+-')"' >$@.tmp && { cmp -s $@.tmp $@ || mv -f $@.tmp $@; }; rm -f $@.tmp
+$(BUILD)/obj/server/lib/version.o: $(BUILD)/gen/revision.h
+.PHONY: FORCE
+FORCE:
+
 # The scratch schema (server/analysis/scratch.sql): one C string per "-- @name" section,
 # scratch_<name>_sql, comment lines left out.
 $(BUILD)/gen/scratch_sql.h: server/analysis/scratch.sql

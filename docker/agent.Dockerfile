@@ -1,7 +1,7 @@
 # docker/agent.Dockerfile: firstpass-upload as a sidecar beside a serving engine (issue 44).
 #
 #   docker build -f docker/agent.Dockerfile -t firstpass-agent:0.1.0 .      # from the repository root
-#   docker run -d -v traces:/traces -v agent-state:/var/lib/firstpass \
+#   docker run -d --stop-timeout 30 -v traces:/traces -v agent-state:/var/lib/firstpass \
 #     -e FIRSTPASS_SERVER=http://firstpass:8080 firstpass-agent:0.1.0 \
 #     firstpass-upload --watch /traces --target vllm=http://engine:8000,name=replica-0
 #
@@ -22,10 +22,11 @@ RUN make clean && make build/firstpass-upload && build/firstpass-upload --help >
 
 # ---- runtime ----
 FROM debian:bookworm-slim AS runtime
+ARG DEBIAN_FRONTEND=noninteractive
 # What build/firstpass-upload links (ldd: libcurl.so.4, libjansson.so.4, libz.so.1), and the
 # CA certificates for an https:// server.
 RUN apt-get update -q \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libcurl4 libjansson4 zlib1g ca-certificates \
+ && apt-get install -y -q --no-install-recommends libcurl4 libjansson4 zlib1g ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 # The same uid as the server image's user. The files it watches must be readable by it, and
 # writable (their directory) with --remove: run the engine as 10001 too, or give the agent
@@ -36,12 +37,25 @@ RUN groupadd --gid 10001 firstpass \
  && chmod 0700 /var/lib/firstpass/spool
 COPY --from=build /src/build/firstpass-upload /usr/local/bin/firstpass-upload
 # What was sent (the state file: a restart sends nothing twice) and the spool (what waits for
-# a server that is down) live on this volume: keep it across restarts. The spool must be the
-# user's own, mode 0700 (firstpass-upload refuses any other: upload.h, fp_spool_check).
+# a server that is down) live in /var/lib/firstpass: mount a volume there that outlives the
+# container (docker run -v, compose, a Kubernetes volume; no VOLUME line, which would leave an
+# anonymous volume behind each container that mounts none). The spool must be the user's own,
+# mode 0700, or a group directory of an fsGroup volume (docs/serving.md).
 ENV FIRSTPASS_STATE=/var/lib/firstpass/watch.state \
     FIRSTPASS_SPOOL=/var/lib/firstpass/spool
-VOLUME ["/var/lib/firstpass"]
-USER firstpass:firstpass
+# Numeric, so that a pod with runAsNonRoot can check it without runAsUser.
+USER 10001:10001
 # SIGTERM: an upload in flight stops; its file is settled at the next start (file_id).
 STOPSIGNAL SIGTERM
 CMD ["firstpass-upload", "--watch", "/traces"]
+# OCI annotations, as docker/Dockerfile's (--build-arg REVISION=$(git rev-parse --short=12 HEAD)).
+ARG REVISION=unknown
+ARG CREATED=
+ARG SOURCE=
+LABEL org.opencontainers.image.title="firstpass-agent" \
+      org.opencontainers.image.description="firstpass-upload --watch: sends an inference engine's profiler traces to firstpass, runs its captures" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.revision="$REVISION" \
+      org.opencontainers.image.created="$CREATED" \
+      org.opencontainers.image.source="$SOURCE" \
+      org.opencontainers.image.base.name="debian:bookworm-slim"

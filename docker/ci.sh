@@ -10,7 +10,10 @@
 #      gone through another at once, a session survives down/up (the pg-data volume);
 #   3. docker/compose.serving.yaml (the server, a stand-in vLLM engine, the agent as its
 #      sidecar): the agent registers the engine, a capture asked through the API ends as a
-#      job of two ranks, and a restarted agent sends nothing twice (issue 44).
+#      job of two ranks, and a restarted agent sends nothing twice (issue 44);
+#   4. deploy/kubernetes with `podman kube play` (tests/kubernetes/play.py, issue 53): the
+#      server on SQLite and on PostgreSQL, the agent as a vLLM pod's sidecar and as a node's
+#      DaemonSet, with their restricted security contexts and their own probes.
 # Run from anywhere, as root. Everything it made is removed at the end.
 #
 # Follows ../shared/design/containers.md (podman on a host without a registry or systemd): a
@@ -30,8 +33,8 @@
 # base image 77 s, server image 71 s, agent 21 s, stand-in engine 17 s, its check 40 s.
 #   FP_DOCKER_CI_KEEP=1   leave the containers, images and work dir (prints where)
 #   FP_DOCKER_CI_WORK=DIR use DIR as the work dir, and its base image if it has one (reruns)
-#   FP_DOCKER_CI_ONLY=single|compose|serving   run one of the checks (serving builds only its
-#                     three images; the others build all)
+#   FP_DOCKER_CI_ONLY=single|compose|serving|kube   run one of the checks (serving builds only
+#                     its three images; the others build all)
 set -euo pipefail
 # One compound command to the end: bash reads it whole before running it, so an edit of this
 # file during a run (it takes minutes) cannot make the running shell read shifted lines.
@@ -104,6 +107,8 @@ wait_health() { # URL SECONDS: 0 once URL answers 2xx
     return 1
 }
 json_id() { python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null || true; }
+# the commit the images are built from: --version, /livez and the OCI label must name it
+REV=$(git -C "$ROOT" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 TRACE=$ROOT/../shared/data/traces/hta/critical_path/simple_add/benchmark_result_493459_1694039959_trace.json.gz
 [ -f "$TRACE" ] || TRACE=$(find "$ROOT/tests" -name '*.json' -size +2k | head -1)
 
@@ -137,7 +142,10 @@ EOF
         --customize-hook='echo force-unsafe-io >"$1"/etc/dpkg/dpkg.cfg.d/docker-apt-speedup' \
         --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*.bin "$1"/var/cache/apt/archives/*.deb' \
         bookworm "$WORK/rootfs.tar" "$src" >"$WORK/mmdebstrap.log" 2>&1 || { cat "$WORK/mmdebstrap.log" >&2; exit 1; }
-    podman import -q --change 'CMD ["bash"]' "$WORK/rootfs.tar" debian:bookworm-slim >/dev/null
+    # PATH as the official image sets it: `podman run` supplies a default without one, but
+    # `podman kube play` does not (the kube check's containers found no executable)
+    podman import -q --change 'CMD ["bash"]' --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        "$WORK/rootfs.tar" debian:bookworm-slim >/dev/null
     rm -f "$WORK/rootfs.tar"
 fi
 T_BASE=$(since "$t0")
@@ -146,16 +154,19 @@ log "base image in $T_BASE s"
 # ---- the three images, each built once: the single-image check and compose use them ----
 build() { # TAG DOCKERFILE
     local t=$(date +%s)
-    (cd "$ROOT" && podman build --pull=never --network host --format docker -f "$2" -t "$1" .) >"$WORK/build-${1%%:*}.log" 2>&1 ||
+    (cd "$ROOT" && podman build --pull=never --network host --format docker --build-arg REVISION="$REV" \
+        --build-arg CREATED="$(date -u +%Y-%m-%dT%H:%M:%SZ)" -f "$2" -t "$1" .) >"$WORK/build-${1%%:*}.log" 2>&1 ||
         { tail -40 "$WORK/build-${1%%:*}.log" >&2; echo "containers: FAILED (podman build $1)"; exit 1; }
     log "built $1 in $(since "$t") s"
 }
 t0=$(date +%s)
 build firstpass-server:0.1.0 docker/Dockerfile
-if [ "${FP_DOCKER_CI_ONLY:-}" != serving ]; then
-    build firstpass-postgres:15 docker/pg/postgres.Dockerfile
-    build firstpass-nginx:0.1.0 docker/pg/nginx.Dockerfile
-fi
+case "${FP_DOCKER_CI_ONLY:-}" in
+serving) ;;
+kube) build firstpass-postgres:15 docker/pg/postgres.Dockerfile ;;
+*)  build firstpass-postgres:15 docker/pg/postgres.Dockerfile
+    build firstpass-nginx:0.1.0 docker/pg/nginx.Dockerfile ;;
+esac
 case "${FP_DOCKER_CI_ONLY:-}" in
 single|compose) ;;
 *)  build firstpass-agent:0.1.0 docker/agent.Dockerfile          # its build stage is the server's, cached
@@ -173,7 +184,7 @@ single() {
     podman network create fpci-net >/dev/null
     # podman's stderr to a log: without systemd it says on every run, start and rm that it
     # cannot add or remove healthcheck timers (harmless, containers.md)
-    run_one() { podman run -d --name $one --network fpci-net -p 127.0.0.1:$P1:8080 -v fpci-data:/data -v fpci-backups:/backups firstpass-server:0.1.0 >/dev/null 2>>"$WORK/podman.log"; }
+    run_one() { podman run -d --name $one --stop-timeout 60 --network fpci-net -p 127.0.0.1:$P1:8080 -v fpci-data:/data -v fpci-backups:/backups firstpass-server:0.1.0 >/dev/null 2>>"$WORK/podman.log"; }
     # a run that fails (netavark without iptables: exit 127) is a check that fails, with
     # podman's words, not a silent exit of this script under set -e
     run_one || { ko "single: podman run failed: $(grep -v 'level=' "$WORK/podman.log" | tail -2)"; return; }
@@ -206,9 +217,40 @@ single() {
     [ -n "$after" ] && [ "$after" = "$before" ] && ok "single: session $id there in a new container on the same volume" ||
         ko "single: new container: ${after:0:200}"
     podman rm -f -t 60 $one >/dev/null 2>>"$WORK/podman.log"
+    restricted
     podman volume rm -f fpci-data fpci-backups >/dev/null
     podman network rm -f fpci-net >/dev/null
     log "single image checked in $(since "$t") s"
+}
+
+# The image as a restricted pod and OpenShift run it (issue 53): a numeric USER, no VOLUME, the
+# revision named, an arbitrary uid in group 0 configured by the environment alone, and a
+# read-only root without a writable /tmp refused at start.
+restricted() {
+    local user nvol label v code up out
+    read -r user nvol label < <(podman inspect firstpass-server:0.1.0 --format '{{.Config.User}} {{len .Config.Volumes}} {{index .Config.Labels "org.opencontainers.image.revision"}}')
+    [ "$user" = 10001:10001 ] && ok "single: USER 10001:10001, numeric (runAsNonRoot can check it)" || ko "single: USER is '$user'"
+    [ "$nvol" = 0 ] && ok "single: no VOLUME (no anonymous volume behind a container that mounts none)" || ko "single: $nvol VOLUMEs"
+    [ "$label" = "$REV" ] && ok "single: label org.opencontainers.image.revision=$label" || ko "single: revision label '$label', not $REV"
+    v=$(podman run --rm firstpass-server:0.1.0 firstpass-server --version 2>>"$WORK/podman.log" || true)
+    case "$v" in *"(revision $REV)"*) ok "single: --version: $v" ;; *) ko "single: --version: '$v', not revision $REV" ;; esac
+    # OpenShift's restricted SCC: a uid of the namespace's range, group 0; FIRSTPASS_DB set
+    podman run -d --name fpci-anyuid --stop-timeout 60 --network fpci-net -p 127.0.0.1:$((P1 + 1)):8080 --user 1000650000:0 \
+        -e FIRSTPASS_DB=/data/anyuid.db -v fpci-anyuid:/data firstpass-server:0.1.0 >/dev/null 2>>"$WORK/podman.log" || true
+    up=$(wait_health "http://127.0.0.1:$((P1 + 1))/readyz" 60 && curl -sS -o /dev/null -w '%{http_code}' --data-binary @"$TRACE" \
+        "http://127.0.0.1:$((P1 + 1))/api/v1/sessions?name=anyuid" || true)
+    if [ "$up" = 201 ] && podman exec fpci-anyuid test -s /data/anyuid.db; then
+        ok "single: uid 1000650000 in group 0 writes /data (g=u), FIRSTPASS_DB=/data/anyuid.db taken from the environment: upload 201"
+    else
+        ko "single: arbitrary uid: upload '$up'; $(podman logs fpci-anyuid 2>&1 | grep -v 'level=info' | tail -3)"
+    fi
+    podman rm -f -t 60 fpci-anyuid >/dev/null 2>>"$WORK/podman.log" || true
+    # a read-only root and nothing on /tmp: a clear exit at start, not 500s on each upload
+    code=0
+    out=$(timeout 60 podman run --rm --read-only --read-only-tmpfs=false -v fpci-ro:/data firstpass-server:0.1.0 2>&1) || code=$?
+    case "$code $out" in "1 "*"the scratch directory is not writable"*) ok "single: read-only root without /tmp: exit 1 at start, with the fix" ;;
+        *) ko "single: read-only root without /tmp: exit $code: ${out: -300}" ;; esac
+    podman volume rm -f fpci-anyuid fpci-ro >/dev/null 2>&1
 }
 
 # ---- 2. PostgreSQL, three replicas and nginx ----
@@ -224,6 +266,8 @@ stack() {
     code=${up##*$'\n'}
     id=$(printf '%s' "${up%$'\n'*}" | json_id)
     [ "$code" = 201 ] && [ -n "$id" ] && ok "compose: upload through nginx: 201, session $id" || { ko "compose: upload through nginx: $code ${up%$'\n'*}"; return; }
+    # nginx answering says one replica is up: each is waited for before it is read
+    for p in 18081 18082 18083; do wait_health "http://127.0.0.1:$p/healthz" 60 || true; done
     for p in 18081 18082 18083; do
         body=$(curl -fsS "http://127.0.0.1:$p/api/v1/sessions/$id" || echo "")
         ops=$(curl -fsS "http://127.0.0.1:$p/api/v1/sessions/$id/operators" || echo "")
@@ -236,6 +280,28 @@ stack() {
     [ "$code" = 204 ] && ok "compose: delete through replica c" || ko "compose: delete through replica c: $code"
     code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:18081/api/v1/sessions/$id")
     [ "$code" = 404 ] && ok "compose: gone through replica a at once" || ko "compose: replica a still answers $code"
+    # issue 53: the password on no command line, no anonymous volume, the backup line of
+    # docker/README.md as written, and nginx's connections all taken by one replica
+    local args mounts line dump=$WORK/firstpass.dump
+    args=$(podman top "${PROJECT}_firstpass-a_1" args 2>&1 || true)
+    case "$args" in *postgresql://*|*"${FIRSTPASS_PG_PASSWORD:-firstpass}@"*) ko "compose: a replica's arguments hold the URI: $args" ;;
+        *firstpass-server*) ok "compose: no replica has the database URI or password in its arguments (PGPASSWORD)" ;;
+        *) ko "compose: podman top: $args" ;; esac
+    mounts=$(podman inspect "${PROJECT}_firstpass-a_1" --format '{{range .Mounts}}{{.Type}}:{{.Destination}} {{end}}' || echo "?")
+    [ -z "$mounts" ] && ok "compose: the replicas mount nothing (no anonymous volumes)" || ko "compose: a replica mounts $mounts"
+    # the line as written, `compose exec -T postgres CMD` run as `podman exec -i` of the
+    # service's container: podman-compose 1.0.3 prints its own command lines on stdout, which
+    # would land in the dump
+    line=$(grep -o 'docker compose -f docker/compose.pg.yaml exec -T postgres pg_dump [^`]*> firstpass.dump' "$ROOT/docker/README.md" | head -1)
+    line=${line#docker compose -f docker/compose.pg.yaml exec -T postgres }
+    line=${line% > firstpass.dump}
+    if [ -n "$line" ] && eval "podman exec -i ${PROJECT}_postgres_1 $line" >"$dump" 2>"$WORK/dump.err" &&
+        podman exec -i "${PROJECT}_postgres_1" /usr/lib/postgresql/15/bin/pg_restore --list <"$dump" 2>&1 | grep -q 'TABLE DATA public sessions'; then
+        ok "compose: docker/README.md's pg_dump line writes a dump pg_restore reads ($(stat -c %s "$dump") bytes)"
+    else
+        ko "compose: README's backup line, '$line' in postgres: $(tail -2 "$WORK/dump.err")"
+    fi
+    conn_limit
     # the database outlives the replicas: down/up keeps a new upload (volume pg-data)
     local id2
     id2=$(curl -fsS --data-binary @"$TRACE" "$B/api/v1/sessions?name=kept" | json_id)
@@ -245,6 +311,21 @@ stack() {
     code=$(curl -s -o /dev/null -w '%{http_code}' "$B/api/v1/sessions/$id2")
     [ -n "$id2" ] && [ "$code" = 200 ] && ok "compose: session $id2 still there after down/up" || ko "compose: after down/up: '$id2' $code"
     log "compose stack checked in $(since "$t") s"
+}
+
+# 71 requests held open through nginx at once, all on replica a (b and c stopped): with the
+# server's default --max-connections-per-ip 64 the 65th and later were reset (every one comes
+# from nginx's address) and nginx answered 502; compose.pg.yaml raises it (issue 53).
+conn_limit() {
+    local res
+    wait_health "http://127.0.0.1:18081/readyz" 60 || true
+    podman stop -t 30 "${PROJECT}_firstpass-b_1" "${PROJECT}_firstpass-c_1" >/dev/null 2>>"$WORK/podman.log" || true
+    res=$(python3 "$ROOT/tests/kubernetes/held_requests.py" "$PLB" 71)
+    podman start "${PROJECT}_firstpass-b_1" "${PROJECT}_firstpass-c_1" >/dev/null 2>>"$WORK/podman.log" || true
+    [ "$res" = "422:71" ] && ok "compose: 71 requests at once through nginx to one replica: all answered by it ($res)" ||
+        ko "compose: 71 requests at once through nginx to one replica: $res (502: reset by --max-connections-per-ip)"
+    wait_health "http://127.0.0.1:18082/readyz" 60 || true
+    wait_health "http://127.0.0.1:18083/readyz" 60 || true
 }
 
 # ---- 3. a serving engine, its agent as a sidecar, the server (issue 44) ----
@@ -280,11 +361,19 @@ serving() {
     log "serving stack checked in $(since "$t") s"
 }
 
+# ---- 4. deploy/kubernetes played with podman kube play (issue 53) ----
+kube() {
+    local t=$(date +%s)
+    python3 "$ROOT/tests/kubernetes/play.py" --work "$WORK" --trace "$TRACE" --revision "$REV" $([ "${FP_DOCKER_CI_KEEP:-0}" = 1 ] && echo --keep) || fail=1
+    log "kubernetes manifests played in $(since "$t") s"
+}
+
 case "${FP_DOCKER_CI_ONLY:-}" in
 single) single ;;
 compose) stack ;;
 serving) serving ;;
-*) single; stack; serving ;;
+kube) kube ;;
+*) single; stack; serving; kube ;;
 esac
 [ $fail = 0 ] || { podman ps -a >&2; tail -20 "$WORK/podman.log" >&2 2>/dev/null || true; }
 echo "containers: $([ $fail = 0 ] && echo passed || echo FAILED) in $(since "$T_START") s (base image $T_BASE s, images $T_BUILD s)"

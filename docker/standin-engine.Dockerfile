@@ -12,6 +12,7 @@ RUN groupadd --gid 10001 engine \
  && mkdir -p /traces && chown engine:engine /traces
 COPY tests/agent/engine.py /opt/standin/engine.py
 COPY tests/triage/torch/gloo_rank0.json.gz /opt/standin/trace.json.gz
-USER engine:engine
+# numeric, as the images a pod with runAsNonRoot runs (docker/Dockerfile)
+USER 10001:10001
 EXPOSE 8000
 CMD ["python3", "-B", "/opt/standin/engine.py", "--mode", "vllm", "--port", "8000", "--bind", "0.0.0.0", "--dir", "/traces", "--trace", "/opt/standin/trace.json.gz"]

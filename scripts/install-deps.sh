@@ -12,14 +12,16 @@
 #          refuses this host's hybrid cgroups; netavark + aardvark-dns for compose's service
 #          names; iptables, which netavark runs to set up a bridge network and its published
 #          ports: without it every `podman run --network` fails with "netavark: No such file
-#          or directory", exit 127, as on a fresh machine on 2026-12-05);
+#          or directory", exit 127, as on a fresh machine on 2026-12-05; catatonit, the pause
+#          process of the pods `podman kube play` makes ("finding pause binary" without it);
+#          python3-yaml, which tests/kubernetes/ reads the manifests with);
 #          ../shared/design/containers.md
 #   all:   test + containers
 set -eu
 
 BUILD_PKGS="build-essential pkg-config libmicrohttpd-dev libjansson-dev libsqlite3-dev zlib1g-dev libzstd-dev libyajl-dev nettle-dev libpq-dev libcmocka-dev libcurl4-openssl-dev sqlite3 curl"
-TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv clang libclang-rt-14-dev valgrind chromium nodejs npm wrk postgresql-15"
-CONTAINER_PKGS="podman podman-compose runc netavark aardvark-dns iptables mmdebstrap curl python3"
+TEST_PKGS="python3 python3-torch python3-numpy python3-pip python3-venv python3-yaml clang libclang-rt-14-dev valgrind chromium nodejs npm wrk postgresql-15"
+CONTAINER_PKGS="podman podman-compose runc netavark aardvark-dns iptables catatonit mmdebstrap curl python3 python3-yaml"
 
 what=${1:-build}
 case "$what" in

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/analyze.h"
 #include "http/auth.h"
@@ -20,6 +21,7 @@
 #include "http/metrics.h"
 #include "http/rcache.h"
 #include "lib/log.h"
+#include "lib/version.h"
 #include "store/retention.h"
 
 /* Every option, once: its flag, its FIRSTPASS_* variable (derived from the flag), how its
@@ -152,9 +154,13 @@ static void usage(FILE *f) {
         }
     }
     fputs("  --help                 this text\n"
-          "  --version              print the version\n"
+          "  --version              print the version and the git revision\n"
           "\n"
-          "Sizes accept a K, M or G suffix (powers of 1024).\n", f);
+          "Sizes accept a K, M or G suffix (powers of 1024). Each option that takes a text\n"
+          "(--db, --tokens-file, ...) also reads FIRSTPASS_<NAME>_FILE: the first line of\n"
+          "that file, for a secret mounted as a file (FIRSTPASS_DB_FILE=/run/secrets/db);\n"
+          "setting both FIRSTPASS_<NAME> and FIRSTPASS_<NAME>_FILE is refused. PostgreSQL's\n"
+          "password is libpq's: PGPASSWORD or PGPASSFILE, never needed in --db.\n", f);
 }
 
 static int parse_size(const char *s, unsigned long long *out) {
@@ -183,6 +189,11 @@ static int set_opt(server_cfg *c, const opt *o, const char *v) {
     }
     if (parse_size(v, &n)) {
         fprintf(stderr, "firstpass-server: --%s: '%s' is not a number\n", o->name, v);
+        /* Kubernetes gives every pod FIRSTPASS_PORT=tcp://IP:PORT when a Service is named
+         * firstpass (its "service links"), which the server would read as its port. */
+        if (o->kind == OPT_PORT && !strncmp(v, "tcp://", 6))
+            fprintf(stderr, "firstpass-server: FIRSTPASS_PORT looks like a Kubernetes service link (a Service named firstpass): "
+                            "set enableServiceLinks: false in the pod spec, or FIRSTPASS_PORT in the container's env\n");
         return -1;
     }
     if (o->kind == OPT_SIZE) {
@@ -204,6 +215,43 @@ static void env_name(const char *name, char *out, size_t n) {
     for (char *p = out; *p; p++) *p = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
 }
 
+/* The values read from FIRSTPASS_<NAME>_FILE, one per option; static, so that they live
+ * as long as the configuration that points at them. */
+#define SECRET_MAX 65536
+static char *file_values[sizeof opts / sizeof opts[0]];
+
+/* FIRSTPASS_<NAME>_FILE (the Docker secrets convention): the value of a text option read
+ * from a file, so that a secret (a --db URI with its password) reaches the server without
+ * being on its command line or in its pod spec. The first line, without its newline, at most
+ * SECRET_MAX bytes. NULL when the variable is not set; *bad after a line on stderr. */
+static const char *file_value(const opt *o, const char *env, const char *direct, int *bad) {
+    char var[80];
+    snprintf(var, sizeof var, "%s_FILE", env);
+    const char *path = getenv(var);
+    if (o->kind != OPT_STR || !path || !*path) return NULL;
+    if (direct && *direct) {
+        fprintf(stderr, "firstpass-server: %s and %s are both set: keep one\n", env, var);
+        *bad = 1;
+        return NULL;
+    }
+    FILE *f = fopen(path, "r");
+    char *v = f ? malloc(SECRET_MAX + 1) : NULL;
+    size_t n = v ? fread(v, 1, SECRET_MAX + 1, f) : 0;
+    int err = errno, failed = !v || ferror(f) || n > SECRET_MAX;
+    const char *why = !f ? strerror(err) : !v ? "out of memory" : n > SECRET_MAX ? "larger than 64 KiB" : strerror(err);
+    if (f) fclose(f);
+    if (failed) {
+        fprintf(stderr, "firstpass-server: %s: cannot read %s: %s\n", var, path, why);
+        free(v);
+        *bad = 1;
+        return NULL;
+    }
+    v[n] = '\0';
+    v[strcspn(v, "\r\n")] = '\0';
+    file_values[o - opts] = v;
+    return v;
+}
+
 /* The environment, then the flags (a flag wins). 0, 1 when --help/--version answered, 2 on
  * a refused command line. */
 static int parse_options(server_cfg *cfg, int argc, char **argv) {
@@ -211,6 +259,10 @@ static int parse_options(server_cfg *cfg, int argc, char **argv) {
         char env[64];
         env_name(o->name, env, sizeof env);
         const char *v = getenv(env);
+        int bad = 0;
+        const char *fv = file_value(o, env, v, &bad);
+        if (bad) return 2;
+        if (fv) v = fv;
         if (v && *v && set_opt(cfg, o, v)) return 2;
     }
     enum { N = sizeof opts / sizeof opts[0] };
@@ -223,7 +275,7 @@ static int parse_options(server_cfg *cfg, int argc, char **argv) {
     int idx, ch;
     while ((ch = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
         if (ch == 'h') { usage(stdout); return 1; }
-        if (ch == 'V') { puts("firstpass-server 0.1.0"); return 1; }
+        if (ch == 'V') { printf("firstpass-server %s (revision %s)\n", FP_VERSION, fp_revision()); return 1; }
         if (ch != 0) { usage(stderr); return 2; }
         if (set_opt(cfg, &opts[idx], opts[idx].arg ? optarg : "1")) return 2;
     }
@@ -307,7 +359,18 @@ int main(int argc, char **argv) {
     app a;
     memset(&a, 0, sizeof a);
     a.cfg = &cfg;
+    log_line("info", "starting", "version=%s revision=%s pid=%ld", FP_VERSION, fp_revision(), (long)getpid());
     if (load_tokens(&a)) return 2;
+    /* Every upload writes its scratch file in $TMPDIR: a read-only root file system without
+     * a volume there made each one a 500 while /healthz said 200 (issue 53). Said at start. */
+    if (tmpfile_check()) {
+        char qd[600];
+        int e = errno;
+        log_line("error", "the scratch directory is not writable: uploads need it; set TMPDIR to a writable directory "
+                          "(Kubernetes, readOnlyRootFilesystem: mount an emptyDir on /tmp)",
+                 "dir=%s error=%s", logfmt_quote(tmpfile_dir(), qd, sizeof qd), logfmt_quote(strerror(e), q, sizeof q));
+        return 1;
+    }
     a.st = store_open(cfg.db, err, sizeof err);
     if (!a.st) {
         /* a PostgreSQL URI may hold a password: it is blanked */

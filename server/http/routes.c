@@ -21,6 +21,7 @@
 #include "http/text.h"
 #include "ingest/reanalyse.h"
 #include "lib/err.h"
+#include "lib/version.h"
 #include "store/backup.h"
 #include "store/download.h"
 #include "store/history.h"
@@ -102,6 +103,14 @@ static int h_health(app *a, http_req *rq, http_reply *out) {
     (void)rq;
     if (store_ping(a->st)) return http_error(out, ERR_DBDOWN, "the %s database does not answer", store_backend(a->st));
     return http_json(out, 200, json_pack("{s:s,s:{s:s,s:b}}", "status", "ok", "database", "backend", store_backend(a->st), "reachable", 1));
+}
+
+/* GET /livez: the process answers, whatever its database does: a liveness probe that
+ * restarted every replica during a database blip (what /healthz would do, 503) is worse
+ * than the blip. Which build answers, too. GET /readyz is /healthz: the database answers. */
+static int h_live(app *a, http_req *rq, http_reply *out) {
+    (void)a, (void)rq;
+    return http_json(out, 200, json_pack("{s:s,s:s,s:s}", "status", "ok", "version", FP_VERSION, "revision", fp_revision()));
 }
 
 /* Repeated label=k:v (http_labels: the upload's parser) into f, which points into *l
@@ -697,6 +706,8 @@ static int h_backup(app *a, http_req *rq, http_reply *out) {
 
 static const route routes[] = {
     {"GET", "/healthz", h_health, CACHE_NO},
+    {"GET", "/livez", h_live, CACHE_NO},
+    {"GET", "/readyz", h_health, CACHE_NO},
     {"GET", "/api/v1/sessions", h_list, CACHE_LIST},
     {"GET", "/api/v1/sessions/{id}", h_get, CACHE_SESSION},
     {"DELETE", "/api/v1/sessions/{id}", h_delete, CACHE_NO},

@@ -53,3 +53,12 @@ int tmpfile_sweep(void) {
     closedir(d);
     return n;
 }
+
+int tmpfile_check(void) {
+    char path[4096];
+    int fd = tmpfile_make("check", path, sizeof path);
+    if (fd < 0) return -1;
+    close(fd);
+    unlink(path);
+    return 0;
+}

@@ -20,4 +20,9 @@ const char *tmpfile_dir(void);
 /* Removes the files a dead server left; how many. */
 int tmpfile_sweep(void);
 
+/* Whether tmpfile_make works now: a file is made there and removed. 0, or -1 with errno set
+ * (a read-only root file system without a volume on /tmp: EROFS). Checked at start, so
+ * that such a server exits with the fix instead of answering 500 to every upload. */
+int tmpfile_check(void);
+
 #endif

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -45,6 +47,7 @@ struct store {
     db_conn *health;      /* PostgreSQL: store_ping's own connection, outside the pool; NULL until used */
     _Atomic unsigned long gen; /* store_generation: bumped after each committed write */
     _Atomic unsigned long lgen; /* store_list_generation: gen's writes and uploads */
+    int lockfd;           /* SQLite: "<db>-lock", flock'ed for the store's life (lock_sqlite); -1 on PostgreSQL */
 };
 
 /* Forward migrations: migrations[v] takes a database from user_version v to v+1.
@@ -277,6 +280,19 @@ static int fk_violations(sqlite3 *db, char **msg) {
     return bad;
 }
 
+/* What the start does to the schema, on one line before it does it: an upgrade's migration
+ * is named with both versions (each step then says it committed), so that an operator
+ * reading the log knows a rollback needs the backup taken before (docs/operations.md). */
+static void log_schema(const char *backend, long long version, long long target) {
+    if (version == target)
+        log_line("info", "database schema is current", "backend=%s version=%lld", backend, version);
+    else if (version == 0)
+        log_line("info", "new database: creating the schema", "backend=%s version=%lld", backend, target);
+    else
+        log_line("info", "migrating the database schema: each step is one transaction; an older server refuses the result",
+                 "backend=%s from=%lld to=%lld steps=%lld", backend, version, target, target - version);
+}
+
 static int migrate(sqlite3 *db, char *err, size_t errlen) {
     sqlite3_stmt *st;
     int version = 0;
@@ -285,9 +301,11 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
     sqlite3_finalize(st);
     int target = (int)(sizeof migrations / sizeof migrations[0]);
     if (version > target) {
-        snprintf(err, errlen, "database schema version %d is newer than this server's %d", version, target);
+        snprintf(err, errlen, "database schema version %d is newer than this server's %d: a newer firstpass-server wrote it; "
+                 "run that version or a newer one, or restore the backup taken before the upgrade (docs/operations.md)", version, target);
         return ERR_DB;
     }
+    log_schema("sqlite", version, target);
     /* A table rebuild (2 -> 3) must not cascade: foreign keys are off while migrating (the
      * pragma is a no-op inside a transaction, hence here) and checked before each COMMIT. */
     if (version < target) sqlite3_exec(db, "PRAGMA foreign_keys=OFF", NULL, NULL, NULL);
@@ -309,6 +327,7 @@ static int migrate(sqlite3 *db, char *err, size_t errlen) {
             rc = ERR_DB;
             break;
         }
+        if (version) log_line("info", "schema migration step committed", "backend=sqlite from=%d to=%d", v, to);
         v = to - 1;
     }
     sqlite3_exec(db, "PRAGMA foreign_keys=ON", NULL, NULL, NULL);
@@ -520,7 +539,10 @@ static int pg_migrate(db_conn *c, char *err, size_t errlen) {
     long long target = STORE_PG_SCHEMA_VERSION;
     int rc = 0;
     if (version < 0) rc = ERR_DB, snprintf(err, errlen, "cannot read the schema version: %s", db_errmsg(c));
-    else if (version > target) rc = ERR_DB, snprintf(err, errlen, "database schema version %lld is newer than this server's %lld", version, target);
+    else if (version > target)
+        rc = ERR_DB, snprintf(err, errlen, "database schema version %lld is newer than this server's %lld: a newer firstpass-server wrote it; "
+                              "run that version or a newer one, or restore the dump taken before the upgrade (docs/operations.md)", version, target);
+    else log_schema("postgresql", version, target);
     for (long long v = version; !rc && v < target; v++) {
         long long to = v == 0 ? target : v + 1;
         char set[96];
@@ -529,6 +551,8 @@ static int pg_migrate(db_conn *c, char *err, size_t errlen) {
             snprintf(err, errlen, "migration to schema version %lld failed: %s", to, db_errmsg(c));
             db_exec(c, "ROLLBACK");
             rc = ERR_DB;
+        } else if (version) {
+            log_line("info", "schema migration step committed", "backend=postgresql from=%lld to=%lld", v, to);
         }
         v = to - 1;
     }
@@ -583,6 +607,41 @@ static db_conn *first_conn(store *s, char *err, size_t errlen) {
     }
 }
 
+/* One server per SQLite file (docs/kubernetes.md, issue 53): the reply cache's write
+ * generation (gen, lgen above) lives in the server's memory, so a second server on the
+ * same file served what the first had changed since from its cache: a session deleted
+ * through one still 200 through the other, an upload missing from its list. That is what a
+ * rolling update or `compose --scale` does. So the store holds flock(LOCK_EX) on
+ * "<db>-lock" for its life (a file of its own: SQLite's locks are fcntl locks on the
+ * database, which an flock there would disturb on NFS); the kernel drops it when the
+ * process ends, SIGKILL included. A second server fails with the holder that the file
+ * names (its pid and host, written by the holder) and the fix. */
+static int lock_sqlite(store *s, char *err, size_t errlen) {
+    char p[4200], holder[160] = "";
+    snprintf(p, sizeof p, "%s-lock", s->path);
+    s->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->lockfd < 0 && errno == EACCES) s->lockfd = open(p, O_RDONLY | O_CLOEXEC); /* another uid's file: the lock needs no write */
+    if (s->lockfd < 0) return snprintf(err, errlen, "cannot open %s: %s", p, strerror(errno)), ERR_IO;
+    if (!flock(s->lockfd, LOCK_EX | LOCK_NB)) {
+        char host[64] = "?", line[160];
+        gethostname(host, sizeof host - 1);
+        int n = snprintf(line, sizeof line, "pid=%ld host=%s since=%lld\n", (long)getpid(), host, (long long)time(NULL));
+        if (!ftruncate(s->lockfd, 0)) (void)!pwrite(s->lockfd, line, (size_t)n, 0); /* best effort: only the message needs it */
+        return 0;
+    }
+    int e = errno;
+    ssize_t n = pread(s->lockfd, holder, sizeof holder - 1, 0);
+    holder[n > 0 ? n : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    close(s->lockfd);
+    s->lockfd = -1;
+    if (e != EWOULDBLOCK) return snprintf(err, errlen, "cannot lock %s: %s", p, strerror(e)), ERR_IO;
+    snprintf(err, errlen, "another firstpass-server serves this SQLite file: %s is locked by %s. One server per SQLite file: "
+             "stop that one first (Kubernetes: replicas 1, strategy Recreate), or run several servers on PostgreSQL (docs/scale.md)",
+             p, holder[0] ? holder : "another process");
+    return ERR_CONFLICT;
+}
+
 store *store_open(const char *path, char *err, size_t errlen) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, sqlite_setup);
@@ -594,11 +653,13 @@ store *store_open(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     s->pg = db_uri_is_pg(path);
+    s->lockfd = -1;
     s->maxopen = (int)env_long("FIRSTPASS_PG_POOL", 16);
     if (s->maxopen < 1) s->maxopen = 1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->health_lock, NULL);
     pthread_cond_init(&s->freed, NULL);
+    if (!s->pg && lock_sqlite(s, err, errlen)) goto fail;
     db_conn *db = first_conn(s, err, errlen);
     if (!db) goto fail;
     if (s->pg ? pg_migrate(db, err, errlen) : migrate(db_sqlite(db), err, errlen)) {
@@ -610,6 +671,7 @@ store *store_open(const char *path, char *err, size_t errlen) {
     store_reserve(s); /* best effort: a full disk at start-up leaves it for later */
     return s;
 fail:
+    if (s->lockfd >= 0) close(s->lockfd);
     pthread_cond_destroy(&s->freed);
     pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);
@@ -623,6 +685,7 @@ void store_close(store *s) {
     if (!s) return;
     for (int i = 0; i < s->npool; i++) db_close(s->pool[i]);
     db_close(s->health);
+    if (s->lockfd >= 0) close(s->lockfd); /* after the last connection: the next server may start */
     pthread_cond_destroy(&s->freed);
     pthread_mutex_destroy(&s->health_lock);
     pthread_mutex_destroy(&s->lock);

@@ -118,18 +118,26 @@ fi
 # (a) the grep lint, always: the rules we hold the Dockerfile to.
 check "lint: no ':latest' tag and no untagged FROM" sh -c "! grep -iE '^FROM ' '$JOINED' | grep -qiE '(:latest\b|^FROM [^: ]+( AS .*)?\$)'"
 check "lint: no ADD of a URL (use curl + checksum in a RUN)" sh -c "! grep -qiE '^ADD .*https?://' '$JOINED'"
-check "lint: runtime stage runs as non-root USER firstpass" sh -c "grep -iE '^USER ' '$RUNTIME' | tail -1 | grep -qE '^USER firstpass(:firstpass)?\$'"
+check "lint: runtime stage runs as USER 10001:10001, numeric (a pod with runAsNonRoot cannot check a name)" sh -c "grep -iE '^USER ' '$RUNTIME' | tail -1 | grep -qE '^USER 10001:10001\$'"
 check "lint: user firstpass is created in the runtime stage" grep -qE 'useradd .*firstpass' "$RUNTIME"
 check "lint: HEALTHCHECK with curl on /healthz" grep -qE '^HEALTHCHECK .*CMD .*curl .*/healthz' "$RUNTIME"
 check "lint: EXPOSE 8080" grep -qE '^EXPOSE 8080$' "$RUNTIME"
-check "lint: VOLUME /data" grep -qE '^VOLUME \[?"?/data"?\]?$' "$RUNTIME"
+check "lint: no VOLUME (each container that mounts none would leave an anonymous volume behind)" sh -c "! grep -qiE '^VOLUME ' '$RUNTIME'"
+check "lint: /data and /backups owned by 10001 and group 0 with the owner's rights (an arbitrary uid in group 0 writes them)" \
+  sh -c "grep -qE 'chown 10001:0 /data /backups' '$RUNTIME' && grep -qE 'chmod 0770 /data /backups' '$RUNTIME'"
+check "lint: the build passes REVISION to make (FP_REVISION) and the runtime labels org.opencontainers.image.revision" \
+  sh -c "grep -qE '^RUN .*make FP_REVISION=\"\\\$REVISION\" server' '$JOINED' && grep -qE '^LABEL .*org\.opencontainers\.image\.revision=\"\\\$REVISION\"' '$RUNTIME'"
 check "lint: apt-get install --no-install-recommends and lists removed in the same RUN" \
   sh -c "! grep -E 'apt-get install' '$RUNTIME' | grep -qvE -- '--no-install-recommends.*rm -rf /var/lib/apt/lists'"
 check "lint: apt-get update and install in one RUN" sh -c "! grep -E '^RUN .*apt-get update' '$JOINED' | grep -qv 'apt-get install'"
-check "lint: CMD in exec form with --bind 0.0.0.0 --db /data/firstpass.db --static /usr/local/share/firstpass/static" \
-  grep -qE '^CMD \["firstpass-server", "--bind", "0\.0\.0\.0", "--db", "/data/firstpass\.db", "--static", "/usr/local/share/firstpass/static"\]$' "$RUNTIME"
-check "lint: VOLUME /backups, owned by firstpass, and ENV FIRSTPASS_BACKUP_DIR=/backups" \
-  sh -c "grep -qE '^VOLUME \\[?\"?/backups\"?\\]?\$' '$RUNTIME' && grep -qE 'chown firstpass:firstpass .*/backups' '$RUNTIME' && grep -qE '^ENV .*FIRSTPASS_BACKUP_DIR=/backups( |\$)' '$RUNTIME'"
+check "lint: CMD [\"firstpass-server\"]: no flag, so every FIRSTPASS_* variable (FIRSTPASS_DB=postgresql://...) takes effect" \
+  grep -qE '^CMD \["firstpass-server"\]$' "$RUNTIME"
+check "lint: ENV FIRSTPASS_DB=/data/firstpass.db, FIRSTPASS_BIND=0.0.0.0, FIRSTPASS_BACKUP_DIR=/backups" \
+  sh -c "grep -qE '^ENV .*FIRSTPASS_DB=/data/firstpass\.db( |\$)' '$RUNTIME' && grep -qE '^ENV .*FIRSTPASS_BIND=0\.0\.0\.0( |\$)' '$RUNTIME' && grep -qE '^ENV .*FIRSTPASS_BACKUP_DIR=/backups( |\$)' '$RUNTIME'"
+check "docker/README.md: every documented \`docker run\` of a server or agent has --stop-timeout (SIGTERM lets uploads finish; Docker's default is 10 s)" \
+  sh -c "! grep -E '^ *docker run ' '$ROOT/docker/README.md' | grep -v -- '--stop-timeout' | grep -q ." 
+check "agent.Dockerfile: USER 10001:10001 and no VOLUME" \
+  sh -c "grep -E '^USER ' '$ROOT/docker/agent.Dockerfile' | tail -1 | grep -qx 'USER 10001:10001' && ! grep -qE '^VOLUME ' '$ROOT/docker/agent.Dockerfile'"
 for v in $(grep -E '^ENV ' "$RUNTIME" | grep -oE 'FIRSTPASS_[A-Z_]+=' | tr -d = | sort -u); do
   check "Dockerfile ENV $v is one the server reads (--help)" sh -c "[ -x '$SERVER' ] && '$SERVER' --help | grep -q '\[$v'"
 done
@@ -201,6 +209,21 @@ EOF
     check "compose.serving env $v is one the server reads (--help)" sh -c "[ -x '$SERVER' ] && '$SERVER' --help | grep -q '\[$v'"
   done
 fi
+PGC=$ROOT/docker/compose.pg.yaml
+if [ -f "$PGC" ] && python3 -c 'import yaml' 2>/dev/null; then
+  check "compose.pg.yaml: the replicas run the image's CMD, FIRSTPASS_DB without a password, PGPASSWORD, FIRSTPASS_MAX_CONNECTIONS_PER_IP as --max-connections (every client is nginx)" \
+    python3 - "$PGC" <<'EOF'
+import sys, yaml
+from urllib.parse import urlparse
+d = yaml.safe_load(open(sys.argv[1]))
+for n in ("firstpass-a", "firstpass-b", "firstpass-c"):
+    s = d["services"][n]
+    e = s["environment"]
+    assert "command" not in s and "entrypoint" not in s, n
+    assert urlparse(e["FIRSTPASS_DB"]).scheme == "postgresql" and urlparse(e["FIRSTPASS_DB"]).password is None and e.get("PGPASSWORD"), n
+    assert int(e["FIRSTPASS_MAX_CONNECTIONS_PER_IP"]) >= int(e.get("FIRSTPASS_MAX_CONNECTIONS", 256)), n
+EOF
+fi
 UPLOAD=${BUILDDIR:-$ROOT/build}/firstpass-upload
 if [ -x "$UPLOAD" ] && command -v readelf >/dev/null; then
   # the agent image's runtime stage installs a package for each library firstpass-upload links
@@ -234,11 +257,10 @@ if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
       chown 65534:65534 "$TMP/data" "$TMP/backups"; chmod 755 "$TMP"
       runas=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     fi
-    # the image's ENV; CMD's flags win over FIRSTPASS_BIND/DB/STATIC, FIRSTPASS_PORT is honoured
-    env FIRSTPASS_PORT="$port" FIRSTPASS_BIND=0.0.0.0 FIRSTPASS_DB=/nonexistent/ignored.db FIRSTPASS_STATIC=/nonexistent \
-      FIRSTPASS_BACKUP_DIR="$TMP/backups" \
-      "${runas[@]}" "$TMP/out/usr/local/bin/firstpass-server" --bind 127.0.0.1 --db "$TMP/data/firstpass.db" \
-      --static "$TMP/out/usr/local/share/firstpass/static" >"$TMP/server.log" 2>&1 &
+    # the image's ENV (re-rooted) and its CMD, which passes no flag: the environment alone
+    env FIRSTPASS_PORT="$port" FIRSTPASS_BIND=127.0.0.1 FIRSTPASS_DB="$TMP/data/firstpass.db" \
+      FIRSTPASS_STATIC="$TMP/out/usr/local/share/firstpass/static" FIRSTPASS_BACKUP_DIR="$TMP/backups" \
+      "${runas[@]}" "$TMP/out/usr/local/bin/firstpass-server" >"$TMP/server.log" 2>&1 &
     SPID=$!
     up=0
     for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null && { up=1; break; }; sleep 0.1; done
@@ -255,6 +277,17 @@ if [ "${DOCKER_CHECK_INSTALL:-1}" != 0 ]; then
   fi
 else
   echo "SKIP install-layout smoke check (DOCKER_CHECK_INSTALL=0)"
+fi
+
+# ---- 8. deploy/kubernetes, statically (tests/kubernetes/check.py; docker/ci.sh plays the pods) ----
+if python3 -c 'import yaml' 2>/dev/null; then
+  if python3 "$ROOT/tests/kubernetes/check.py" --server "$SERVER" >"$TMP/kube.txt" 2>&1; then
+    ok "deploy/kubernetes: $(tail -1 "$TMP/kube.txt") (tests/kubernetes/check.py)"
+  else
+    ko "deploy/kubernetes (tests/kubernetes/check.py):"; grep -v '^PASS' "$TMP/kube.txt" | sed 's/^/    /'
+  fi
+else
+  ko "deploy/kubernetes: python3-yaml is missing (scripts/install-deps.sh test)"
 fi
 
 echo "NOTE the image itself was not built and no container was run (no Docker engine here)"

@@ -76,6 +76,15 @@ test('GET /healthz', async () => {
   await call('POST', '/healthz', {}, 405);
 });
 
+test('GET /livez and /readyz: the process and its build, the database', async () => {
+  const live = (await call('GET', '/livez', {}, 200)).body;
+  assert.equal(live.version, '0.1.0');
+  const ready = (await call('GET', '/readyz', {}, 200)).body;
+  assert.deepEqual(ready, (await call('GET', '/healthz', {}, 200)).body);
+  await call('POST', '/livez', {}, 405);
+  await call('POST', '/readyz', {}, 405);
+});
+
 // ---------------------------------------------------------------- uploads
 
 async function upload(name, path, opts) {

@@ -47,6 +47,10 @@ static int teardown(void **state) {
     unlink(p);
     snprintf(p, sizeof p, "%s-shm", dbpath);
     unlink(p);
+    snprintf(p, sizeof p, "%s-lock", dbpath); /* one server per file (store.c) */
+    unlink(p);
+    snprintf(p, sizeof p, "%s-reserve", dbpath);
+    unlink(p);
     return 0;
 }
 

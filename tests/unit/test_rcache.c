@@ -136,8 +136,8 @@ static void test_store_generations_for_uploads_and_writes(void **state)
     assert_int_equal(store_list_generation(st), l + 2);
     store_close(st);
     char f[96];
-    const char *const suffix[] = {"", "-wal", "-shm"};
-    for (int i = 0; i < 3; i++) { snprintf(f, sizeof f, "%s%s", db, suffix[i]); remove(f); }
+    const char *const suffix[] = {"", "-wal", "-shm", "-lock", "-reserve"};
+    for (int i = 0; i < 5; i++) { snprintf(f, sizeof f, "%s%s", db, suffix[i]); remove(f); }
     rmdir(path);
 }
 

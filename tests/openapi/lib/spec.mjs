@@ -96,7 +96,7 @@ export function documentedResponses() {
         // tests/reliability/hostile.sh case_diskfull's: a tmpfs in a mount namespace)
         if (status === '500' || status === '507') continue;
         // nor can a database outage here (SQLite); tests/pg/test_outage.py provokes it on PostgreSQL
-        if (status === '503' && template === '/healthz') continue;
+        if (status === '503' && (template === '/healthz' || template === '/readyz')) continue;
         if (r0.$ref === '#/components/responses/DatabaseUnreachable') continue;
         const r = deref(r0);
         const types = Object.keys(r.content ?? {});
