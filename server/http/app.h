@@ -19,6 +19,7 @@ typedef struct server_cfg {
     unsigned long long max_tracks;   /* --max-tracks distinct (pid, tid) per upload, default 10,000 */
     unsigned long long max_name_bytes_per_event; /* --max-name-bytes-per-event, default 4096 */
     unsigned long long max_distinct; /* --max-distinct strings and operators by shapes per upload, default 256K */
+    unsigned long long max_steps;    /* --max-steps split and stored one by one per upload, default 10,000 */
     unsigned max_connections;  /* --max-connections, default 256 */
     unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
     unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */

@@ -734,6 +734,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     if (!l) goto oom;
     l->st = st;
     l->opts = *o;
+    l->t.max_steps = o->max_steps;
     l->t.start_us = INFINITY;
     l->t.end_us = -INFINITY;
     l->t.strs = intern_new();
@@ -822,7 +823,8 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
     const trace_ctx *t = &l->t;
     store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
-                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic};
+                           a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic,
+                           a->steps, a->step_count, a->step_mean_us, a->step_sd_us, l->opts.idempotency_key};
     char err[256];
     int rc = store_commit_session(l->st, t->db, l->hold, &in, id, err, sizeof err);
     return rc ? set_err(l, rc, err) : 0;

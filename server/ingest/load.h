@@ -22,6 +22,8 @@ typedef struct load_opts {
     unsigned long long max_tracks; /* 0: no limit; a track more: ERR_TOOBIG */
     unsigned long long max_name_bytes_per_event; /* 0: no limit; see LOAD_NAME_BYTES_FREE */
     unsigned long long max_distinct; /* 0: no limit; see below */
+    unsigned long long max_steps; /* 0: no limit; the steps the analysis splits (trace.h) */
+    const char *idempotency_key; /* the upload's Idempotency-Key, claimed (store/idem.h), or NULL */
 } load_opts;
 
 /* max_distinct (--max-distinct) bounds what an upload holds in memory per distinct text, a

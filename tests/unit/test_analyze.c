@@ -57,7 +57,7 @@ static int import_bytes(const void *data, size_t len, size_t piece, int gzip, lo
     import_opts o = {"t", NULL, 0, gzip, 0};
     importer *im = NULL;
     unsigned long long events = 0;
-    int rc = import_begin(pool, &o, &im, err, 256);
+    int rc = import_begin(pool, &o, &im, NULL, err, 256);
     for (size_t off = 0; off < len && !rc; off += piece) rc = import_feed(im, (const char *)data + off, len - off < piece ? len - off : piece);
     if (!rc) rc = import_finish(im, id, &events);
     if (rc && im) snprintf(err, 256, "%s", import_error(im));
