@@ -678,6 +678,7 @@ static const route routes[] = {
     {"POST", "/api/v1/captures", capture_h_create, CACHE_NO},
     {"GET", "/api/v1/captures/{id}", capture_h_get, CACHE_NO},
     {"POST", "/api/v1/captures/{id}/status", capture_h_status, CACHE_NO},
+    {"POST", "/api/v1/captures/{id}/cancel", capture_h_cancel, CACHE_NO},
     {"PUT", "/api/v1/agents/{name}", capture_h_agent_put, CACHE_NO},
     {"POST", "/api/v1/agents/{name}/poll", capture_h_agent_poll, CACHE_NO},
     {NULL, NULL, NULL, CACHE_NO},
