@@ -381,19 +381,23 @@
   // the window (a DataLoader phase of 6 instances is 6 steps' worth), so they get a chart of
   // their own, never the steps' axis.
   async function loadSteps() {
-    const j = await api(`${base}/steps`);
+    // the first 1,000 steps drawn (the API pages them, issue 50); the mean is of them all
+    const j = await api(`${base}/steps${qs({ limit: 1000 })}`);
     const roles = j.roles || Object.keys(ROLE_COLORS);
     const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
     const steps = j.steps || [], phases = j.phases || [], mean = j.mean;
+    const total = j.total ?? steps.length;
     const meanDur = mean ? (mean.dur_us ?? roles.reduce((a, k) => a + (mean[`${k}_us`] || 0), 0)) : 0;
-    const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${steps.length} step${steps.length === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
+    const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${total} step${total === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
       .concat(steps.map((r) => ({ label: r.name, parts: part(r) })));
     const note = document.getElementById('steps-note');
     note.dataset.meanUs = mean ? String(meanDur) : '';
     note.replaceChildren(...(steps.length
       ? [el('b', { id: 'step-mean', dataset: { value: meanDur } }, `Mean step ${fmtTime(meanDur)}`),
-        ` over ${steps.length} step${steps.length === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
-        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}. Each role's share of the mean step:`]
+        ` over ${total} step${total === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
+        `${total > steps.length ? `, the first ${steps.length} drawn` : ''}` +
+        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}` +
+        `${j.steps_over_cap ? `; ${j.steps_over_cap} more past the server's --max-steps, not split` : ''}. Each role's share of the mean step:`]
       : ['No ProfilerStep in this trace.']));
     const box = document.getElementById('steps-chart');
     const share = (k) => (meanDur ? fmtShare(mean[`${k}_us`] || 0, meanDur) : '—');

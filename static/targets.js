@@ -12,6 +12,7 @@
     flushing: 'flushing: the engine writes its traces, then the agent sends them',
     uploaded: 'uploaded',
     failed: 'failed',
+    cancelled: 'cancelled',
   };
   let watched = Number(FP.param('capture')) || null; // the capture whose progress is shown
   let limits = null;
@@ -156,11 +157,14 @@
     if (busy) return;
     busy = true;
     try {
-      const t = await api('/api/v1/targets');
+      // a page of targets (the API pages them, issue 50): the first PAGE by name
+      const PAGE = 500;
+      const t = await api(`/api/v1/targets?limit=${PAGE}`);
       limits = t.limits;
       document.getElementById('limits').textContent =
         `Server limits: at most ${limits.max_seconds} s or ${limits.max_steps} steps a capture, ${limits.captures_per_hour} captures a target an hour; ` +
-        `an agent silent for ${limits.agent_timeout_s} s is offline and its captures fail.`;
+        `an agent silent for ${limits.agent_timeout_s} s is offline and its captures fail.` +
+        (t.total > t.targets.length ? ` Showing the first ${t.targets.length} of ${fmtInt(t.total)} targets, by name.` : '');
       lastTargets = t.targets;
       draw();
       const l = await api('/api/v1/captures?limit=20');
