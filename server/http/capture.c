@@ -392,8 +392,9 @@ static void wait_a_while(unsigned long *gen, const struct timespec *deadline) {
     pthread_mutex_unlock(&g_lock);
 }
 
-/* The poll's reply: the capture handed out (or null) and the ids of the agent's captures
- * cancelled after a poll took them, within --agent-timeout (it stops those it runs). */
+/* The poll's reply: the capture handed out (or null) and, when there are any, the ids of the
+ * agent's captures cancelled after a poll took them, within --agent-timeout (it stops those it
+ * runs). Why only then: the reply keeps its shape for every agent that has nothing to stop. */
 static int poll_reply(app *a, http_reply *out, const char *name, json_t *cap) {
     json_t *ids = NULL;
     int rc_;
@@ -403,7 +404,10 @@ static int poll_reply(app *a, http_reply *out, const char *name, json_t *cap) {
         json_decref(cap);
         return fail(out, rc_);
     }
-    return http_json(out, 200, json_pack("{s:o,s:o}", "capture", cap ? cap : json_null(), "cancelled", ids));
+    json_t *r = json_pack("{s:o}", "capture", cap ? cap : json_null());
+    if (json_array_size(ids)) json_object_set(r, "cancelled", ids);
+    json_decref(ids);
+    return http_json(out, 200, r);
 }
 
 int capture_h_agent_poll(app *a, http_req *rq, http_reply *out) {
