@@ -40,7 +40,7 @@ typedef struct server_cfg {
     unsigned captures_per_hour;      /* --captures-per-hour: captures of one target in any hour, default 6 */
     unsigned agent_timeout_s;        /* --agent-timeout: an agent silent this long fails its captures, default 60 */
     unsigned max_polls;              /* --max-polls: agents' long polls waiting at once, default 32 */
-    unsigned claim_timeout_s;        /* --claim-timeout: a capture handed out and not confirmed goes back, default 15 */
+    unsigned claim_timeout_s;        /* --claim-timeout: a capture handed out and not confirmed goes back, default 90 */
     unsigned long long agent_expiry_s; /* --agent-expiry: an agent silent this long is forgotten with its targets, default 86400; 0 never */
     unsigned long long max_agents;   /* --max-agents registered at once, default 10,000; 0 no limit */
     unsigned long long max_targets;  /* --max-targets registered at once, default 10,000; 0 no limit */

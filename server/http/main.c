@@ -115,7 +115,7 @@ static const opt opts[] = {
      "[FIRSTPASS_MAX_POLLS] (default 32)"},
     {"claim-timeout", OPT_UINT, CFG(claim_timeout_s), 1, 0, "SECONDS",
      "a capture a poll handed out goes back to the queue when its agent\nhas not confirmed it (a status report) this long after\n"
-     "[FIRSTPASS_CLAIM_TIMEOUT] (default 15)"},
+     "[FIRSTPASS_CLAIM_TIMEOUT] (default 90: firstpass-upload reports\nonce /start_profile answers, which it waits 60 s for)"},
     {"agent-expiry", OPT_SIZE, CFG(agent_expiry_s), 0, 0, "SECONDS",
      "an agent not heard from this long is forgotten, with its targets\n(never sooner than --agent-timeout) [FIRSTPASS_AGENT_EXPIRY]\n"
      "(default 86400; 0 = never)"},
@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .min_download_rate = 8192, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
-    cfg.claim_timeout_s = 15, cfg.agent_expiry_s = 86400, cfg.max_agents = 10000, cfg.max_targets = 10000;
+    cfg.claim_timeout_s = 90, cfg.agent_expiry_s = 86400, cfg.max_agents = 10000, cfg.max_targets = 10000;
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
     /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL
