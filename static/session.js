@@ -22,7 +22,7 @@
   const summary = FP.once(base, { quiet: true }); // trend.js reads the same reply
   // The first screen's replies are asked for at once, beside the summary, not after it (issue
   // 51, item 7: the first screen in under a second). Quiet: a missing session is one message.
-  const firstScreen = { suspects: FP.once(`${base}/suspects`, { quiet: true }), steps: FP.once(`${base}/steps`, { quiet: true }) };
+  const firstScreen = { suspects: FP.once(`${base}/suspects`, { quiet: true }), steps: FP.once(`${base}/steps${qs({ limit: 1000 })}`, { quiet: true }) };
   for (const p of Object.values(firstScreen)) p.catch(() => {}); // handled where awaited; never an unhandled rejection
   const shown = (p) => p.catch((e) => { FP.showError(e.message); throw e; });
   async function loadSummary() {
@@ -429,19 +429,23 @@
   // the window (a DataLoader phase of 6 instances is 6 steps' worth), so they get a chart of
   // their own, never the steps' axis.
   async function loadSteps() {
+    // the first 1,000 steps drawn (the API pages them, issue 50); the mean is of them all
     const j = await shown(firstScreen.steps);
     const roles = j.roles || Object.keys(ROLE_COLORS);
     const part = (r) => Object.fromEntries(roles.map((k) => [k, r[`${k}_us`] || 0]));
     const steps = j.steps || [], phases = j.phases || [], mean = j.mean;
+    const total = j.total ?? steps.length;
     const meanDur = mean ? (mean.dur_us ?? roles.reduce((a, k) => a + (mean[`${k}_us`] || 0), 0)) : 0;
-    const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${steps.length} step${steps.length === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
+    const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${total} step${total === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
       .concat(steps.map((r) => ({ label: r.name, parts: part(r) })));
     const note = document.getElementById('steps-note');
     note.dataset.meanUs = mean ? String(meanDur) : '';
     note.replaceChildren(...(steps.length
       ? [el('b', { id: 'step-mean', dataset: { session: id, value: meanDur, fig: 'mean step' } }, `Mean step ${fmtTime(meanDur)}`),
-        ` over ${steps.length} step${steps.length === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
-        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}. ` +
+        ` over ${total} step${total === 1 ? '' : 's'} (ProfilerStep#N to the end of its GPU work, as tb-profiler counts them)` +
+        `${total > steps.length ? `, the first ${steps.length} drawn` : ''}` +
+        `${j.dropped_steps ? `; ${j.dropped_steps} more not counted (no GPU work, or a step cut by the window)` : ''}` +
+        `${j.steps_over_cap ? `; ${j.steps_over_cap} more past the server's --max-steps, not split` : ''}. ` +
         "Each role's time in the mean step and its share (roles take the time in priority order, GPU work first, as tb-profiler's " +
         "overview does: data loading is the step's time inside a DataLoader range that no GPU work or runtime call covers, not the range's wall time):"]
       : ['No ProfilerStep in this trace.']));

@@ -12,6 +12,7 @@
     flushing: 'flushing: the engine writes its traces, then the agent sends them',
     uploaded: 'uploaded',
     failed: 'failed',
+    cancelled: 'cancelled',
   };
   let watched = Number(FP.param('capture')) || null; // the capture whose progress is shown
   let limits = null;
@@ -187,9 +188,11 @@
     if (busy) return;
     busy = true;
     try {
+      // a page of targets (the API pages them, issue 50): the first PAGE by name
+      const PAGE = 500;
       let t;
       try {
-        t = await api('/api/v1/targets', { headers: readHeaders(), quiet: auth.read_auth });
+        t = await api(`/api/v1/targets?limit=${PAGE}`, { headers: readHeaders(), quiet: auth.read_auth });
       } catch (e) {
         if (e.status === 401 || e.status === 403) { auth = { tokens: true, read_auth: true }; showToken(true); }
         throw e;
@@ -200,7 +203,8 @@
       limits = t.limits;
       document.getElementById('limits').textContent =
         `Server limits: at most ${limits.max_seconds} s or ${limits.max_steps} steps a capture, ${limits.captures_per_hour} captures a target an hour; ` +
-        `an agent silent for ${limits.agent_timeout_s} s is offline and its captures fail.`;
+        `an agent silent for ${limits.agent_timeout_s} s is offline and its captures fail.` +
+        (t.total > t.targets.length ? ` Showing the first ${t.targets.length} of ${fmtInt(t.total)} targets, by name.` : '');
       lastTargets = t.targets;
       draw();
       const l = await api('/api/v1/captures?limit=20', { headers: readHeaders() });

@@ -348,9 +348,13 @@ typedef struct A {
     mrow *mrows;                   /* memory.c: the [memory] rows, in walk order, until mem_sql */
     size_t nmrows, capmrows;
     int mem_sql;                   /* memory.c: the rows are in wscratch.mem */
-    step *steps;                   /* the ProfilerStep#N ranges, in pop order */
+    step *steps;                   /* the ProfilerStep#N ranges, in pop order; at most
+                                    * t->max_steps, the earliest by start (host.c: a max-heap by
+                                    * start once more came) */
     long walk_track;               /* host.c: the thread the walk is on */
     size_t nsteps, capsteps;
+    size_t steps_over;             /* ranges past t->max_steps: counted, not kept */
+    double steps_over_us;          /* their host durations, summed */
     struct effic_state *eff;       /* effic.c: the efficiency pass's sums, NULL when it is off */
     unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
     signed char *kcausal;          /* per string id: a flash kernel's causal flag (flops_kernel_causal), -1 none */

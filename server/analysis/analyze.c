@@ -42,6 +42,7 @@
 #include "lib/cuda.h"
 #include "lib/err.h"
 #include "lib/log.h"
+#include "lib/meansd.h"
 #include "lib/mono.h"
 #include "lib/tlblob.h"
 #include "lib/vec.h"
@@ -82,11 +83,11 @@ static void op_totals(A *a, double *self_cpu, double *self_cuda, long long *call
 }
 
 /* What the sessions list shows beside the totals (issue 51, item 7), copied from the report
- * document so that a list row needs no second read: the mean step (GET /steps' mean.dur_us,
+ * and the step breakdown so that a list row needs no second read: the mean step (GET /steps' mean.dur_us,
  * tb-profiler's steps; null without steps) and the top suspect's category, culprit and share
  * of the wall (null when nothing fired). */
-static void list_figures(json_t *doc, const json_t *report) {
-    const json_t *mean = json_object_get(json_object_get(report, "breakdown"), "mean");
+static void list_figures(json_t *doc, const json_t *report, const json_t *breakdown) {
+    const json_t *mean = json_object_get(breakdown, "mean");
     const json_t *dur = json_object_get(mean, "dur_us");
     json_object_set_new(doc, "step_mean_us", json_is_number(dur) ? json_real(json_number_value(dur)) : json_null());
     const json_t *top = json_array_get(json_object_get(json_object_get(report, "suspects"), "suspects"), 0);
@@ -96,7 +97,21 @@ static void list_figures(json_t *doc, const json_t *report) {
                                                 : json_null());
 }
 
-static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *effic) {
+/* The breakdown into out->steps, with the gate's numbers of its steps (analysis.step_*). */
+static int step_numbers(json_t *breakdown, analysis *out) {
+    const json_t *steps = json_object_get(breakdown, "steps"), *x;
+    size_t n = json_array_size(steps), i;
+    double *d = n ? malloc(n * sizeof *d) : NULL;
+    if (n && !d) return ERR_NOMEM;
+    json_array_foreach(steps, i, x) d[i] = json_number_value(json_object_get(x, "dur_us"));
+    mean_sd(d, n, &out->step_mean_us, &out->step_sd_us);
+    free(d);
+    out->step_count = (long long)n;
+    out->steps = json_incref(breakdown);
+    return 0;
+}
+
+static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *breakdown, const json_t *effic) {
     double self_cpu, self_cuda, cpu_total_top = 0;
     long long calls;
     op_totals(a, &self_cpu, &self_cuda, &calls);
@@ -129,7 +144,7 @@ static json_t *summary_doc(A *a, json_t *gpu, json_t *report, const json_t *effi
                             "calls", calls, "gpu_idle_fraction", idle ? idle : json_null(), "gpu_utilization",
                             json_is_number(util) ? util : json_null(),
                             "top_cuda_operator", top ? json_string(an_str(a, top->name)) : json_null(), "smells", smells);
-    if (doc) list_figures(doc, report);
+    if (doc) list_figures(doc, report, breakdown);
     return doc;
 }
 
@@ -288,9 +303,11 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
         if (!rc) rc = report_draft(&in, &out->report);
         if (rc == ERR_DB) an_dberr(&a);
         if (!rc) json_object_set(out->report, "suspects", suspects);
-        if (!rc && breakdown) json_object_set(out->report, "breakdown", breakdown);
+        /* The breakdown is a document of its own (GET /steps, paged): /report and /suspects no
+         * longer parse it, and the gate reads its numbers (issue 50). */
+        if (!rc && breakdown) rc = step_numbers(breakdown, out);
         if (!rc) json_object_set(out->report, "memory", memory);
-        if (!rc) out->summary = summary_doc(&a, out->gpu, out->report, effic);
+        if (!rc) out->summary = summary_doc(&a, out->gpu, out->report, breakdown, effic);
         if (!rc) out->effic = json_incref(effic);
         if (!rc && (!out->gpu || !out->timeline || !out->report || !out->summary)) rc = ERR_NOMEM;
         STEP_END("documents");
@@ -332,6 +349,7 @@ void analysis_free(analysis *a) {
     json_decref(a->timeline);
     json_decref(a->summary);
     json_decref(a->effic);
+    json_decref(a->steps);
     memset(a, 0, sizeof *a);
 }
 

@@ -31,6 +31,12 @@ typedef struct analysis {
     json_t *timeline; /* {"tracks":[...],"phases":[...],"gaps":[...],"start_us","end_us"} */
     json_t *summary;  /* sessions.summary */
     json_t *effic;    /* GET /efficiency reply (effic.c) */
+    json_t *steps;    /* GET /steps (steps.c: the step breakdown), NULL when the trace has none */
+    /* The regression gate's numbers of the breakdown's steps (history.h), stored beside it so
+     * that no read parses the breakdown for them: how many, their mean and sample standard
+     * deviation (lib/meansd.h), us; 0, 0, 0 without steps. */
+    long long step_count;
+    double step_mean_us, step_sd_us;
 } analysis;
 
 int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen);

@@ -2,6 +2,7 @@
  * operator table's walk rows (wscratch.op_rows; its GPU rows: gpurows.c) and the phases
  * (wscratch.ph). Definitions: analyze.c. Reads scratch.ev and scratch.hblk. */
 
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -85,11 +86,49 @@ static opcall call_of(A *a, const frame *f) {
                     f->cpu_mem, f->self_cpu_mem, f->cuda_mem, f->self_cuda_mem};
 }
 
-/* The ProfilerStep#N ranges' durations, for the step statistics (suspects.c). */
+/* Restores the max-heap by start of h[0..n) below i (the latest start on top). */
+static void step_heap_down(step *h, size_t n, size_t i) {
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && h[l].ts > h[m].ts) m = l;
+        if (r < n && h[r].ts > h[m].ts) m = r;
+        if (m == i) return;
+        step t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* The ProfilerStep#N ranges, for the step statistics (suspects.c) and the breakdown
+ * (steps.c): at most t->max_steps (--max-steps), the earliest by start. Why a cap: every
+ * later surface holds each step (the breakdown ~2 KB a step as JSON), and one name for all
+ * makes 1M steps a 2.7 MB upload that --max-distinct never counts (issue 50: 2 GB peak, a
+ * 200 MB stored breakdown). Past the cap the kept ones become a max-heap by start (the walk
+ * goes thread by thread, so a later range may start earlier): a range starting before the
+ * latest kept one takes its place; whichever is left out is counted in steps_over, its host
+ * time in steps_over_us. Every reader sorts the steps by start, so the heap's order is moot;
+ * under the cap the order stays the walk's. */
 static int note_step(A *a, const frame *f) {
     if (f->cls != EV_HOST_OP || f->kind != a->ua_kind || an_fold(a, f->name) != a->step_name) return 0;
-    if (VEC_RESERVE(a->steps, a->capsteps, a->nsteps + 1, 64)) return ERR_NOMEM;
-    a->steps[a->nsteps++] = (step){f->ts, f->te, f->dur, f->name, a->walk_track};
+    step s = {f->ts, f->te, f->dur, f->name, a->walk_track};
+    size_t cap = (size_t)a->t->max_steps;
+    if (!cap || a->nsteps < cap) {
+        if (VEC_RESERVE(a->steps, a->capsteps, a->nsteps + 1, 64)) return ERR_NOMEM;
+        a->steps[a->nsteps++] = s;
+        return 0;
+    }
+    assert(a->nsteps == cap);
+    if (!a->steps_over) /* the first one past the cap: the kept ones become the heap */
+        for (size_t i = cap / 2; i-- > 0;) step_heap_down(a->steps, cap, i);
+    a->steps_over++;
+    if (s.ts < a->steps[0].ts) {
+        a->steps_over_us += a->steps[0].dur;
+        a->steps[0] = s;
+        step_heap_down(a->steps, cap, 0);
+    } else {
+        a->steps_over_us += s.dur;
+    }
     return 0;
 }
 
@@ -673,7 +712,10 @@ static const char *band_name(const char *s, char *buf, size_t n) { return utf8_c
 int an_step_phase(A *a, const json_t *breakdown) {
     const json_t *bs = json_object_get(breakdown, "steps"), *r;
     size_t n = json_array_size(bs), i;
-    if (!n || a->step_name < 0) return 0;
+    /* Past --max-steps the breakdown holds the earliest steps only: the row stays the walk's,
+     * every range counted, so that per-step figures (regressions' basis) divide whole-trace
+     * totals by every step. */
+    if (!n || a->step_name < 0 || a->steps_over) return 0;
     double total = 0, busy = 0;
     json_array_foreach(bs, i, r) {
         double ts = json_number_value(json_object_get(r, "start_us")), dur = json_number_value(json_object_get(r, "dur_us"));

@@ -487,8 +487,9 @@ int an_steps_doc(A *a, json_t **out) {
         /* the mean step beside its roles (issue 42: one step mean, this one, on every surface) */
         if (n) json_object_set_new(mean, "dur_us", json_real(dur));
         for (int j = 0; j < nph; j++) json_array_append_new(phases, phase_json(a, &L[1 + j], &a->phases[used[j]]));
-        *out = json_pack("{s:o,s:o,s:o,s:o,s:I}", "roles", roles, "steps", steps, "mean", mean, "phases", phases, "dropped_steps",
-                         (json_int_t)(a->nsteps - n));
+        /* steps_over_cap: the ranges past --max-steps (host.c), in no step of the list */
+        *out = json_pack("{s:o,s:o,s:o,s:o,s:I,s:I}", "roles", roles, "steps", steps, "mean", mean, "phases", phases, "dropped_steps",
+                         (json_int_t)(a->nsteps - n), "steps_over_cap", (json_int_t)a->steps_over);
         if (!*out) rc = ERR_NOMEM;
     } else {
         json_decref(roles);

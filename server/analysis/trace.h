@@ -120,6 +120,9 @@ typedef struct trace_ctx {
      * for the efficiency pass; not in meta, so downloads and replies stay as they were. */
     struct { long long dev; double bw; } gpu_bw[16];
     int ngpu_bw;
+    /* The steps (ProfilerStep#N ranges) the analysis holds and splits at most, the earliest by
+     * start (--max-steps, host.c); 0: no limit. */
+    unsigned long long max_steps;
 } trace_ctx;
 
 #endif

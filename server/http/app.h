@@ -19,6 +19,7 @@ typedef struct server_cfg {
     unsigned long long max_tracks;   /* --max-tracks distinct (pid, tid) per upload, default 10,000 */
     unsigned long long max_name_bytes_per_event; /* --max-name-bytes-per-event, default 4096 */
     unsigned long long max_distinct; /* --max-distinct strings and operators by shapes per upload, default 256K */
+    unsigned long long max_steps;    /* --max-steps split and stored one by one per upload, default 10,000 */
     unsigned max_connections;  /* --max-connections, default 256 */
     unsigned max_uploads;      /* --max-uploads concurrent, default 4 */
     unsigned timeout_s;        /* --timeout idle connection seconds, default 60 */
@@ -39,6 +40,10 @@ typedef struct server_cfg {
     unsigned captures_per_hour;      /* --captures-per-hour: captures of one target in any hour, default 6 */
     unsigned agent_timeout_s;        /* --agent-timeout: an agent silent this long fails its captures, default 60 */
     unsigned max_polls;              /* --max-polls: agents' long polls waiting at once, default 32 */
+    unsigned claim_timeout_s;        /* --claim-timeout: a capture handed out and not confirmed goes back, default 90 */
+    unsigned long long agent_expiry_s; /* --agent-expiry: an agent silent this long is forgotten with its targets, default 86400; 0 never */
+    unsigned long long max_agents;   /* --max-agents registered at once, default 10,000; 0 no limit */
+    unsigned long long max_targets;  /* --max-targets registered at once, default 10,000; 0 no limit */
     unsigned long long min_download_rate; /* --min-download-rate: a reply taken slower (bytes/s, deadline.h) is cut; default 8192; 0 off */
     const char *devices_file;        /* --devices: device rows for the efficiency figures (devfile.h); NULL: none */
     int reanalyse;                   /* --reanalyse: re-analyse the older sessions, then exit (ingest/reanalyse.h) */

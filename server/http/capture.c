@@ -48,7 +48,9 @@ void capture_http_stop(void) {
 }
 
 static cap_limits limits_of(const app *a) {
-    cap_limits l = {a->cfg->max_capture_seconds, a->cfg->max_capture_steps, a->cfg->captures_per_hour, a->cfg->agent_timeout_s};
+    const server_cfg *c = a->cfg;
+    cap_limits l = {c->max_capture_seconds, c->max_capture_steps, c->captures_per_hour, c->agent_timeout_s, c->claim_timeout_s,
+                    (long long)c->agent_expiry_s, (long long)c->max_agents, (long long)c->max_targets};
     return l;
 }
 
@@ -56,6 +58,18 @@ static int fail(http_reply *out, int rc) {
     if (rc == ERR_DBDOWN) return http_error(out, ERR_DBDOWN, "the database does not answer: try again later");
     if (rc == ERR_FULL) return http_error(out, ERR_FULL, "the disk is full");
     return http_error(out, rc, "the query failed");
+}
+
+/* The longest name taken in (a path segment or a body's member) before its repair: longer is
+ * refused (400), so the repair's input is bounded too. */
+#define NAME_IN_MAX 1024
+
+/* A name as stored (captures_name_repair: over CAP_NAME_MAX it is cut and ends with a hash
+ * of the whole, never cut silently): 0 with out, or ERR_PARAM with the 400 naming what. */
+static int repaired(const char *in, size_t n, const char *what, char out[CAP_NAME_MAX + 1], http_reply *reply) {
+    if (n <= NAME_IN_MAX && !captures_name_repair(in, n, out)) return 0;
+    return http_error(reply, ERR_PARAM, "%s is 1 to %d of [A-Za-z0-9._-] (a longer one is cut to %d and ends with a hash of the whole)",
+                      what, NAME_IN_MAX, CAP_NAME_MAX);
 }
 
 static long long now_s(void) { return (long long)time(NULL); }
@@ -85,24 +99,38 @@ static int str_member(const json_t *doc, const char *key, size_t max, int requir
     return 0;
 }
 
-/* The {name} of /api/v1/agents/{name}[/poll] into name: 0, or ERR_PARAM with the 400. */
-static int agent_name(http_req *rq, http_reply *out, char *name, size_t n) {
+/* The {name} of /api/v1/agents/{name}[/poll] into name, repaired (issue 50: a 65-byte name
+ * was cut to 64 silently, so two agents could share one): 0, or ERR_PARAM with the 400. */
+static int agent_name(http_req *rq, http_reply *out, char name[CAP_NAME_MAX + 1]) {
     const char *p = rq->path + strlen("/api/v1/agents/");
-    size_t k = strcspn(p, "/");
-    if (k >= n) k = n - 1;
-    snprintf(name, n, "%.*s", (int)k, p);
-    if (!captures_name_ok(name)) return http_error(out, ERR_PARAM, "an agent's name is 1 to %d of [A-Za-z0-9._-]", CAP_NAME_MAX);
-    return 0;
+    return repaired(p, strcspn(p, "/"), "an agent's name", name, out);
 }
 
 /* ---- targets and captures, for people and the dashboard ---- */
 
+/* An integer parameter in [lo, hi] (dflt when absent): 0, or ERR_PARAM with the 400. */
+static int int_query(http_req *rq, http_reply *out, const char *key, long long dflt, long long lo, long long hi, long long *v) {
+    const char *s = http_query(rq, key);
+    *v = dflt;
+    if (!s) return 0;
+    char *end;
+    errno = 0;
+    long long x = strtoll(s, &end, 10);
+    if (!*s || *end || errno || x < lo || x > hi)
+        return http_error(out, ERR_PARAM, "%s must be an integer from %lld to %lld, not '%.64s'", key, lo, hi, s);
+    *v = x;
+    return 0;
+}
+
 int capture_h_targets(app *a, http_req *rq, http_reply *out) {
     cap_limits lim = limits_of(a);
-    long long now = now_s();
+    long long now = now_s(), off, lim_n;
+    /* paged (issue 50): 32,000 targets were one 137 MB reply */
+    if (int_query(rq, out, "offset", 0, 0, 1LL << 40, &off) || int_query(rq, out, "limit", CAPTURE_TARGETS_PAGE, 1, CAP_PAGE_MAX, &lim_n))
+        return ERR_PARAM;
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, captures_expire(db_, now, lim.agent_timeout_s) ? ERR_DB : captures_targets(db_, now, &lim, &body));
+    WITH_DB(a, out, captures_expire(db_, now, &lim) ? ERR_DB : captures_targets(db_, now, &lim, off, lim_n, &body));
     if (rc_) return fail(out, rc_);
     /* whether writes (Profile now) need a bearer token: the page shows its token box only
      * then (issue 51, item 5); read_auth: reads need one too */
@@ -130,9 +158,11 @@ int capture_h_targets(app *a, http_req *rq, http_reply *out) {
 }
 
 int capture_h_list(app *a, http_req *rq, http_reply *out) {
-    const char *target = http_query(rq, "target"), *ls = http_query(rq, "limit");
+    const char *tq = http_query(rq, "target"), *ls = http_query(rq, "limit"), *target = NULL;
+    char tname[CAP_NAME_MAX + 1];
     long long limit = 50;
-    if (target && !captures_name_ok(target)) return http_error(out, ERR_PARAM, "target is 1 to %d of [A-Za-z0-9._-]", CAP_NAME_MAX);
+    if (tq && repaired(tq, strlen(tq), "target", tname, out)) return ERR_PARAM;
+    if (tq) target = tname;
     if (ls) {
         char *end;
         errno = 0;
@@ -143,7 +173,8 @@ int capture_h_list(app *a, http_req *rq, http_reply *out) {
     long long now = now_s();
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, captures_expire(db_, now, a->cfg->agent_timeout_s) ? ERR_DB : captures_list(db_, target, limit, now, &body));
+    cap_limits lim = limits_of(a);
+    WITH_DB(a, out, captures_expire(db_, now, &lim) ? ERR_DB : captures_list(db_, target, limit, now, &body));
     if (rc_) return fail(out, rc_);
     /* whether writes (Profile now) need a bearer token: the page shows its token box only
      * then (issue 51, item 5); read_auth: reads need one too */
@@ -175,10 +206,11 @@ static int count_member(const json_t *doc, const char *key, long long max, const
 int capture_h_create(app *a, http_req *rq, http_reply *out) {
     json_t *doc = body_object(rq, out);
     if (!doc) return ERR_PARSE;
-    const char *target;
+    const char *tq;
+    char target[CAP_NAME_MAX + 1];
     long long seconds = 0, steps = 0;
-    int rc = str_member(doc, "target", CAP_NAME_MAX, 1, &target, out);
-    if (!rc && !captures_name_ok(target)) rc = http_error(out, ERR_PARAM, "\"target\" is 1 to %d of [A-Za-z0-9._-]", CAP_NAME_MAX);
+    int rc = str_member(doc, "target", NAME_IN_MAX, 1, &tq, out);
+    if (!rc) rc = repaired(tq, strlen(tq), "\"target\"", target, out);
     if (!rc) rc = count_member(doc, "seconds", a->cfg->max_capture_seconds, "--max-capture-seconds", &seconds, out);
     if (!rc) rc = count_member(doc, "steps", a->cfg->max_capture_steps, "--max-capture-steps", &steps, out);
     if (!rc && (seconds > 0) == (steps > 0))
@@ -226,7 +258,8 @@ int capture_h_get(app *a, http_req *rq, http_reply *out) {
     long long now = now_s();
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, captures_expire(db_, now, a->cfg->agent_timeout_s) ? ERR_DB : captures_get(db_, rq->id, now, &body));
+    cap_limits lim = limits_of(a);
+    WITH_DB(a, out, captures_expire(db_, now, &lim) ? ERR_DB : captures_get(db_, rq->id, now, &body));
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no capture %lld", rq->id);
     return rc_ ? fail(out, rc_) : http_json(out, 200, body);
 }
@@ -237,7 +270,9 @@ int capture_h_status(app *a, http_req *rq, http_reply *out) {
     json_t *doc = body_object(rq, out);
     if (!doc) return ERR_PARSE;
     const char *agent, *status, *error;
-    int rc = str_member(doc, "agent", CAP_NAME_MAX, 1, &agent, out);
+    char who[CAP_NAME_MAX + 1];
+    int rc = str_member(doc, "agent", NAME_IN_MAX, 1, &agent, out);
+    if (!rc) rc = repaired(agent, strlen(agent), "\"agent\"", who, out);
     if (!rc) rc = str_member(doc, "status", 16, 1, &status, out);
     if (!rc && strcmp(status, "running") && strcmp(status, "flushing") && strcmp(status, "uploaded") && strcmp(status, "failed"))
         rc = http_error(out, ERR_PARAM, "\"status\" is running, flushing, uploaded or failed, not '%.32s'", status);
@@ -257,8 +292,7 @@ int capture_h_status(app *a, http_req *rq, http_reply *out) {
         json_decref(doc);
         return rc;
     }
-    char why[256] = "", who[CAP_NAME_MAX + 1], st[17];
-    snprintf(who, sizeof who, "%s", agent);
+    char why[256] = "", st[17];
     snprintf(st, sizeof st, "%s", status);
     int had_error = error != NULL;
     json_decref(doc);
@@ -270,16 +304,35 @@ int capture_h_status(app *a, http_req *rq, http_reply *out) {
     return rc_ ? fail(out, rc_) : http_json(out, 200, cap);
 }
 
+/* POST /api/v1/captures/{id}/cancel: a write (tokens apply). A capture that waits for its
+ * agent, or one the agent runs: the agent hears it at its next poll and status report. */
+int capture_h_cancel(app *a, http_req *rq, http_reply *out) {
+    char why[256] = "";
+    json_t *cap = NULL;
+    int rc_;
+    WITH_DB(a, out, captures_cancel(db_, rq->id, now_s(), &cap, why, sizeof why));
+    if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no capture %lld", rq->id);
+    if (rc_ == ERR_CONFLICT) return http_error(out, ERR_CONFLICT, "%s", why);
+    if (rc_) return fail(out, rc_);
+    wake_polls(); /* a poll of its agent answers now, with the cancel */
+    return http_json(out, 200, cap);
+}
+
 int capture_h_agent_put(app *a, http_req *rq, http_reply *out) {
     char name[CAP_NAME_MAX + 1];
-    if (agent_name(rq, out, name, sizeof name)) return ERR_PARAM;
+    if (agent_name(rq, out, name)) return ERR_PARAM;
     json_t *doc = body_object(rq, out);
     if (!doc) return ERR_PARSE;
-    const char *host, *version;
+    const char *host, *version, *instance;
     cap_target t[CAP_TARGETS_MAX];
+    char tnames[CAP_TARGETS_MAX][CAP_NAME_MAX + 1];
     size_t n = 0;
     int rc = str_member(doc, "host", 255, 0, &host, out);
     if (!rc) rc = str_member(doc, "version", 64, 0, &version, out);
+    /* the agent process's random id: with it, another process of the same name is told apart */
+    if (!rc) rc = str_member(doc, "instance", CAP_INSTANCE_MAX, 0, &instance, out);
+    if (!rc && instance && !captures_name_ok(instance))
+        rc = http_error(out, ERR_PARAM, "\"instance\" is 1 to %d of [A-Za-z0-9._-]", CAP_INSTANCE_MAX);
     json_t *ts = json_object_get(doc, "targets"), *x;
     if (!rc && !json_is_array(ts)) rc = http_error(out, ERR_PARAM, "\"targets\" must be an array (of {name, engine, url, dir})");
     if (!rc && json_array_size(ts) > CAP_TARGETS_MAX) rc = http_error(out, ERR_PARAM, "at most %d targets an agent", CAP_TARGETS_MAX);
@@ -291,8 +344,12 @@ int capture_h_agent_put(app *a, http_req *rq, http_reply *out) {
             rc = http_error(out, ERR_PARAM, "targets[%zu] must be an object", i);
             break;
         }
-        rc = str_member(x, "name", CAP_NAME_MAX, 1, &c->name, out);
-        if (!rc && !captures_name_ok(c->name)) rc = http_error(out, ERR_PARAM, "targets[%zu].name is 1 to %d of [A-Za-z0-9._-]", i, CAP_NAME_MAX);
+        const char *tn = NULL;
+        char what[48];
+        snprintf(what, sizeof what, "targets[%zu].name", i);
+        rc = str_member(x, "name", NAME_IN_MAX, 1, &tn, out);
+        if (!rc) rc = repaired(tn, strlen(tn), what, tnames[n], out);
+        c->name = tnames[n];
         if (!rc) rc = str_member(x, "engine", 16, 1, &c->engine, out);
         if (!rc && strcmp(c->engine, "vllm") && strcmp(c->engine, "sglang") && strcmp(c->engine, "torch"))
             rc = http_error(out, ERR_PARAM, "targets[%zu].engine is vllm, sglang or torch", i);
@@ -310,9 +367,16 @@ int capture_h_agent_put(app *a, http_req *rq, http_reply *out) {
         return rc;
     }
     json_t *body = NULL;
+    cap_limits lim = limits_of(a);
+    char why[512] = "";
+    long long now = now_s();
     int rc_;
-    WITH_DB(a, out, captures_register(db_, name, host ? host : "", version ? version : "", t, n, now_s(), &body));
+    /* expire first: a target of an agent forgotten meanwhile is free, and so is its room */
+    WITH_DB(a, out, captures_expire(db_, now, &lim) ? ERR_DB
+                    : captures_register(db_, name, instance ? instance : "", host ? host : "", version ? version : "", t, n, now, &lim,
+                                        &body, why, sizeof why));
     json_decref(doc);
+    if ((rc_ == ERR_CONFLICT || rc_ == ERR_FULL) && why[0]) return http_error(out, rc_, "%s", why);
     if (rc_) return fail(out, rc_);
     json_object_set_new(body, "poll_wait_s", json_integer(CAPTURE_POLL_WAIT_S));
     json_object_set_new(body, "agent_timeout_s", json_integer(a->cfg->agent_timeout_s));
@@ -334,9 +398,29 @@ static void wait_a_while(unsigned long *gen, const struct timespec *deadline) {
     pthread_mutex_unlock(&g_lock);
 }
 
+/* The poll's reply: the capture handed out (or null) and, when there are any, the ids of the
+ * agent's captures cancelled after a poll took them, within --agent-timeout (it stops those it
+ * runs). Why only then: the reply keeps its shape for every agent that has nothing to stop. */
+static int poll_reply(app *a, http_reply *out, const char *name, json_t *cap) {
+    json_t *ids = NULL;
+    int rc_;
+    long long since = now_s() - (long long)a->cfg->agent_timeout_s;
+    WITH_DB(a, out, captures_cancelled(db_, name, since, &ids));
+    if (rc_) {
+        json_decref(cap);
+        return fail(out, rc_);
+    }
+    json_t *r = json_pack("{s:o}", "capture", cap ? cap : json_null());
+    if (json_array_size(ids)) json_object_set(r, "cancelled", ids);
+    json_decref(ids);
+    return http_json(out, 200, r);
+}
+
 int capture_h_agent_poll(app *a, http_req *rq, http_reply *out) {
     char name[CAP_NAME_MAX + 1];
-    if (agent_name(rq, out, name, sizeof name)) return ERR_PARAM;
+    if (agent_name(rq, out, name)) return ERR_PARAM;
+    cap_limits lim = limits_of(a);
+    long long since = now_s();
     long long wait = CAPTURE_POLL_WAIT_S;
     const char *ws = http_query(rq, "wait");
     if (ws) {
@@ -357,10 +441,10 @@ int capture_h_agent_poll(app *a, http_req *rq, http_reply *out) {
     json_t *cap = NULL;
     int rc_;
     /* the first look: the agent's contact is now, and what waits for it is handed out */
-    WITH_DB(a, out, captures_expire(db_, now_s(), a->cfg->agent_timeout_s) ? ERR_DB : captures_claim(db_, name, now_s(), 0, &cap));
+    WITH_DB(a, out, captures_expire(db_, now_s(), &lim) ? ERR_DB : captures_claim(db_, name, now_s(), lim.claim_timeout_s, 0, &cap));
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no agent '%s': register it first (PUT /api/v1/agents/%s)", name, name);
     if (rc_) return fail(out, rc_);
-    if (cap || wait == 0 || stopping) return http_json(out, 200, json_pack("{s:o}", "capture", cap ? cap : json_null()));
+    if (cap || wait == 0 || stopping) return poll_reply(a, out, name, cap);
     pthread_mutex_lock(&g_lock);
     int room = g_polls < a->cfg->max_polls;
     if (room) g_polls++;
@@ -385,19 +469,21 @@ int capture_h_agent_poll(app *a, http_req *rq, http_reply *out) {
             rc = store_fail(a->st, NULL, ERR_DB);
             break;
         }
-        rc = store_fail(a->st, db, captures_waiting(db, name));
-        if (rc == 1) rc = store_fail(a->st, db, captures_claim(db, name, now_s(), 0, &cap));
+        rc = store_fail(a->st, db, captures_waiting(db, name, now_s(), lim.claim_timeout_s, since));
+        int cancel = rc == 2;
+        if (rc == 1) rc = store_fail(a->st, db, captures_claim(db, name, now_s(), lim.claim_timeout_s, 0, &cap));
         store_put(a->st, db);
-        if (rc < 0 || cap) break;
+        if (rc < 0 || cap || cancel) break;
         rc = 0;
         if (now.tv_sec > deadline.tv_sec || (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) break;
     }
     pthread_mutex_lock(&g_lock);
     g_polls--;
     pthread_mutex_unlock(&g_lock);
+    if (rc == 2) rc = 0; /* a cancel woke it: the reply lists it */
     if (!rc && !cap) { /* the end of a wait is a contact too: an agent that polls is alive */
         json_t *none = NULL;
-        WITH_DB(a, out, captures_claim(db_, name, now_s(), 1, &none));
+        WITH_DB(a, out, captures_claim(db_, name, now_s(), lim.claim_timeout_s, 1, &none));
         rc = rc_;
     }
     if (rc == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no agent '%s': register it first (PUT /api/v1/agents/%s)", name, name);
@@ -405,5 +491,5 @@ int capture_h_agent_poll(app *a, http_req *rq, http_reply *out) {
         json_decref(cap);
         return fail(out, rc);
     }
-    return http_json(out, 200, json_pack("{s:o}", "capture", cap ? cap : json_null()));
+    return poll_reply(a, out, name, cap);
 }

@@ -15,12 +15,14 @@
 
 #define CAPTURE_POLL_WAIT_S 25 /* the longest a poll waits (?wait=, default); at most half of --agent-timeout */
 #define CAPTURE_POLL_RETRY_S 5 /* what a poll over --max-polls is told to wait */
+#define CAPTURE_TARGETS_PAGE 100 /* GET /api/v1/targets: targets a page by default (?limit=, at most CAP_PAGE_MAX) */
 
 int capture_h_targets(app *a, http_req *rq, http_reply *out);      /* GET /api/v1/targets */
 int capture_h_list(app *a, http_req *rq, http_reply *out);         /* GET /api/v1/captures */
 int capture_h_create(app *a, http_req *rq, http_reply *out);       /* POST /api/v1/captures */
 int capture_h_get(app *a, http_req *rq, http_reply *out);          /* GET /api/v1/captures/{id} */
 int capture_h_status(app *a, http_req *rq, http_reply *out);       /* POST /api/v1/captures/{id}/status */
+int capture_h_cancel(app *a, http_req *rq, http_reply *out);       /* POST /api/v1/captures/{id}/cancel */
 int capture_h_agent_put(app *a, http_req *rq, http_reply *out);    /* PUT /api/v1/agents/{name} */
 int capture_h_agent_poll(app *a, http_req *rq, http_reply *out);   /* POST /api/v1/agents/{name}/poll */
 

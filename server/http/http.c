@@ -32,6 +32,7 @@
 #include "http/routes.h"
 #include "ingest/import.h"
 #include "lib/err.h"
+#include "store/idem.h"
 #include "lib/log.h"
 #include "lib/logfmt.h"
 
@@ -134,6 +135,11 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *r, const
     if (r->gzip_encoded) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip");
     add_vary(resp, r->vary);
     if (r->www_authenticate) MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, r->www_authenticate);
+    if (r->retry_after > 0) {
+        char ra[24];
+        snprintf(ra, sizeof ra, "%d", r->retry_after);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+    }
     /* Draining for a stop: a keep-alive client must not start another request here. */
     if (atomic_load(&g_stopping) || r->close) MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -224,7 +230,46 @@ static void form_to_import(void *cls, const char *data, size_t n) {
     import_feed(c->im, data, n); /* an error sticks: import_finish returns it */
 }
 
-/* Headers only: the encoding, ?name= and ?label= are checked, then the door takes a slot. */
+/* The Idempotency-Key header (IETF httpapi draft: a Structured Field string, "..." with \"
+ * and \\ escapes; a bare token of visible ASCII is taken as it is) into key: 1..IDEM_KEY_MAX
+ * bytes of printable ASCII. 0 (key "" when there is none), or -1 with c->early's 400. */
+static int idempotency_key(const http_req *rq, struct conn *c, char key[IDEM_KEY_MAX + 1]) {
+    const char *h = http_header(rq, "Idempotency-Key");
+    size_t n = 0;
+    key[0] = '\0';
+    if (!h) return 0;
+    int quoted = *h == '"', ok = 1;
+    const char *p = h + quoted;
+    for (; *p && ok && !(quoted && *p == '"'); p++) {
+        if (quoted && *p == '\\') p++; /* \" or \\ */
+        unsigned char ch = (unsigned char)*p;
+        ok = ch >= (quoted ? 0x20 : 0x21) && ch <= 0x7e && (quoted || ch != '"') && n < IDEM_KEY_MAX;
+        if (ok) key[n++] = (char)ch;
+    }
+    key[n] = '\0';
+    if (ok && n > 0 && (!quoted || (*p == '"' && !p[1]))) return 0;
+    c->rejected = 1;
+    http_error(&c->early, ERR_PARAM, "Idempotency-Key must be 1 to %d characters of printable ASCII, bare or as a quoted string (\"KEY\")",
+               IDEM_KEY_MAX);
+    return -1;
+}
+
+/* What import_begin said of the upload's key: 200 with the stored session's reply (the 201's
+ * shape), or 409 with Retry-After while another upload of the key is in flight. */
+static void key_answer(struct conn *c, int rc, const import_prior *prior, const char *err) {
+    c->rejected = 1;
+    if (rc == ERR_CONFLICT) {
+        http_error(&c->early, ERR_CONFLICT, "%s", err);
+        c->early.retry_after = IDEM_RETRY_S;
+        return;
+    }
+    snprintf(c->early.location, sizeof c->early.location, "/api/v1/sessions/%lld", prior->session_id);
+    http_json(&c->early, 200, json_pack("{s:I,s:s,s:I}", "id", (json_int_t)prior->session_id, "url", c->early.location, "events",
+                                        (json_int_t)prior->events));
+}
+
+/* Headers only: the encoding, ?name=, ?label= and Idempotency-Key are checked, then the door
+ * takes a slot. */
 static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
     c->upload = 1;
     http_req rq = {"POST", "/api/v1/sessions", -1, mc, NULL, 0, NULL};
@@ -232,14 +277,18 @@ static void upload_begin(app *a, struct MHD_Connection *mc, struct conn *c) {
     int gzip = ce && !strcasecmp(ce, "gzip");
     if (ce && !gzip && strcasecmp(ce, "identity")) return reject(c, ERR_FORMAT, "Content-Encoding must be gzip or identity");
     const char *name = NULL;
-    if (http_labels(&rq, &c->early, UPLOAD_LABELS_MAX, &c->labels, &c->nlabels) || http_name(&rq, &c->early, &name)) {
+    char key[IDEM_KEY_MAX + 1];
+    if (http_labels(&rq, &c->early, UPLOAD_LABELS_MAX, &c->labels, &c->nlabels) || http_name(&rq, &c->early, &name) ||
+        idempotency_key(&rq, c, key)) {
         c->rejected = 1;
         return;
     }
     const char *cl = http_header(&rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    import_opts o = {name, c->labels, c->nlabels, gzip, cl ? strtoull(cl, NULL, 10) : 0};
+    import_opts o = {name, c->labels, c->nlabels, gzip, cl ? strtoull(cl, NULL, 10) : 0, key[0] ? key : NULL};
+    import_prior prior = {0, 0, 0};
     char err[512];
-    int rc = import_begin(a->imports, &o, &c->im, err, sizeof err);
+    int rc = import_begin(a->imports, &o, &c->im, &prior, err, sizeof err);
+    if (rc == IMPORT_STORED || (rc == ERR_CONFLICT && key[0])) return key_answer(c, rc, &prior, err);
     if (rc) {
         reject(c, rc, err);
         return;

@@ -65,6 +65,9 @@ static const opt opts[] = {
      "most distinct strings (event names, categories, input shapes, grids)\nand most distinct operators by name and input shapes in one upload,\n"
      "each [FIRSTPASS_MAX_DISTINCT] (default 256K = 262144; 0 = no limit);\nmore: 413 (what an upload holds per distinct one does not shrink\n"
      "with its events: ~70 and ~300 bytes)"},
+    {"max-steps", OPT_SIZE, CFG(max_steps), 0, 0, "N",
+     "most steps (ProfilerStep#N ranges) of one upload split into roles and\nstored one by one, the earliest [FIRSTPASS_MAX_STEPS] (default 10000;\n"
+     "0 = no limit); the rest are counted (steps_over_cap), the step phase\nkeeps them all (each held step costs ~2 KB until the upload ends)"},
     {"max-uploads", OPT_UINT, CFG(max_uploads), 1, 0, "N", "uploads processed at once [FIRSTPASS_MAX_UPLOADS] (default 4); more: 503"},
     {"max-connections", OPT_UINT, CFG(max_connections), 1, 0, "N", "open connections at most [FIRSTPASS_MAX_CONNECTIONS] (default 256)"},
     {"timeout", OPT_UINT, CFG(timeout_s), 0, 0, "SECONDS",
@@ -128,6 +131,16 @@ static const opt opts[] = {
     {"reanalyse-lease", OPT_UINT, CFG(reanalyse_lease_s), 3, 3600, "SECONDS",
      "a re-analysis claims its session this long, renewed while it runs;\na server that dies mid-way leaves the session to the next one after\n"
      "it [FIRSTPASS_REANALYSE_LEASE] (default 60)"},
+    {"claim-timeout", OPT_UINT, CFG(claim_timeout_s), 1, 0, "SECONDS",
+     "a capture a poll handed out goes back to the queue when its agent\nhas not confirmed it (a status report) this long after\n"
+     "[FIRSTPASS_CLAIM_TIMEOUT] (default 30: firstpass-upload confirms as\nsoon as it records the capture, before it calls the engine)"},
+    {"agent-expiry", OPT_SIZE, CFG(agent_expiry_s), 0, 0, "SECONDS",
+     "an agent not heard from this long is forgotten, with its targets\n(never sooner than --agent-timeout) [FIRSTPASS_AGENT_EXPIRY]\n"
+     "(default 86400; 0 = never)"},
+    {"max-agents", OPT_SIZE, CFG(max_agents), 0, 0, "N",
+     "agents registered at once at most [FIRSTPASS_MAX_AGENTS] (default\n10000; 0 = no limit); a new one past it: 507"},
+    {"max-targets", OPT_SIZE, CFG(max_targets), 0, 0, "N",
+     "targets registered at once at most [FIRSTPASS_MAX_TARGETS] (default\n10000; 0 = no limit); a registration past it: 507"},
     {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
 };
 
@@ -329,11 +342,12 @@ static void limit_arenas(void) {
 int main(int argc, char **argv) {
     limit_arenas();
     server_cfg cfg = {.bind = "127.0.0.1", .port = 8080, .db = "var/firstpass.db", .static_dir = "static",
-                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096, .max_distinct = 256u << 10,
+                      .max_upload = 1ull << 30, .max_inflated = 8ull << 30, .max_events = 20000000, .max_tracks = 10000, .max_name_bytes_per_event = 4096, .max_distinct = 256u << 10, .max_steps = 10000,
                       .max_connections = 256, .max_uploads = 4, .timeout_s = 60, .header_timeout_s = 10, .min_body_rate = 1024, .min_download_rate = 8192, .max_connections_per_ip = 64, .quiet = 0,
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
     cfg.older_than = ANALYSIS_VERSION, cfg.reanalyse_lease_s = 60;
+    cfg.claim_timeout_s = 30, cfg.agent_expiry_s = 86400, cfg.max_agents = 10000, cfg.max_targets = 10000;
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
     /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL
@@ -391,7 +405,7 @@ int main(int argc, char **argv) {
         log_line("error", "out of memory", NULL);
         return 1;
     }
-    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event, cfg.max_distinct};
+    import_limits lim = {cfg.max_upload, cfg.max_inflated, cfg.max_events, cfg.max_tracks, cfg.max_name_bytes_per_event, cfg.max_distinct, cfg.max_steps};
     a.imports = import_pool_new(a.st, cfg.max_uploads, &lim);
     if (!a.imports) {
         log_line("error", "out of memory", NULL);

@@ -4,6 +4,7 @@
  * handler writes a status or a code of its own for an error; http_error looks them up. */
 #include "http/reply.h"
 
+#include <errno.h>
 #include <microhttpd.h>
 #include <sys/socket.h>
 #include <stdarg.h>
@@ -230,9 +231,12 @@ int http_client_gone(void *cls) {
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return 0;
     char c;
-    /* 0: an orderly close (EOF); bytes or EAGAIN: still there (a pipelined request is data) */
+    /* 0: an orderly close (EOF); < 0 with an error other than "nothing yet": a reset (an RST
+     * reports ECONNRESET on the first recv, then 0; issue 50: a long poll on a reset connection
+     * went on and claimed a capture for nobody); bytes or EAGAIN: still there (a pipelined
+     * request is data) */
     ssize_t n = recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n == 0;
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /* ---- parameters every route reads alike ---- */

@@ -45,6 +45,7 @@ typedef struct http_reply {
     unsigned vary;             /* HTTP_VARY_*: set by http.c from what the handler consulted */
     const char *user;          /* http.c's: the token NAME for the access log, or NULL */
     int close;                 /* http.c's: Connection: close (the request's framing is not trusted) */
+    int retry_after;           /* Retry-After: seconds (a 409 of a key in flight) when > 0 */
 } http_reply;
 
 const char *http_query(const http_req *r, const char *key);  /* first value or NULL */
@@ -52,8 +53,9 @@ const char *http_query(const http_req *r, const char *key);  /* first value or N
  * the request has (which may exceed max: the caller then refuses the request). */
 int http_query_all(const http_req *r, const char *key, const char **vals, int max);
 const char *http_header(const http_req *r, const char *name);
-/* 1 when the client has closed its side of the connection (a long reply nobody will read
- * can stop: query_timeline's gone callback); cls is the http_req. */
+/* 1 when the client has closed its side of the connection or reset it (a long reply nobody
+ * will read can stop: query_timeline's gone callback; a long poll: capture.c); cls is the
+ * http_req. */
 int http_client_gone(void *cls);
 /* 1 when the client asked for text/plain (Accept or ?format=text). */
 int http_wants_text(const http_req *r);

@@ -330,7 +330,11 @@ static int h_suspects(app *a, http_req *rq, http_reply *out) {
 static int h_steps(app *a, http_req *rq, http_reply *out) {
     json_t *body = NULL;
     int rc_;
-    WITH_DB(a, out, query_steps(db_, rq->id, &body));
+    /* paged (issue 50): the default page is every step a session holds at the default
+     * --max-steps, so a reply of today's shape stays whole */
+    long long off, lim;
+    if (int_param(rq, out, "offset", 0, 0, (1LL << 62), &off) || int_param(rq, out, "limit", LIMIT_MAX, 1, LIMIT_MAX, &lim)) return ERR_PARAM;
+    WITH_DB(a, out, query_steps(db_, rq->id, off, lim, &body));
     if (rc_) return db_fail(out, rc_, rq->id);
     static const char *const cols[] = {"name", "start_us", "dur_us", "kernel_us", "memcpy_us", "memset_us", "communication_us",
                                        "runtime_us", "data_loading_us", "cpu_exec_us", "other_us", NULL};
@@ -741,6 +745,7 @@ static const route routes[] = {
     {"POST", "/api/v1/captures", capture_h_create, CACHE_NO},
     {"GET", "/api/v1/captures/{id}", capture_h_get, CACHE_NO},
     {"POST", "/api/v1/captures/{id}/status", capture_h_status, CACHE_NO},
+    {"POST", "/api/v1/captures/{id}/cancel", capture_h_cancel, CACHE_NO},
     {"PUT", "/api/v1/agents/{name}", capture_h_agent_put, CACHE_NO},
     {"POST", "/api/v1/agents/{name}/poll", capture_h_agent_poll, CACHE_NO},
     {"POST", "/api/v1/sessions/{id}/reanalyse", h_reanalyse, CACHE_NO},

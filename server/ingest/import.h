@@ -35,6 +35,9 @@ typedef struct import_limits {
     unsigned long long max_distinct; /* distinct strings, and distinct operators by name and
                                         shapes, each at most this (--max-distinct, load.h);
                                         0: none */
+    unsigned long long max_steps;    /* steps (ProfilerStep#N ranges) the analysis splits and
+                                        stores one by one, the earliest (--max-steps); the
+                                        rest are counted, not split; 0: none */
 } import_limits;
 
 /* Upload slots: at most max_uploads imports at once (--max-uploads). Thread-safe. */
@@ -52,14 +55,28 @@ typedef struct import_opts {
     size_t nlabels;
     int gzip;                  /* 1: the body is gzip (Content-Encoding); 0: sniffed */
     unsigned long long declared_bytes; /* the body's announced length, 0 when unknown */
+    const char *idempotency_key; /* the Idempotency-Key header (store/idem.h), NULL: none;
+                                    the transport checked it (1..IDEM_KEY_MAX visible ASCII) */
 } import_opts;
+
+/* import_begin's answer for a key a stored session holds: no importer, *prior says which. */
+#define IMPORT_STORED 1
+typedef struct import_prior {
+    long long session_id, events; /* IMPORT_STORED: the session holding the key */
+    long long since;              /* ERR_CONFLICT on a key: when the upload in flight began (unix s) */
+} import_prior;
 
 typedef struct importer importer;
 
 /* Takes a slot and opens the loader. 0 with *out set, or ERR_PARAM (a label load.h refuses:
  * load_label_refused), ERR_BUSY (no slot, or paused: the message says which), ERR_TOOBIG
- * (declared_bytes over max_upload), ERR_NOMEM, ERR_DB; the message in err. On failure *out is NULL and no slot is held. */
-int import_begin(import_pool *p, const import_opts *o, importer **out, char *err, size_t errlen);
+ * (declared_bytes over max_upload), ERR_NOMEM, ERR_DB; the message in err. On failure *out is NULL and no slot is held.
+ * With o->idempotency_key the key is claimed first (store/idem.h): IMPORT_STORED when a
+ * stored session holds it (prior: which; no importer, nothing stored), ERR_CONFLICT when
+ * another upload of it is in flight, here or on another server of the database (prior->since);
+ * the importer holds the claim until its session commits (the key stored with it) or it is
+ * freed (the claim released). prior may be NULL when no key is given. */
+int import_begin(import_pool *p, const import_opts *o, importer **out, import_prior *prior, char *err, size_t errlen);
 /* Parses the next bytes of the body. 0, or the upload's (first) error: ERR_PARSE,
  * ERR_INVALID, ERR_NOTTRACE, ERR_TOOBIG, ERR_FORMAT, ERR_IO, ERR_NOMEM, ERR_DB. */
 int import_feed(importer *im, const void *data, size_t n);

@@ -741,6 +741,7 @@ loader *loader_new(store *st, const load_opts *o, char *err, size_t errlen) {
     l->opts = *o;
     l->next_chunk = o->seq_base;
     runs_writer_init(&l->runs);
+    l->t.max_steps = o->max_steps;
     l->t.start_us = INFINITY;
     l->t.end_us = -INFINITY;
     l->t.strs = intern_new();
@@ -871,7 +872,8 @@ static int write_session(loader *l, const analysis *a, unsigned long long bytes_
     store_session_in in = {t->name, t->source, t->hardware, isfinite(t->start_us) ? t->start_us : 0,
                            isfinite(t->end_us) ? t->end_us : 0, t->events, bytes_in, t->meta, a->summary, a->gpu, a->report,
                            a->timeline, {l->fm.labels, l->opts.labels}, {l->fm.nlabels, l->opts.nlabels}, t->strs, a->effic,
-                           ANALYSIS_VERSION, l->runs.out.p ? l->runs.out.p : "", l->runs.out.len, l->runs.events, bw, ident};
+                           ANALYSIS_VERSION, l->runs.out.p ? l->runs.out.p : "", l->runs.out.len, l->runs.events, bw, ident,
+                           a->steps, a->step_count, a->step_mean_us, a->step_sd_us, l->opts.idempotency_key};
     char err[256];
     int rc;
     if (l->opts.replace_id) {

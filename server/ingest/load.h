@@ -29,6 +29,8 @@ typedef struct load_opts {
     long long replace_id;
     const char *claimer;
     long long seq_base;
+    unsigned long long max_steps; /* 0: no limit; the steps the analysis splits (trace.h) */
+    const char *idempotency_key; /* the upload's Idempotency-Key, claimed (store/idem.h), or NULL */
 } load_opts;
 
 /* max_distinct (--max-distinct) bounds what an upload holds in memory per distinct text, a

@@ -30,7 +30,7 @@ static int insert_session(sqlite3 *db, const store_session_in *in, const char *m
     sqlite3_stmt *s = NULL;
     int rc = ERR_DB;
     if (sqlite3_prepare_v2(db, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary,"
-                               "analysis_version) VALUES (?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
+                               "analysis_version,idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", -1, &s, NULL) != SQLITE_OK) goto out;
     sqlite3_bind_text(s, 1, in->name ? in->name : "", -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 2, in->source, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 3, (long long)time(NULL));
@@ -42,6 +42,7 @@ static int insert_session(sqlite3 *db, const store_session_in *in, const char *m
     sqlite3_bind_text(s, 9, meta, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 10, summary, -1, SQLITE_STATIC);
     sqlite3_bind_int(s, 11, in->analysis_version);
+    if (in->idempotency_key) sqlite3_bind_text(s, 12, in->idempotency_key, -1, SQLITE_STATIC);
     if (step_once(s)) goto out;
     sqlite3_finalize(s);
     s = NULL;
@@ -121,20 +122,25 @@ static int copy_scratch(sqlite3 *db, long long id) {
     return 0;
 }
 
+#define ANALYSIS_INSERT "INSERT INTO analysis(session_id,gpu,report,timeline,effic,steps,step_count,step_mean_us,step_sd_us)" \
+                        " VALUES (?,?,?,?,?,?,?,?,?)"
+
 static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id) {
     sqlite3_stmt *s = NULL;
     char *g = json_dumps(in->gpu, JSON_COMPACT), *r = json_dumps(in->report, JSON_COMPACT), *t = json_dumps(in->timeline, JSON_COMPACT);
-    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL;
-    int rc = g && r && t && (e || !in->effic) ? 0 : ERR_NOMEM;
-    if (!rc && sqlite3_prepare_v2(db, "INSERT INTO analysis(session_id,gpu,report,timeline,effic) VALUES (?,?,?,?,?)", -1, &s, NULL) !=
-                   SQLITE_OK)
-        rc = ERR_DB;
+    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL, *st = in->steps ? json_dumps(in->steps, JSON_COMPACT) : NULL;
+    int rc = g && r && t && (e || !in->effic) && (st || !in->steps) ? 0 : ERR_NOMEM;
+    if (!rc && sqlite3_prepare_v2(db, ANALYSIS_INSERT, -1, &s, NULL) != SQLITE_OK) rc = ERR_DB;
     if (!rc) {
         sqlite3_bind_int64(s, 1, id);
         sqlite3_bind_text(s, 2, g, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 3, r, -1, SQLITE_STATIC);
         sqlite3_bind_text(s, 4, t, -1, SQLITE_STATIC);
         if (e) sqlite3_bind_text(s, 5, e, -1, SQLITE_STATIC);
+        if (st) sqlite3_bind_text(s, 6, st, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 7, in->step_count);
+        sqlite3_bind_double(s, 8, in->step_mean_us);
+        sqlite3_bind_double(s, 9, in->step_sd_us);
         rc = step_once(s);
     }
     sqlite3_finalize(s);
@@ -142,6 +148,19 @@ static int insert_analysis(sqlite3 *db, const store_session_in *in, long long id
     free(r);
     free(t);
     free(e);
+    free(st);
+    return rc;
+}
+
+/* The upload's claim of its Idempotency-Key (idem.h) ends with the session that now holds
+ * the key, in its transaction. */
+static int drop_claim(sqlite3 *db, const store_session_in *in) {
+    if (!in->idempotency_key) return 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "DELETE FROM upload_claims WHERE key = ?", -1, &s, NULL) != SQLITE_OK) return ERR_DB;
+    sqlite3_bind_text(s, 1, in->idempotency_key, -1, SQLITE_STATIC);
+    int rc = step_once(s);
+    sqlite3_finalize(s);
     return rc;
 }
 
@@ -213,6 +232,7 @@ static int commit_sqlite(sqlite3 *db, const store_session_in *in, long long *id,
     if (!rc) rc = copy_scratch(db, *id);
     if (!rc) rc = insert_analysis(db, in, *id);
     if (!rc) rc = insert_replay(db, in, *id);
+    if (!rc) rc = drop_claim(db, in);
     err[0] = '\0';
     if (!rc) rc = room_to_checkpoint(db, err, errlen);
     if (!rc) rc = exec(db, "COMMIT");
@@ -304,7 +324,7 @@ static int pg_step_once(db_stmt *s) {
 
 static int pg_insert_session(db_conn *c, const store_session_in *in, const char *meta, const char *summary, long long *id) {
     db_stmt *s = db_prepare(c, "INSERT INTO sessions(name,source,created_at,start_us,end_us,event_count,hardware,bytes_in,meta,summary,"
-                               "analysis_version) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
+                               "analysis_version,idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id");
     if (!s) return ERR_DB;
     db_bind_text(s, 1, in->name ? in->name : "");
     db_bind_text(s, 2, in->source);
@@ -317,6 +337,8 @@ static int pg_insert_session(db_conn *c, const store_session_in *in, const char 
     db_bind_text(s, 9, meta);
     db_bind_text(s, 10, summary);
     db_bind_int64(s, 11, in->analysis_version);
+    if (in->idempotency_key) db_bind_text(s, 12, in->idempotency_key);
+    else db_bind_null(s, 12);
     int rc = db_step(s) == DB_ROW ? 0 : ERR_DB;
     if (!rc) *id = db_column_int64(s, 0);
     db_finalize(s);
@@ -384,9 +406,9 @@ static int pg_copy_scratch(db_conn *c, sqlite3 *scratch, long long id) {
 
 static int pg_insert_analysis(db_conn *c, const store_session_in *in, long long id) {
     char *g = json_dumps(in->gpu, JSON_COMPACT), *r = json_dumps(in->report, JSON_COMPACT), *t = json_dumps(in->timeline, JSON_COMPACT);
-    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL;
-    int rc = g && r && t && (e || !in->effic) ? 0 : ERR_NOMEM;
-    db_stmt *s = rc ? NULL : db_prepare(c, "INSERT INTO analysis(session_id,gpu,report,timeline,effic) VALUES (?,?,?,?,?)");
+    char *e = in->effic ? json_dumps(in->effic, JSON_COMPACT) : NULL, *st = in->steps ? json_dumps(in->steps, JSON_COMPACT) : NULL;
+    int rc = g && r && t && (e || !in->effic) && (st || !in->steps) ? 0 : ERR_NOMEM;
+    db_stmt *s = rc ? NULL : db_prepare(c, ANALYSIS_INSERT);
     if (!rc && !s) rc = ERR_DB;
     if (!rc) {
         db_bind_int64(s, 1, id);
@@ -395,13 +417,28 @@ static int pg_insert_analysis(db_conn *c, const store_session_in *in, long long 
         db_bind_text(s, 4, t);
         if (e) db_bind_text(s, 5, e);
         else db_bind_null(s, 5);
+        if (st) db_bind_text(s, 6, st);
+        else db_bind_null(s, 6);
+        db_bind_int64(s, 7, in->step_count);
+        db_bind_double(s, 8, in->step_mean_us);
+        db_bind_double(s, 9, in->step_sd_us);
         rc = pg_step_once(s);
+    }
+    if (!rc && in->idempotency_key) { /* drop_claim's, on PostgreSQL */
+        db_finalize(s);
+        s = db_prepare(c, "DELETE FROM upload_claims WHERE key = ?");
+        if (!s) rc = ERR_DB;
+        else {
+            db_bind_text(s, 1, in->idempotency_key);
+            rc = pg_step_once(s);
+        }
     }
     db_finalize(s);
     free(g);
     free(r);
     free(t);
     free(e);
+    free(st);
     return rc;
 }
 

@@ -44,6 +44,12 @@ typedef struct store_session_in {
     unsigned long long runs_events;
     const char *gpu_bw;
     const char *identity;      /* JSON {"name", "labels"} as the upload gave them (schema.sql) */
+    const json_t *steps;       /* the step breakdown (GET /steps), NULL: none */
+    long long step_count;      /* the gate's numbers of its steps (analysis.h) */
+    double step_mean_us, step_sd_us;
+    /* The upload's Idempotency-Key (idem.h), NULL: none. Stored on the session, and its claim
+     * (upload_claims) deleted, in the same transaction. */
+    const char *idempotency_key;
 } store_session_in;
 
 /* scratch, hold: store_scratch_get's, with the scratch databases attached (above) and

@@ -15,6 +15,7 @@
 
 #include "lib/buf.h"
 #include "lib/err.h"
+#include "lib/meansd.h"
 #include "lib/timefmt.h"
 #include "lib/utf8.h"
 #include "store/reanalysis.h"
@@ -468,36 +469,49 @@ typedef struct step_stats {
     double mean, sd; /* us; sd: the sample standard deviation, 0 with one step */
 } step_stats;
 
-/* The step durations of a session's stored step breakdown (analysis.report "breakdown",
- * GET /steps): *st, n 0 when it has none (or was stored before the breakdown existed).
- * 0 or ERR_DB. Why the breakdown's steps: they are the steps the page draws and tb-profiler
- * counts (ProfilerStep#N extended to its GPU work), one definition on every surface. */
+/* The statistics of the steps of a breakdown stored in a session's report (before schema
+ * version 10) into st: the one formula of the numbers stored since (lib/meansd.h). */
+static int step_stats_parsed(const char *report, step_stats *st) {
+    json_error_t e;
+    json_t *doc = report ? json_loads(report, 0, &e) : NULL, *x;
+    json_t *steps = json_object_get(json_object_get(doc, "breakdown"), "steps");
+    size_t i, n = json_array_size(steps);
+    double *d = n ? malloc(n * sizeof *d) : NULL;
+    if (n && !d) {
+        json_decref(doc);
+        return ERR_NOMEM;
+    }
+    json_array_foreach(steps, i, x) d[i] = json_number_value(json_object_get(x, "dur_us"));
+    mean_sd(d, n, &st->mean, &st->sd);
+    st->n = n > INT32_MAX ? INT32_MAX : (int)n;
+    free(d);
+    json_decref(doc);
+    return 0;
+}
+
+/* The step statistics of a session's step breakdown (GET /steps): *st, n 0 when it has none
+ * (or was stored before the breakdown existed). 0 or ERR_DB. Why the breakdown's steps: they
+ * are the steps the page draws and tb-profiler counts (ProfilerStep#N extended to its GPU
+ * work), one definition on every surface. Why numbers stored at ingest (analysis.step_*,
+ * version 10): parsing the breakdown for them took 14-17 s of CPU a call at 1M steps (issue
+ * 50); a session stored before has them only in its report, parsed then. */
 static int step_stats_of(db_conn *db, long long id, step_stats *st) {
     memset(st, 0, sizeof *st);
-    db_stmt *s = prep(db, "SELECT report FROM analysis WHERE session_id = ?");
+    db_stmt *s = prep(db, "SELECT step_count, step_mean_us, step_sd_us, CASE WHEN step_count IS NULL THEN report END"
+                          " FROM analysis WHERE session_id = ?");
     if (!s) return ERR_DB;
     db_bind_int64(s, 1, id);
-    int r = db_step(s);
-    if (r == DB_ROW) {
-        json_error_t e;
-        const char *txt = (const char *)db_column_text(s, 0);
-        json_t *doc = txt ? json_loads(txt, 0, &e) : NULL, *x;
-        json_t *steps = json_object_get(json_object_get(doc, "breakdown"), "steps");
-        size_t i, n = json_array_size(steps);
-        double sum = 0, sq = 0;
-        json_array_foreach(steps, i, x) sum += json_number_value(json_object_get(x, "dur_us"));
-        st->mean = n ? sum / (double)n : 0;
-        /* two passes: the squares of the deviations, not of the durations (no cancellation) */
-        json_array_foreach(steps, i, x) {
-            double d = json_number_value(json_object_get(x, "dur_us")) - st->mean;
-            sq += d * d;
-        }
+    int r = db_step(s), rc = r == DB_ROW || r == DB_DONE ? 0 : ERR_DB;
+    if (r == DB_ROW && !db_column_is_null(s, 0)) {
+        long long n = db_column_int64(s, 0);
         st->n = n > INT32_MAX ? INT32_MAX : (int)n;
-        st->sd = n > 1 ? sqrt(sq / (double)(n - 1)) : 0;
-        json_decref(doc);
+        st->mean = db_column_double(s, 1);
+        st->sd = db_column_double(s, 2);
+    } else if (r == DB_ROW) {
+        rc = step_stats_parsed((const char *)db_column_text(s, 3), st);
     }
     db_finalize(s);
-    return r == DB_ROW || r == DB_DONE ? 0 : ERR_DB;
+    return rc;
 }
 
 /* The noise floor of two step means (history.h). Invariant: both sides have steps. */

@@ -598,17 +598,46 @@ int query_suspects(db_conn *db, long long id, json_t **out) {
     return *out ? 0 : ERR_NOMEM;
 }
 
-int query_steps(db_conn *db, long long id, json_t **out) {
-    json_t *doc;
-    int rc = analysis_doc(db, id, 1, &doc);
+/* The breakdown document of a session (new reference; an empty one when it has none). Why
+ * COALESCE: one statement reads whichever column holds it, and the report (which may be
+ * large) only for a session stored before version 10. */
+static int steps_doc(db_conn *db, long long id, json_t **out) {
+    db_stmt *s = db_prepare(db, "SELECT steps IS NULL, COALESCE(steps, report) FROM analysis WHERE session_id = ?");
+    if (!s) return ERR_DB;
+    db_bind_int64(s, 1, id);
+    int st = db_step(s), rc = st == DB_DONE ? ERR_NOTFOUND : st == DB_ROW ? 0 : ERR_DB;
+    json_t *doc = rc ? NULL : col_json(s, 1), *b = doc;
+    if (!rc && db_column_int64(s, 0)) b = json_object_get(doc, "breakdown"); /* stored before version 10 */
+    db_finalize(s);
     if (rc) return rc;
-    json_t *b = json_object_get(doc, "breakdown");
-    *out = json_is_object(b) ? json_deep_copy(b)
-                             : json_pack("{s:[ssssssss],s:[],s:n,s:[]}", "roles", "kernel", "memcpy", "memset", "communication", "runtime",
-                                         "data_loading", "cpu_exec", "other", "steps", "mean", "phases");
-    if (*out) json_object_set_new(*out, "session_id", json_integer(id));
+    *out = json_is_object(b) ? json_incref(b)
+                             : json_pack("{s:[ssssssss],s:[],s:n,s:[],s:i}", "roles", "kernel", "memcpy", "memset", "communication", "runtime",
+                                         "data_loading", "cpu_exec", "other", "steps", "mean", "phases", "dropped_steps", 0);
     json_decref(doc);
     return *out ? 0 : ERR_NOMEM;
+}
+
+int query_steps(db_conn *db, long long id, long long offset, long long limit, json_t **out) {
+    json_t *b;
+    int rc = steps_doc(db, id, &b);
+    if (rc) return rc;
+    json_t *all = json_object_get(b, "steps"), *page = json_array();
+    size_t n = json_array_size(all);
+    for (size_t i = (size_t)offset; page && i < n && i - (size_t)offset < (size_t)limit; i++) json_array_append(page, json_array_get(all, i));
+    *out = json_copy(b); /* shallow: b may be the report's member; the page replaces its steps */
+    json_decref(b);
+    if (!*out || !page) {
+        json_decref(*out);
+        json_decref(page);
+        return ERR_NOMEM;
+    }
+    json_object_set_new(*out, "steps", page);
+    if (!json_object_get(*out, "steps_over_cap")) json_object_set_new(*out, "steps_over_cap", json_integer(0));
+    json_object_set_new(*out, "total", json_integer((json_int_t)n));
+    json_object_set_new(*out, "offset", json_integer(offset));
+    json_object_set_new(*out, "limit", json_integer(limit));
+    json_object_set_new(*out, "session_id", json_integer(id));
+    return 0;
 }
 
 static int memory_in(db_conn *db, long long id, json_t **out) {
@@ -806,8 +835,8 @@ static int compare_in(db_conn *db, long long base, long long head, json_t **out)
  * GET /steps and GET /memory replies and summaries; NULL with *rc set when a read failed. */
 static json_t *compare_lead(db_conn *db, long long base, long long head, const json_t *bs, const json_t *hs, int *rc) {
     json_t *bst = NULL, *hst = NULL, *bm = NULL, *hm = NULL, *lead = NULL;
-    *rc = query_steps(db, base, &bst);
-    if (!*rc) *rc = query_steps(db, head, &hst);
+    *rc = steps_doc(db, base, &bst); /* the whole breakdown, not a page of it */
+    if (!*rc) *rc = steps_doc(db, head, &hst);
     if (!*rc) *rc = query_memory(db, base, &bm);
     if (!*rc) *rc = query_memory(db, head, &hm);
     if (!*rc) {

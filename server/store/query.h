@@ -41,8 +41,11 @@ int query_report(db_conn *db, long long id, json_t **out);
  * existed answers {"computed": false, "suspects": []}. */
 int query_suspects(db_conn *db, long long id, json_t **out);
 /* Where each step's (and each CPU phase's) time goes, by role (analysis/steps.c): empty
- * lists for a session without steps or record_function ranges. */
-int query_steps(db_conn *db, long long id, json_t **out);
+ * lists for a session without steps or record_function ranges. The steps from offset, at
+ * most limit of them ("total": how many the breakdown holds); the mean and the phases are
+ * of every step. Reads analysis.steps (schema version 10), or the report's "breakdown" of a
+ * session stored before. */
+int query_steps(db_conn *db, long long id, long long offset, long long limit, json_t **out);
 /* Allocated memory over time per device (analysis/memory.c) and the operators that allocate. */
 int query_memory(db_conn *db, long long id, json_t **out);
 int query_compare(db_conn *db, long long base, long long head, json_t **out);

@@ -1,4 +1,4 @@
--- schema.sql: the firstpass database, version 9 (PRAGMA user_version = 9).
+-- schema.sql: the firstpass database, version 10 (PRAGMA user_version = 10).
 --
 -- Embedded into the server at build time; store.c runs it on an empty database and
 -- runs the migrations in store.c's `migrations[]` on older ones. Nothing else runs DDL.
@@ -36,9 +36,25 @@ CREATE TABLE sessions (
                                             -- COLUMN of the next one misreads it)
   analysis_version INTEGER NOT NULL DEFAULT 0 -- version 9: the ANALYSIS_VERSION (analysis/analyze.h)
                                             -- its figures come from; 0: stored before versions
+  -- version 10: the Idempotency-Key header of the upload (one session a key), NULL when none.
+  -- The comma leads: ALTER TABLE DROP COLUMN of a last column deletes from the comma before
+  -- it, and a comma in the comment above would be taken for it.
+  , idempotency_key TEXT
 );
 CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
 CREATE INDEX sessions_analysis ON sessions(analysis_version, id);
+CREATE UNIQUE INDEX sessions_idempotency ON sessions(idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+-- Idempotency keys of uploads in flight (version 10, store/idem.c): claimed when an upload
+-- with the header begins, deleted in the transaction that stores its session or when it
+-- fails. A claim whose server has not refreshed it for IDEM_STALE_S (a server that died)
+-- may be taken by another upload of the key.
+CREATE TABLE upload_claims (
+  key        TEXT PRIMARY KEY,                -- the Idempotency-Key
+  owner      TEXT NOT NULL,                   -- the server process holding it (random, per start)
+  claimed_at INTEGER NOT NULL,                -- unix seconds
+  seen_at    INTEGER NOT NULL                 -- its server's last refresh, unix seconds
+);
 
 -- key:value labels of a session; a key appears once per session.
 CREATE TABLE labels (
@@ -145,8 +161,14 @@ CREATE TABLE analysis (
   gpu        TEXT NOT NULL,                   -- GET /gpu reply
   report     TEXT NOT NULL,                   -- {"draft":{five lines},"smells":[...]}
   timeline   TEXT NOT NULL,                   -- tracks and the level-of-detail pyramid meta
-  effic      TEXT                             -- version 7: GET /efficiency (analysis/effic.c);
+  effic      TEXT,                            -- version 7: GET /efficiency (analysis/effic.c);
                                               -- NULL in sessions stored before
+  -- version 10: the step breakdown (GET /steps; in report's "breakdown" before) and the
+  -- regression gate's numbers of its steps (history.h); NULL in sessions stored before
+  steps        TEXT,
+  step_count   INTEGER,
+  step_mean_us REAL,
+  step_sd_us   REAL                           -- the sample standard deviation
 ) WITHOUT ROWID;
 
 -- Edits a team made to the five-line report; an edit wins over the draft.
@@ -216,7 +238,9 @@ CREATE TABLE agents (
   version       TEXT NOT NULL DEFAULT '',
   registered_at INTEGER NOT NULL,             -- unix seconds, its last registration
   last_seen     INTEGER NOT NULL              -- unix seconds, its last request (poll, status)
+  , instance    TEXT NOT NULL DEFAULT ''      -- version 10: a random id of the agent process; empty: none
 );
+CREATE INDEX agents_last_seen ON agents(last_seen);
 
 -- The engines agents can profile: only these can be captured. A name is one target whichever
 -- agent registered it last; an agent's registration replaces all of its targets.

@@ -1,4 +1,4 @@
--- schema_pg.sql: the firstpass database on PostgreSQL, version 7 (fp_meta.version = 7).
+-- schema_pg.sql: the firstpass database on PostgreSQL, version 8 (fp_meta.version = 8).
 --
 -- The same tables, columns and invariants as schema.sql (SQLite), in PostgreSQL's types:
 -- INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, BLOB -> BYTEA. Text compares and sorts
@@ -36,10 +36,19 @@ CREATE TABLE sessions (
   bytes_in    BIGINT NOT NULL DEFAULT 0,
   meta        TEXT NOT NULL DEFAULT '{}',
   summary     TEXT NOT NULL DEFAULT '{}',
-  analysis_version BIGINT NOT NULL DEFAULT 0  -- version 7 (schema.sql: version 9)
+  analysis_version BIGINT NOT NULL DEFAULT 0, -- version 7 (schema.sql: version 9)
+  idempotency_key TEXT COLLATE "C"             -- version 8: as schema.sql's (version 10)
 );
 CREATE INDEX sessions_created ON sessions(created_at DESC, id DESC);
 CREATE INDEX sessions_analysis ON sessions(analysis_version, id);
+CREATE UNIQUE INDEX sessions_idempotency ON sessions(idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE upload_claims (                   -- version 8: as schema.sql's
+  key        TEXT COLLATE "C" PRIMARY KEY,
+  owner      TEXT COLLATE "C" NOT NULL,
+  claimed_at BIGINT NOT NULL,
+  seen_at    BIGINT NOT NULL
+);
 
 CREATE TABLE labels (
   session_id BIGINT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -129,7 +138,11 @@ CREATE TABLE analysis (
   gpu        TEXT NOT NULL,
   report     TEXT NOT NULL,
   timeline   TEXT NOT NULL,
-  effic      TEXT                             -- version 5: as schema.sql's
+  effic      TEXT,                            -- version 5: as schema.sql's
+  steps        TEXT,                          -- version 8: as schema.sql's
+  step_count   BIGINT,
+  step_mean_us DOUBLE PRECISION,
+  step_sd_us   DOUBLE PRECISION
 );
 
 CREATE TABLE report_edits (
@@ -185,8 +198,10 @@ CREATE TABLE agents (
   host          TEXT COLLATE "C" NOT NULL DEFAULT '',
   version       TEXT COLLATE "C" NOT NULL DEFAULT '',
   registered_at BIGINT NOT NULL,
-  last_seen     BIGINT NOT NULL
+  last_seen     BIGINT NOT NULL,
+  instance      TEXT COLLATE "C" NOT NULL DEFAULT ''  -- version 8: as schema.sql's
 );
+CREATE INDEX agents_last_seen ON agents(last_seen);
 
 CREATE TABLE targets (
   name          TEXT COLLATE "C" PRIMARY KEY,

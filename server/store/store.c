@@ -263,6 +263,23 @@ static const char *const migrations[] = {
     "  gpu_bw     TEXT,\n"
     "  identity   TEXT\n"
     ") WITHOUT ROWID;\n",
+    /* 9 -> 10 (issue 50): Idempotency-Key on sessions and the keys in flight; the step breakdown
+     * as a document of its own with the gate's numbers (NULL in the sessions already stored,
+     * whose breakdown stays in report); an agent's instance; agents by last contact (expiry). */
+    "ALTER TABLE sessions ADD COLUMN idempotency_key TEXT;\n"
+    "CREATE UNIQUE INDEX sessions_idempotency ON sessions(idempotency_key) WHERE idempotency_key IS NOT NULL;\n"
+    "CREATE TABLE upload_claims (\n"
+    "  key        TEXT PRIMARY KEY,\n"
+    "  owner      TEXT NOT NULL,\n"
+    "  claimed_at INTEGER NOT NULL,\n"
+    "  seen_at    INTEGER NOT NULL\n"
+    ");\n"
+    "ALTER TABLE analysis ADD COLUMN steps TEXT;\n"
+    "ALTER TABLE analysis ADD COLUMN step_count INTEGER;\n"
+    "ALTER TABLE analysis ADD COLUMN step_mean_us REAL;\n"
+    "ALTER TABLE analysis ADD COLUMN step_sd_us REAL;\n"
+    "ALTER TABLE agents ADD COLUMN instance TEXT NOT NULL DEFAULT '';\n"
+    "CREATE INDEX agents_last_seen ON agents(last_seen);\n",
 };
 _Static_assert(sizeof migrations / sizeof migrations[0] == STORE_SCHEMA_VERSION, "one migration per schema version");
 
@@ -508,6 +525,19 @@ static const char *const pg_migrations[] = {
     "  gpu_bw     TEXT,\n"
     "  identity   TEXT\n"
     ");\n",
+    /* 7 -> 8: as SQLite's 9 -> 10 (issue 50). */
+    "ALTER TABLE sessions ADD COLUMN idempotency_key TEXT COLLATE \"C\";\n"
+    "CREATE UNIQUE INDEX sessions_idempotency ON sessions(idempotency_key) WHERE idempotency_key IS NOT NULL;\n"
+    "CREATE TABLE upload_claims (\n"
+    "  key        TEXT COLLATE \"C\" PRIMARY KEY,\n"
+    "  owner      TEXT COLLATE \"C\" NOT NULL,\n"
+    "  claimed_at BIGINT NOT NULL,\n"
+    "  seen_at    BIGINT NOT NULL\n"
+    ");\n"
+    "ALTER TABLE analysis ADD COLUMN steps TEXT, ADD COLUMN step_count BIGINT, ADD COLUMN step_mean_us DOUBLE PRECISION,\n"
+    "  ADD COLUMN step_sd_us DOUBLE PRECISION;\n"
+    "ALTER TABLE agents ADD COLUMN instance TEXT COLLATE \"C\" NOT NULL DEFAULT '';\n"
+    "CREATE INDEX agents_last_seen ON agents(last_seen);\n",
 };
 _Static_assert(sizeof pg_migrations / sizeof pg_migrations[0] == STORE_PG_SCHEMA_VERSION, "one migration per schema version");
 

@@ -13,8 +13,8 @@
 
 #include <stddef.h>
 
-#define STORE_SCHEMA_VERSION 9 /* = entries in store.c's migrations[] */
-#define STORE_PG_SCHEMA_VERSION 7 /* = entries in store.c's pg_migrations[] */
+#define STORE_SCHEMA_VERSION 10 /* = entries in store.c's migrations[] */
+#define STORE_PG_SCHEMA_VERSION 8 /* = entries in store.c's pg_migrations[] */
 
 typedef struct store store;
 typedef struct db_conn db_conn; /* store/db.h; opaque above store/ */

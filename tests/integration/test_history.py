@@ -603,11 +603,11 @@ class Migration(unittest.TestCase):
     to the newest version with the same DDL a new database gets from schema.sql, keeping every
     row. (Version 3 -> 4, texts by id: test_migration_3_to_4 and tests/replies/snapshot.py migrate.)"""
 
-    TABLES = ("agents", "baseline_labels", "baselines", "baselines_session", "captures", "captures_active", "captures_agent", "captures_target",
-              "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
+    TABLES = ("agents", "agents_last_seen", "baseline_labels", "baselines", "baselines_session", "captures", "captures_active", "captures_agent",
+              "captures_target", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "reanalysis", "replay",
-              "sessions", "sessions_analysis", "sessions_created", "targets", "targets_agent")
-    NEWEST = 9
+              "sessions", "sessions_analysis", "sessions_created", "sessions_idempotency", "targets", "targets_agent", "upload_claims")
+    NEWEST = 10
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -619,12 +619,57 @@ class Migration(unittest.TestCase):
         finally:
             c.close()
 
+    V10_UNDO = ("DROP INDEX sessions_idempotency; ALTER TABLE sessions DROP COLUMN idempotency_key; DROP TABLE upload_claims;"
+               # the breakdown back into the report, where sessions before version 10 hold it
+               "UPDATE analysis SET report = json_set(report, '$.breakdown', json(steps)) WHERE steps IS NOT NULL;"
+               "ALTER TABLE analysis DROP COLUMN steps; ALTER TABLE analysis DROP COLUMN step_count;"
+               "ALTER TABLE analysis DROP COLUMN step_mean_us; ALTER TABLE analysis DROP COLUMN step_sd_us;"
+               "DROP INDEX agents_last_seen; ALTER TABLE agents DROP COLUMN instance;")
+
+    def make_v9(self, db):
+        """Turns a new database back into what version 9 had: no Idempotency-Key, the step
+        breakdown inside the report, no stored step numbers, agents without an instance."""
+        c = sqlite3.connect(db)
+        c.executescript(self.V10_UNDO + "PRAGMA user_version = 9;")
+        c.close()
+
+    def test_migration_9_to_10(self):
+        """Sessions stored before version 10 keep their breakdown in the report: /steps pages it,
+        and the regression gate and compare read their step statistics from it, as before."""
+        srv = Server()
+        db = srv.db
+        a = srv.upload_ok(stepped(4), "?name=a")
+        b = srv.upload_ok(stepped(6, mm_kernel_us=1500.0), "?name=b")
+        st, _, body = srv.request("PUT", "/api/v1/baselines/m", json.dumps({"session_id": a}).encode())
+        self.assertEqual(st, 201, body)
+        paths = ["/api/v1/sessions/%d/steps" % b, "/api/v1/sessions/%d/steps?offset=2&limit=3" % b,
+                 "/api/v1/sessions/%d/regressions?baseline=m" % b, "/api/v1/compare?base=%d&head=%d" % (a, b),
+                 "/api/v1/sessions/%d/report" % b, "/api/v1/sessions/%d/suspects" % b]
+        before = [srv.json(p) for p in paths]
+        srv.stop()
+        self.make_v9(db)
+        self.assertEqual(self.schema(db)[0], 9)
+        c = sqlite3.connect(db)
+        self.assertIn('"breakdown"', c.execute("SELECT report FROM analysis WHERE session_id = ?", (b,)).fetchone()[0])
+        c.close()
+        srv2 = Server(db=db)
+        try:
+            after = [srv2.json(p) for p in paths]
+        finally:
+            srv2.stop()
+        for p, x, y in zip(paths, before, after):
+            self.assertEqual(x, y, p)
+        self.assertEqual(len(after[0]["steps"]), 6)
+        self.assertEqual([s["name"] for s in after[1]["steps"]], ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"])
+        self.assertEqual(after[2]["verdict"]["steps"]["head"]["count"], 6)
+        self.assertEqual(self.schema(db)[0], self.NEWEST)
+
     def make_v3(self, db, drop_string=None):
         """Turns a new database back into what version 3 had: operators, kernels and phases
         as tables holding their texts (foreign keys are off here). drop_string: a text to
         delete from strings, as a database whose strings missed a name would be."""
         c = sqlite3.connect(db)
-        script = ""
+        script = self.V10_UNDO
         for t, ddl in V3_TABLES.items():
             cols = ", ".join(ln.split()[0] for ln in ddl.splitlines()[1:] if ln.strip() and not ln.startswith(")"))
             script += ("CREATE TABLE %s_v3 AS SELECT %s FROM %s;" % (t, cols, t) + "DROP VIEW %s; DROP TABLE %s;" % (t, ROWS[t])

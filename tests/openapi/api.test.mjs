@@ -440,6 +440,10 @@ test('GET /api/v1/sessions/{id}/steps, /memory and /efficiency: JSON, text, csv;
     await expectError('GET', `/api/v1/sessions/999999/${what}`, {}, 404, 'not_found');
     await call('DELETE', P, {}, 405);
   }
+  // the steps are paged (issue 50)
+  const s = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/steps?offset=0&limit=1`, {}, 200)).body;
+  assert.ok(s.steps.length <= 1 && s.total >= s.steps.length && s.limit === 1);
+  await expectError('GET', `/api/v1/sessions/${ids.simpleAdd}/steps?limit=0`, {}, 400, 'invalid_parameter');
 });
 
 test('GET /api/v1/jobs and /api/v1/jobs/{name}: JSON, text, csv; 404, 405', async () => {
@@ -943,6 +947,21 @@ test('agents, targets and captures: registration, the long poll, status reports,
   assert.match((await call('GET', '/api/v1/captures?format=csv', {}, 200)).res.text, /^id,target,engine,status/);
   await expectError('GET', '/api/v1/captures?limit=0', {}, 400, 'invalid_parameter');
   await call('DELETE', '/api/v1/captures', {}, 405);
+
+  // cancel (issue 50): a capture in flight becomes cancelled; its agent's poll lists it
+  const k = (await call('POST', '/api/v1/captures', json({ target: 'oa-vllm', seconds: 1 }), 201)).body;
+  assert.equal((await call('POST', '/api/v1/agents/oa-agent/poll?wait=0', {}, 200)).body.capture.id, k.id);
+  assert.equal((await call('POST', `/api/v1/captures/${k.id}/cancel`, {}, 200)).body.status, 'cancelled');
+  assert.ok((await call('POST', '/api/v1/agents/oa-agent/poll?wait=0', {}, 200)).body.cancelled.includes(k.id));
+  assert.equal((await call('POST', `/api/v1/captures/${k.id}/status`, json({ agent: 'oa-agent', status: 'running' }), 200)).body.status, 'cancelled');
+  await expectError('POST', `/api/v1/captures/${k.id}/cancel`, {}, 409, 'conflict');
+  await expectError('POST', '/api/v1/captures/999999/cancel', {}, 404, 'not_found');
+  await call('GET', `/api/v1/captures/${k.id}/cancel`, {}, 405);
+  // another agent may not take a live agent's target; the targets are paged
+  await expectError('PUT', '/api/v1/agents/oa-agent2', json({ targets: [{ name: 'oa-vllm', engine: 'vllm', url: 'http://10.0.0.2:8000' }] }), 409, 'conflict');
+  const pg = (await call('GET', '/api/v1/targets?offset=1&limit=1', {}, 200)).body;
+  assert.deepEqual([pg.total, pg.targets.map((x) => x.name)], [2, ['oa-vllm']]);
+  await expectError('GET', '/api/v1/targets?limit=0', {}, 400, 'invalid_parameter');
   for (const [m, path] of [['POST', '/api/v1/targets'], ['PUT', `/api/v1/captures/${c.body.id}`], ['GET', `/api/v1/captures/${c.body.id}/status`],
     ['GET', '/api/v1/agents/oa-agent/poll']]) await call(m, path, {}, 405);
 
@@ -953,6 +972,37 @@ test('agents, targets and captures: registration, the long poll, status reports,
   await expectError('PUT', '/api/v1/agents/a', { ...A, ...json(reg) }, 401, 'unauthorized');
   await expectError('POST', '/api/v1/agents/a/poll', { ...A }, 401, 'unauthorized');
   await expectError('POST', '/api/v1/captures/1/status', { ...A, ...json({}) }, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/captures/1/cancel', { ...A }, 401, 'unauthorized');
+  await expectError('POST', '/api/v1/captures/1/cancel', { ...A, headers: { Authorization: 'Bearer not-the-token-0000' } }, 403, 'forbidden');
+});
+
+// ---------------------------------------------------------------- Idempotency-Key (issue 50)
+
+test('POST /api/v1/sessions with Idempotency-Key: 409 while one is in flight, then 201, then 200 with its reply', async () => {
+  const body = trace(FILES.base);
+  const key = { 'Idempotency-Key': 'oa-file-0001' };
+  const sleep = (ms) => new Promise((s) => setTimeout(s, ms));
+  const open = openUpload('/api/v1/sessions', body.length, body.subarray(0, 100), key);
+  let r;
+  for (let i = 0; i < 100; i++) { // until the open upload's head is in (a cut body: it never stores)
+    r = await call('POST', '/api/v1/sessions', { body: '{"traceEvents": [', headers: key });
+    if (r.res.status === 409) break;
+    await sleep(100);
+  }
+  assert.equal(r.body.error.code, 'conflict');
+  assert.ok(Number(r.res.headers['retry-after']) >= 1);
+  open.abort(); // a dropped upload releases its key
+  let first;
+  for (let i = 0; i < 100; i++) {
+    first = await call('POST', '/api/v1/sessions', { body, headers: key });
+    if (first.res.status !== 409) break;
+    await sleep(100);
+  }
+  assert.equal(first.res.status, 201);
+  const again = await call('POST', '/api/v1/sessions', { body, headers: { 'Idempotency-Key': '"oa-file-0001"' } }, 200);
+  assert.deepEqual(again.body, first.body);
+  await call('DELETE', `/api/v1/sessions/${first.body.id}`, {}, 204);
+  await expectError('POST', '/api/v1/sessions', { body, headers: { 'Idempotency-Key': 'a b' } }, 400, 'invalid_parameter');
 });
 
 test('every documented response (5xx faults aside) was exercised', () => {

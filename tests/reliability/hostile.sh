@@ -728,7 +728,32 @@ case_opnames() {
     resource cpunames100k cpunames 100000 201 "" 200 4 30
 }
 
-CASES="opnames slowread longreader diskfull diskfull_big csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
+# 1 (issue 50). 1M steps of one name (ProfilerStep#1 a million times: --max-distinct never
+#    counts them; 2.7 MB gzip). Each step was held by every surface, ~2 KB: before, 201 after
+#    25.8 s of CPU, 2,018 MB peak, 197 MB stored; /steps 205 MB in 28 s of CPU, uncached;
+#    /report 7.5 s, /suspects 11.8 s, /compare 14.5 s, /regressions?baseline= 12.3 s each call;
+#    4.8 GB peak. After (--max-steps 10,000: the earliest 10,000 split, the rest counted):
+#    6.0 s, 53 MB, 5 MB; /steps 2 MB in 0.26 s (then cached), the others 0.01 s (2026-12-07,
+#    the 2-core VM at load 10). The bounds sit between.
+case_steps() {
+    resource steps1m steps 1000000 201 "" 150 30 20
+    local c0 c1 st
+    st=$(curl -s -o "$TMP/steps.json" -w '%{http_code} %{size_download}' "$URL/api/v1/sessions/1/steps")
+    curl -s -o /dev/null -X PUT -H 'Content-Type: application/json' -d '{"session_id":1}' "$URL/api/v1/baselines/steps"
+    c0=$(cpu_s)
+    for p in report suspects "regressions?baseline=steps" "regressions?baseline=steps&gate=operators"; do
+        curl -s -o /dev/null "$URL/api/v1/sessions/1/$p"
+    done
+    curl -s -o /dev/null "$URL/api/v1/compare?base=1&head=1"
+    c1=$(cpu_s)
+    if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["total"] == 10000 and d["steps_over_cap"] == 990000 else 1)' "$TMP/steps.json"
+    then pass "steps: /steps holds the earliest 10,000 steps, 990,000 counted past --max-steps ($st bytes)"
+    else fail "steps: /steps is not bounded: $st $(head -c 200 "$TMP/steps.json")"; fi
+    within "steps: /steps bytes" "${st#* }" 4000000 B
+    within "steps: CPU of /report, /suspects, two /regressions?baseline= and /compare" "$(awk -v a="$c0" -v b="$c1" 'BEGIN{printf "%.2f", b - a}')" 2 s
+}
+
+CASES="steps opnames slowread longreader diskfull diskfull_big csp labels framing form form_preamble tracks threads threads_cap toplevel nsys_streams longkey longstr manykeys bomb distinct slowhead slowbody perip csv utf8 boolts names names_once wal timeline_range infsum head_trace timeline"
 for c in ${HOSTILE_ONLY:-$CASES}; do
     t0=$(date +%s)
     "case_$c"

@@ -20,6 +20,9 @@ generated here, streamed through zlib, so the test needs no fixture files.
   pairs N       N operators: 1,000 names x N/1,000 distinct "Input Dims", each pair once (few
                 strings, N operator rows by name and shapes)
   repeat N      one small event N times (a gzip bomb of valid events, ~1000:1)
+  steps N       N ranges named ProfilerStep#1 one after another on one thread: N steps of
+                one name, which --max-distinct does not count (the step breakdown, issue 50)
+  gpusteps N    the same, each step holding an operator that launches a kernel
   toplevel N    a step holding N disjoint top-level operators on one thread (the step
                 breakdown's host ranges, 16 bytes each)
   form MIB      a multipart/form-data body (boundary fpXX, never gzip'd) whose one file part
@@ -110,6 +113,19 @@ def gen(kind, n):
     if kind == "toplevel":
         step = ev("ProfilerStep#1", 1, 1, 0, 3 * n + 10, "user_annotation")
         return events(itertools.chain([step], (ev("aten::add", 1, 2, 3 * i + 1) for i in range(n))))
+    if kind in ("steps", "gpusteps"):
+        def body():
+            for i in range(n):
+                t = 20 * i
+                yield ev("ProfilerStep#1", 1, 1, t, 18, "user_annotation")
+                if kind == "steps":
+                    continue
+                yield ev("aten::mm", 1, 1, t + 1, 10)
+                yield (b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":5,'
+                       b'"args":{"correlation":%d}}' % (t + 2, i + 1))
+                yield (b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":3,'
+                       b'"args":{"correlation":%d,"device":0,"stream":7}}' % (t + 8, i + 1))
+        return events(body())
     if kind in ("opnames", "cpunames"):
         # n distinct cpu_op names, one call each; opnames: each launches a kernel, the GPU
         # idling between them, so every name labels a host-wait gap (idle.c, suspects.c)

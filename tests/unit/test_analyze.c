@@ -58,10 +58,10 @@ static int teardown(void **state) {
 static int import_bytes(const void *data, size_t len, size_t piece, int gzip, long long *id, char *err) {
     import_limits lim = {.max_upload = 0};
     import_pool *pool = import_pool_new(st, 1, &lim);
-    import_opts o = {"t", NULL, 0, gzip, 0};
+    import_opts o = {"t", NULL, 0, gzip, 0, NULL};
     importer *im = NULL;
     unsigned long long events = 0;
-    int rc = import_begin(pool, &o, &im, err, 256);
+    int rc = import_begin(pool, &o, &im, NULL, err, 256);
     for (size_t off = 0; off < len && !rc; off += piece) rc = import_feed(im, (const char *)data + off, len - off < piece ? len - off : piece);
     if (!rc) rc = import_finish(im, id, &events);
     if (rc && im) snprintf(err, 256, "%s", import_error(im));
@@ -240,6 +240,9 @@ static json_t *reply_of(const char *trace, int (*q)(db_conn *, long long, json_t
     return r;
 }
 
+/* Every step of the breakdown: query_steps' widest page. */
+static int query_steps_all(db_conn *db, long long id, json_t **out) { return query_steps(db, id, 0, 1LL << 40, out); }
+
 static json_t *launch_of(const char *trace) {
     json_t *g = reply_of(trace, query_gpu), *l = json_incref(json_object_get(g, "launch"));
     json_decref(g);
@@ -301,7 +304,7 @@ static void test_steps_device_spans_in_one_pass(void **state) {
                     SRT(1, 10, 5, 1) "," SRT(2, 95, 10, 2) "," SRT(1, 100, 0, 3) "," SRT(2, 150, 5, 4) "," SRT(1, 210, 5, 1) ","
                     SRT(2, 220, 5, 5) "," SKN(20, 30, 1) "," SKN(60, 10, 1) "," SKN(110, 20, 2) "," SKN(120, 10, 3) ","
                     SKN(160, 70, 4) "," SKN(240, 10, 5) "]}";
-    json_t *scan = reply_of(t, query_steps);
+    json_t *scan = reply_of(t, query_steps_all);
     assert_int_equal(json_integer_value(json_object_get(scan, "dropped_steps")), 0);
     json_t *steps = json_object_get(scan, "steps");
     assert_int_equal(json_array_size(steps), 3);
@@ -332,14 +335,14 @@ static void test_steps_and_phases_in_one_pass(void **state) {
                     UA("ProfilerStep#2", 1, 110, 100) "," RT(1, 120, 3) "," RT(1, 130, 6) "," UA("A", 1, 150, 70) ","
                     UA("B", 2, 5, 130) "," RT(2, 40, 4) "," UA("B", 2, 200, 40) "," RT(2, 205, 5) ","
                     KN(20, 30, 1) "," KN(70, 45, 2) "," KN(125, 10, 3) "," KN(45, 10, 4) "," KN(208, 20, 5) "," KN(140, 5, 6) "]}";
-    json_t *one = reply_of(t, query_steps);
+    json_t *one = reply_of(t, query_steps_all);
     analyze_set_sweep_apart(1);
-    json_t *apart = reply_of(t, query_steps);
+    json_t *apart = reply_of(t, query_steps_all);
     analyze_set_sweep_apart(0);
     /* the runtime role (and the others) from the spill file past the walk's limit, as from
      * the walk's lists */
     analyze_set_host_spans_max(2);
-    json_t *rt_sql = reply_of(t, query_steps);
+    json_t *rt_sql = reply_of(t, query_steps_all);
     analyze_set_host_spans_max(-1);
     json_object_del(rt_sql, "session_id");
     json_object_del(one, "session_id");
@@ -376,7 +379,7 @@ static void test_steps_host_collectives_are_communication(void **state) {
     const char *t = "{\"traceEvents\":[" UA("ProfilerStep#1", 1, 0, 100) "," X("aten::add", "cpu_op", 1, 10, 10, "") ","
                     X("outer", "user_annotation", 2, 25, 55, "") "," X("gloo:all_reduce", "user_annotation", 2, 30, 40, "") ","
                     X("aten::copy_", "cpu_op", 2, 40, 10, "") "]}";
-    json_t *r = reply_of(t, query_steps);
+    json_t *r = reply_of(t, query_steps_all);
     json_t *st = json_array_get(json_object_get(r, "steps"), 0);
     assert_true(fabs(f(st, "communication_us") - 40) < 1e-9);
     assert_true(fabs(f(st, "cpu_exec_us") - 25) < 1e-9);
@@ -401,7 +404,7 @@ static void test_steps_host_ranges_spilled(void **state) {
              X("E", "cpu_op", 3, 50, 20, "") "," X("gloo:all_reduce", "user_annotation", 4, 20, 30, "") ","
              X("gloo:all_reduce", "user_annotation", 4, 110, 5, "") "," KN(150, 40, 1) "," KN(88, 4, 2) "]}",
              dl, dl);
-    json_t *mem = reply_of(t, query_steps);
+    json_t *mem = reply_of(t, query_steps_all);
     json_object_del(mem, "session_id");
     assert_true(f(json_object_get(mem, "mean"), "communication_us") > 0);
     assert_true(f(json_object_get(mem, "mean"), "data_loading_us") > 0);
@@ -410,7 +413,7 @@ static void test_steps_host_ranges_spilled(void **state) {
     long limits[] = {0, 2, 3};
     for (size_t k = 0; k < sizeof limits / sizeof *limits; k++) {
         analyze_set_host_spans_max(limits[k]);
-        json_t *sql = reply_of(t, query_steps);
+        json_t *sql = reply_of(t, query_steps_all);
         analyze_set_host_spans_max(-1);
         json_object_del(sql, "session_id");
         assert_true(json_equal(mem, sql));

@@ -37,9 +37,9 @@ export function request(method, path, { headers = {}, body = null, chunks = null
  * rest never is. Resolves once the bytes are written; .reply resolves if the server answers
  * early (e.g. 503); .abort() drops the connection.
  */
-export function openUpload(path, declaredLength, firstBytes) {
+export function openUpload(path, declaredLength, firstBytes, headers = {}) {
   const url = new URL(path, BASE);
-  const req = http.request(url, { method: 'POST', headers: { 'Content-Length': declaredLength }, agent: false });
+  const req = http.request(url, { method: 'POST', headers: { ...headers, 'Content-Length': declaredLength }, agent: false });
   const reply = new Promise((resolve) => {
     req.on('response', (res) => {
       const parts = [];
