@@ -25,6 +25,18 @@ SERVER = os.environ.get("FIRSTPASS_SERVER_BIN", os.path.join(ROOT, "build", "fir
 PG = os.environ.get("FIRSTPASS_TEST_PG", "")
 PGBIN = os.environ.get("PGBIN", "/usr/lib/postgresql/15/bin")
 sqlite_only = unittest.skipIf(bool(PG), "opens the SQLite database file itself")
+pg_only = unittest.skipIf(not PG, "needs two servers on one database: one server per SQLite file")
+
+# The SQLite schema this server writes (server/store/store.c STORE_SCHEMA_VERSION) and the
+# script that takes a new database back to the version before it, for migration tests.
+SQLITE_NEWEST = 10
+SQLITE_UNDO_NEWEST = (
+    "DROP INDEX sessions_idempotency; ALTER TABLE sessions DROP COLUMN idempotency_key; DROP TABLE upload_claims;"
+    # the breakdown back into the report, where sessions before version 10 hold it
+    "UPDATE analysis SET report = json_set(report, '$.breakdown', json(steps)) WHERE steps IS NOT NULL;"
+    "ALTER TABLE analysis DROP COLUMN steps; ALTER TABLE analysis DROP COLUMN step_count;"
+    "ALTER TABLE analysis DROP COLUMN step_mean_us; ALTER TABLE analysis DROP COLUMN step_sd_us;"
+    "DROP INDEX agents_last_seen; ALTER TABLE agents DROP COLUMN instance;")
 _pg_count = [0]
 
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 import unittest
 
-from fpserver import ROOT, SERVER, Server, free_port, sqlite_only
+from fpserver import ROOT, SERVER, SQLITE_NEWEST, SQLITE_UNDO_NEWEST, Server, free_port, sqlite_only
 
 
 def tiny(name="aten::mm"):
@@ -161,7 +161,7 @@ class StartUp(unittest.TestCase):
 
 
 class Migrations(unittest.TestCase):
-    NEWEST = 8
+    NEWEST = SQLITE_NEWEST
 
     def make_db(self):
         """A database written by this server, then stopped: its path."""
@@ -174,11 +174,11 @@ class Migrations(unittest.TestCase):
     def test_an_upgrade_logs_its_migration(self):
         """The schema migration at start was silent: an operator could not tell from the log
         that an upgrade had changed the database (and that a rollback needs the backup taken
-        before). Version 7 (no capture tables) -> 8 is logged before it runs and each step
-        when it commits; a start on a current database says so too."""
+        before). The version before the newest -> the newest is logged before it runs and each
+        step when it commits; a start on a current database says so too."""
         db = self.make_db()
         con = sqlite3.connect(db)
-        con.executescript("DROP TABLE captures; DROP TABLE targets; DROP TABLE agents; PRAGMA user_version=7;")
+        con.executescript(SQLITE_UNDO_NEWEST + "PRAGMA user_version=%d;" % (self.NEWEST - 1))
         con.close()
         s = Server(db=db, quiet=False)
         try:
@@ -186,8 +186,8 @@ class Migrations(unittest.TestCase):
         finally:
             s.stop()
         log = open(s.log.name).read()
-        self.assertRegex(log, r'level=info msg="migrating the database schema[^"]*" backend=sqlite from=7 to=%d steps=1\n' % self.NEWEST)
-        self.assertRegex(log, r'level=info msg="schema migration step committed" backend=sqlite from=7 to=%d\n' % self.NEWEST)
+        self.assertRegex(log, r'level=info msg="migrating the database schema[^"]*" backend=sqlite from=%d to=%d steps=1\n' % (self.NEWEST - 1, self.NEWEST))
+        self.assertRegex(log, r'level=info msg="schema migration step committed" backend=sqlite from=%d to=%d\n' % (self.NEWEST - 1, self.NEWEST))
         s2 = Server(db=db, quiet=False)
         s2.stop()
         self.assertRegex(open(s2.log.name).read(), r'msg="database schema is current" backend=sqlite version=%d\n' % self.NEWEST)

@@ -13,7 +13,7 @@ import tempfile
 import unittest
 import urllib.parse
 
-from fpserver import Server, TRACES, SERVER, sqlite_only
+from fpserver import Server, TRACES, SERVER, SQLITE_NEWEST, SQLITE_UNDO_NEWEST, sqlite_only
 
 UPLOAD = os.path.join(os.path.dirname(SERVER), "firstpass-upload")
 A100 = {"id": 0, "name": "NVIDIA A100-SXM4-80GB", "computeMajor": 8, "computeMinor": 0, "numSms": 108,
@@ -607,7 +607,7 @@ class Migration(unittest.TestCase):
               "captures_target", "event_chunks", "event_chunks_track", "kernel_rows", "kernels", "kernels_session",
               "operator_rows", "operators", "operators_session", "phase_rows", "phases", "phases_session", "reanalysis", "replay",
               "sessions", "sessions_analysis", "sessions_created", "sessions_idempotency", "targets", "targets_agent", "upload_claims")
-    NEWEST = 10
+    NEWEST = SQLITE_NEWEST
 
     def schema(self, db):
         c = sqlite3.connect(db)
@@ -619,12 +619,7 @@ class Migration(unittest.TestCase):
         finally:
             c.close()
 
-    V10_UNDO = ("DROP INDEX sessions_idempotency; ALTER TABLE sessions DROP COLUMN idempotency_key; DROP TABLE upload_claims;"
-               # the breakdown back into the report, where sessions before version 10 hold it
-               "UPDATE analysis SET report = json_set(report, '$.breakdown', json(steps)) WHERE steps IS NOT NULL;"
-               "ALTER TABLE analysis DROP COLUMN steps; ALTER TABLE analysis DROP COLUMN step_count;"
-               "ALTER TABLE analysis DROP COLUMN step_mean_us; ALTER TABLE analysis DROP COLUMN step_sd_us;"
-               "DROP INDEX agents_last_seen; ALTER TABLE agents DROP COLUMN instance;")
+    V10_UNDO = SQLITE_UNDO_NEWEST
 
     def make_v9(self, db):
         """Turns a new database back into what version 9 had: no Idempotency-Key, the step

@@ -12,7 +12,7 @@ import threading
 import time
 import unittest
 
-from fpserver import Server
+from fpserver import Server, pg_only
 
 
 def ev(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):
@@ -183,8 +183,9 @@ class IdempotencyKey(unittest.TestCase):
         st, _, b = self.srv.upload(TINY, "", {"Idempotency-Key": "k" * 255})
         self.assertEqual(st, 201, b)
 
+    @pg_only
     def test_another_server_on_the_database_sees_the_key(self):
-        """Two servers on one database (SQLite here; PostgreSQL in make test-pg): an upload in
+        """Two servers on one PostgreSQL database (make test-pg; one server per SQLite file): an upload in
         flight on one makes the other answer 409; once stored, 200."""
         other = Server(db=self.srv.db)
         try:
