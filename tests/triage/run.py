@@ -40,7 +40,7 @@ import oracle  # noqa: E402
 
 RAN = 0
 SKIPPED = []       # pending cases (a category not implemented yet): reported, not failed
-GAPS = []          # failed cases marked "gap": a blind spot of issue 48 the server does not cover yet
+GAPS = []          # cases marked "gap" that still fail: a blind spot of issue 48 the server does not cover yet
 CORPUS = False     # --check-corpus: the oracle's answers (a gap is no excuse there)
 CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "copies_casts", "pageable_memcpy",
               "compute_bound_op", "communication", "cpu_bound_op", "startup", "tail",
@@ -89,10 +89,15 @@ def without_pending(c):
 def verdict(c, e, pend):
     """One line's word and text: FAIL on e; SKIP for a pending case (and whether the pending
     expectation holds already); PASS."""
+    if c.get("gap") and not CORPUS:
+        # A gap is a blind spot the server is known not to cover yet: reported on a GAP line
+        # and counted apart, not failed. Once it passes the tag must go, so that the case
+        # guards the fix from then on.
+        if not e:
+            return "FAIL", "passes now: drop its 'gap' tag in cases.json (%s)" % c["gap"]
+        GAPS.append(c["id"])
+        return "GAP", "[%s] %s" % (c["gap"], "; ".join(e))
     if e:
-        if c.get("gap") and not CORPUS:
-            GAPS.append(c["id"])
-            return "FAIL", "[gap: %s] %s" % (c["gap"], "; ".join(e))
         return "FAIL", "; ".join(e)
     if c.get("pending"):
         SKIPPED.append(c["id"])
@@ -572,9 +577,9 @@ def check_corpus(doc, gendir, only):
             fresh = oracle_numbers(res)
             if fresh["top"] != num.get("top") or fresh["healthy"] != num.get("healthy") or fresh["steps"] != num.get("steps"):
                 e.append("cases.json numbers are stale (run.py --write-numbers)")
-        fails += bool(e)
         RAN += 1
         word, text = verdict(c, e, pend)
+        fails += word == "FAIL"
         print("%s %-32s %5.1fs %s" % (word, c["id"], dt, text or
                                      (res["suspects"][0]["category"] + ": " + res["suspects"][0]["culprit"][:60] if res["suspects"]
                                       else ("healthy" if res["healthy"] else "nothing fired"))))
@@ -716,9 +721,9 @@ def run_server(doc, gendir, binpath, only):
                                                 for r in rows if r.get("kind") not in ("gpu_user_annotation",)})
                 else:
                     e.append("GET /operators -> %d" % st)
-            fails += bool(e)
             RAN += 1
             word, text = verdict(c, e, pend)
+            fails += word == "FAIL"
             print("%s %-32s %s" % (word, c["id"], text or "ok"))
         for cmp in doc["compare"]:
             if only and not any(o in cmp["id"] for o in only):
@@ -795,7 +800,7 @@ def main(argv):
     total = RAN
     skip = " (%d skipped, pending: %s)" % (len(SKIPPED), ", ".join(SKIPPED)) if SKIPPED else ""
     if GAPS:
-        skip += "; %d of the failures are cases marked as issue 48 gaps: %s" % (len(GAPS), ", ".join(GAPS))
+        skip += "; %d known gaps of issue 48 not covered yet (GAP lines, not failures): %s" % (len(GAPS), ", ".join(GAPS))
     took = "%.0f s, and %.0f s generating the cases" % (time.time() - t0, t_gen)
     print("triage: %d of %d %s failed%s (%s)" % (fails, total, what, skip, took) if fails else
           "triage: all %s passed%s (%s)" % (what, skip, took))
