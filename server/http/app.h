@@ -44,6 +44,7 @@ typedef struct server_cfg {
     unsigned long long agent_expiry_s; /* --agent-expiry: an agent silent this long is forgotten with its targets, default 86400; 0 never */
     unsigned long long max_agents;   /* --max-agents registered at once, default 10,000; 0 no limit */
     unsigned long long max_targets;  /* --max-targets registered at once, default 10,000; 0 no limit */
+    unsigned long long max_captures; /* --max-captures finished ones kept, default 10,000; 0 no limit */
     unsigned long long min_download_rate; /* --min-download-rate: a reply taken slower (bytes/s, deadline.h) is cut; default 8192; 0 off */
     const char *devices_file;        /* --devices: device rows for the efficiency figures (devfile.h); NULL: none */
     int reanalyse;                   /* --reanalyse: re-analyse the older sessions, then exit (ingest/reanalyse.h) */

@@ -50,7 +50,7 @@ void capture_http_stop(void) {
 static cap_limits limits_of(const app *a) {
     const server_cfg *c = a->cfg;
     cap_limits l = {c->max_capture_seconds, c->max_capture_steps, c->captures_per_hour, c->agent_timeout_s, c->claim_timeout_s,
-                    (long long)c->agent_expiry_s, (long long)c->max_agents, (long long)c->max_targets};
+                    (long long)c->agent_expiry_s, (long long)c->max_agents, (long long)c->max_targets, (long long)c->max_captures};
     return l;
 }
 

@@ -141,6 +141,8 @@ static const opt opts[] = {
      "agents registered at once at most [FIRSTPASS_MAX_AGENTS] (default\n10000; 0 = no limit); a new one past it: 507"},
     {"max-targets", OPT_SIZE, CFG(max_targets), 0, 0, "N",
      "targets registered at once at most [FIRSTPASS_MAX_TARGETS] (default\n10000; 0 = no limit); a registration past it: 507"},
+    {"max-captures", OPT_SIZE, CFG(max_captures), 0, 0, "N",
+     "finished captures (uploaded, failed, cancelled) kept at most: a new capture\nforgets the oldest past it; their sessions stay [FIRSTPASS_MAX_CAPTURES]\n(default 10000; 0 = no limit)"},
     {NULL, OPT_STR, 0, 0, 0, NULL, NULL},
 };
 
@@ -347,7 +349,7 @@ int main(int argc, char **argv) {
                       .cache_bytes = 64ull << 20, .retain_interval_s = 300, .vacuum_min_bytes = 64ull << 20};
     cfg.max_capture_seconds = 60, cfg.max_capture_steps = 1000, cfg.captures_per_hour = 6, cfg.agent_timeout_s = 60, cfg.max_polls = 32;
     cfg.older_than = ANALYSIS_VERSION, cfg.reanalyse_lease_s = 60;
-    cfg.claim_timeout_s = 30, cfg.agent_expiry_s = 86400, cfg.max_agents = 10000, cfg.max_targets = 10000;
+    cfg.claim_timeout_s = 30, cfg.agent_expiry_s = 86400, cfg.max_agents = 10000, cfg.max_targets = 10000, cfg.max_captures = 10000;
     int prc = parse_options(&cfg, argc, argv);
     if (prc) return prc == 1 ? 0 : prc;
     /* The database's folder is created, like `make run`'s var/ (a file only: a PostgreSQL

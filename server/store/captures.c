@@ -309,6 +309,18 @@ int captures_register(db_conn *db, const char *agent, const char *instance, cons
     return 0;
 }
 
+/* Keeps the newest keep finished captures (uploaded, failed or cancelled) and forgets older ones, so
+ * that the history stays bounded however many targets come and go (a Kubernetes pod is a
+ * new target; issue 50). In the creating transaction: each creation prunes at most the few
+ * rows past the bound. Reads the newest keep finished ids by the primary key. */
+static int forget_captures(db_conn *db, long long keep) {
+    if (keep <= 0) return 0;
+    return execf(db,
+                 "DELETE FROM captures WHERE status NOT IN " IN_FLIGHT " AND id < (SELECT MIN(id) FROM"
+                 " (SELECT id FROM captures WHERE status NOT IN " IN_FLIGHT " ORDER BY id DESC LIMIT ?1) AS newest)",
+                 "i", keep);
+}
+
 int captures_create(db_conn *db, const char *target, long long seconds, long long steps, const json_t *options, const cap_limits *lim,
                     long long now, json_t **out, char *why, size_t whylen) {
     char *opts = options ? json_dumps(options, JSON_COMPACT | JSON_SORT_KEYS) : strdup("{}");
@@ -403,6 +415,7 @@ int captures_create(db_conn *db, const char *target, long long seconds, long lon
         }
     }
     free(opts);
+    if (!rc) rc = forget_captures(db, lim->max_captures);
     if (!rc && db_exec(db, "COMMIT") != 0) rc = ERR_DB;
     if (rc) {
         db_exec(db, "ROLLBACK");

@@ -23,6 +23,8 @@
  *   - the registries are bounded: an agent not heard from for agent_expiry_s goes with its
  *     targets (captures_expire), at most max_agents agents and max_targets targets are
  *     registered (ERR_FULL), and GET /targets is paged;
+ *   - the history is bounded: a new capture forgets the oldest finished ones (uploaded or
+ *     failed) past max_captures (their sessions stay; only the capture rows go);
  *   - a registration never silently takes what a live agent holds: the name of an agent that
  *     registered with another instance id, or a target another agent holds, while that agent
  *     polled within agent_timeout_s, is ERR_CONFLICT (why names it and its last contact).
@@ -53,6 +55,7 @@ typedef struct cap_limits {
     long long agent_expiry_s; /* --agent-expiry: an agent silent this long is forgotten; 0 never */
     long long max_agents;     /* --max-agents registered at once; 0: no limit */
     long long max_targets;    /* --max-targets registered at once; 0: no limit */
+    long long max_captures;   /* --max-captures finished ones kept; 0: no limit */
 } cap_limits;
 
 /* One target of a registration (borrowed strings, validated by the caller). */

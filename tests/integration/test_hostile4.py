@@ -276,6 +276,36 @@ class Claims(unittest.TestCase):
         self.capture("cancel-t")  # the target is free again
 
 
+class CaptureHistory(unittest.TestCase):
+    """Capture rows were never forgotten: each finished capture stayed, and with Kubernetes
+    pods coming and going as targets the table only grew. --max-captures keeps the newest
+    finished ones; a capture in flight is never forgotten, and the sessions stay."""
+
+    def test_the_oldest_finished_captures_go(self):
+        srv = Server("--max-captures", "2", "--agent-timeout", "30")
+        try:
+            register(srv, "historian", ["hist-t", "hist-u"])
+            ids = []
+            for i in range(4):
+                st, _, c = call(srv, "POST", "/api/v1/captures", {"target": "hist-t", "seconds": 1})
+                self.assertEqual(st, 201, c)
+                ids.append(c["id"])
+                st, _, b = call(srv, "POST", "/api/v1/captures/%d/cancel" % c["id"])
+                self.assertEqual(st, 200, b)
+            # in flight on another target while the bound is passed: kept
+            st, _, live = call(srv, "POST", "/api/v1/captures", {"target": "hist-u", "seconds": 1})
+            self.assertEqual(st, 201, live)
+            st, _, c = call(srv, "POST", "/api/v1/captures", {"target": "hist-t", "seconds": 1})
+            self.assertEqual(st, 201, c)
+            st, _, b = call(srv, "GET", "/api/v1/captures?limit=100")
+            self.assertEqual(st, 200, b)
+            kept = sorted(x["id"] for x in b["captures"])
+            self.assertEqual(kept, sorted(ids[2:] + [live["id"], c["id"]]))
+            self.assertEqual(call(srv, "GET", "/api/v1/captures/%d" % ids[0])[0], 404)
+        finally:
+            srv.stop()
+
+
 class ResetPoll(unittest.TestCase):
     """Issue 50, item 4: the long poll's check for a gone client read only recv() == 0; after
     an RST the first recv() reports ECONNRESET, so a reset poll woke, claimed and answered
