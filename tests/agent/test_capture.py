@@ -247,5 +247,35 @@ class PollCap(unittest.TestCase):
         self.assertLess(took, 8, "the server waited for the poll")
 
 
+
+class NameHeld(unittest.TestCase):
+    """Issue 50, item 10: the server refuses (409) a registration whose name another live
+    instance holds. The agent's side of it: it says so with the fix, keeps running, retries
+    with backoff, and registers once the other instance has gone silent (--agent-timeout)."""
+
+    def test_a_refused_registration_is_said_and_retried(self):
+        tmp = tempfile.mkdtemp(prefix="fp-held-")
+        srv = start_server("--agent-timeout", "3")
+        agent = None
+        try:
+            body = {"instance": "someone-else", "targets": [{"name": "other-t", "engine": "vllm", "url": "http://10.0.0.5:8000"}]}
+            self.assertEqual(srv.request("PUT", "/api/v1/agents/held-node", body)[0], 200)
+            agent = Agent(srv.base, "--agent", "held-node", "--target", "vllm=http://127.0.0.1:9,dir=%s,name=held-t" % tmp)
+            wait_for(lambda: "name held by another agent" in agent.log(), 15, what="the agent's 409 line")
+            log = agent.log()
+            self.assertIn("give each agent its own --agent NAME", log)
+            self.assertIsNone(agent.proc.poll(), "the agent keeps running")
+            names = [t["name"] for t in srv.json("/api/v1/targets")["targets"]]
+            self.assertNotIn("held-t", names)  # nothing taken while the other instance is live
+            # the other instance goes silent: past --agent-timeout the name is free again
+            wait_for(lambda: "held-t" in [t["name"] for t in srv.json("/api/v1/targets")["targets"]], 30,
+                     what="the agent's registration once the name is free")
+            self.assertIn("msg=registered", agent.log())
+        finally:
+            if agent:
+                agent.stop()
+            srv.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
 if __name__ == "__main__":
     unittest.main()
