@@ -281,6 +281,7 @@ typedef struct suspect_state {
     long long graph_launches; /* launches of a CUDA or HIP graph (NF_GRAPH_LAUNCH) */
     long long launches;  /* kernel launches (NF_LAUNCH calls with kernel work, no sync) */
     long long blocking;  /* of them, calls that returned after their kernels ended (sync_launch) */
+    long long syncs;     /* sync calls (NF_SYNC) on the host: a graph cannot hold them (advice.h: an_graph_blocker) */
     sqlite3_stmt *ccorr_ins;
 } suspect_state;
 
