@@ -16,8 +16,9 @@
 
 /* Adds to ev (communication's evidence) what tells its kinds apart: the collectives grouped
  * by name, launch and message size, a late peer's calls, the bytes over time. comm_us: the
- * union of the collective kernels. 0 or an ERR_* code. */
-int an_comm_facts(A *a, json_t *ev, double comm_us);
+ * union of the collective kernels; other_us: the union of the other GPU work (what could
+ * hide them). 0 or an ERR_* code. */
+int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us);
 
 /* Communication's next experiment for culprit from ev (an_comm_facts'), chosen by what the
  * evidence shows; torch: the program is PyTorch (its words may be used). Writes out. */
@@ -41,5 +42,11 @@ void an_sync_advice(int origin, const char *culprit, int rocm, char *out, size_t
  * on the data (nonzero, masked_select, unique). Writes out (e.g. "aten::nonzero, a
  * data-dependent shape and a host sync, 16 a step"). */
 void an_graph_blocker(A *a, char *out, size_t n);
+
+/* One-time work: culprit (a name id) is a range that ran once, outside every step of a
+ * trace with two or more steps (a checkpoint save after the last step, a model load before
+ * the first). Then writes out the advice that says so (not "move it out of the loop": it is
+ * out of it) and returns 1; else 0. */
+int an_once_advice(A *a, long culprit, char *out, size_t n);
 
 #endif

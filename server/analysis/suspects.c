@@ -348,7 +348,7 @@ static int exposed_sweep(sqlite3_stmt *q, exposure *x) {
  * with no collective kernel's name skips the query: it sorted every GPU activity by start
  * for nothing (130,000 of them in a 150 MB many-names trace: the suspects step 235-241 ->
  * 173-177 ms). */
-static int comm_exposed(A *a, tally *t) {
+static int comm_exposed(A *a, tally *t, double gpu_busy) {
     if (!an_any_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm */
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, (fp_flags(name) & ?1) != 0, name FROM scratch.ev WHERE cls = 2 ORDER BY ts");
     if (!q) return ERR_DB;
@@ -357,7 +357,7 @@ static int comm_exposed(A *a, tally *t) {
     int rc = exposed_sweep(q, &x);
     if (rc || !x.any) return rc;
     t->evidence[C_COMM] = json_pack("{s:f,s:f,s:f}", "comm_kernel_us", x.len, "exposed_us", x.exposed, "overlap_us", x.len - x.exposed);
-    if ((rc = an_comm_facts(a, t->evidence[C_COMM], x.len))) return rc;
+    if ((rc = an_comm_facts(a, t->evidence[C_COMM], x.len, gpu_busy - x.exposed))) return rc;
     return credit(t, C_COMM, x.best, -1, x.exposed);
 }
 
@@ -1160,6 +1160,8 @@ static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culpri
     in.blocker = blocker;
     if (c == C_SYNC) in.sync_origin = an_sync_origin(a, name, in.flags);
     next_experiment(&in, next, sizeof next);
+    if (c == C_PY || c == C_CPU || c == C_HOST_WORK || c == C_COMPILE || c == C_ALLOC || c == C_GC || c == C_TOKENIZE)
+        an_once_advice(a, culprit, next, sizeof next);
     /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
     int per_step = nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;
     return json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
@@ -1345,7 +1347,7 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
         int c = category_of(a, &is->sums[i]);
         if (c < C_N) rc = credit(&t, c, is->sums[i].name, is->sums[i].track, is->sums[i].us);
     }
-    if (!rc && !cpu_only) rc = comm_exposed(a, &t);
+    if (!rc && !cpu_only) rc = comm_exposed(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = copies(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = copy_critical(a, &t);

@@ -6,9 +6,11 @@
  *                 differ by LATE_RATIO or more (same bytes over the same link: the long ones
  *                 wait for a slower rank), the waits holding LATE_SHARE of the collective
  *                 time: no bucketing or overlap shortens a wait for a peer
- *   link-bound    the collective kernels keep the link busy LINK_BUSY of the wall: they
- *                 already run whenever they can, back to back; bytes over time (GB/s) say
- *                 how fast the link moves them: fewer bytes across it is the experiment
+ *   link-bound    the collectives outlast the compute that could hide them (their union
+ *                 over the other GPU work's), or they keep the link busy LINK_BUSY of the
+ *                 wall while already OVERLAPPED: they run back to back, so no overlap can
+ *                 hide more; bytes over time (GB/s) say how fast the link moves them: fewer
+ *                 bytes across it is the experiment
  *   overlapped    most of their time (OVERLAPPED) already runs beside compute: the exposed
  *                 rest is the first or last collective of the step
  *   exposed       nothing runs beside them: overlap them with compute
@@ -47,7 +49,7 @@ static void group_late(const cgroup *g, double *median, size_t *late, double *wa
         }
 }
 
-int an_comm_facts(A *a, json_t *ev, double comm_us) {
+int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us) {
     if (!ev) return 0;
     sqlite3_stmt *q = an_prep(a, "SELECT name, IFNULL(grid, -1), IFNULL(bytes, 0), dur FROM scratch.ev WHERE cls = 2 AND "
                                  "(fp_flags(name) & ?1) != 0 ORDER BY name, 2, 3, dur");
@@ -92,6 +94,7 @@ int an_comm_facts(A *a, json_t *ev, double comm_us) {
     if (!rc) {
         json_object_set_new(ev, "collectives", json_real(calls));
         json_object_set_new(ev, "link_busy_fraction", json_real(a->wall > 0 ? comm_us / a->wall : 0));
+        json_object_set_new(ev, "other_gpu_us", json_real(other_us > 0 ? other_us : 0));
         if (sized_us > 0) {
             json_object_set_new(ev, "bytes_per_call", json_real(sized_bytes / sized_calls));
             json_object_set_new(ev, "gb_per_s", json_real(sized_bytes / sized_us / 1e3)); /* bytes/us = MB/s; /1e3: GB/s */
@@ -138,22 +141,24 @@ void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, 
                       med > 0 ? max / med : 0, json_number_value(json_object_get(lp, "wait_us")));
         return;
     }
-    if (busy >= LINK_BUSY) {
+    double other = json_number_value(json_object_get(ev, "other_gpu_us"));
+    int overlapped = comm > 0 && comm - exposed >= OVERLAPPED * comm;
+    if (comm > other || (busy >= LINK_BUSY && overlapped)) {
         char rate[96] = "the trace records no message sizes, so measure its bytes over time (GB/s) with nccl-tests";
         if (gbps > 0) {
             mb(per_call, size, sizeof size);
             snprintf(rate, sizeof rate, "%s a call at %.1f GB/s (bytes over time)", size, gbps);
         }
-        utf8_snprintf(out, n, "%s is link-bound: the collectives keep the link busy %.0f%% of the wall, back to back (%s), so overlap "
-                      "or bucketing cannot hide more of them. Check that rate against the link's bandwidth (NVLink within a node, "
+        utf8_snprintf(out, n, "%s is link-bound: the collectives keep the link busy %.0f%% of the wall (%s), %s, so overlap or "
+                      "bucketing cannot hide more of them. Check that rate against the link's bandwidth (NVLink within a node, "
                       "InfiniBand or Ethernet across nodes) and move fewer bytes across the slowest link: %s, more compute per byte "
                       "(a larger batch per step), lower-precision communication",
-                      culprit, busy * 100, rate,
+                      culprit, busy * 100, rate, comm > other ? "longer than all the compute that could hide them" : "back to back",
                       torch ? "shard within a node and replicate across nodes (FSDP ShardingStrategy.HYBRID_SHARD)"
                             : "shard within a node and replicate across nodes (hybrid sharding)");
         return;
     }
-    if (comm > 0 && comm - exposed >= OVERLAPPED * comm) {
+    if (overlapped) {
         utf8_snprintf(out, n, "%s already runs %.0f%% of its time beside compute; the rest (%.0f us) is exposed where nothing is left to "
                       "overlap it with, usually the first or last collective of the step: start it earlier%s, send less in it, or check "
                       "the link's bandwidth against the message sizes",

@@ -119,3 +119,23 @@ void an_graph_blocker(A *a, char *out, size_t n) {
     if (steps > 0 && syncs >= 2 * steps)
         snprintf(out, n, "%.0f host syncs a step (stream or device synchronizes, blocking copies)", syncs / steps);
 }
+
+int an_once_advice(A *a, long culprit, char *out, size_t n) {
+    if (culprit < 0 || a->nsteps < 2) return 0;
+    const phase *p = NULL;
+    for (size_t i = 0; i < a->nphases && !p; i++)
+        if (a->phases[i].name == culprit) p = &a->phases[i];
+    if (!p || p->count != 1) return 0;
+    double s0 = a->steps[0].ts, s1 = a->steps[0].te, ts = p->first_ts, te = p->first_ts + p->total;
+    for (size_t i = 1; i < a->nsteps; i++) {
+        if (a->steps[i].ts < s0) s0 = a->steps[i].ts;
+        if (a->steps[i].te > s1) s1 = a->steps[i].te;
+    }
+    const char *where = ts >= s1 ? "after the last step" : te <= s0 ? "before the first step" : NULL;
+    if (!where) return 0;
+    utf8_snprintf(out, n, "%s runs once, %s, outside the steps: one-time work, not a cost of each step (the capture holds it, the "
+                  "loop does not). If it must happen (a checkpoint save, a model load, an evaluation), make that one call cheaper "
+                  "(save less often or asynchronously, from another thread or process) or leave it out of the profiled window; "
+                  "judge the loop by the steps alone", an_str(a, culprit), where);
+    return 1;
+}
