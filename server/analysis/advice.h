@@ -37,8 +37,13 @@ int an_sync_origin(A *a, const char *culprit, unsigned flags);
 /* host_sync's next experiment for culprit of that origin. Writes out. */
 void an_sync_advice(int origin, const char *culprit, int rocm, char *out, size_t n);
 
+/* The host walk's order of syncs, launches and steps on a thread (host.c, through suspects.c):
+ * a popped sync call (sync), a popped step range (step), a kernel launch (launch). Counts the
+ * syncs that have kernel launches before and after them inside one step. */
+void an_sync_walk(A *a, int sync, int step, int launch);
+
 /* What keeps the loop out of a CUDA graph, "" for nothing the trace shows: a host sync
- * inside the steps beyond the one that ends each step, or an op whose output shape depends
+ * inside the steps (launches before and after it in the same step), or an op whose output shape depends
  * on the data (nonzero, masked_select, unique). Writes out (e.g. "aten::nonzero, a
  * data-dependent shape and a host sync, 16 a step"). */
 void an_graph_blocker(A *a, char *out, size_t n);

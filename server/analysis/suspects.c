@@ -95,8 +95,8 @@ static opstat *stat_of(A *a, long name) {
 /* A popped host frame: a cpu_op's call, or a runtime call's (allocator_churn's and
  * host_work's premises read their calls too). */
 int an_op_host(A *a, const frame *f) {
+    an_sync_walk(a, f->cls == EV_HOST_RT && an_flags(a, f->name) & NF_SYNC, an_flags(a, f->name) & NF_STEP, 0);
     if ((f->cls != EV_HOST_OP && f->cls != EV_HOST_RT) || f->kind == a->ua_kind) return 0;
-    if (f->cls == EV_HOST_RT && an_flags(a, f->name) & NF_SYNC) a->sus->syncs++;
     if (f->cls == EV_HOST_RT && an_flags(a, f->name) & (NF_LAUNCH | NF_SYNC)) return 0; /* most calls: no label, no statistics */
     opstat *o = stat_of(a, f->name);
     if (!o) return ERR_NOMEM;
@@ -125,6 +125,7 @@ int an_op_launch(A *a, const hrow *r, const frame *stack, int depth) {
     int inner = -1, outer_copy = -1, plain = 1;
     unsigned rf = an_flags(a, r->name);
     if (rf & NF_GRAPH_LAUNCH) s->graph_launches++;
+    if (r->gk > 0) an_sync_walk(a, 0, 0, 1);
     /* kernel launches, and those that returned after their kernels (synchronous_launch's premise) */
     if (rf & NF_LAUNCH && !(rf & NF_SYNC) && !r->gsync && an_launch_tells(r)) {
         s->launches++;
@@ -862,7 +863,7 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
         else if (in->blocker && *in->blocker)
             utf8_snprintf(out, n, "Take Python out of the launch path in %s: vectorize the per-token work and fuse the small ops with "
-                     "torch.compile; a %s cannot hold this loop while %s sits inside it: remove that sync first (static shapes, the "
+                     "torch.compile; a %s cannot hold this loop with %s inside it: remove that sync first (static shapes, the "
                      "value kept on the GPU); compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph", in->blocker);
         else if (in->compiled && !*graphs)
             utf8_snprintf(out, n, "Take Python out of the launch path in %s: the step already runs compiled (torch.compile), so replay it "
@@ -888,7 +889,7 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
             return;
         }
         if (in->blocker && *in->blocker) {
-            utf8_snprintf(out, n, "Launches of %s cost more than their kernels, but a %s cannot hold this loop while %s sits inside "
+            utf8_snprintf(out, n, "Launches of %s cost more than their kernels, but a %s cannot hold this loop with %s inside "
                      "it: remove that sync first (static shapes: a fixed capacity instead of the data-dependent size, the value kept on "
                      "the GPU), and fuse the small ops with torch.compile meanwhile; compare launches and GPU idle per step", culprit,
                      rocm ? "HIP graph" : "CUDA graph", in->blocker);

@@ -11,8 +11,9 @@
  *                 not .item()
  *   Python        otherwise: an operator the Python loop calls (.item(), .cpu(), printing)
  * A CUDA graph cannot hold a host sync nor an op whose output shape depends on the data: a
- * loop with more sync calls than steps (one may end each step, outside the captured part)
- * or with nonzero / masked_select / unique inside is not graph material until they go. */
+ * step with a sync call between its kernel launches (one a step or more; the input copy that
+ * starts a step and the .item() that ends it lie outside the captured part) or a loop with
+ * nonzero / masked_select / unique inside is not graph material until they go. */
 #include <stdio.h>
 #include <string.h>
 
@@ -108,16 +109,37 @@ void an_graph_blocker(A *a, char *out, size_t n) {
         for (size_t w = 0; s && w < sizeof dd / sizeof dd[0]; w++)
             if (!strcmp(s, dd[w]) && (!best || o->calls > best->calls)) best = o;
     }
-    double steps = a->nsteps ? (double)a->nsteps : 0, syncs = (double)a->sus->syncs;
+    double steps = a->nsteps ? (double)a->nsteps : 0, syncs = (double)a->sus->inner_syncs;
     char per[48] = "";
     if (best) {
         if (steps > 0) snprintf(per, sizeof per, ", %.0f a step", (double)best->calls / steps);
         utf8_snprintf(out, n, "%s (a data-dependent shape: the host copies its size back and waits%s)", an_str(a, best->name), per);
         return;
     }
-    /* more sync calls than steps: syncs inside the loop, not only the one that ends each step */
-    if (steps > 0 && syncs >= 2 * steps)
-        snprintf(out, n, "%.0f host syncs a step (stream or device synchronizes, blocking copies)", syncs / steps);
+    /* syncs inside the steps: launches before and after them (the input copy that starts a
+     * step and the .item() that ends it lie outside what a graph of the step captures) */
+    if (steps > 0 && syncs >= steps)
+        snprintf(out, n, "%.0f host sync%s a step between its launches (stream or device synchronizes, blocking copies)", syncs / steps,
+                 syncs >= 1.5 * steps ? "s" : "");
+}
+
+void an_sync_walk(A *a, int sync, int step, int launch) {
+    suspect_state *s = a->sus;
+    if (s->sync_track != a->walk_track) {
+        s->sync_track = a->walk_track;
+        s->launched = 0;
+        s->pend_syncs = 0;
+    }
+    if (step) {
+        s->launched = 0;
+        s->pend_syncs = 0;
+    } else if (sync && s->launched) {
+        s->pend_syncs++;
+    } else if (launch) {
+        s->launched = 1;
+        s->inner_syncs += s->pend_syncs;
+        s->pend_syncs = 0;
+    }
 }
 
 int an_once_advice(A *a, long culprit, char *out, size_t n) {
