@@ -551,3 +551,47 @@ class ReportLines48(unittest.TestCase):
         self.assertTrue(m, line)
         self.assertNotRegex(m.group(1), "Launch", line)
         self.assertRegex(line, r"launches blocked on a full launch queue \(the GPU is the bottleneck\): \S+, [\d.]+% of self CPU")
+
+
+class CommAdvice48(unittest.TestCase):
+    """Issue 48 item 4: communication's advice is chosen from what the trace shows. Collectives
+    that already run mostly beside compute, with compute enough to hide them and the link busy
+    under half the wall, are told so (start the exposed rest earlier), not "overlap them"; the
+    same collectives with nothing beside them are told to overlap."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def comm(self, c0, c1):
+        evs = []
+        for i in range(6):
+            t = i * 2000
+            evs.append(ev("aten::mm", "cpu_op", t, 8))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 1, 4, correlation=10 * i + 1))
+            evs.append(ev("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", t + 6, 1394, pid=0, tid=7, correlation=10 * i + 1, device=0,
+                          stream=7))
+            evs.append(ev("nccl:all_reduce", "cpu_op", t + 10, 8))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 11, 4, correlation=10 * i + 2))
+            evs.append(ev("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "kernel", t + c0, c1 - c0, pid=0, tid=20, correlation=10 * i + 2,
+                          device=0, stream=20))
+        sid = self.srv.upload_ok(trace(evs))
+        sus = self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]
+        comm = [x for x in sus if x["category"] == "communication"]
+        self.assertTrue(comm, [x["category"] for x in sus])
+        return comm[0]["next_experiment"]
+
+    def test_already_overlapped(self):
+        text = self.comm(900, 1700)  # 800 us a step, 500 of them beside the GEMM
+        self.assertIn("already runs 6", text)  # 62% beside compute
+        self.assertNotIn("link-bound", text)
+        self.assertNotIn("late peer", text)
+
+    def test_exposed(self):
+        text = self.comm(1450, 1850)  # nothing runs beside it
+        self.assertTrue(text.startswith("Overlap ncclDevKernel_AllReduce"), text)
+        self.assertNotIn("already runs", text)
