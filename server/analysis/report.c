@@ -42,9 +42,9 @@ static int has_word(const char *lower, const char *const *words) {
     return 0;
 }
 
-/* The family the Top CUDA line calls an op or kernel of class "compute" by: matmul,
- * convolution, attention, or normalization (a cuDNN batch norm is compute by its library's
- * name, and no matmul). */
+/* The family the Top CUDA line calls an op or kernel of class "compute" by: normalization
+ * (a cuDNN batch norm is compute by its library's name, and no matmul), attention,
+ * convolution, matmul, else just compute. */
 static const char *compute_family(const char *name) {
     char lower[256];
     size_t i;
@@ -56,8 +56,9 @@ static const char *compute_family(const char *name) {
     static const char *const conv[] = {"conv", "winograd", "implicit_gemm", "dgrad", "wgrad", "fprop", NULL};
     if (has_word(lower, norm)) return "normalization";
     if (has_word(lower, attn)) return "attention";
+    static const char *const mm[] = {"mm", "matmul", "gemm", "gemv", "linear", "einsum", "cublas", "cutlass", "xmma", NULL};
     if (has_word(lower, conv)) return "convolution";
-    return "matmul";
+    return has_word(lower, mm) ? "matmul" : "compute";
 }
 
 const char *report_op_class(const char *name) {
@@ -224,8 +225,9 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     json_t *vd = d->cpu_only ? NULL : an_effic_verdict(d->in->effic, top[0].name);
     an_effic_phrase(vd, what, sizeof what);
     json_decref(vd);
+    int norm = !strcmp(cls, "compute") && !strcmp(compute_family(top[0].name), "normalization"); /* a batch norm: no matmul */
     if (!*what)
-        utf8_snprintf(what, sizeof what, "%s", !strcmp(cls, "compute") ? "matmul, convolution or attention" : !strcmp(cls, "memory")
+        utf8_snprintf(what, sizeof what, "%s", norm ? "normalization" : !strcmp(cls, "compute") ? "matmul, convolution or attention" : !strcmp(cls, "memory")
                                                    ? "memory traffic, not model math" : !strcmp(cls, "communication") ? "communication"
                                                    : "neither matmul nor copy");
     utf8_snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,

@@ -507,10 +507,13 @@ class ReportLines48(unittest.TestCase):
             evs += launch_pair("aten::cudnn_batch_norm", "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>",
                                t, 10, 600, 10 * i + 1)
             evs += launch_pair("aten::add", "vectorized_elementwise_kernel", t + 20, 10, 100, 10 * i + 2, kts=t + 700)
-        name, fam = self.family(self.report(evs)[1]["top_cuda_time"])
+        sid, lines = self.report(evs)
+        name, fam = self.family(lines["top_cuda_time"])
         self.assertEqual(name, "aten::cudnn_batch_norm")
         self.assertNotEqual(fam, "matmul")
         self.assertEqual(fam, "normalization")
+        own = {s["id"]: s for s in self.srv.json("/api/v1/sessions/%d/report" % sid)["smells"]}["one_operator_owns_the_run"]
+        self.assertNotIn("matmul", own["summary"])
 
     def test_overlapping_collectives_at_stake_within_compute_idle(self):
         # compute on stream 7 over [0, 1000) of each 2000 us period; two collectives on two
