@@ -281,6 +281,11 @@ typedef struct suspect_state {
     long long graph_launches; /* launches of a CUDA or HIP graph (NF_GRAPH_LAUNCH) */
     long long launches;  /* kernel launches (NF_LAUNCH calls with kernel work, no sync) */
     long long blocking;  /* of them, calls that returned after their kernels ended (sync_launch) */
+    long long inner_syncs; /* sync calls (NF_SYNC) with kernel launches before and after them in the same step, on
+                            * one thread: a graph of the step cannot hold them (suspects_sync.c) */
+    long long pend_syncs;  /* the walk's syncs since the last launch of this step on this thread */
+    int launched;          /* the walk launched a kernel in this step on this thread */
+    long sync_track;       /* the thread those two are of */
     sqlite3_stmt *ccorr_ins;
 } suspect_state;
 

@@ -42,13 +42,32 @@ static int has_word(const char *lower, const char *const *words) {
     return 0;
 }
 
+/* The family the Top CUDA line calls an op or kernel of class "compute" by: normalization
+ * (a cuDNN batch norm is compute by its library's name, and no matmul), attention,
+ * convolution, matmul, else just compute. */
+static const char *compute_family(const char *name) {
+    char lower[256];
+    size_t i;
+    for (i = 0; name[i] && i < sizeof lower - 1; i++) lower[i] = (char)tolower((unsigned char)name[i]);
+    lower[i] = '\0';
+    static const char *const norm[] = {"batch_norm", "batchnorm", "bn_fw", "bn_bw", "bn_fwd", "bn_bwd", "layer_norm", "layernorm",
+                                       "group_norm", "groupnorm", "instance_norm", "rms_norm", "rmsnorm", NULL};
+    static const char *const attn[] = {"attention", "sdpa", "flash", "fmha", "attn", NULL};
+    static const char *const conv[] = {"conv", "winograd", "implicit_gemm", "dgrad", "wgrad", "fprop", NULL};
+    if (has_word(lower, norm)) return "normalization";
+    if (has_word(lower, attn)) return "attention";
+    static const char *const mm[] = {"mm", "matmul", "gemm", "gemv", "linear", "einsum", "cublas", "cutlass", "xmma", NULL};
+    if (has_word(lower, conv)) return "convolution";
+    return has_word(lower, mm) ? "matmul" : "compute";
+}
+
 const char *report_op_class(const char *name) {
     char lower[256];
     size_t i;
     for (i = 0; name[i] && i < sizeof lower - 1; i++) lower[i] = (char)tolower((unsigned char)name[i]);
     lower[i] = '\0';
     static const char *const comm[] = {"nccl", "rccl", "gloo:", "c10d::", "all_reduce", "allreduce", "all_gather", "allgather",
-                                       "reduce_scatter", "reducescatter", "sendrecv", NULL};
+                                       "reduce_scatter", "reducescatter", "sendrecv", "record_param_comms", "mpi:", NULL};
     static const char *const memory[] = {"copy", "memcpy", "memset", "aten::to", "_to_copy", "cast", "contiguous", "gather",
                                          "scatter", "index", "aten::cat", "clone", "fill_", "reshape", "permute", "transpose", NULL};
     static const char *const compute[] = {"mm", "matmul", "gemm", "gemv", "linear", "conv", "attention", "sdpa", "flash",
@@ -82,7 +101,7 @@ static void op_of_row(sqlite3_stmt *s, op *o) {
  * ones in walk order, into ops[]. Why not both tables every time: a where on host kinds
  * read every GPU row for nothing (100,000 kernel names: 20 ms a draft, issue 24). */
 static int load_ops(draft *d, const char *table, const char *where, const char *order, op *ops, int max) {
-    char sql[512];
+    char sql[1024];
     snprintf(sql, sizeof sql,
              "SELECT name, kind, calls, self_cpu, self_cuda, cuda_total, cpu_total FROM %s"
              " WHERE grouping IN (0, 2) AND %s ORDER BY %s DESC, walk LIMIT %d", table, where, order, max);
@@ -143,12 +162,19 @@ static json_t *smell(const char *id, const char *title, int fired, const char *s
  * a copy or memset call (a blocking one waits for its copy; an asynchronous one is short). */
 #define WAITING_CALL "(name LIKE '%Synchronize%' OR name LIKE '%Memcpy%' OR name LIKE '%Memset%' OR name LIKE '%memcpy%')"
 #define HOST_OPS "kind IN ('cpu_op', 'cuda_runtime', 'cuda_driver')"
+/* A kernel or graph launch call that waited: in a GPU-bound run (GPU_BOUND of the wall
+ * busy) a launch whose calls last LAUNCH_WAIT_US or more on average was blocked on a full
+ * launch queue: the host waiting for the GPU to free a slot, not host work (issue 48, 6). */
+#define LAUNCH_CALL "(name LIKE 'cudaLaunch%' OR name LIKE 'cuLaunch%' OR name LIKE 'hipLaunch%' OR name LIKE 'hipModuleLaunch%'" \
+                    " OR name LIKE 'hipExtLaunch%' OR name LIKE '%GraphLaunch%')"
+#define LAUNCH_WAITED LAUNCH_CALL " AND calls > 0 AND self_cpu >= 20.0 * calls"
+#define GPU_BOUND 0.9
 
 static const char *plural(long long n) { return n == 1 ? "" : "s"; }
 
 /* The sum of column col over table's rows (grouping 0 and 2) that match where. */
 static double sum_ops(draft *d, const char *table, const char *where, const char *col) {
-    char sql[512];
+    char sql[1024];
     snprintf(sql, sizeof sql, "SELECT TOTAL(%s) FROM %s WHERE grouping IN (0, 2) AND %s", col, table, where);
     sqlite3_stmt *s = NULL;
     double v = 0;
@@ -199,8 +225,9 @@ static json_t *smell_owns(draft *d, op *top, int *ntop) {
     json_t *vd = d->cpu_only ? NULL : an_effic_verdict(d->in->effic, top[0].name);
     an_effic_phrase(vd, what, sizeof what);
     json_decref(vd);
+    int norm = !strcmp(cls, "compute") && !strcmp(compute_family(top[0].name), "normalization"); /* a batch norm: no matmul */
     if (!*what)
-        utf8_snprintf(what, sizeof what, "%s", !strcmp(cls, "compute") ? "matmul, convolution or attention" : !strcmp(cls, "memory")
+        utf8_snprintf(what, sizeof what, "%s", norm ? "normalization" : !strcmp(cls, "compute") ? "matmul, convolution or attention" : !strcmp(cls, "memory")
                                                    ? "memory traffic, not model math" : !strcmp(cls, "communication") ? "communication"
                                                    : "neither matmul nor copy");
     utf8_snprintf(buf, sizeof buf, "%s holds %.1f%% of %s time (%s, %lld call%s; %s)", top[0].name, share * 100, basis,
@@ -345,7 +372,7 @@ static void line_top_gpu(const draft *d, const op *top, int ntop, char *out, siz
     json_decref(v);
     int o = utf8_snprintf(out, n, "%s %.1f%% of %s (%s, %lld call%s, %s); %s", top[0].name, top[0].self_cuda / d->self_cuda_total * 100, word,
                      timefmt_us(top[0].self_cuda, t1, sizeof t1), top[0].calls, plural(top[0].calls),
-                     !strcmp(cls, "compute") ? "matmul" : cls, bound);
+                     !strcmp(cls, "compute") ? compute_family(top[0].name) : cls, bound);
     if (ntop > 1 && o < (int)n) o += utf8_snprintf(out + o, n - (size_t)o, "; then %s %.1f%%", top[1].name, top[1].self_cuda / d->self_cuda_total * 100);
     if (d->outside > 0 && o < (int)n) utf8_snprintf(out + o, n - (size_t)o, "; %.1f%% of the GPU time was launched outside every operator", d->outside * 100);
 }
@@ -374,9 +401,15 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
     /* Host work apart from host waiting: a sync call or a copy call's own time is the host
      * blocked on the GPU (a DtoH copy it waits in), not work it does (issue 41). */
     op h[1];
-    int nh = load_ops(d, WALK_OPS, "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'"
-                                   " AND NOT (kind IN ('cuda_runtime', 'cuda_driver') AND " WAITING_CALL ")", "self_cpu", h, 1);
+    const json_t *gpu = json_object_get(d->in->suspects, "gpu");
+    int gpu_bound = !d->cpu_only && json_number_value(json_object_get(gpu, "utilization_of_wall")) >= GPU_BOUND;
+    int nh = load_ops(d, WALK_OPS, gpu_bound ? "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != "
+                                               "'ProfilerStep*' AND NOT (kind IN ('cuda_runtime', 'cuda_driver') AND (" WAITING_CALL
+                                               " OR (" LAUNCH_WAITED ")))"
+                                             : "kind IN ('cpu_op', 'user_annotation', 'cuda_runtime', 'cuda_driver') AND name != 'ProfilerStep*'"
+                                               " AND NOT (kind IN ('cuda_runtime', 'cuda_driver') AND " WAITING_CALL ")", "self_cpu", h, 1);
     double wait = d->cpu_only ? 0 : sum_ops(d, WALK_OPS, "kind IN ('cuda_runtime', 'cuda_driver') AND " WAITING_CALL, "self_cpu");
+    double lwait = gpu_bound ? sum_ops(d, WALK_OPS, "kind IN ('cuda_runtime', 'cuda_driver') AND " LAUNCH_WAITED, "self_cpu") : 0;
     if (nh && d->self_cpu_total > 0 && o < (int)n)
         o += utf8_snprintf(out + o, n - (size_t)o, "%s%s %.1f%% of self CPU (%s, %lld call%s)", o ? "; top host work: " : "", h[0].name,
                       h[0].self_cpu / d->self_cpu_total * 100, timefmt_us(h[0].self_cpu, t1, sizeof t1), h[0].calls,
@@ -386,7 +419,9 @@ static void line_top_cpu(draft *d, char *out, size_t n) {
     if (wait > 0 && d->self_cpu_total > 0 && o < (int)n)
         o += utf8_snprintf(out + o, n - (size_t)o, "; host waiting on the GPU (syncs, blocking copies): %s, %.1f%% of self CPU",
                            timefmt_us(wait, t1, sizeof t1), wait / d->self_cpu_total * 100);
-    const json_t *gpu = json_object_get(d->in->suspects, "gpu");
+    if (lwait > 0 && d->self_cpu_total > 0 && o < (int)n)
+        o += utf8_snprintf(out + o, n - (size_t)o, "; launches blocked on a full launch queue (the GPU is the bottleneck): %s, %.1f%% of "
+                           "self CPU", timefmt_us(lwait, t1, sizeof t1), lwait / d->self_cpu_total * 100);
     /* "GPU busy" is the headline alone (tb-profiler's utilization, /efficiency); the share of
      * the wall is named as such (issue 51, item 1) */
     const json_t *util = json_object_get(json_object_get(d->in->effic, "session"), "gpu_utilization");

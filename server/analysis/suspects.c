@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/advice.h"
 #include "analysis/an.h"
 #include "analysis/names.h"
 #include "lib/err.h"
@@ -94,6 +95,7 @@ static opstat *stat_of(A *a, long name) {
 /* A popped host frame: a cpu_op's call, or a runtime call's (allocator_churn's and
  * host_work's premises read their calls too). */
 int an_op_host(A *a, const frame *f) {
+    an_sync_walk(a, f->cls == EV_HOST_RT && an_flags(a, f->name) & NF_SYNC, an_flags(a, f->name) & NF_STEP, 0);
     if ((f->cls != EV_HOST_OP && f->cls != EV_HOST_RT) || f->kind == a->ua_kind) return 0;
     if (f->cls == EV_HOST_RT && an_flags(a, f->name) & (NF_LAUNCH | NF_SYNC)) return 0; /* most calls: no label, no statistics */
     opstat *o = stat_of(a, f->name);
@@ -123,6 +125,7 @@ int an_op_launch(A *a, const hrow *r, const frame *stack, int depth) {
     int inner = -1, outer_copy = -1, plain = 1;
     unsigned rf = an_flags(a, r->name);
     if (rf & NF_GRAPH_LAUNCH) s->graph_launches++;
+    if (r->gk > 0) an_sync_walk(a, 0, 0, 1);
     /* kernel launches, and those that returned after their kernels (synchronous_launch's premise) */
     if (rf & NF_LAUNCH && !(rf & NF_SYNC) && !r->gsync && an_launch_tells(r)) {
         s->launches++;
@@ -282,7 +285,7 @@ static int exposed_sweep(sqlite3_stmt *q, exposure *x) {
     /* Sweep: target intervals merged (cs, ce); the other work's union so far reaches cover.
      * Pieces of [s, e) not covered by other work are only known once later other work is
      * seen, so target intervals are closed when the next row starts past them. */
-    double cs = 0, ce = -INFINITY, cover = -INFINITY, best_us = -1;
+    double cs = 0, ce = -INFINITY, cover = -INFINITY, best_us = -1, tend = -INFINITY;
     intern *k = intern_new();
     double *by = NULL;
     size_t nby = 0, capby = 0;
@@ -307,7 +310,11 @@ static int exposed_sweep(sqlite3_stmt *q, exposure *x) {
                 ce = te;
                 x->any = 1;
             }
-            double s0 = ts > cover ? ts : cover; /* the uncovered part of [ts, te) so far: past cover */
+            /* the uncovered part of [ts, te) so far: past cover, and past the targets before it (collectives that overlap
+             * each other are measured once: their union against the other work) */
+            double s0 = ts > cover ? ts : cover;
+            if (tend > s0) s0 = tend;
+            if (te > tend) tend = te;
             if (te > s0) {
                 if (VEC_RESERVE(open, capopen, nopen + 1, 16)) { rc = ERR_NOMEM; break; }
                 open[nopen++] = (piece){s0, te};
@@ -342,7 +349,7 @@ static int exposed_sweep(sqlite3_stmt *q, exposure *x) {
  * with no collective kernel's name skips the query: it sorted every GPU activity by start
  * for nothing (130,000 of them in a 150 MB many-names trace: the suspects step 235-241 ->
  * 173-177 ms). */
-static int comm_exposed(A *a, tally *t) {
+static int comm_exposed(A *a, tally *t, double gpu_busy) {
     if (!an_any_flagged(a, NF_COMM_KERNEL)) return 0; /* no row could be comm */
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, (fp_flags(name) & ?1) != 0, name FROM scratch.ev WHERE cls = 2 ORDER BY ts");
     if (!q) return ERR_DB;
@@ -351,6 +358,7 @@ static int comm_exposed(A *a, tally *t) {
     int rc = exposed_sweep(q, &x);
     if (rc || !x.any) return rc;
     t->evidence[C_COMM] = json_pack("{s:f,s:f,s:f}", "comm_kernel_us", x.len, "exposed_us", x.exposed, "overlap_us", x.len - x.exposed);
+    if ((rc = an_comm_facts(a, t->evidence[C_COMM], x.len, gpu_busy - x.exposed))) return rc;
     return credit(t, C_COMM, x.best, -1, x.exposed);
 }
 
@@ -801,6 +809,8 @@ typedef struct advice_in {
     const char *source, *graphs;
     unsigned flags;          /* the culprit's name flags (names.h) */
     int compiled;            /* the trace runs a torch.compile'd model (NF_COMPILED names) */
+    int sync_origin;         /* host_sync: where the sync comes from (advice.h) */
+    const char *blocker;     /* what keeps the loop out of a graph, "" nothing (advice.h: an_graph_blocker) */
 } advice_in;
 
 static double ev_num(const json_t *ev, const char *k) { return json_number_value(json_object_get(ev, k)); }
@@ -837,9 +847,7 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
                      "so that %s overlaps the GPU; re-profile and compare GPU idle per step", culprit);
         return;
     case C_SYNC:
-        utf8_snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "
-                 "read it every N steps or with a non_blocking copy to pinned memory, so the host queues the next step while the GPU works",
-                 culprit);
+        an_sync_advice(in->sync_origin, culprit, rocm, out, n);
         return;
     case C_SYNC_LAUNCH:
         utf8_snprintf(out, n, "Kernel launches block until their kernels finish (%.0f of %.0f launches, %s among them): unset "
@@ -853,6 +861,10 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
         if (cpu_only)
             utf8_snprintf(out, n, "Cut the Python around %s: vectorize the per-item work, move it out of the loop, or torch.compile the step; "
                      "re-profile with with_stack=True to see which lines hold the time", culprit);
+        else if (in->blocker && *in->blocker)
+            utf8_snprintf(out, n, "Take Python out of the launch path in %s: vectorize the per-token work and fuse the small ops with "
+                     "torch.compile; a %s cannot hold this loop with %s inside it: remove that sync first (static shapes, the "
+                     "value kept on the GPU); compare GPU idle per step", culprit, rocm ? "HIP graph" : "CUDA graph", in->blocker);
         else if (in->compiled && !*graphs)
             utf8_snprintf(out, n, "Take Python out of the launch path in %s: the step already runs compiled (torch.compile), so replay it "
                      "as a %s (torch.compile mode=\"reduce-overhead\"), remove the graph breaks that leave Python between the compiled "
@@ -874,6 +886,13 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
             utf8_snprintf(out, n, "Launches of %s cost more than their kernels, but the launches block until their kernels end: unset "
                      "CUDA_LAUNCH_BLOCKING (or take the synchronize out of the launch path) first, then re-profile; capture the loop in a %s "
                      "only if launches still dominate", culprit, rocm ? "HIP graph" : "CUDA graph");
+            return;
+        }
+        if (in->blocker && *in->blocker) {
+            utf8_snprintf(out, n, "Launches of %s cost more than their kernels, but a %s cannot hold this loop with %s inside "
+                     "it: remove that sync first (static shapes: a fixed capacity instead of the data-dependent size, the value kept on "
+                     "the GPU), and fuse the small ops with torch.compile meanwhile; compare launches and GPU idle per step", culprit,
+                     rocm ? "HIP graph" : "CUDA graph", in->blocker);
             return;
         }
         if (*graphs) {
@@ -902,6 +921,10 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
                      "autotuning) and run it outside the measured window, or profile it with_stack=True", culprit);
         return;
     case C_COMM:
+        if (!cpu_only) {
+            an_comm_advice(in->ev, culprit, strcmp(in->source, "nsys") != 0, rocm, out, n);
+            return;
+        }
         utf8_snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
                  "messages); check the interconnect's bandwidth against the message sizes", culprit);
         return;
@@ -1132,8 +1155,14 @@ static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culpri
     char next[1024], graphs[96];
     graph_note(a, graphs, sizeof graphs);
     advice_in in = {c, name, t->evidence[c], culprit >= 0 ? find_stat(a, culprit) : NULL, cpu_only, rocm_trace(a), launches_block(a),
-                    a->t->source ? a->t->source : "kineto", graphs, an_flags(a, culprit), an_any_flagged(a, NF_COMPILED)};
+                    a->t->source ? a->t->source : "kineto", graphs, an_flags(a, culprit), an_any_flagged(a, NF_COMPILED), SYNC_PYTHON, ""};
+    char blocker[256] = "";
+    if (c == C_LAUNCH || c == C_PY) an_graph_blocker(a, blocker, sizeof blocker);
+    in.blocker = blocker;
+    if (c == C_SYNC) in.sync_origin = an_sync_origin(a, name, in.flags);
     next_experiment(&in, next, sizeof next);
+    if (c == C_PY || c == C_CPU || c == C_HOST_WORK || c == C_COMPILE || c == C_ALLOC || c == C_GC || c == C_TOKENIZE)
+        an_once_advice(a, culprit, next, sizeof next);
     /* the lead-in, the tail and the outlier steps happen once: a share per step would read as a cost of each */
     int per_step = nsteps && c != C_START && c != C_TAIL && c != C_OUTLIER;
     return json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:s}", "category", cat_ids[c], "culprit", name, "smell",
@@ -1319,7 +1348,7 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
         int c = category_of(a, &is->sums[i]);
         if (c < C_N) rc = credit(&t, c, is->sums[i].name, is->sums[i].track, is->sums[i].us);
     }
-    if (!rc && !cpu_only) rc = comm_exposed(a, &t);
+    if (!rc && !cpu_only) rc = comm_exposed(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = copies(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = copy_critical(a, &t);

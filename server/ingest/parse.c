@@ -40,7 +40,8 @@ enum field {
     F_NONE, F_NAME, F_CAT, F_PH, F_PID, F_TID, F_TS, F_DUR, F_ARGS,
     A_CORR, A_EXT, A_DEVICE, A_STREAM, A_BYTES, A_DEVTYPE, A_REGS, A_SMEM,
     A_TOTAL_ALLOC, A_TOTAL_RESERVED, A_SEQ, A_FLOPS,
-    A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC
+    A_SHAPES, A_GRID, A_BLOCK, A_TYPES, A_CONCRETE, A_BPS, A_OCC,
+    A_MSG_NELEMS, A_MSG_DTYPE
 };
 
 enum top { TOP_UNKNOWN, TOP_ARRAY, TOP_OBJECT };
@@ -92,6 +93,8 @@ struct ingest {
     buf shapes, grid, block, types, concrete;
     enum field shape_field; /* which of shapes/grid/block/types/concrete is being captured */
     int types_junk, concrete_junk; /* an object inside that capture: it is dropped */
+    long long msg_nelems;  /* a collective's larger of args "In msg nelems" / "Out msg nelems" */
+    int msg_esize;         /* the bytes of one element of its args "dtype", 0 unknown */
     int shape_depth;        /* depth where that array started, 0 = none */
     int shape_need_sep;     /* next element needs ", " */
 
@@ -261,6 +264,16 @@ static long long num_int(const char *s, size_t n) {
     return strtoll(tmp, NULL, 10);
 }
 
+/* The bytes of one element of a collective's args "dtype" (c10d's ScalarType names), 0 unknown. */
+static int dtype_size(const char *s, size_t n) {
+    static const struct { const char *name; int size; } t[] = {
+        {"Float", 4}, {"BFloat16", 2}, {"Half", 2}, {"Double", 8}, {"Int", 4}, {"Long", 8}, {"Short", 2},
+        {"Char", 1}, {"Byte", 1}, {"Bool", 1}, {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"ComplexFloat", 8}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strlen(t[i].name) == n && !memcmp(t[i].name, s, n)) return t[i].size;
+    return 0;
+}
+
 static int set_num(ingest *in, const char *s, size_t n) {
     ingest_event *e = &in->ev;
     switch (in->field) {
@@ -293,6 +306,7 @@ static int set_num(ingest *in, const char *s, size_t n) {
     case A_TOTAL_RESERVED: e->total_reserved = ll; e->has_total_reserved = 1; break;
     case A_SEQ: e->seq = ll; e->has_seq = 1; break;
     case A_FLOPS: e->flops = ll; e->has_flops = 1; break;
+    case A_MSG_NELEMS: if (ll > in->msg_nelems) in->msg_nelems = ll; break;
     default: break;
     }
     return 0;
@@ -341,6 +355,7 @@ static int set_str(ingest *in, const char *s, size_t n) {
         (void)strtoll(tmp, &end, 10);
         return *end ? 0 : set_num(in, s, n);
     }
+    case A_MSG_DTYPE: in->msg_esize = dtype_size(s, n); return 0;
     default: return 0;
     }
 }
@@ -410,6 +425,8 @@ static void event_reset(ingest *in) {
     buf_reset(&in->shapes); buf_reset(&in->grid); buf_reset(&in->block);
     buf_reset(&in->types); buf_reset(&in->concrete);
     in->types_junk = in->concrete_junk = 0;
+    in->msg_nelems = 0;
+    in->msg_esize = 0;
     buf_reset(&in->raw);
 }
 
@@ -473,6 +490,7 @@ static enum field args_key(const unsigned char *k, size_t n) {
     K("blocks per SM", A_BPS); K("est. achieved occupancy %", A_OCC);
     K("Total Allocated", A_TOTAL_ALLOC); K("Total Reserved", A_TOTAL_RESERVED);
     K("Sequence number", A_SEQ); K("flops", A_FLOPS);
+    K("In msg nelems", A_MSG_NELEMS); K("Out msg nelems", A_MSG_NELEMS); K("dtype", A_MSG_DTYPE);
     return F_NONE;
 #undef K
 }
@@ -514,6 +532,12 @@ static int cb_end_map(void *ctx) {
         e->block = in->block.len ? in->block.p : NULL;
         e->types = in->types.len && !in->types_junk ? in->types.p : NULL;
         e->concrete = in->concrete.len && !in->concrete_junk ? in->concrete.p : NULL;
+        /* a collective's message (c10d's args on record_param_comms and its NCCL kernel):
+         * its bytes, where the event has none of its own (the comm advice's GB/s) */
+        if (!e->has_bytes && in->msg_nelems > 0 && in->msg_esize > 0 && in->msg_nelems < (1LL << 50)) {
+            e->bytes = in->msg_nelems * in->msg_esize;
+            e->has_bytes = 1;
+        }
         e->json = in->raw.p;
         e->json_len = in->raw.len;
         e->json_ws = 1;

@@ -462,3 +462,139 @@ class TopCpuLine(unittest.TestCase):
         m = re.search(r"host waiting on the GPU \(syncs, blocking copies\): \S+, ([\d.]+)% of self CPU", line)
         self.assertTrue(m, line)
         self.assertAlmostEqual(float(m.group(1)), 100 * wait / total, delta=0.06)
+
+
+class ReportLines48(unittest.TestCase):
+    """Issue 48, problem 6: the report's lines say what the trace shows. The Top CUDA line
+    called the collectives' own op (record_param_comms: "comms" holds "mm") and a cuDNN
+    batch-norm kernel "matmul"; communication's at stake counted collectives that overlap each
+    other once each against compute alone, more than removing them could save; in a GPU-bound
+    run the Top CPU line called a launch blocked on a full launch queue "top host work"."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def report(self, evs):
+        sid = self.srv.upload_ok(trace(evs))
+        return sid, self.srv.json("/api/v1/sessions/%d/report" % sid)["lines"]
+
+    def family(self, line):
+        m = re.match(r"(.*?) [\d.]+% of self CUDA \(\S+, \d+ calls?, ([\w ]+)\)", line)
+        self.assertTrue(m, line)
+        return m.group(1), m.group(2)
+
+    def test_collectives_op_is_communication(self):
+        evs = []
+        for i in range(4):
+            t = i * 2000
+            evs.append(ev("record_param_comms", "cpu_op", t, 20))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 2, 5, correlation=10 * i + 1))
+            evs.append(ev("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "kernel", t + 10, 1200,
+                          pid=0, tid=20, correlation=10 * i + 1, device=0, stream=20))
+            evs += launch_pair("aten::mm", "sm80_xmma_gemm_bf16bf16_bf16f32", t + 30, 10, 500, 10 * i + 2, kts=t + 1300)
+        name, fam = self.family(self.report(evs)[1]["top_cuda_time"])
+        self.assertEqual((name, fam), ("record_param_comms", "communication"))
+
+    def test_cudnn_batch_norm_is_no_matmul(self):
+        evs = []
+        for i in range(4):
+            t = i * 1000
+            evs += launch_pair("aten::cudnn_batch_norm", "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>",
+                               t, 10, 600, 10 * i + 1)
+            evs += launch_pair("aten::add", "vectorized_elementwise_kernel", t + 20, 10, 100, 10 * i + 2, kts=t + 700)
+        sid, lines = self.report(evs)
+        name, fam = self.family(lines["top_cuda_time"])
+        self.assertEqual(name, "aten::cudnn_batch_norm")
+        self.assertNotEqual(fam, "matmul")
+        self.assertEqual(fam, "normalization")
+        own = {s["id"]: s for s in self.srv.json("/api/v1/sessions/%d/report" % sid)["smells"]}["one_operator_owns_the_run"]
+        self.assertNotIn("matmul", own["summary"])
+
+    def test_overlapping_collectives_at_stake_within_compute_idle(self):
+        # compute on stream 7 over [0, 1000) of each 2000 us period; two collectives on two
+        # streams both over [500, 2000): exposed together 1000 us a period, the compute
+        # stream's idle; counted each against compute alone they made 2000 (capped at 1500)
+        evs = []
+        for i in range(5):
+            t = i * 2000
+            evs.append(ev("aten::mm", "cpu_op", t, 8))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 1, 4, correlation=10 * i + 1))
+            evs.append(ev("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", t + 6, 994, pid=0, tid=7, correlation=10 * i + 1, device=0,
+                          stream=7))
+            for j, st in enumerate((20, 21)):
+                c = 10 * i + 2 + j
+                evs.append(ev("nccl:all_reduce", "cpu_op", t + 10 + 10 * j, 8))
+                evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 11 + 10 * j, 4, correlation=c))
+                evs.append(ev("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "kernel", t + 500, 1500 if i < 4 else 1400, pid=0, tid=st,
+                              correlation=c, device=0, stream=st))
+        sid = self.srv.upload_ok(trace(evs))
+        sus = self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]
+        comm = [x for x in sus if x["category"] == "communication"]
+        self.assertTrue(comm, [x["category"] for x in sus])
+        compute_idle = (9900 - 6) - 5 * 994  # the GPU window [6, 9900) less the GEMMs
+        self.assertLessEqual(comm[0]["at_stake_us"], compute_idle + 1e-6)
+        self.assertGreater(comm[0]["at_stake_us"], 0.9 * compute_idle)
+
+    def test_launch_blocked_on_full_queue_is_waiting(self):
+        # a GPU-bound loop: each 1 ms kernel is launched while the queue is full, so
+        # cudaLaunchKernel returns only as a slot frees (~900 us of self CPU a call)
+        evs = []
+        for i in range(40):
+            t = i * 1000
+            evs.append(ev("aten::mm", "cpu_op", t, 910))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 2, 900, correlation=i + 1))
+            evs.append(ev("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", 5 + t, 1000, pid=0, tid=7, correlation=i + 1, device=0, stream=7))
+        line = self.report(evs)[1]["top_cpu_cost"]
+        m = re.search(r"top host work: (\S+) ", line) or re.match(r"(\S+) [\d.]+% of self CPU", line)
+        self.assertTrue(m, line)
+        self.assertNotRegex(m.group(1), "Launch", line)
+        self.assertRegex(line, r"launches blocked on a full launch queue \(the GPU is the bottleneck\): \S+, [\d.]+% of self CPU")
+
+
+class CommAdvice48(unittest.TestCase):
+    """Issue 48 item 4: communication's advice is chosen from what the trace shows. Collectives
+    that already run mostly beside compute, with compute enough to hide them and the link busy
+    under half the wall, are told so (start the exposed rest earlier), not "overlap them"; the
+    same collectives with nothing beside them are told to overlap."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def comm(self, c0, c1):
+        evs = []
+        for i in range(6):
+            t = i * 2000
+            evs.append(ev("aten::mm", "cpu_op", t, 8))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 1, 4, correlation=10 * i + 1))
+            evs.append(ev("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", t + 6, 1394, pid=0, tid=7, correlation=10 * i + 1, device=0,
+                          stream=7))
+            evs.append(ev("nccl:all_reduce", "cpu_op", t + 10, 8))
+            evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 11, 4, correlation=10 * i + 2))
+            evs.append(ev("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "kernel", t + c0, c1 - c0, pid=0, tid=20, correlation=10 * i + 2,
+                          device=0, stream=20))
+        sid = self.srv.upload_ok(trace(evs))
+        sus = self.srv.json("/api/v1/sessions/%d/suspects" % sid)["suspects"]
+        comm = [x for x in sus if x["category"] == "communication"]
+        self.assertTrue(comm, [x["category"] for x in sus])
+        return comm[0]["next_experiment"]
+
+    def test_already_overlapped(self):
+        text = self.comm(900, 1700)  # 800 us a step, 500 of them beside the GEMM
+        self.assertIn("already runs 6", text)  # 62% beside compute
+        self.assertNotIn("link-bound", text)
+        self.assertNotIn("late peer", text)
+
+    def test_exposed(self):
+        text = self.comm(1450, 1850)  # nothing runs beside it
+        self.assertTrue(text.startswith("Overlap ncclDevKernel_AllReduce"), text)
+        self.assertNotIn("already runs", text)
