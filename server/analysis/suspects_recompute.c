@@ -172,11 +172,13 @@ static size_t culprit_group(const rgroup *g, size_t n) {
 
 /* The suspect of the fired groups g[0..n) (sorted by at stake): evidence, members, advice. */
 static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
-    json_t *rows = json_array(), *members = json_array();
+    json_t *rows = json_array(), *members = json_array(), *top = json_array();
     double members_us = 0;
     for (size_t i = 0; i < n; i++) {
         members_us += g[i].us;
         json_array_append_new(members, json_pack("{s:s,s:o,s:f}", "name", g[i].name, "weight_shape", weight_json(&g[i]), "gpu_us", g[i].us));
+        if (i < RECOMP_EVIDENCE_ROWS) /* top_contributors: as every suspect's evidence, what each holds at stake */
+            json_array_append_new(top, json_pack("{s:s,s:f}", "name", g[i].name, "us", g[i].at));
         if (i < RECOMP_EVIDENCE_ROWS)
             json_array_append_new(rows, json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:f,s:f}", "op", g[i].name, "weight_shape", weight_json(&g[i]),
                                                   "m_min", g[i].m0, "m_max", g[i].m1, "m_stride", g[i].s, "lengths", g[i].lengths, "calls",
@@ -192,7 +194,8 @@ static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
              "to its attention) so each step computes only its new tokens: about %.1f ms of GPU time is the prefix again; "
              "re-profile and check that %s's M stays at the batch size",
              c->name, w, c->lengths, c->m0, c->m1, c->s, c->s, at / 1e3, c->name);
-    json_t *ev = json_pack("{s:s,s:o,s:i}", "mechanism", "prefix_recomputed", "groups", rows, "groups_fired", (int)n);
+    json_t *ev = json_pack("{s:s,s:o,s:i,s:o}", "mechanism", "prefix_recomputed", "groups", rows, "groups_fired", (int)n,
+                           "top_contributors", top);
     double per_step = a->nsteps ? at / (double)a->nsteps : 0;
     return json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:o,s:s}", "category", "recomputed_work", "culprit", c->name, "smell", "at_stake_us",
                      at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
