@@ -10,10 +10,12 @@
  *   - at least RECOMP_MIN_LENGTHS distinct M, sorted they step by one stride s > 0 with no
  *     hole, s divides the smallest and the smallest is at least RECOMP_MIN_PREFIX x s (a
  *     prompt of some tokens, not a batch growing from one sequence);
- *   - a steady number of calls per length (the most at most RECOMP_CALLS_SPREAD x the
- *     fewest): each length is one step's layers;
- *   - no op of the trace names a KV cache (a name containing "cache", as vLLM's
- *     reshape_and_cache): with one, M moving is a batch changing, not a prefix.
+ *   - one number of calls for RECOMP_STEADY_SHARE of the lengths: each length is one step
+ *     of the same layers;
+ *   - no op with GPU time names a KV cache (a name containing "cache", as vLLM's
+ *     reshape_and_cache): with one, M moving is a batch changing, not a prefix; and the
+ *     trace trains nothing (no autograd node: Backward0, autograd::engine): a training
+ *     loop's M moves with each batch's padded length.
  * At stake: sum over the group's rows of GPU time x (1 - s / M), the recomputed share; the
  * members are the groups that fired, each with its GPU time. A cached decode keeps M at the
  * batch size (one length: never fires); a prefill runs one length. */
@@ -28,7 +30,7 @@
 
 #define RECOMP_MIN_LENGTHS 8   /* distinct token counts a group needs: 8 steps of growth */
 #define RECOMP_MIN_PREFIX 2    /* the smallest M is at least this many strides (a prompt) */
-#define RECOMP_CALLS_SPREAD 2  /* calls per length: the most at most this x the fewest */
+#define RECOMP_STEADY_SHARE 0.8 /* one call count for this share of the lengths at least */
 #define RECOMP_EVIDENCE_ROWS 5 /* groups the evidence lists */
 
 /* One (op, weight) group: the lengths it ran at are rlen rows pointing at it. */
@@ -58,6 +60,17 @@ static int names_cache(const json_t *ops) {
         const char *n = json_string_value(json_object_get(r, "name"));
         for (const char *p = n; p && *p; p++)
             if (!strncasecmp(p, "cache", 5) && !strstr(n, "empty_cache")) return 1;
+    }
+    return 0;
+}
+
+/* Whether the trace trains (an autograd node: "...Backward0", autograd::engine): generation
+ * has no backward, while a training loop's M moves with each batch's padded length. Asked
+ * only once a group fired: it reads every name the trace has. */
+static int trains(A *a) {
+    for (size_t i = 0; i < a->nnflags; i++) {
+        const char *n = an_str(a, (long)i);
+        if (n && (strstr(n, "Backward0") || strstr(n, "autograd::engine") || strstr(n, "Backward1"))) return 1;
     }
     return 0;
 }
@@ -98,16 +111,25 @@ static int len_cmp(const void *x, const void *y) {
 
 /* Whether lengths v[0..n) (sorted, one group, equal M merged) are a prefix growing step by
  * step (the header's rule); sets g's figures either way, g->at only when it is. */
+/* Whether one call count holds at least RECOMP_STEADY_SHARE of the lengths v[0..n). Why:
+ * a generated length is one step of the same layers, so its calls repeat exactly (the
+ * window's edges aside); a training set's padded lengths come as often as the data has them. */
+static int steady_calls(const rlen *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        size_t same = 0;
+        for (size_t j = 0; j < n; j++) same += v[j].calls == v[i].calls;
+        if ((double)same >= RECOMP_STEADY_SHARE * (double)n) return 1;
+    }
+    return 0;
+}
+
 static void judge_group(rgroup *g, const rlen *v, size_t n) {
-    long long cmin = v[0].calls, cmax = v[0].calls;
     for (size_t i = 0; i < n; i++) {
         g->us += v[i].us;
         g->calls += v[i].calls;
-        if (v[i].calls < cmin) cmin = v[i].calls;
-        if (v[i].calls > cmax) cmax = v[i].calls;
     }
     g->lengths = (long long)n, g->m0 = v[0].m, g->m1 = v[n - 1].m;
-    if (n < RECOMP_MIN_LENGTHS || cmax > RECOMP_CALLS_SPREAD * cmin) return;
+    if (n < RECOMP_MIN_LENGTHS || !steady_calls(v, n)) return;
     long long s = v[1].m - v[0].m;
     for (size_t i = 1; i < n; i++)
         if (v[i].m - v[i - 1].m != s) return;
@@ -220,7 +242,7 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
         qsort(g, ng, sizeof *g, group_cmp);
         for (; nf < ng && g[nf].at > 0; nf++) at += g[nf].at;
     }
-    if (!rc && nf && at >= min_us && at > 0) {
+    if (!rc && nf && at >= min_us && at > 0 && !trains(a)) {
         json_t *e = entry(a, g, nf, at);
         if (!e || json_array_append_new(list, e)) rc = ERR_NOMEM;
         else ++*nfired;

@@ -3474,6 +3474,60 @@ def case_nanogpt_generate_a100():
     return k.doc(name="nanogpt_generate_a100")
 
 
+
+K_ADAMW_FUSED = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+                 "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false> >(...)")
+
+
+def case_group_by_length_train():
+    """Control: DistilBERT fine-tuning (H100, bf16, record_shapes) with HF Trainer's
+    group_by_length=True: each batch of 32 is padded to its own length, and over 48 steps
+    the lengths 96..143 come once each, shuffled. Every Linear's M = 32 x L takes 48 lengths
+    stepping by 32 with one call count each, as a prefix recomputed would, but this is a
+    training loop (autograd nodes, backward GEMMs): nothing is recomputed, recomputed_work
+    must not fire."""
+    k = KTrace(31005)
+    d, b, layers = 768, 32, 6
+    bf = ["c10::BFloat16"] * 3
+    lengths = list(range(96, 144))
+    k.rng.shuffle(lengths)
+    lin = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)]          # (N, K): qkv, out, fc1, fc2
+    k.host(40)
+    for i, L in enumerate(lengths):
+        m = b * L
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(30)
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::_to_copy", pre=1.5):
+                    with k.op("aten::copy_", pre=1.0):
+                        k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(layers):
+                layer_norm(k, max(3.0, us_bytes(m * d * 4, 2400)))
+                for n, kk in lin[:2]:
+                    addmm(k, K_GEMM_H100, roof_us(m, n, kk), dims=[[b, L, kk], [n, kk], [n]], types=bf)
+                sdpa(k, max(6.0, us_flops(4 * b * 12 * L * L * 64, 450)), kname=K_FLASH_FWD)
+                layer_norm(k, max(3.0, us_bytes(m * d * 4, 2400)))
+                for n, kk in lin[2:]:
+                    addmm(k, K_GEMM_H100, roof_us(m, n, kk), dims=[[b, L, kk], [n, kk], [n]], types=bf)
+            with k.op("aten::cross_entropy_loss", pre=2.0):
+                k.launch(K_SOFTMAX, 5.0)
+            for _ in range(layers):                                  # backward: grad input and grad weight of each Linear
+                for n, kk in reversed(lin):
+                    with k.op("autograd::engine::evaluate_function: AddmmBackward0", pre=2.0):
+                        with k.op("AddmmBackward0", pre=1.5):
+                            with k.op("aten::mm", pre=1.2, dims=[[m, n], [n, kk]], types=bf[:2]):
+                                k.launch(K_GEMM_H100, roof_us(m, kk, n), grid=(132, 1, 1), block=(384, 1, 1))
+                            with k.op("aten::mm", pre=1.2, dims=[[n, m], [m, kk]], types=bf[:2]):
+                                k.launch(K_GEMM_H100, roof_us(n, kk, m), grid=(132, 1, 1), block=(384, 1, 1))
+            with k.op("Optimizer.step#AdamW.step", pre=3.0):
+                with k.op("aten::_fused_adamw_", pre=2.0):
+                    k.launch(K_ADAMW_FUSED, 180.0)
+            item_sync(k)
+            k.host(25)
+    k.host(30)
+    return k.doc(name="group_by_length_train")
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -3489,6 +3543,7 @@ CASES = {
     "cached_llama_h100": case_cached_llama_h100,
     "nocache_gpt2_a100_2021": case_nocache_gpt2_a100_2021,
     "nanogpt_generate_a100": case_nanogpt_generate_a100,
+    "group_by_length_train": case_group_by_length_train,
     "startup": case_startup,
     "tail": case_tail,
     "phases": case_phases,

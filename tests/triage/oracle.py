@@ -1941,7 +1941,7 @@ def math_below_roof(t, cats, evidence):
 RECOMP_OPS = ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm")
 RECOMP_MIN_LENGTHS = 8      # distinct token counts: 8 steps of growth
 RECOMP_MIN_PREFIX = 2       # the smallest token count holds at least 2 strides (a prompt)
-RECOMP_CALLS_SPREAD = 2     # calls per token count: the most at most 2x the fewest
+RECOMP_STEADY_SHARE = 0.8   # one call count for at least 80% of the token counts (each one step of the same layers)
 
 
 def token_and_weight(name, dims):
@@ -1969,8 +1969,10 @@ def recomputed_work(t, cats, evidence):
     grouped by (op, K, weight shape), their token count M (the input's leading dims): the
     group fires when it ran at >= RECOMP_MIN_LENGTHS distinct M that, sorted, step by one
     stride s (no hole), s divides the smallest M and the smallest M >= RECOMP_MIN_PREFIX * s,
-    with as many calls at each M within RECOMP_CALLS_SPREAD x; and no cpu_op with GPU work
-    names a cache ("cache" in its name, any case: a KV cache is kept, M moving is the batch).
+    with one call count at RECOMP_STEADY_SHARE of the M at least; no cpu_op with GPU work
+    names a cache ("cache" in its name, any case: a KV cache is kept, M moving is the batch);
+    and no host event is an autograd node ("Backward" in its name, autograd::engine...): a
+    training loop's M moves with its batches' padded lengths.
     At stake: sum over its calls of their kernel time x (1 - s / M) (the last s rows are the
     new ones); members: the fired groups' ops with their kernel time; culprit: the op with the
     most recomputed time over its groups."""
@@ -1982,6 +1984,8 @@ def recomputed_work(t, cats, evidence):
             ops[id(g.inner)] = g.inner
     if any("cache" in h.name.lower() for h in ops.values()):
         return
+    if any("Backward" in h.name or h.name.startswith("autograd::engine") for h in t.host):
+        return     # a training loop: M moves with each batch's padded length, no prefix is rerun
     groups = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))    # (op, key) -> M -> [calls, us]
     for oid, us in calls.items():
         h = ops[oid]
@@ -2000,7 +2004,7 @@ def recomputed_work(t, cats, evidence):
         if len(ms) < RECOMP_MIN_LENGTHS:
             continue
         n = [by_m[m][0] for m in ms]
-        if max(n) > RECOMP_CALLS_SPREAD * min(n):
+        if max(n.count(x) for x in n) < RECOMP_STEADY_SHARE * len(n):
             continue
         s = ms[1] - ms[0]
         if s <= 0 or any(b - a != s for a, b in zip(ms, ms[1:])) or ms[0] % s or ms[0] < RECOMP_MIN_PREFIX * s:
