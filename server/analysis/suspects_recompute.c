@@ -16,6 +16,8 @@
  *     reshape_and_cache): with one, M moving is a batch changing, not a prefix; and the
  *     trace trains nothing (no autograd node: Backward0, autograd::engine): a training
  *     loop's M moves with each batch's padded length.
+ * Attention whose queries are all its keys (q and k of one length S, flash / efficient /
+ * SDPA ops with shapes) is the same evidence: grouped by (op, B, H, D), M = B * S.
  * At stake: sum over the group's rows of GPU time x (1 - s / M), the recomputed share; the
  * members are the groups that fired, each with its GPU time. A cached decode keeps M at the
  * batch size (one length: never fires); a prefill runs one length. */
@@ -76,7 +78,30 @@ static int trains(A *a) {
 }
 
 /* A row's token dim M, K and weight shape; 0 when it is not a GEMM of a fixed weight. */
+/* Attention over its own queries: 1 when q is [B, S, H, D], 2 when [B, H, S, D], 0 other. */
+static int attention_layout(const char *n) {
+    if (!strcmp(n, "aten::_flash_attention_forward") || !strcmp(n, "aten::_efficient_attention_forward")) return 1;
+    if (!strcmp(n, "aten::_scaled_dot_product_flash_attention") || !strcmp(n, "aten::_scaled_dot_product_efficient_attention") ||
+        !strcmp(n, "aten::_scaled_dot_product_cudnn_attention") || !strcmp(n, "aten::scaled_dot_product_attention"))
+        return 2;
+    return 0;
+}
+
+/* An attention call whose queries are all its keys (q and k of one length S: the whole
+ * sequence attends to itself, as without a cache; a cached step has one query): M = B * S,
+ * k = D and the fixed dims {B, H} in w. 0 otherwise. */
+static int attention_dims(int layout, const char *shape, long long *m, long long *k, long long w[3], int *wr) {
+    long long q[5], kv[5];
+    if (flops_dims_at(shape, 0, q, 5) != 4 || flops_dims_at(shape, 1, kv, 5) != 4) return 0;
+    int si = layout == 1 ? 1 : 2, hi = layout == 1 ? 2 : 1;
+    if (q[si] != kv[si] || q[0] != kv[0]) return 0;
+    *m = q[0] * q[si], *k = q[3], w[0] = q[0], w[1] = q[hi], w[2] = 0, *wr = 2;
+    return *m > 0;
+}
+
 static int gemm_dims(const char *name, const char *shape, long long *m, long long *k, long long w[3], int *wr) {
+    int layout = attention_layout(name);
+    if (layout) return attention_dims(layout, shape, m, k, w, wr);
     long long x[5];
     int ai = !strcmp(name, "aten::addmm"); /* addmm: bias, input, weight */
     int xr = flops_dims_at(shape, ai, x, 5);
@@ -149,7 +174,7 @@ static int collect(const json_t *ops, rgroup *g, size_t *ng, rlen *v, size_t *nv
         const char *shape = json_string_value(json_object_get(r, "shape"));
         long long m, k, w[3];
         int wr;
-        if (!name || !shape || !gemm_like(name) || !gemm_dims(name, shape, &m, &k, w, &wr)) continue;
+        if (!name || !shape || !(gemm_like(name) || attention_layout(name)) || !gemm_dims(name, shape, &m, &k, w, &wr)) continue;
         v[n++] = (rlen){group_of(g, ng, name, k, w, wr), m, json_integer_value(json_object_get(r, "calls")),
                         json_number_value(json_object_get(r, "gpu_us"))};
     }
@@ -165,6 +190,9 @@ static int collect(const json_t *ops, rgroup *g, size_t *ng, rlen *v, size_t *nv
     *nv = out;
     return 0;
 }
+
+/* The key its fixed dims go under: a GEMM's weight, an attention's batch and heads. */
+static const char *fixed_key(const rgroup *g) { return attention_layout(g->name) ? "batch_heads" : "weight_shape"; }
 
 static json_t *weight_json(const rgroup *g) {
     json_t *w = json_array();
@@ -198,11 +226,11 @@ static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
     double members_us = 0;
     for (size_t i = 0; i < n; i++) {
         members_us += g[i].us;
-        json_array_append_new(members, json_pack("{s:s,s:o,s:f}", "name", g[i].name, "weight_shape", weight_json(&g[i]), "gpu_us", g[i].us));
+        json_array_append_new(members, json_pack("{s:s,s:o,s:f}", "name", g[i].name, fixed_key(&g[i]), weight_json(&g[i]), "gpu_us", g[i].us));
         if (i < RECOMP_EVIDENCE_ROWS) /* top_contributors: as every suspect's evidence, what each holds at stake */
             json_array_append_new(top, json_pack("{s:s,s:f}", "name", g[i].name, "us", g[i].at));
         if (i < RECOMP_EVIDENCE_ROWS)
-            json_array_append_new(rows, json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:f,s:f}", "op", g[i].name, "weight_shape", weight_json(&g[i]),
+            json_array_append_new(rows, json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I,s:f,s:f}", "op", g[i].name, fixed_key(&g[i]), weight_json(&g[i]),
                                                   "m_min", g[i].m0, "m_max", g[i].m1, "m_stride", g[i].s, "lengths", g[i].lengths, "calls",
                                                   g[i].calls, "gpu_us", g[i].us, "recomputed_us", g[i].at));
     }
@@ -210,12 +238,12 @@ static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
     char next[1024], w[64];
     snprintf(w, sizeof w, c->wr == 2 ? "[%lld, %lld]" : "[%lld, %lld, %lld]", c->w[0], c->w[1], c->w[2]);
     snprintf(next, sizeof next,
-             "Enable the KV cache: %s (weight %s) runs at %lld token counts, M = %lld to %lld growing by %lld a step, so every step "
+             "Enable the KV cache: %s (%s %s) runs at %lld token counts, M = %lld to %lld growing by %lld a step, so every step "
              "recomputes the whole prefix and only its last %lld rows are new (generation without a KV cache). Generate with "
              "use_cache=True and pass past_key_values from one forward to the next (a model without a KV cache needs one added "
              "to its attention) so each step computes only its new tokens: about %.1f ms of GPU time is the prefix again; "
              "re-profile and check that %s's M stays at the batch size",
-             c->name, w, c->lengths, c->m0, c->m1, c->s, c->s, at / 1e3, c->name);
+             c->name, attention_layout(c->name) ? "batch, heads" : "weight", w, c->lengths, c->m0, c->m1, c->s, c->s, at / 1e3, c->name);
     json_t *ev = json_pack("{s:s,s:o,s:i,s:o}", "mechanism", "prefix_recomputed", "groups", rows, "groups_fired", (int)n,
                            "top_contributors", top);
     double per_step = a->nsteps ? at / (double)a->nsteps : 0;

@@ -3333,7 +3333,12 @@ def llama_hf_layer(k, b, s, past=0):
         for _ in range(2):
             with k.op("aten::cat", pre=2.0):
                 k.launch(K_CAT, max(2.5, us_bytes(b * (past + s) * 4096 * 2 * 2, 2400)))
-    sdpa(k, max(6.0, us_flops(2 * b * 32 * s * (past + s) * 128, 450)))                  # causal: half of 4*b*h*s*S*d
+    q, kv = [b, s, 32, 128], [b, past + s, 32, 128]                                       # the flash op's [B, S, H, D]
+    with k.op("aten::scaled_dot_product_attention", pre=2.0):
+        with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+            with k.op("aten::_flash_attention_forward", pre=1.5, dims=[q, kv, kv], types=["c10::BFloat16"] * 3):
+                k.launch(K_FLASH_FWD, max(6.0, us_flops(2 * b * 32 * s * (past + s) * 128, 450)),   # causal: half of 4*b*h*s*S*d
+                         grid=(4, 32, 1), block=(128, 1, 1), regs=255, smem=49152)
     linear(k, roof_us(m, 4096, 4096), dims=[[b, s, 4096], [4096, 4096]])                 # o_proj
     rms_fused(k, m)
     for _ in range(2):                                                                   # gate, up

@@ -1944,9 +1944,27 @@ RECOMP_MIN_PREFIX = 2       # the smallest token count holds at least 2 strides 
 RECOMP_STEADY_SHARE = 0.8   # one call count for at least 80% of the token counts (each one step of the same layers)
 
 
+ATTN_BSHD = ("aten::_flash_attention_forward", "aten::_efficient_attention_forward")
+ATTN_BHSD = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+             "aten::_scaled_dot_product_cudnn_attention", "aten::scaled_dot_product_attention")
+
+
 def token_and_weight(name, dims):
-    """(M, weight key) of a GEMM-like call whose second operand is a weight: M the product of
-    the input's leading dims, the key (K, weight shape); None otherwise."""
+    """(M, key) of a GEMM-like call whose second operand is a weight: M the product of the
+    input's leading dims, the key (K, weight shape); of an attention call whose queries are
+    all its keys (q, k of one length S: [B, S, H, D] for flash / efficient forward, [B, H, S,
+    D] for the SDPA ops): M = B * S, the key (D, (B, H)); None otherwise."""
+    if name in ATTN_BSHD or name in ATTN_BHSD:
+        try:
+            q, kk = dims[0], dims[1]
+            if len(q) != 4 or len(kk) != 4:
+                return None
+            si, hi = (1, 2) if name in ATTN_BSHD else (2, 1)
+            if q[si] != kk[si] or q[0] != kk[0]:
+                return None
+            return q[0] * q[si], (q[3], (q[0], q[hi]))
+        except (TypeError, IndexError):
+            return None
     try:
         x, w = (dims[1], dims[2]) if name == "aten::addmm" else (dims[0], dims[1])
         if len(x) < 2 or len(w) not in (2, 3):
@@ -1968,7 +1986,8 @@ def recomputed_work(t, cats, evidence):
     """A prefix recomputed every step (generation without a KV cache): a GEMM-like op's calls
     grouped by (op, K, weight shape), their token count M (the input's leading dims): the
     group fires when it ran at >= RECOMP_MIN_LENGTHS distinct M that, sorted, step by one
-    stride s (no hole), s divides the smallest M and the smallest M >= RECOMP_MIN_PREFIX * s,
+    stride s (no hole), s divides the smallest M and the smallest M >= RECOMP_MIN_PREFIX * s
+    (attention whose queries are all its keys likewise, by (op, D, B, H), M = B * S),
     with one call count at RECOMP_STEADY_SHARE of the M at least; no cpu_op with GPU work
     names a cache ("cache" in its name, any case: a KV cache is kept, M moving is the batch);
     and no host event is an autograd node ("Backward" in its name, autograd::engine...): a
@@ -1989,7 +2008,7 @@ def recomputed_work(t, cats, evidence):
     groups = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))    # (op, key) -> M -> [calls, us]
     for oid, us in calls.items():
         h = ops[oid]
-        if h.name not in RECOMP_OPS or not h.dims:
+        if (h.name not in RECOMP_OPS and h.name not in ATTN_BSHD + ATTN_BHSD) or not h.dims:
             continue
         mk = token_and_weight(h.name, h.dims)
         if mk is None or mk[0] <= 0:
