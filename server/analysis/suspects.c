@@ -52,6 +52,7 @@
 #include "analysis/advice.h"
 #include "analysis/an.h"
 #include "analysis/names.h"
+#include "analysis/suspects_recompute.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 #include "lib/vec.h"
@@ -1370,6 +1371,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     if (!rc) {
         int nfired = 0;
         json_t *list = suspect_list(a, &t, wall, cpu_only ? cpu_at : NULL, &nfired);
+        /* recomputed_work: its rule is suspects_recompute.c's; its entry joins the ranked list */
+        if (list && !cpu_only && (an_recompute_suspect(a, list, FIRE_FRACTION * wall, &nfired) || sort_list(list))) json_decref(list), list = NULL;
         double window = is->w1 - is->w0;
         json_t *gpu = cpu_only ? json_null()
                                : json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "busy_fraction", window > 0 ? gpu_busy / window : 1.0,

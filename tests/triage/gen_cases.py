@@ -126,6 +126,7 @@ class KTrace:
         self.launch_blocking = False  # CUDA_LAUNCH_BLOCKING=1: each launch returns when its kernel is done
         self.max_queue = None    # a stream's launch queue depth: a launch past it blocks until a kernel ends
         self.queue = {}
+        self.old_shapes = False  # 2021 schema with record_shapes: Input Dims / Input type kept (torch 1.9 writes them)
 
     # ---- time ----
     def j(self, us, rel=0.05):
@@ -185,6 +186,8 @@ class KTrace:
             cat = "Operator" if cat in ("cpu_op", "user_annotation") else cat
             args = {"Device": self.pid, "External id": fr.get("ext", 0), "Trace name": "PyTorch Profiler",
                     "Trace iteration": 0}
+            if self.old_shapes:
+                args.update({x: fr["args"][x] for x in ("Input Dims", "Input type") if x in fr["args"]})
         self._x(cat, fr["name"], fr["ts"], self.t, self.pid, self.host_tid(), args)
         if fr["cat"] == "user_annotation" and fr["gpu"] and not fr["name"].startswith("ProfilerStep#") and not self.old:
             s = min(g[0] for g in fr["gpu"])
@@ -3297,6 +3300,239 @@ def case_gemm_near_peak():
     return k.doc(name="gemm_near_peak")
 
 
+# ---------------------------------------------------------------- recomputed work (generation without a KV cache)
+
+K_RMS_FUSED = ("void at::native::(anonymous namespace)::vectorized_rms_norm_kernel<c10::BFloat16, float>(long, float, "
+               "c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16*)")
+K_ROPE_FUSED = ("void rotary_kernel<c10::BFloat16, 128>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, long, int, int)")
+K_CAT = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, "
+         "unsigned int, 4, 64, 64>(at::native::(anonymous namespace)::OpaqueType<2u>*, "
+         "at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<2u>, "
+         "unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+K_GEMM_A100_F16_SMALL = "ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_tn"
+
+
+def rms_fused(k, tokens, hidden=4096):
+    """torch >= 2.8's fused RMSNorm (aten::_fused_rms_norm): one kernel over the tokens."""
+    with k.op("aten::rms_norm", pre=2.0):
+        with k.op("aten::_fused_rms_norm", pre=1.5):
+            k.launch(K_RMS_FUSED, max(3.0, us_bytes(tokens * hidden * 2 * 2, 2400)), grid=(tokens, 1, 1), block=(512, 1, 1))
+
+
+def llama_hf_layer(k, b, s, past=0):
+    """One Llama-2-7B decoder layer in HF eager mode (bf16, record_shapes) over b x s new
+    tokens attending to past + s positions: fused RMSNorm, q/k/v/o, a fused rotary kernel,
+    SDPA (flash), gate/up/down, each GEMM at 80% of its H100 roof."""
+    m = b * s
+    rms_fused(k, m)
+    for _ in range(3):                                                                   # q, k, v
+        linear(k, roof_us(m, 4096, 4096), dims=[[b, s, 4096], [4096, 4096]])
+    with k.op("flash_attn::rotary_emb", pre=3.0):
+        k.launch(K_ROPE_FUSED, max(2.5, us_bytes(m * 8192 * 2 * 2, 2400)))
+    if past:                                                                             # DynamicCache.update: torch.cat
+        for _ in range(2):
+            with k.op("aten::cat", pre=2.0):
+                k.launch(K_CAT, max(2.5, us_bytes(b * (past + s) * 4096 * 2 * 2, 2400)))
+    q, kv = [b, s, 32, 128], [b, past + s, 32, 128]                                       # the flash op's [B, S, H, D]
+    with k.op("aten::scaled_dot_product_attention", pre=2.0):
+        with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+            with k.op("aten::_flash_attention_forward", pre=1.5, dims=[q, kv, kv], types=["c10::BFloat16"] * 3):
+                k.launch(K_FLASH_FWD, max(6.0, us_flops(2 * b * 32 * s * (past + s) * 128, 450)),   # causal: half of 4*b*h*s*S*d
+                         grid=(4, 32, 1), block=(128, 1, 1), regs=255, smem=49152)
+    linear(k, roof_us(m, 4096, 4096), dims=[[b, s, 4096], [4096, 4096]])                 # o_proj
+    rms_fused(k, m)
+    for _ in range(2):                                                                   # gate, up
+        linear(k, roof_us(m, 11008, 4096), dims=[[b, s, 4096], [11008, 4096]])
+    silu_and_mul(k, max(3.0, us_bytes(m * 11008 * 2 * 3, 2400)))
+    linear(k, roof_us(m, 4096, 11008), dims=[[b, s, 11008], [4096, 11008]])              # down
+
+
+def llama_generate(seed, name, use_cache, b=2, prompt=200, steps=32, layers=12):
+    """HF `model.generate(..., do_sample=False)` of a Llama-2-7B (12 of its layers traced) on
+    an H100, bf16, record_shapes, one ProfilerStep per new token. use_cache=False: every step
+    runs the whole sequence, b x (prompt + i) tokens, through every layer and the lm_head;
+    use_cache=True: the first step is the prefill, then b tokens a step (the KV cache grows
+    by torch.cat)."""
+    k = KTrace(seed)
+    k.host(40)
+    for i in range(steps):
+        s, past = (prompt + i, 0) if not use_cache else ((prompt, 0) if i == 0 else (1, prompt + i - 1))
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(25)                                                            # prepare_inputs_for_generation
+            with k.op("aten::embedding", pre=3.0):
+                with k.op("aten::index_select", pre=1.5):
+                    k.launch(K_EMBED, max(2.5, us_bytes(b * s * 4096 * 2, 2400)))
+            for _ in range(layers):
+                llama_hf_layer(k, b, s, past)
+            rms_fused(k, b * s)
+            linear(k, roof_us(b * s, 32000, 4096), dims=[[b, s, 4096], [32000, 4096]])   # lm_head over every position
+            argmax(k)
+            with k.op("aten::cat", pre=2.0):                                            # input_ids grow by the new token
+                k.launch(K_CAT, 2.5)
+            item_sync(k)                                                                 # unfinished_sequences.max() == 0
+            k.host(30)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_nocache_llama_h100():
+    """HF generate with use_cache=False (Llama-2-7B, batch 2, a 200-token prompt, 32 new
+    tokens, H100, current Kineto schema): every step recomputes the whole prefix."""
+    return llama_generate(31001, "nocache_llama_h100", use_cache=False)
+
+
+def case_cached_llama_h100():
+    """The same generate with use_cache=True: a prefill step, then GEMMs of M = 2 (the batch)."""
+    return llama_generate(31002, "cached_llama_h100", use_cache=True)
+
+
+def case_nocache_gpt2_a100_2021():
+    """A hand-written greedy loop over HF GPT-2 (124M) without past_key_values on an A100, fp16,
+    torch 1.9 (2021 Kineto schema, record_shapes): `logits = model(input_ids).logits` each
+    step, batch 32, a 64-token prompt, 32 new tokens; GPT-2's Conv1D is torch.addmm(bias,
+    x.view(-1, 768), W[768, N]), its lm_head a Linear over every position."""
+    k = KTrace(31003, device=A100, schema2021=True)
+    k.old_shapes = True
+    f16 = ["c10::Half"] * 3 + ["Scalar", "Scalar"]
+    b, prompt, d = 32, 64, 768
+
+    def conv1d(m, n, kk):
+        with k.op("aten::addmm", pre=2.5, dims=[[n], [m, kk], [kk, n], [], []], types=f16):
+            k.launch(K_GEMM_A100_F16_SMALL, roof_us(m, n, kk, roof=A100_ROOF), grid=(108, 1, 1), block=(256, 1, 1))
+
+    def ln(m):
+        with k.op("aten::layer_norm", pre=1.5):
+            with k.op("aten::native_layer_norm", pre=1.2):
+                k.launch(K_LAYERNORM, max(3.0, us_bytes(m * d * 2 * 2, 1600)), grid=(m, 1, 1), block=(512, 1, 1))
+
+    def bmm(x, y, us):
+        with k.op("aten::matmul", pre=1.5):
+            with k.op("aten::bmm", pre=1.2, dims=[x, y], types=["c10::Half"] * 2):
+                k.launch(K_GEMM_A100_F16_SMALL, us, grid=(108, 1, 1), block=(256, 1, 1))
+
+    k.host(40)
+    for i in range(32):
+        s = prompt + i
+        m = b * s
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(20)
+            embedding(k)
+            for _ in range(12):
+                ln(m)
+                conv1d(m, 3 * d, d)                                                   # c_attn
+                att = b * 12 * s * s
+                bmm([b * 12, s, 64], [b * 12, 64, s], max(4.0, us_bytes(att * 2, 1600)))
+                with k.op("aten::softmax", pre=2.0):
+                    with k.op("aten::_softmax", pre=1.2):
+                        k.launch(K_SOFTMAX, max(3.0, us_bytes(att * 2 * 2, 1600)))
+                bmm([b * 12, s, s], [b * 12, s, 64], max(4.0, us_bytes(att * 2, 1600)))
+                conv1d(m, d, d)                                                       # attn c_proj
+                ln(m)
+                conv1d(m, 4 * d, d)                                                   # mlp c_fc
+                eltwise(k, "aten::gelu", K_GELU, max(3.0, us_bytes(m * 4 * d * 2 * 2, 1600)))
+                conv1d(m, d, 4 * d)                                                   # mlp c_proj
+            ln(m)
+            mm(k, K_GEMM_A100_F16_SMALL, roof_us(m, 50257, d, roof=A100_ROOF), dims=[[b, s, d], [50257, d]],
+               types=["c10::Half", "c10::Half"])                                      # lm_head, every position
+            argmax(k)
+            item_sync(k)
+            k.host(25)
+    k.host(30)
+    return k.doc(name="nocache_gpt2_a100_2021")
+
+
+def case_nanogpt_generate_a100():
+    """nanoGPT's `generate()` (no KV cache in the model at all: each step runs idx, cropped to
+    block_size, through the whole model) for 8 samples in parallel of a 16-layer d=2048 model
+    on an A100 (bf16 autocast, current schema, record_shapes): 8 x (64 + i) tokens through
+    every Linear (bias: addmm) each step; the lm_head sees only the last position
+    (`x[:, [-1], :]`), so its M stays at 8."""
+    k = KTrace(31004, device=A100)
+    b, prompt, d = 8, 64, 2048
+    bf = ["c10::BFloat16"] * 3
+    k.host(40)
+    for i in range(24):
+        s = prompt + i
+        m = b * s
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(20)
+            embedding(k)
+            for _ in range(16):
+                layer_norm(k, max(3.0, us_bytes(m * d * 2 * 2, 1600)))
+                addmm(k, K_GEMM_A100, roof_us(m, 3 * d, d, roof=A100_ROOF), dims=[[b, s, d], [3 * d, d], [3 * d]], types=bf, grid=(108, 1, 1))
+                sdpa(k, max(6.0, 0.0005 * b * s * s), kname=K_FLASH_FWD)
+                addmm(k, K_GEMM_A100, roof_us(m, d, d, roof=A100_ROOF), dims=[[b, s, d], [d, d], [d]], types=bf, grid=(108, 1, 1))
+                layer_norm(k, max(3.0, us_bytes(m * d * 2 * 2, 1600)))
+                addmm(k, K_GEMM_A100, roof_us(m, 4 * d, d, roof=A100_ROOF), dims=[[b, s, d], [4 * d, d], [4 * d]], types=bf, grid=(108, 1, 1))
+                eltwise(k, "aten::gelu", K_GELU, max(3.0, us_bytes(m * 4 * d * 2 * 2, 1600)))
+                addmm(k, K_GEMM_A100, roof_us(m, d, 4 * d, roof=A100_ROOF), dims=[[b, s, 4 * d], [d, 4 * d], [d]], types=bf, grid=(108, 1, 1))
+            layer_norm(k, max(3.0, us_bytes(m * d * 2 * 2, 1600)))
+            linear(k, roof_us(b, 50304, d, roof=A100_ROOF), kname=K_GEMM_A100, dims=[[b, 1, d], [50304, d]])  # lm_head(x[:, [-1], :])
+            with k.op("aten::softmax", pre=2.0):
+                k.launch(K_SOFTMAX, 4.0)
+            with k.op("aten::multinomial", pre=3.0):
+                k.launch(K_ARGMAX, 6.0)
+            with k.op("aten::cat", pre=2.0):
+                k.launch(K_CAT, 2.5)
+            k.host(30)
+    k.host(30)
+    return k.doc(name="nanogpt_generate_a100")
+
+
+
+K_ADAMW_FUSED = ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+                 "FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false> >(...)")
+
+
+def case_group_by_length_train():
+    """Control: DistilBERT fine-tuning (H100, bf16, record_shapes) with HF Trainer's
+    group_by_length=True: each batch of 32 is padded to its own length, and over 48 steps
+    the lengths 96..143 come once each, shuffled. Every Linear's M = 32 x L takes 48 lengths
+    stepping by 32 with one call count each, as a prefix recomputed would, but this is a
+    training loop (autograd nodes, backward GEMMs): nothing is recomputed, recomputed_work
+    must not fire."""
+    k = KTrace(31005)
+    d, b, layers = 768, 32, 6
+    bf = ["c10::BFloat16"] * 3
+    lengths = list(range(96, 144))
+    k.rng.shuffle(lengths)
+    lin = [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)]          # (N, K): qkv, out, fc1, fc2
+    k.host(40)
+    for i, L in enumerate(lengths):
+        m = b * L
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(30)
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::_to_copy", pre=1.5):
+                    with k.op("aten::copy_", pre=1.0):
+                        k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(layers):
+                layer_norm(k, max(3.0, us_bytes(m * d * 4, 2400)))
+                for n, kk in lin[:2]:
+                    addmm(k, K_GEMM_H100, roof_us(m, n, kk), dims=[[b, L, kk], [n, kk], [n]], types=bf)
+                sdpa(k, max(6.0, us_flops(4 * b * 12 * L * L * 64, 450)), kname=K_FLASH_FWD)
+                layer_norm(k, max(3.0, us_bytes(m * d * 4, 2400)))
+                for n, kk in lin[2:]:
+                    addmm(k, K_GEMM_H100, roof_us(m, n, kk), dims=[[b, L, kk], [n, kk], [n]], types=bf)
+            with k.op("aten::cross_entropy_loss", pre=2.0):
+                k.launch(K_SOFTMAX, 5.0)
+            for _ in range(layers):                                  # backward: grad input and grad weight of each Linear
+                for n, kk in reversed(lin):
+                    with k.op("autograd::engine::evaluate_function: AddmmBackward0", pre=2.0):
+                        with k.op("AddmmBackward0", pre=1.5):
+                            with k.op("aten::mm", pre=1.2, dims=[[m, n], [n, kk]], types=bf[:2]):
+                                k.launch(K_GEMM_H100, roof_us(m, kk, n), grid=(132, 1, 1), block=(384, 1, 1))
+                            with k.op("aten::mm", pre=1.2, dims=[[n, m], [m, kk]], types=bf[:2]):
+                                k.launch(K_GEMM_H100, roof_us(n, kk, m), grid=(132, 1, 1), block=(384, 1, 1))
+            with k.op("Optimizer.step#AdamW.step", pre=3.0):
+                with k.op("aten::_fused_adamw_", pre=2.0):
+                    k.launch(K_ADAMW_FUSED, 180.0)
+            item_sync(k)
+            k.host(25)
+    k.host(30)
+    return k.doc(name="group_by_length_train")
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -3308,6 +3544,11 @@ CASES = {
     "compute_bound_op": case_compute_bound_op,
     "communication": case_communication,
     "healthy": case_healthy,
+    "nocache_llama_h100": case_nocache_llama_h100,
+    "cached_llama_h100": case_cached_llama_h100,
+    "nocache_gpt2_a100_2021": case_nocache_gpt2_a100_2021,
+    "nanogpt_generate_a100": case_nanogpt_generate_a100,
+    "group_by_length_train": case_group_by_length_train,
     "startup": case_startup,
     "tail": case_tail,
     "phases": case_phases,

@@ -300,6 +300,10 @@ CPU-only traces (no GPU activity)
  - step_outlier as above (no clipping).
 
 Suspects
+ - recomputed_work (busy GPU time that need not run at all): a prefix recomputed every step,
+   generation without a KV cache (recomputed_work(): a GEMM-like op whose weight stays fixed
+   while its token count M grows by one stride a step, M = s * (prompt + i); at stake: its
+   kernel time x (1 - s / M), the rows that were not new).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1720,6 +1724,7 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     unfused_elementwise(t, cats, evidence)
     tiny_kernels(t, steps, cats, evidence)
     math_below_roof(t, cats, evidence)
+    recomputed_work(t, cats, evidence)
 
 
 def step_of(g):
@@ -1931,6 +1936,113 @@ def math_below_roof(t, cats, evidence):
         cats["math_below_roof"] = c
         evidence["math_below_roof"] = {"rows": sorted(ev, key=lambda r: -(r["gpu_us"] - r["best_roof_us"]))[:5],
                                        "device_peaks_tflops": peaks, "bandwidth_gbps": bw}
+
+
+RECOMP_OPS = ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm")
+RECOMP_MIN_LENGTHS = 8      # distinct token counts: 8 steps of growth
+RECOMP_MIN_PREFIX = 2       # the smallest token count holds at least 2 strides (a prompt)
+RECOMP_STEADY_SHARE = 0.8   # one call count for at least 80% of the token counts (each one step of the same layers)
+
+
+ATTN_BSHD = ("aten::_flash_attention_forward", "aten::_efficient_attention_forward")
+ATTN_BHSD = ("aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+             "aten::_scaled_dot_product_cudnn_attention", "aten::scaled_dot_product_attention")
+
+
+def token_and_weight(name, dims):
+    """(M, key) of a GEMM-like call whose second operand is a weight: M the product of the
+    input's leading dims, the key (K, weight shape); of an attention call whose queries are
+    all its keys (q, k of one length S: [B, S, H, D] for flash / efficient forward, [B, H, S,
+    D] for the SDPA ops): M = B * S, the key (D, (B, H)); None otherwise."""
+    if name in ATTN_BSHD or name in ATTN_BHSD:
+        try:
+            q, kk = dims[0], dims[1]
+            if len(q) != 4 or len(kk) != 4:
+                return None
+            si, hi = (1, 2) if name in ATTN_BSHD else (2, 1)
+            if q[si] != kk[si] or q[0] != kk[0]:
+                return None
+            return q[0] * q[si], (q[3], (q[0], q[hi]))
+        except (TypeError, IndexError):
+            return None
+    try:
+        x, w = (dims[1], dims[2]) if name == "aten::addmm" else (dims[0], dims[1])
+        if len(x) < 2 or len(w) not in (2, 3):
+            return None
+        if name == "aten::bmm":
+            if len(w) != 3 or len(x) != 3 or w[0] != x[0]:
+                return None
+        elif len(w) != 2:
+            return None
+        k = x[-1]
+        if (w[1] if name == "aten::linear" else w[-2]) != k:
+            return None
+        return prod(x[:-1]), (k, tuple(w))
+    except (TypeError, IndexError):
+        return None
+
+
+def recomputed_work(t, cats, evidence):
+    """A prefix recomputed every step (generation without a KV cache): a GEMM-like op's calls
+    grouped by (op, K, weight shape), their token count M (the input's leading dims): the
+    group fires when it ran at >= RECOMP_MIN_LENGTHS distinct M that, sorted, step by one
+    stride s (no hole), s divides the smallest M and the smallest M >= RECOMP_MIN_PREFIX * s
+    (attention whose queries are all its keys likewise, by (op, D, B, H), M = B * S),
+    with one call count at RECOMP_STEADY_SHARE of the M at least; no cpu_op with GPU work
+    names a cache ("cache" in its name, any case: a KV cache is kept, M moving is the batch);
+    and no host event is an autograd node ("Backward" in its name, autograd::engine...): a
+    training loop's M moves with its batches' padded lengths.
+    At stake: sum over its calls of their kernel time x (1 - s / M) (the last s rows are the
+    new ones); members: the fired groups' ops with their kernel time; culprit: the op with the
+    most recomputed time over its groups."""
+    calls = defaultdict(float)
+    ops = {}
+    for g in t.gpu:
+        if g.kind == "kernel" and g.inner is not None:
+            calls[id(g.inner)] += g.dur
+            ops[id(g.inner)] = g.inner
+    if any("cache" in h.name.lower() for h in ops.values()):
+        return
+    if any("Backward" in h.name or h.name.startswith("autograd::engine") for h in t.host):
+        return     # a training loop: M moves with each batch's padded length, no prefix is rerun
+    groups = defaultdict(lambda: defaultdict(lambda: [0, 0.0]))    # (op, key) -> M -> [calls, us]
+    for oid, us in calls.items():
+        h = ops[oid]
+        if (h.name not in RECOMP_OPS and h.name not in ATTN_BSHD + ATTN_BHSD) or not h.dims:
+            continue
+        mk = token_and_weight(h.name, h.dims)
+        if mk is None or mk[0] <= 0:
+            continue
+        r = groups[(h.name, mk[1])][mk[0]]
+        r[0] += 1
+        r[1] += us
+    c = Sus()
+    rows = []
+    for (name, key), by_m in groups.items():
+        ms = sorted(by_m)
+        if len(ms) < RECOMP_MIN_LENGTHS:
+            continue
+        n = [by_m[m][0] for m in ms]
+        if max(n.count(x) for x in n) < RECOMP_STEADY_SHARE * len(n):
+            continue
+        s = ms[1] - ms[0]
+        if s <= 0 or any(b - a != s for a, b in zip(ms, ms[1:])) or ms[0] % s or ms[0] < RECOMP_MIN_PREFIX * s:
+            continue
+        us = sum(by_m[m][1] for m in ms)
+        redo = sum(by_m[m][1] * (1.0 - s / m) for m in ms)
+        c.members[name] += us
+        c.at = (c.at or 0.0) + redo
+        rows.append({"op": name, "weight_shape": list(key[1]), "m_min": ms[0], "m_max": ms[-1], "m_stride": s,
+                     "lengths": len(ms), "gpu_us": r3(us), "recomputed_us": r3(redo)})
+    if rows:
+        rows.sort(key=lambda r: -r["recomputed_us"])
+        by_op = defaultdict(float)     # the culprit: the op with the most recomputed time over its groups
+        for r in rows:
+            by_op[r["op"]] += r["recomputed_us"]
+        c.culprit = max(by_op.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        c.iv = [[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and g.inner is not None and g.inner.name in c.members]
+        cats["recomputed_work"] = c
+        evidence["recomputed_work"] = {"mechanism": "prefix_recomputed", "groups": rows[:5]}
 
 
 def cpu_only_suspects(t, short, cats, evidence):

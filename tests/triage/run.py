@@ -48,11 +48,13 @@ CATEGORIES = {"data_loading", "host_sync", "python_overhead", "launch_bound", "c
               "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
               "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op", "cpu_threads",
               # issue 48 (spec48.md): waste inside a busy GPU, by kind of work
-              "unfused_elementwise", "tiny_kernels", "math_below_roof"}
+              "unfused_elementwise", "tiny_kernels", "math_below_roof",
+              # busy GPU time that need not run at all
+              "recomputed_work"}
 KINDS = ("math", "data_movement", "elementwise", "communication", "other")
 # waste by kind <= the GPU time of that kind (issue 48 item 6)
 WASTE_KIND = {"copies_casts": "data_movement", "memory_bound_op": "data_movement", "unfused_elementwise": "elementwise",
-              "math_below_roof": "math"}
+              "math_below_roof": "math", "recomputed_work": "math"}
 MEMBER_US = ("own_us", "us", "self_us", "gpu_us", "idle_us", "time_us", "own_time_us")
 ONCE = ("startup", "tail", "step_outlier")  # at_stake_per_step_us is null
 LAST = "dominant_op"                        # a target, not waste: listed after every other suspect
