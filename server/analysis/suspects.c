@@ -51,6 +51,7 @@
 
 #include "analysis/an.h"
 #include "analysis/names.h"
+#include "analysis/suspects_waste.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 #include "lib/vec.h"
@@ -1340,7 +1341,9 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     json_t *doc = NULL;
     if (!rc) {
         int nfired = 0;
-        json_t *list = suspect_list(a, &t, wall, cpu_only ? cpu_at : NULL, &nfired);
+        json_t *list = suspect_list(a, &t, wall, cpu_only ? cpu_at : NULL, &nfired), *kinds = NULL;
+        /* waste inside a busy GPU, by kind of work (suspects_waste.c): ranked into the list */
+        if (list && !cpu_only) rc = an_waste_suspects(a, list, &nfired, &kinds);
         double window = is->w1 - is->w0;
         json_t *gpu = cpu_only ? json_null()
                                : json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "busy_fraction", window > 0 ? gpu_busy / window : 1.0,
@@ -1351,7 +1354,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
         doc = json_pack("{s:f,s:b,s:o,s:o,s:o,s:o}", "wall_us", wall, "healthy", healthy, "gpu", gpu, "steps", steps_doc(a), "suspects",
                         list, "idle", cpu_only ? json_null() : idle_doc(a, by_phase));
         by_phase = NULL;
-        if (!doc) rc = ERR_NOMEM;
+        if (!doc) rc = rc ? rc : ERR_NOMEM;
+        else json_object_set_new(doc, "gpu_time_by_kind", kinds ? kinds : json_null());
     }
     json_decref(by_phase);
     for (int c = 0; c < C_N; c++) json_decref(t.evidence[c]);
