@@ -77,6 +77,15 @@ static int add_entry(A *a, json_t *list, const char *cat, const char *smell, con
                      json_t *ev, const char *next, int *nfired) {
     if (!ev) ev = json_object();
     json_object_set_new(ev, "others_us", json_real(others));
+    /* the five largest members, as every suspect's evidence lists its contributors */
+    json_t *top = json_array();
+    for (size_t i = 0; top && i < 5 && i < json_array_size(members); i++) {
+        const json_t *x = json_array_get(members, i);
+        char cut[EVIDENCE_NAME_MAX + 4];
+        json_array_append_new(top, json_pack("{s:s,s:O}", "name", utf8_clip(json_string_value(json_object_get(x, "name")), EVIDENCE_NAME_MAX, cut,
+                                                                      sizeof cut), "us", json_object_get(x, "gpu_us")));
+    }
+    json_object_set_new(ev, "top_contributors", top);
     json_t *e = json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:o,s:s}", "category", cat, "culprit", culprit, "smell",
                           smell ? json_string(smell) : json_null(), "at_stake_us", at, "at_stake_fraction", at / a->wall,
                           "at_stake_per_step_us", a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members,
