@@ -159,9 +159,40 @@ static int add_named(A *a, wmembers *m, long op, long kname, double us) {
     return an_wm_add(m, st, n, us);
 }
 
-static int add_range(A *a, wmembers *m, long range, double us) {
-    const char *s = range >= 0 ? an_str(a, range) : "";
-    return an_wm_add(m, s, strlen(s), us);
+
+/* Time by string id (an op's, a kernel's, a range's; -1: none), turned into named members
+ * at the end. Why not wmembers directly: that hashes the name's text per kernel; this is an
+ * array add (the pass's cost was mostly hashing: 90-270 ms a 50 MB upload). */
+typedef struct by_id {
+    double *us;             /* [2 * id + is_kernel], id + 1 for -1 */
+    size_t cap;
+} by_id;
+
+static int by_id_add(by_id *b, long id, int is_kernel, double us) {
+    size_t i = 2 * (size_t)(id + 1) + (is_kernel != 0);
+    if (i >= b->cap) {
+        size_t n = b->cap ? b->cap : 1024;
+        while (n <= i) n *= 2;
+        double *v = realloc(b->us, n * sizeof *v);
+        if (!v) return ERR_NOMEM;
+        memset(v + b->cap, 0, (n - b->cap) * sizeof *v);
+        b->us = v, b->cap = n;
+    }
+    b->us[i] += us;
+    return 0;
+}
+
+/* b's entries as members: an op's or range's name, a kernel's short name ("" for none). */
+static int by_id_members(A *a, const by_id *b, wmembers *m) {
+    int rc = 0;
+    for (size_t i = 0; !rc && i < b->cap; i++) {
+        if (b->us[i] <= 0) continue;
+        long id = (long)(i / 2) - 1;
+        if (id < 0) rc = an_wm_add(m, "", 0, b->us[i]);
+        else if (i % 2) rc = add_named(a, m, -1, id, b->us[i]);
+        else rc = add_named(a, m, id, -1, b->us[i]);
+    }
+    return rc;
 }
 
 /* ---- unfused elementwise chains ---- */
@@ -172,7 +203,7 @@ typedef struct chain { long long dev, stream; double step; ckern *k; size_t n, c
 /* A chain of >= 2 elementwise kernels on one stream, inside a busy GPU: the time above one
  * fused pass (its longest kernel: one read and one write of the largest tensor) is waste;
  * where the GPU idles inside the window, the idle is idle's (launch_bound), not this. */
-static int chain_flush(A *a, chain *c, waste_out *o, long long *nchains, long long *nkern) {
+static int chain_flush(A *a, by_id *ufm, by_id *ufr, chain *c, waste_out *o, long long *nchains, long long *nkern) {
     int rc = 0;
     if (c->n >= 2) {
         double sum = 0, mx = 0, t0 = c->k[0].ts, t1 = c->k[c->n - 1].te;
@@ -180,13 +211,15 @@ static int chain_flush(A *a, chain *c, waste_out *o, long long *nchains, long lo
             sum += c->k[i].dur;
             if (c->k[i].dur > mx) mx = c->k[i].dur;
         }
-        if (t1 <= t0 || an_busy_in(a->busy_q, t0, t1) / (t1 - t0) >= TINY_BUSY) {
+        /* the chain's own kernels (one stream: they do not overlap) are busy time already:
+         * the busy union is read only when they alone do not fill TINY_BUSY of the window */
+        if (t1 <= t0 || sum >= TINY_BUSY * (t1 - t0) || an_busy_in(a->busy_q, t0, t1) / (t1 - t0) >= TINY_BUSY) {
             o->unfused.at += sum - mx;
             ++*nchains;
             *nkern += (long long)c->n;
             for (size_t i = 0; !rc && i < c->n; i++) {
-                rc = add_named(a, &o->unfused.members, c->k[i].op, c->k[i].kname, c->k[i].dur);
-                if (!rc) rc = add_range(a, &o->unfused.ranges, c->k[i].range, c->k[i].dur);
+                rc = by_id_add(ufm, c->k[i].op >= 0 ? c->k[i].op : c->k[i].kname, c->k[i].op < 0, c->k[i].dur);
+                if (!rc) rc = by_id_add(ufr, c->k[i].range, 0, c->k[i].dur);
             }
         }
     }
@@ -196,7 +229,14 @@ static int chain_flush(A *a, chain *c, waste_out *o, long long *nchains, long lo
 
 /* ---- tiny kernels by group ---- */
 
-typedef struct tgroup { long name; int how; long long n; double us, at; } tgroup;
+typedef struct tgroup {
+    long name;
+    int how;
+    long long n;
+    double us, at;
+    double last_inst;           /* the instance of its last kernel and its window (w), op row (op): */
+    long last_w, last_op, last_oi; /* kernels come in runs of one instance and one op */
+} tgroup;
 typedef struct twin { long group; double inst, ts, te; } twin;
 
 static int twin_cmp(const void *p, const void *q) {
@@ -207,6 +247,8 @@ static int twin_cmp(const void *p, const void *q) {
 
 typedef struct tiny_acc {
     intern *gkeys, *wkeys, *okeys;
+    long *gmap;                 /* [3 * (id + 1) + how]: the group's index + 1, 0 none (a lookup without hashing) */
+    size_t capmap;
     tgroup *g;
     size_t ng, capg;
     twin *w;
@@ -222,23 +264,45 @@ static int tiny_add(tiny_acc *t, const lrec *l, long kname, double ts, double te
     else if (l && l->inner >= 0) key[0] = 1, key[1] = l->inner, inst = l && !isnan(l->step_ts) ? l->step_ts : 0;
     else key[0] = 2, key[1] = kname;
     int fresh;
-    long gi = INTERN_SLOT(t->gkeys, key, sizeof key, t->g, t->ng, t->capg, 64, &fresh);
-    if (gi < 0) return ERR_NOMEM;
+    size_t mi = 3 * (size_t)(key[1] + 1) + (size_t)key[0];
+    if (mi >= t->capmap) {
+        size_t n = t->capmap ? t->capmap : 3072;
+        while (n <= mi) n *= 2;
+        long *v = realloc(t->gmap, n * sizeof *v);
+        if (!v) return ERR_NOMEM;
+        memset(v + t->capmap, 0, (n - t->capmap) * sizeof *v);
+        t->gmap = v, t->capmap = n;
+    }
+    long gi = t->gmap[mi] - 1;
+    if (gi < 0) {
+        gi = INTERN_SLOT(t->gkeys, key, sizeof key, t->g, t->ng, t->capg, 64, &fresh);
+        if (gi < 0) return ERR_NOMEM;
+        t->g[gi] = (tgroup){key[1], (int)key[0], 0, 0, 0, NAN, -1, -1, -1};
+        t->gmap[mi] = gi + 1;
+    }
     tgroup *g = &t->g[gi];
-    if (fresh) g->name = key[1], g->how = (int)key[0];
     g->n++;
     g->us += dur;
     g->at += dur < TINY_FIXED_US ? dur : TINY_FIXED_US;
-    double wkey[2] = {(double)gi, inst};
-    long wi = INTERN_SLOT(t->wkeys, wkey, sizeof wkey, t->w, t->nw, t->capw, 64, &fresh);
-    if (wi < 0) return ERR_NOMEM;
-    if (fresh) t->w[wi] = (twin){gi, inst, ts, te};
+    long wi = g->last_w;
+    if (wi < 0 || g->last_inst != inst) {
+        double wkey[2] = {(double)gi, inst};
+        wi = INTERN_SLOT(t->wkeys, wkey, sizeof wkey, t->w, t->nw, t->capw, 64, &fresh);
+        if (wi < 0) return ERR_NOMEM;
+        if (fresh) t->w[wi] = (twin){gi, inst, ts, te};
+        g = &t->g[gi];
+        g->last_w = wi, g->last_inst = inst;
+    }
     if (ts < t->w[wi].ts) t->w[wi].ts = ts;
     if (te > t->w[wi].te) t->w[wi].te = te;
     long okey[3] = {gi, l && l->inner >= 0 ? l->inner : kname, l && l->inner >= 0};
-    long oi = INTERN_SLOT(t->okeys, okey, sizeof okey, t->op, t->nop, t->capop, 64, &fresh);
-    if (oi < 0) return ERR_NOMEM;
-    if (fresh) t->op[oi].group = gi, t->op[oi].name = okey[1], t->op[oi].is_op = (int)okey[2];
+    long oi = g->last_oi;
+    if (oi < 0 || g->last_op != okey[1]) {
+        oi = INTERN_SLOT(t->okeys, okey, sizeof okey, t->op, t->nop, t->capop, 64, &fresh);
+        if (oi < 0) return ERR_NOMEM;
+        if (fresh) t->op[oi].group = gi, t->op[oi].name = okey[1], t->op[oi].is_op = (int)okey[2];
+        g->last_oi = oi, g->last_op = okey[1];
+    }
     t->op[oi].us += dur;
     return 0;
 }
@@ -309,6 +373,7 @@ typedef struct pass {
     int any;
     long long nchains, nkern;
     wmembers layout;
+    by_id ufm, ufr;            /* unfused: time in chains by op (else kernel), by range */
 } pass;
 
 static chain *chain_of(pass *p, long long dev, long long stream) {
@@ -365,11 +430,11 @@ static int take(A *a, pass *p, waste_out *o, sqlite3_stmt *q) {
     if (!c) return ERR_NOMEM;
     double step = l ? l->step_ts : NAN;
     if (!rc && is_kernel && wk == WK_ELEMENTWISE) {
-        if (c->n && !same_step(step, c->step)) rc = chain_flush(a, c, o, &p->nchains, &p->nkern);
+        if (c->n && !same_step(step, c->step)) rc = chain_flush(a, &p->ufm, &p->ufr, c, o, &p->nchains, &p->nkern);
         if (!rc && VEC_RESERVE(c->k, c->cap, c->n + 1, 16)) rc = ERR_NOMEM;
         if (!rc) c->k[c->n++] = (ckern){ts, te, dur, inner, name, l ? l->range : -1};
         c->step = step;
-    } else if (!rc) rc = chain_flush(a, c, o, &p->nchains, &p->nkern);
+    } else if (!rc) rc = chain_flush(a, &p->ufm, &p->ufr, c, o, &p->nchains, &p->nkern);
     /* tiny kernels: not collectives, not replayed by a graph (its launches are gone already) */
     if (!rc && is_kernel && wk != WK_COMMUNICATION && !(l && l->graph) && (dur < TINY_US || (has_bps && bps < 1)))
         rc = tiny_add(&p->tiny, l, name, ts, te, dur);
@@ -404,7 +469,9 @@ int an_waste_pass(A *a, waste_out *o) {
     while (!rc && (src = sqlite3_step(q)) == SQLITE_ROW) rc = take(a, &p, o, q);
     if (!rc && src != SQLITE_DONE) rc = an_dberr(a);
     sqlite3_finalize(q);
-    for (size_t i = 0; !rc && i < p.nch; i++) rc = chain_flush(a, &p.ch[i], o, &p.nchains, &p.nkern);
+    for (size_t i = 0; !rc && i < p.nch; i++) rc = chain_flush(a, &p.ufm, &p.ufr, &p.ch[i], o, &p.nchains, &p.nkern);
+    if (!rc) rc = by_id_members(a, &p.ufm, &o->unfused.members);
+    if (!rc) rc = by_id_members(a, &p.ufr, &o->unfused.ranges);
     if (p.any) p.copy_len += p.ce - p.cs;
     o->copies.at = p.copy_len;
     if (!rc) rc = tiny_finish(a, &p.tiny, o);
@@ -415,9 +482,10 @@ int an_waste_pass(A *a, waste_out *o) {
     for (size_t i = 0; i < p.nch; i++) free(p.ch[i].k);
     free(p.ch);
     intern_free(p.tiny.gkeys), intern_free(p.tiny.wkeys), intern_free(p.tiny.okeys);
-    free(p.tiny.g), free(p.tiny.w), free(p.tiny.op);
+    free(p.tiny.g), free(p.tiny.w), free(p.tiny.op), free(p.tiny.gmap);
     intern_free(p.layout.keys);
     free(p.layout.us);
+    free(p.ufm.us), free(p.ufr.us);
     return rc;
 }
 
