@@ -318,6 +318,8 @@ typedef struct tlacc {
 } tlacc;
 
 #define AGG_CACHE 256 /* a power of two */
+typedef struct waste_state waste_state;
+
 typedef struct A {
     trace_ctx *t;
     sqlite3 *db;
@@ -361,6 +363,7 @@ typedef struct A {
     size_t steps_over;             /* ranges past t->max_steps: counted, not kept */
     double steps_over_us;          /* their host durations, summed */
     struct effic_state *eff;       /* effic.c: the efficiency pass's sums, NULL when it is off */
+    struct waste_state *waste;     /* waste.c: what the walk saw around each launch (waste.h) */
     unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
     signed char *kcausal;          /* per string id: a flash kernel's causal flag (flops_kernel_causal), -1 none */
     size_t nkclass;

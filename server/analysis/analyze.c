@@ -38,6 +38,7 @@
 
 #include "analysis/an.h"
 #include "analysis/report.h"
+#include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
 #include "lib/err.h"
@@ -333,6 +334,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(idle.keys);
     free(idle.sums);
     an_suspects_free(&a);
+    an_waste_free(&a);
     an_steps_free(&a);
     json_decref(breakdown);
     json_decref(memory);

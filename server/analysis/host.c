@@ -13,6 +13,7 @@
 #include "analysis/an.h"
 #include "analysis/analyze.h"
 #include "analysis/report.h"
+#include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
 #include "lib/err.h"
@@ -347,6 +348,7 @@ static int walk_row(A *a, walker *w, const hrow *r) {
     /* the runtime role of the step breakdown (steps.c): every call, as ev's cls 1 rows are */
     if (!rc && r->cls == EV_HOST_RT && a->steps_st->on) rc = an_step_span(a, SPAN_RUNTIME, ts, te);
     if (!rc && r->cls == EV_HOST_RT && r->has_g) rc = an_op_launch(a, r, stack, w->depth);
+    if (!rc && r->cls == EV_HOST_RT && r->has_g) rc = an_waste_launch(a, r, stack, w->depth);
     if (!rc && r->cls != EV_MEMORY && (size_t)r->track < a->t->ntracks && !a->t->tracks[r->track].gpu) /* GPU tracks: timeline_buckets */
         rc = an_tl_add(a, w->tl, r->track, ts, te, (uint32_t)r->name, r->dur);
     if (rc) return rc;

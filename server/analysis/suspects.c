@@ -53,6 +53,7 @@
 #include "analysis/an.h"
 #include "analysis/names.h"
 #include "analysis/suspects_recompute.h"
+#include "analysis/suspects_waste.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 #include "lib/vec.h"
@@ -1370,9 +1371,12 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
     json_t *doc = NULL;
     if (!rc) {
         int nfired = 0;
-        json_t *list = suspect_list(a, &t, wall, cpu_only ? cpu_at : NULL, &nfired);
+        json_t *list = suspect_list(a, &t, wall, cpu_only ? cpu_at : NULL, &nfired), *kinds = NULL;
+        /* waste inside a busy GPU, by kind of work (suspects_waste.c): ranked into the list */
+        if (list && !cpu_only) rc = an_waste_suspects(a, list, &nfired, &kinds);
         /* recomputed_work: its rule is suspects_recompute.c's; its entry joins the ranked list */
-        if (list && !cpu_only && (an_recompute_suspect(a, list, FIRE_FRACTION * wall, &nfired) || sort_list(list))) json_decref(list), list = NULL;
+        if (!rc && list && !cpu_only && (an_recompute_suspect(a, list, FIRE_FRACTION * wall, &nfired) || sort_list(list)))
+            json_decref(list), list = NULL;
         double window = is->w1 - is->w0;
         json_t *gpu = cpu_only ? json_null()
                                : json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:o}", "busy_fraction", window > 0 ? gpu_busy / window : 1.0,
@@ -1383,7 +1387,8 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
         doc = json_pack("{s:f,s:b,s:o,s:o,s:o,s:o}", "wall_us", wall, "healthy", healthy, "gpu", gpu, "steps", steps_doc(a), "suspects",
                         list, "idle", cpu_only ? json_null() : idle_doc(a, by_phase));
         by_phase = NULL;
-        if (!doc) rc = ERR_NOMEM;
+        if (!doc) rc = rc ? rc : ERR_NOMEM;
+        else json_object_set_new(doc, "gpu_time_by_kind", kinds ? kinds : json_null());
     }
     json_decref(by_phase);
     for (int c = 0; c < C_N; c++) json_decref(t.evidence[c]);

@@ -227,6 +227,20 @@ char *text_regressions(const json_t *r, size_t *len) {
     return all;
 }
 
+/* The GPU time by kind of work (issue 48), one line: "GPU time by kind: math 61.2% (1.20 s),
+ * ...", nothing where the reply has none (CPU-only, stored before it existed). */
+static void kinds_line(buf *b, const json_t *k) {
+    static const char *const kinds[] = {"math", "data_movement", "elementwise", "communication", "other", NULL};
+    char t[32];
+    if (!json_is_object(k)) return;
+    buf_puts(b, "GPU time by kind:");
+    for (int i = 0; kinds[i]; i++) {
+        const json_t *v = json_object_get(k, kinds[i]);
+        buf_printf(b, "%s %s %.1f%% (%s)", i ? "," : "", kinds[i], num(v, "fraction") * 100, timefmt_us(num(v, "us"), t, sizeof t));
+    }
+    buf_puts(b, "\n");
+}
+
 char *text_suspects(const json_t *r, size_t *len) {
     buf b = {0};
     char t1[32], t2[32], t3[32];
@@ -248,6 +262,7 @@ char *text_suspects(const json_t *r, size_t *len) {
                        timefmt_us(num(steps, "mean_us"), t1, sizeof t1), timefmt_us(num(steps, "p50_us"), t2, sizeof t2)),
                 buf_printf(&b, "%s)", timefmt_us(num(steps, "p90_us"), t3, sizeof t3));
         buf_printf(&b, "\n");
+        kinds_line(&b, json_object_get(r, "gpu_time_by_kind"));
         const json_t *s;
         size_t i;
         json_array_foreach(json_object_get(r, "suspects"), i, s) {
@@ -285,6 +300,7 @@ char *text_efficiency(const json_t *reply, const char *const *cols, size_t *len)
     if (!json_is_object(dev)) effic_line(&b, "device_reason", json_object_get(reply, "device_reason"));
     for (int i = 0; keys[i]; i++) effic_line(&b, keys[i], json_object_get(s, keys[i]));
     effic_line(&b, "mfu_peak", json_object_get(json_object_get(s, "mfu_peak"), "unit"));
+    kinds_line(&b, json_object_get(reply, "gpu_time_by_kind"));
     /* the unknown GPU time by reason, in full (the table cuts a reason at its width) */
     const json_t *u;
     size_t i;

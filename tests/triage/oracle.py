@@ -238,7 +238,10 @@ GPU-set categories
    idle is idle's). At stake = sum over chains of (chain time - one fused pass), the fused
    pass read as the chain's longest kernel (spec48's estimate without shapes; with shapes
    the server may use the chain's external bytes / bandwidth: the corpus' at-stake
-   tolerance covers the difference). Members: the innermost op of each chained kernel (else
+   tolerance covers the difference). It counts only when that time at stake is at least
+   UNFUSED_MIN_GAIN (20%) of the GPU activity time (the lead's ruling: chains worth a tenth of
+   a healthy UNet's GPU, GroupNorm -> SiLU, or a cuDNN BN backward -> ReLU backward -> add,
+   are not the first experiment). Members: the innermost op of each chained kernel (else
    the kernel's name) with its time in chains.
  - tiny_kernels (issue 48): per group -- the innermost record_function / NVTX range around
    the launch (not a step), else the innermost op, else the kernel's name -- its tiny
@@ -412,6 +415,7 @@ TINY_MIN_PER_STEP = 100     # ... or this many a step
 TINY_BUSY = 0.6             # ... while the GPU is busy for this much of their windows
 TINY_FIXED_US = 3.0         # the fixed cost of a kernel one pass would not spend
 MATH_OK_FRACTION = 0.5      # math at this fraction of its best roof is not waste
+UNFUSED_MIN_GAIN = 0.20     # unfused_elementwise: the chains' time at stake is at least this share of the GPU time
 # dense peaks (TFLOP/s) by unit and bandwidth (GB/s), public spec sheets; matched by name tokens, first match wins
 DEVICE_ROOFS = [
     (("h100", "pcie"), {"fp32": 51.2, "tf32": 378.0, "bf16": 756.0, "fp16": 756.0}, 2000.0),
@@ -1794,7 +1798,8 @@ def unfused_elementwise(t, cats, evidence):
                 flush()
                 cur = []
         flush()
-    if c.members and waste > 0:
+    total_gpu = sum(g.dur for g in t.gpu)
+    if c.members and waste > 0 and waste >= UNFUSED_MIN_GAIN * total_gpu:
         c.at = waste
         cats["unfused_elementwise"] = c
         evidence["unfused_elementwise"] = {"chains": n_chains, "kernels": n_kernels, "chain_us": r3(sum(c.members.values())),

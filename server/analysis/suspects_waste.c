@@ -1,0 +1,315 @@
+/* suspects_waste.c: waste inside a busy GPU as suspects (suspects_waste.h). Definitions:
+ * tests/triage/oracle.py's docstring (copies_casts, unfused_elementwise, tiny_kernels,
+ * math_below_roof, "Suspects": members and culprit). */
+#include "analysis/suspects_waste.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/an.h"
+#include "analysis/waste.h"
+#include "lib/err.h"
+#include "lib/utf8.h"
+
+#define FIRE_FRACTION 0.05     /* a suspect fires at this share of the wall (suspects.c's) */
+#define UNFUSED_MIN_GAIN 0.20  /* unfused_elementwise: its time above one fused pass is this share of the GPU time */
+#define MATH_OK_FRACTION 0.5   /* math at this fraction of its best roof is not waste */
+#define SHORT_KERNEL_US 10.0   /* "latency-bound" needs kernels this short ... */
+#define MEMBERS_OUT 12         /* members listed; the rest as evidence.others_us */
+#define NEXT_MAX 1024
+
+/* ---- members and culprit ---- */
+
+/* The members of m as [{name, gpu_us}], the MEMBERS_OUT largest; *others: the rest's time,
+ * *sum: all of it, *top: the largest's index (-1 none). */
+static json_t *members_json(const wmembers *m, double *others, double *sum, long *top) {
+    json_t *out = json_array();
+    unsigned char *used = calloc(m->n ? m->n : 1, 1);
+    *others = *sum = 0;
+    *top = -1;
+    for (size_t i = 0; i < m->n; i++) *sum += m->us[i];
+    double listed = 0;
+    for (int k = 0; out && used && k < MEMBERS_OUT; k++) {
+        long best = -1;
+        for (size_t i = 0; i < m->n; i++)
+            if (!used[i] && (best < 0 || m->us[i] > m->us[best])) best = (long)i;
+        if (best < 0) break;
+        used[best] = 1;
+        if (k == 0) *top = best;
+        listed += m->us[best];
+        json_array_append_new(out, json_pack("{s:s,s:f}", "name", intern_str(m->keys, best), "gpu_us", m->us[best]));
+    }
+    free(used);
+    *others = *sum - listed > 0 ? *sum - listed : 0;
+    return out;
+}
+
+/* The culprit of a group (oracle "Suspects"): its top member when that holds at least half
+ * of the group; else the range (record_function / NVTX, not a step) holding at least half of
+ * it; else the top member. */
+static const char *culprit_of(const wfinding *f, long top, double sum) {
+    if (top < 0) return "(unknown)";
+    if (f->members.us[top] >= 0.5 * sum) return intern_str(f->members.keys, top);
+    for (size_t i = 0; i < f->ranges.n; i++) {
+        const char *r = intern_str(f->ranges.keys, (long)i);
+        if (*r && f->ranges.us[i] >= 0.5 * sum) return r;
+    }
+    return intern_str(f->members.keys, top);
+}
+
+/* ---- the list ---- */
+
+/* Inserts entry e into list by at stake, before dominant_op (a target, listed last). */
+static void insert_ranked(json_t *list, json_t *e) {
+    double at = json_number_value(json_object_get(e, "at_stake_us"));
+    size_t i, n = json_array_size(list);
+    for (i = 0; i < n; i++) {
+        const json_t *x = json_array_get(list, i);
+        if (!strcmp(json_string_value(json_object_get(x, "category")), "dominant_op")) break;
+        if (json_number_value(json_object_get(x, "at_stake_us")) < at) break;
+    }
+    json_array_insert_new(list, i, e);
+}
+
+static int add_entry(A *a, json_t *list, const char *cat, const char *smell, const char *culprit, double at, json_t *members, double others,
+                     json_t *ev, const char *next, int *nfired) {
+    if (!ev) ev = json_object();
+    json_object_set_new(ev, "others_us", json_real(others));
+    /* the five largest members, as every suspect's evidence lists its contributors */
+    json_t *top = json_array();
+    for (size_t i = 0; top && i < 5 && i < json_array_size(members); i++) {
+        const json_t *x = json_array_get(members, i);
+        char cut[EVIDENCE_NAME_MAX + 4];
+        json_array_append_new(top, json_pack("{s:s,s:O}", "name", utf8_clip(json_string_value(json_object_get(x, "name")), EVIDENCE_NAME_MAX, cut,
+                                                                      sizeof cut), "us", json_object_get(x, "gpu_us")));
+    }
+    json_object_set_new(ev, "top_contributors", top);
+    json_t *e = json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:o,s:s}", "category", cat, "culprit", culprit, "smell",
+                          smell ? json_string(smell) : json_null(), "at_stake_us", at, "at_stake_fraction", at / a->wall,
+                          "at_stake_per_step_us", a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members,
+                          "evidence", ev, "next_experiment", next);
+    if (!e) return ERR_NOMEM;
+    insert_ranked(list, e);
+    ++*nfired;
+    return 0;
+}
+
+static void drop_category(json_t *list, const char *cat, int *nfired) {
+    for (size_t i = json_array_size(list); i-- > 0;)
+        if (!strcmp(json_string_value(json_object_get(json_array_get(list, i), "category")), cat)) {
+            json_array_remove(list, i);
+            --*nfired;
+        }
+}
+
+/* ---- the rules and their advice ---- */
+
+static int fires(const A *a, double at) { return a->wall > 0 && at >= FIRE_FRACTION * a->wall; }
+
+/* Data movement: copies, casts, cat / stack, permute + contiguous, padding, and the layout
+ * conversions a library runs inside its calls (found by kernel name). */
+static int copies_rule(A *a, json_t *list, waste_out *o, int *nfired) {
+    drop_category(list, "copies_casts", nfired); /* by kind now, not by one op name */
+    if (!o->copies.members.n || !fires(a, o->copies.at)) return 0;
+    double others, sum;
+    long top;
+    json_t *m = members_json(&o->copies.members, &others, &sum, &top);
+    const char *who = culprit_of(&o->copies, top, sum);
+    json_t *ev = json_incref(o->copies.ev);
+    json_object_set_new(ev, "share_of_gpu_time", json_real(o->gpu_us > 0 ? o->copies.at / o->gpu_us : 0));
+    double layout = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(ev, "layout_kernels_us"), k, v) layout += json_number_value(v);
+    char next[NEXT_MAX];
+    if (layout >= 0.5 * o->copies.at)
+        /* the library converts the layout around each call: the model's layout is the fix */
+        utf8_snprintf(next, sizeof next, "Most of the data movement is layout conversion inside %s (%.1f ms of NCHW<->NHWC kernels): "
+                      "run the model and its input in channels_last (model.to(memory_format=torch.channels_last)) so the library needs "
+                      "no conversion; compare GPU time per step", who, layout / 1e3);
+    else
+        utf8_snprintf(next, sizeof next, "Data movement holds %.0f%% of the GPU time, spread over %s and the ops listed: each copy, "
+                      "cast, cat or permute+contiguous moves memory without computing. Keep tensors in the layout and dtype their "
+                      "consumers read, drop .contiguous() after permute/transpose where the consumer takes strides, preallocate "
+                      "instead of cat, or let torch.compile fuse the movement into its neighbours; compare GPU time per step",
+                      o->gpu_us > 0 ? 100 * o->copies.at / o->gpu_us : 0, who);
+    return add_entry(a, list, "copies_casts", "one_op_dominates", who, o->copies.at, m, others, ev, next, nfired);
+}
+
+/* Whether a name reads as an optimizer step or a gradient reset. */
+static int has_word(const char *s, const char *w) { return s && strstr(s, w) != NULL; }
+static int optimizer_name(const char *s) {
+    return has_word(s, "Optimizer.step") || has_word(s, "optimizer") || has_word(s, "adam") || has_word(s, "Adam") || has_word(s, "sgd") ||
+           has_word(s, "SGD") || has_word(s, "_foreach_") || has_word(s, "Lamb");
+}
+static int zero_grad_fills(const char *group, const json_t *ops) {
+    if (!has_word(group, "zero_grad")) return 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)ops, k, v) if (has_word(k, "fill_") || has_word(k, "zero_")) return 1;
+    return 0;
+}
+
+/* The fix for per-parameter kernels, from what the group runs: fills under zero_grad are
+ * removed by set_to_none=True; an optimizer's per-parameter updates by its foreach / fused
+ * implementation; anything else by fusing or a CUDA graph. */
+static void per_param_advice(const char *who, const json_t *ops, const char *what, char *out, size_t n) {
+    if (zero_grad_fills(who, ops))
+        utf8_snprintf(out, n, "%s fills every gradient with zeros, one kernel a parameter (%s): call zero_grad(set_to_none=True) "
+                      "(the default since torch 2.0) so the gradients are freed, not filled; compare GPU time per step", who, what);
+    else if (optimizer_name(who))
+        utf8_snprintf(out, n, "%s runs one small kernel per parameter and op (%s): use the multi-tensor optimizer, foreach=True, or "
+                      "fused=True (torch.optim.AdamW(..., fused=True)), which update every parameter in a few kernels; compare GPU "
+                      "time per step", who, what);
+    else
+        utf8_snprintf(out, n, "%s runs %s: fuse them (torch.compile, or the torch._foreach_* ops for per-tensor loops) or capture the "
+                      "phase in a CUDA graph to drop the per-kernel fixed cost; compare GPU time per step", who, what);
+}
+
+static int unfused_rule(A *a, json_t *list, waste_out *o, int *nfired) {
+    if (!o->unfused.members.n || !fires(a, o->unfused.at) || o->unfused.at < UNFUSED_MIN_GAIN * o->gpu_us) return 0;
+    double others, sum;
+    long top;
+    json_t *m = members_json(&o->unfused.members, &others, &sum, &top);
+    const char *who = culprit_of(&o->unfused, top, sum);
+    json_t *ev = json_incref(o->unfused.ev);
+    json_object_set_new(ev, "chain_us", json_real(sum));
+    char next[NEXT_MAX], what[160];
+    if (optimizer_name(who) || has_word(who, "zero_grad")) {
+        snprintf(what, sizeof what, "chains of elementwise kernels back to back, %.1f ms above one fused pass", o->unfused.at / 1e3);
+        json_t *ops = json_object();
+        for (size_t i = 0; i < json_array_size(m); i++)
+            json_object_set(ops, json_string_value(json_object_get(json_array_get(m, i), "name")), json_null());
+        per_param_advice(who, ops, what, next, sizeof next);
+        json_decref(ops);
+    } else
+        utf8_snprintf(next, sizeof next, "Fuse the elementwise chains around %s (%.0f%% of the GPU time above one pass over their "
+                      "inputs and outputs): torch.compile the model (or the block: norm, activation, residual), or use fused kernels "
+                      "(a fused RMSNorm / LayerNorm, F.gelu(approximate='tanh') in one op); compare GPU time per step",
+                      who, o->gpu_us > 0 ? 100 * o->unfused.at / o->gpu_us : 0);
+    return add_entry(a, list, "unfused_elementwise", NULL, who, o->unfused.at, m, others, ev, next, nfired);
+}
+
+static int tiny_rule(A *a, json_t *list, waste_out *o, int *nfired) {
+    if (!o->tiny.members.n || !fires(a, o->tiny.at)) return 0;
+    double others, sum;
+    long top;
+    json_t *m = members_json(&o->tiny.members, &others, &sum, &top);
+    const char *who = intern_str(o->tiny.members.keys, top);
+    json_t *ev = json_incref(o->tiny.ev);
+    const json_t *g = json_object_get(json_object_get(ev, "groups"), who);
+    char next[NEXT_MAX], what[160];
+    snprintf(what, sizeof what, "%lld tiny kernels, %.1f ms of fixed cost", (long long)json_integer_value(json_object_get(g, "kernels")),
+             json_number_value(json_object_get(g, "fixed_cost_us")) / 1e3);
+    per_param_advice(who, json_object_get(g, "ops"), what, next, sizeof next);
+    return add_entry(a, list, "tiny_kernels", "many_small_calls", who, o->tiny.at, m, others, ev, next, nfired);
+}
+
+/* ---- math below the roof it could use ---- */
+
+static double num(const json_t *o, const char *k) {
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+static const char *str(const json_t *o, const char *k) {
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "";
+}
+
+/* What the top row's evidence supports: a better unit (an fp32 GEMM on CUDA cores -> TF32 /
+ * bf16), launches too short and too small for the GPU (latency: a CUDA graph), a grid too
+ * small for the SMs on longer kernels (batch more), or long kernels on a big grid far below
+ * the roof (the shapes: alignment, tiles; ncu) -- never a CUDA graph there. */
+static void math_advice(const char *who, const json_t *r, double frac, char *out, size_t n) {
+    const char *unit = str(r, "unit"), *best = str(r, "best_unit"), *dt = str(r, "dtype");
+    double kus = num(r, "kernel_us_mean"), bps = num(r, "blocks_per_sm");
+    if (!strcmp(dt, "fp32") && strcmp(unit, "tensor") && strstr(best, "tf32"))
+        utf8_snprintf(out, n, "%s runs fp32 math on CUDA cores at %.0f%% of the roof the tensor cores give it: enable TF32 "
+                      "(torch.backends.cuda.matmul.allow_tf32 = True, or torch.set_float32_matmul_precision('high')) or autocast "
+                      "to bf16; compare time per step and the loss curve", who, 100 * frac);
+    else if (kus < SHORT_KERNEL_US && bps < 1)
+        utf8_snprintf(out, n, "%s is latency-bound: its kernels last %.1f us on %.2f blocks per SM (%.0f%% of its best roof): batch "
+                      "more work per launch, or capture the loop in a CUDA graph to drop the launch gaps; compare time per step", who, kus,
+                      bps, 100 * frac);
+    else if (bps < 1)
+        utf8_snprintf(out, n, "%s gives each launch too little work: %.2f blocks per SM (a few blocks on the whole GPU) for %.0f us "
+                      "kernels, at %.0f%% of its best roof: batch more rows per call (more requests or tokens per step); compare "
+                      "throughput per step", who, bps, kus, 100 * frac);
+    else
+        utf8_snprintf(out, n, "%s runs at %.0f%% of its best roof with long kernels on a full grid: a shape problem, not latency. Pad "
+                      "its dimensions to a multiple of 8 (64 for a vocabulary) so the library picks aligned tensor-core tiles, and "
+                      "check the kernel in Nsight Compute (ncu); compare time per step", who, 100 * frac);
+}
+
+/* Math rows (gemm, attention) whose time is over twice the roof of the best unit they could
+ * use: the time above that roof is at stake (effic.c's rows: above_roof_us). */
+static int math_rule(A *a, json_t *list, waste_out *o, int *nfired) {
+    const json_t *rows = json_object_get(a->effic, "operators");
+    wmembers m = {0};
+    double at = 0, top_above = -1;
+    const json_t *top_row = NULL;
+    int rc = 0;
+    size_t i;
+    json_t *r;
+    json_t *evrows = json_array();
+    json_array_foreach(rows, i, r) {
+        const char *fam = str(r, "family"), *st = str(r, "status");
+        if (strcmp(fam, "gemm") && strcmp(fam, "attention")) continue;
+        if (strcmp(st, "judged") && strcmp(st, "in_doubt")) continue;
+        double us = num(r, "gpu_us"), best = num(r, "best_roof_us"), above = num(r, "above_roof_us"), frac = num(r, "best_peak_fraction");
+        if (!(us > 0) || isnan(best) || isnan(above) || !(frac < MATH_OK_FRACTION)) continue;
+        const char *name = str(r, "name");
+        if ((rc = an_wm_add(&m, name, strlen(name), us))) break;
+        at += above;
+        if (above > top_above) top_above = above, top_row = r;
+        if (json_array_size(evrows) < 5)
+            json_array_append_new(evrows, json_pack("{s:s,s:O,s:O,s:f,s:f,s:f,s:O,s:O,s:O,s:O}", "op", name, "shape",
+                                                    json_object_get(r, "shape"), "dtype", json_object_get(r, "dtype"), "gpu_us", us,
+                                                    "best_roof_us", best, "best_peak_fraction", frac, "unit", json_object_get(r, "unit"),
+                                                    "best_unit", json_object_get(r, "best_unit"), "kernel_us_mean",
+                                                    json_object_get(r, "kernel_us_mean"), "blocks_per_sm", json_object_get(r, "blocks_per_sm")));
+    }
+    /* math's waste never exceeds the math's GPU time */
+    if (at > o->by_kind[WK_MATH] && o->by_kind[WK_MATH] > 0) at = o->by_kind[WK_MATH];
+    if (!rc && top_row && fires(a, at)) {
+        double others, sum;
+        long top;
+        json_t *mj = members_json(&m, &others, &sum, &top);
+        const char *who = str(top_row, "name");
+        char next[NEXT_MAX];
+        math_advice(who, top_row, num(top_row, "best_peak_fraction"), next, sizeof next);
+        rc = add_entry(a, list, "math_below_roof", "one_op_dominates", who, at, mj, others, json_pack("{s:o}", "rows", evrows), next,
+                       nfired);
+        evrows = NULL;
+    }
+    json_decref(evrows);
+    intern_free(m.keys);
+    free(m.us);
+    return rc;
+}
+
+static json_t *kinds_json(const waste_out *o) {
+    json_t *k = json_object();
+    for (int i = 0; k && i < WK_N; i++)
+        json_object_set_new(k, wk_name(i), json_pack("{s:f,s:f}", "us", o->by_kind[i], "fraction", o->gpu_us > 0 ? o->by_kind[i] / o->gpu_us : 0));
+    return k;
+}
+
+int an_waste_suspects(A *a, json_t *list, int *nfired, json_t **by_kind) {
+    waste_out o;
+    *by_kind = NULL;
+    int rc = an_waste_pass(a, &o);
+    if (!rc) rc = copies_rule(a, list, &o, nfired);
+    if (!rc) rc = unfused_rule(a, list, &o, nfired);
+    if (!rc) rc = tiny_rule(a, list, &o, nfired);
+    if (!rc) rc = math_rule(a, list, &o, nfired);
+    if (!rc && o.gpu_us > 0) {
+        *by_kind = kinds_json(&o);
+        /* the efficiency document carries the same figures (GET /efficiency) */
+        if (a->effic && *by_kind) json_object_set_new(a->effic, "gpu_time_by_kind", json_deep_copy(*by_kind));
+    }
+    an_waste_out_free(&o);
+    return rc;
+}
