@@ -1415,9 +1415,10 @@ static int has_id(const long long *ids, size_t n, long long id) {
     return 0;
 }
 
-/* The string ids whose text contains q (any case), sorted. */
-static int name_ids(db_conn *db, long long id, const char *q, long long **ids, size_t *n) {
-    db_stmt *s = prep(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
+/* The string ids whose text contains q (any case), or equals it (exact), sorted. */
+static int name_ids(db_conn *db, long long id, const char *q, int exact, long long **ids, size_t *n) {
+    db_stmt *s = prep(db, exact ? "SELECT id FROM strings WHERE session_id = ?1 AND s = ?2 ORDER BY id"
+                                : "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
     size_t cap = 0;
     *ids = NULL;
     *n = 0;
@@ -1432,14 +1433,14 @@ static int name_ids(db_conn *db, long long id, const char *q, long long **ids, s
     return rc;
 }
 
-/* The next (dir > 0) or previous event after/before cur whose name contains q, in (ts,
+/* The next (dir > 0) or previous event after/before cur whose name contains q (is q: exact), in (ts,
  * track, seq, i) order. Why chunks in this order with an early stop: every event of a
  * chunk starts in [min_ts, max_end], so once a chunk starts after the best next match (or
  * ends before the best previous one) no later chunk can hold a better one. */
-static int find_name(db_conn *db, long long id, const char *q, const ev_key *cur, int dir, ev_hit *h) {
+static int find_name(db_conn *db, long long id, const char *q, int exact, const ev_key *cur, int dir, ev_hit *h) {
     long long *ids;
     size_t nids;
-    int rc = name_ids(db, id, q, &ids, &nids);
+    int rc = name_ids(db, id, q, exact, &ids, &nids);
     if (rc || !nids) { free(ids); return rc; }
     ev_walk w = {.s = prep(db, dir > 0 ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY max_end DESC", id)};
     if (!w.s) { free(ids); return ERR_DB; }
@@ -1498,7 +1499,7 @@ static int event_in(db_conn *db, long long id, const event_query *q, json_t **ou
             cur = h.k;
             h.found = 0;
         }
-        if (!rc) rc = find_name(db, id, q->q, &cur, q->dir, &h);
+        if (!rc) rc = find_name(db, id, q->q, q->exact, &cur, q->dir, &h);
     } else if (q->ref) {
         rc = find_ref(db, id, q->ref, &h);
         if (!rc && !h.found) rc = ERR_NOTFOUND;
