@@ -1,4 +1,12 @@
-// timeline.js: canvas timeline (timeline.html?id=N).
+// timeline.js: canvas timeline (timeline.html?id=N&start=&end=&sel=&tracks=).
+//
+// The view lives in the address (issue 51, item 3): start and end (µs, as the API gives them),
+// sel (the selected event's ref) and tracks (the track ids shown, comma-separated; all when
+// absent) are written back as the view moves, so the address can be pasted. A finding's link
+// may name its event instead of its ref: find=NAME (the whole name; NAME* for a prefix) selects
+// the first such event at or after `at` (dir=prev: the last before it), else the first in the
+// window (one running at `start`, else the first starting before `end`), else the session's first, through GET /events?q=NAME&match=exact; without start and end the view
+// is then fitted to that event. The address then holds its ref.
 //
 // Draws CPU threads and GPU streams from the server's level-of-detail replies
 // (GET /timeline?start_us&end_us&buckets): a track comes as events (<= 2,000 in the window) or
@@ -43,6 +51,11 @@
   let exact = null;         // {view, timeline, busy}: the server's exact numbers for the view
   let sessionGaps = null;   // [{device, count}]: every idle gap of the session (GET /gpu)
   let selected = null;      // GET /events reply of the clicked or found event
+  let shownTracks = null;   // Set of the track ids shown (the address's tracks), or null: all
+  {
+    const t = FP.param('tracks');
+    if (t) shownTracks = new Set(t.split(',').filter(Boolean).slice(0, 256));
+  }
   const heights = new Map(); // track id -> height set by dragging its bottom edge
 
   // ---- legend --------------------------------------------------------------------------------
@@ -140,7 +153,10 @@
   }
   function relayout() {
     let y = AXIS_H + phaseH() + 4;
-    layout = (data ? data.tracks : []).map((t) => {
+    const tracks = (data ? data.tracks : []).filter((t) => !shownTracks || shownTracks.has(t.id));
+    showAllBtn.hidden = !shownTracks;
+    if (shownTracks && data) showAllBtn.textContent = `Show all ${fmtInt(data.tracks.length)} tracks (${fmtInt(tracks.length)} shown)`;
+    layout = tracks.map((t) => {
       const h = heightOf(t);
       const r = { track: t, y, h };
       y += h + GAP;
@@ -364,6 +380,27 @@
       `(${fmtTime(view.e - view.s)} of ${fmtTime(full.e - full.s)})${pending ? ' · loading…' : ''}`;
     canvas.dataset.viewStart = String(view.s);
     canvas.dataset.viewEnd = String(view.e);
+    writeAddress();
+  }
+
+  // The view into the address (replaceState: no history entry per pan), debounced: Chromium
+  // refuses more than a few hundred address changes in ten seconds.
+  const roundUs = (v) => Math.round(v * 1000) / 1000;
+  const writeAddress = FP.debounce(() => {
+    if (!view) return;
+    const whole = view.s === full.s && view.e === full.e;
+    const href = FP.timelineHref(id, { start: whole ? null : roundUs(view.s), end: whole ? null : roundUs(view.e),
+      sel: selected && selected.event ? selected.event.ref : null, tracks: shownTracks ? [...shownTracks] : null });
+    if (location.pathname.endsWith('timeline.html') && location.search !== href.slice('timeline.html'.length)) history.replaceState(null, '', href);
+    canvas.dataset.address = href;
+  }, 120);
+  const showAllBtn = document.getElementById('all-tracks');
+  showAllBtn.addEventListener('click', () => { shownTracks = null; relayout(); draw(); summarize(); writeAddress(); });
+  function hideTrack(tid) {
+    const ids = (data ? data.tracks : []).map((t) => t.id).filter((x) => x !== tid && (!shownTracks || shownTracks.has(x)));
+    if (!ids.length) return;
+    shownTracks = new Set(ids);
+    relayout(); draw(); summarize(); writeAddress();
   }
 
   // Busy and the median event of a track in the view, from what is drawn: used for CPU
@@ -428,6 +465,8 @@
       { key: 'n', label: 'Events in view', num: true, render: (r) => (r.n === null ? '…' : fmtInt(r.n)) },
       { key: 'busy', label: 'Busy in view', num: true, render: (r) => (r.busy === null ? '…' : fmtPct(r.busy)) },
       { key: 'median', label: 'Median event', num: true, render: (r) => (r.median === null ? '—' : fmtTime(r.median)) },
+      { key: 'hide', label: 'Shown', csv: false, render: (r) => el('button', { type: 'button', class: 'hide-track', dataset: { track: r.t.id },
+        disabled: rows.length < 2 ? '' : null, onclick: () => hideTrack(r.t.id) }, 'Hide') },
     ], rows, null, null);
   }
 
@@ -530,6 +569,7 @@
       el('div', { class: 'args' }, FP.dl(argRows(e.args), 'facts small args-dl'))].filter(Boolean));
     details.dataset.ref = e.ref;
     details.hidden = false;
+    canvas.dataset.sel = e.ref;
   }
   // Selects an event (query: {ref} or {track, ts_us, dur_us}); reveal: move the view to it.
   async function select(query, reveal) {
@@ -539,6 +579,7 @@
     if (reveal && selected.event) revealEvent(selected.event);
     showDetails();
     draw();
+    writeAddress();
   }
   function revealEvent(e) {
     const span = view.e - view.s;
@@ -564,6 +605,7 @@
     revealEvent(j.event);
     showDetails();
     draw();
+    writeAddress();
   }
   document.getElementById('search').addEventListener('submit', (e) => { e.preventDefault(); search('next'); });
   document.getElementById('search-prev').addEventListener('click', () => search('prev'));
@@ -656,7 +698,52 @@
     drawNow();
     canvas.dataset.drawn = '1'; // first picture on screen (tests/browser/perf.test.mjs)
     summarize();
+    if (await openFromAddress()) return; // the view moved: its own fetch marks it ready
     await fetchExact(seq);
     canvas.dataset.state = 'ready';
   })();
+
+  // The view and the selection the address names (see the top of this file). Returns whether
+  // the view moved off the whole session.
+  async function openFromAddress() {
+    const num = (k) => { const v = FP.param(k); return v !== null && v !== '' && isFinite(Number(v)) ? Number(v) : null; };
+    const s = num('start'), e = num('end'), at = num('at');
+    const sel = FP.param('sel'), find = FP.param('find'), dir = FP.param('dir') === 'prev' ? 'prev' : 'next';
+    const windowed = s !== null && e !== null && e > s;
+    let ev = null;
+    try {
+      if (sel) selected = await api(`${base}/events${qs({ ref: sel })}`, { quiet: true });
+      else if (find) {
+        const star = find.endsWith('*') && find.length > 1;
+        const from = at !== null ? at : windowed ? s : null;
+        const look = (d) => api(`${base}/events${qs({ q: star ? find.slice(0, -1) : find, match: star ? null : 'exact', dir: d, ts_us: from })}`);
+        selected = null;
+        if (windowed && at === null) {
+          // the first in the window: one still running at its start (a step's ProfilerStep
+          // range opens before the step's window, which starts where the last GPU work ended),
+          // else the first starting inside it
+          const r = await look('prev');
+          if (r.event && r.event.ts_us + r.event.dur_us > s) selected = r;
+        }
+        if (!selected) selected = await look(dir);
+        if (!selected.event || (windowed && at === null && selected.event.ts_us >= e)) {
+          searchStatus.textContent = `no ${find} ${windowed ? 'in this window' : 'in this session'}`;
+          searchStatus.dataset.missing = find;
+          selected = null;
+        }
+      }
+      ev = selected && selected.event;
+    } catch (_) { selected = null; }
+    if (ev) { searchQ.value = ev.name; showDetails(); }
+    let moved = false;
+    if (windowed) { setView(s, e); moved = true; } else if (ev) {
+      // the event and as much again around it, so its neighbours show
+      const w = Math.max(ev.dur_us * 2, 50);
+      setView(ev.ts_us + ev.dur_us / 2 - w / 2, ev.ts_us + ev.dur_us / 2 + w / 2);
+      moved = true;
+    }
+    draw();
+    writeAddress();
+    return moved;
+  }
 })();
