@@ -28,13 +28,20 @@
     document.getElementById('job-sec').hidden = false;
     const j = await api('/api/v1/jobs/' + encodeURIComponent(job));
     const s = j.straggler;
+    const isStrag = (r) => s && r.session_id === s.session_id;
+    // the straggler's step range: ProfilerStep* (any step), or its most repeated CPU range
+    function stragSteps() {
+      const r = j.ranks.find(isStrag);
+      return r && r.steps && r.steps.range ? r.steps.range : 'ProfilerStep*';
+    }
     document.getElementById('straggler').replaceChildren(s
       ? el('p', { class: 'callout', id: 'straggler-text' },
         `Straggler: rank ${s.rank} (session #${s.session_id}), ${fmtPct(s.slower_by, 0)} more time of its own per step ` +
         `(${fmtTime(s.own_per_step_us)} against a median of ${fmtTime(s.others_median_us)}; its steps ${fmtTime(s.step_mean_us)})` +
-        (s.differs.length ? `; it has more ${s.differs.map((d) => d.category.replace(/_/g, ' ')).join(', ')}` : ''))
+        (s.differs.length ? `; it has more ${s.differs.map((d) => d.category.replace(/_/g, ' ')).join(', ')}` : '') + '. ',
+        // into the straggler's trace: its first step, selected (issue 51, item 3)
+        el('a', { id: 'straggler-timeline', class: 'tl-link', href: FP.timelineHref(s.session_id, { find: stragSteps() }) }, 'See its first step in the timeline'))
       : el('p', { class: 'muted' }, 'No straggler: fewer than two ranks have steps.'));
-    const isStrag = (r) => s && r.session_id === s.session_id;
     const cols = [
       { key: 'rank', label: 'Rank', num: true, rowHeader: true, value: (r) => r.rank, render: (r) => (r.rank === null ? '—' : String(r.rank)) },
       { key: 'session', label: 'Session', value: (r) => r.session_id,

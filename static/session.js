@@ -46,6 +46,9 @@
         s.step_mean_us !== null && s.step_mean_us !== undefined ? "tb-profiler's GPU utilization: kernel time over the steps' time"
           : "tb-profiler's GPU utilization: kernel time over the trace's time (no steps)"),
       item('uploaded', FP.fmtDate(s.created_at)),
+      // a rank of a distributed run links its job, whose page links each rank back (issue 51, item 4)
+      s.labels && s.labels.job ? el('span', {}, 'job: ', el('a', { id: 'to-job', href: `job.html?job=${encodeURIComponent(s.labels.job)}` },
+        s.labels.job + (s.labels.rank !== undefined ? ` (rank ${s.labels.rank})` : ''))) : null,
       el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))),
       analysisNote(s));
   }

@@ -166,3 +166,35 @@ test('the address holds the view: a pasted address opens the same view, selectio
   await p2.close();
   await page.close();
 });
+
+test('the job page\'s straggler opens its step on the timeline; a rank\'s session links its job and back', { timeout: 90000 }, async () => {
+  const JOB = `links-job-${process.pid}`;
+  const { readFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { REPO } = await import('./helpers.mjs');
+  const sids = [];
+  for (const r of [0, 1]) {
+    const body = readFileSync(join(REPO, 'tests', 'triage', 'torch', `gloo_rank${r}.json.gz`));
+    const res = await fetch(`${BASE}/api/v1/sessions?name=links-gloo-${r}&label=job:${JOB}&label=rank:${r}`, { method: 'POST', body });
+    assert.equal(res.status, 201);
+    sids.push((await res.json()).id);
+  }
+  const job = await apiGet(`/api/v1/jobs/${JOB}`);
+  const strag = job.ranks.find((r) => r.session_id === job.straggler.session_id);
+  const { page, problems } = await openPage(browser.context);
+  // a rank's session page names its job, and the job page names the rank's session
+  await page.goto(`${BASE}/session.html?id=${sids[1]}`);
+  await page.locator('#to-job').click();
+  await page.waitForURL(/job\.html\?job=/);
+  await page.waitForFunction(() => document.querySelectorAll('#ranks tbody tr').length === 2);
+  const back = await page.$$eval('#ranks tbody a', (as) => as.map((a) => a.getAttribute('href')));
+  assert.ok(back.includes(`session.html?id=${sids[1]}`), `the job page links rank 1's session back: ${back}`);
+  await page.locator('#straggler-timeline').click();
+  const t = await landed(page);
+  assert.equal(new URL(t.url).searchParams.get('id'), String(job.straggler.session_id), 'the straggler\'s own trace');
+  const ev = (await apiGet(`/api/v1/sessions/${job.straggler.session_id}/events?ref=${encodeURIComponent(t.sel)}`)).event;
+  const range = strag.steps.range;
+  assert.ok(range.endsWith('*') ? ev.name.startsWith(range.slice(0, -1)) : ev.name === range, `${ev.name} is a step (${range})`);
+  assertClean(problems, 'job links');
+  await page.close();
+});
