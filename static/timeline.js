@@ -52,6 +52,7 @@
   let sessionGaps = null;   // [{device, count}]: every idle gap of the session (GET /gpu)
   let selected = null;      // GET /events reply of the clicked or found event
   let shownTracks = null;   // Set of the track ids shown (the address's tracks), or null: all
+  let area = null;          // {s, e}: the area selection (shift+drag, or "Summarise the view")
   {
     const t = FP.param('tracks');
     if (t) shownTracks = new Set(t.split(',').filter(Boolean).slice(0, 256));
@@ -240,6 +241,14 @@
       }
       for (const r of layout) drawTrack(r);
       drawSelection();
+      if (area && area.e > view.s && area.s < view.e) { // the area selection: a band over every track
+        const x0 = Math.max(LABEL_W, xOf(area.s)), x1 = Math.min(W, xOf(area.e));
+        ctx.fillStyle = 'rgba(9, 105, 218, 0.12)';
+        ctx.fillRect(x0, AXIS_H, Math.max(1, x1 - x0), H - AXIS_H);
+        ctx.fillStyle = 'rgba(9, 105, 218, 0.8)';
+        ctx.fillRect(x0, AXIS_H, 1, H - AXIS_H);
+        ctx.fillRect(Math.max(x0, x1 - 1), AXIS_H, 1, H - AXIS_H);
+      }
       // GPU idle gaps over the GPU tracks of their device
       for (const g of data.gaps || []) {
         const x0 = xOf(g.ts_us), x1 = xOf(g.ts_us + g.dur_us);
@@ -614,10 +623,17 @@
   // The track whose bottom edge is under y (within 4 px): dragging it resizes the track.
   function edgeAt(y) { return layout.find((l) => Math.abs(y - (l.y + l.h)) <= 4); }
 
-  let drag = null, resizing = null, downAt = null;
+  let drag = null, resizing = null, downAt = null, areaDrag = null;
   canvas.addEventListener('mousedown', (e) => {
     if (e.button !== 0) return;
     const rect = canvas.getBoundingClientRect();
+    if (e.shiftKey && e.clientX - rect.left >= LABEL_W) { // shift+drag: an area selection
+      const t = tOf(e.clientX - rect.left);
+      areaDrag = { t0: t };
+      area = { s: t, e: t, pending: true };
+      e.preventDefault();
+      return;
+    }
     const edge = edgeAt(e.clientY - rect.top);
     downAt = { x: e.clientX, y: e.clientY };
     if (edge) { resizing = { r: edge, y: e.clientY, h: edge.h }; return; }
@@ -632,6 +648,13 @@
     if (h && h.ev) select({ track: h.track.id, ts_us: h.ev.ts_us, dur_us: h.ev.dur_us });
   });
   window.addEventListener('mousemove', (e) => {
+    if (areaDrag) {
+      const rect = canvas.getBoundingClientRect();
+      const t = Math.max(view.s, Math.min(view.e, tOf(e.clientX - rect.left)));
+      area = { s: Math.min(areaDrag.t0, t), e: Math.max(areaDrag.t0, t), pending: true };
+      draw();
+      return;
+    }
     if (resizing) {
       heights.set(resizing.r.track.id, Math.max(ROW + 4, Math.round(resizing.h + e.clientY - resizing.y)));
       relayout(); draw();
@@ -647,7 +670,12 @@
       tip.hidden = true;
     } else if (e.target === canvas) showTip(e);
   });
-  window.addEventListener('mouseup', () => { drag = null; resizing = null; setTimeout(() => { downAt = null; }, 0); canvas.classList.remove('dragging'); });
+  window.addEventListener('mouseup', () => {
+    if (areaDrag) {
+      areaDrag = null;
+      if (area && area.e - area.s > 0) summarizeArea(area.s, area.e); else { area = null; draw(); }
+    }
+    drag = null; resizing = null; setTimeout(() => { downAt = null; }, 0); canvas.classList.remove('dragging'); });
   canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
   canvas.addEventListener('keydown', (e) => {
     const k = e.key;
@@ -665,6 +693,53 @@
   document.getElementById('pan-right').addEventListener('click', () => pan(0.25));
   document.getElementById('reset').addEventListener('click', () => setView(full.s, full.e));
   window.addEventListener('resize', FP.debounce(() => { relayout(); draw(); refetch(); }, 150));
+
+  // ---- area selection: Perfetto's summary (GET /area) -----------------------------------------
+  // Per track the events in the area and their time by name (each clipped to the area), and the
+  // same by name over the tracks shown; the server reads the area's events, since a track
+  // drawn as buckets has no events on the page to sum.
+  const areaBox = document.getElementById('area');
+  let areaSeq = 0;
+  async function summarizeArea(s, e) {
+    const my = ++areaSeq;
+    area = { s, e, pending: true };
+    draw();
+    areaBox.hidden = false;
+    areaBox.dataset.state = 'loading';
+    document.getElementById('area-head').textContent = `Area ${FP.fmtTimeAt(s - full.s, (e - s) / 100)} – ${FP.fmtTimeAt(e - full.s, (e - s) / 100)} (${fmtTime(e - s)}): reading…`;
+    let j;
+    try {
+      j = await api(`${base}/area${qs({ start_us: s, end_us: e, names: 10, tracks: shownTracks ? [...shownTracks].join(',') : null })}`);
+    } catch (_) { if (my === areaSeq) areaBox.dataset.state = 'error'; return; }
+    if (my !== areaSeq) return;
+    area = { s, e };
+    draw();
+    const other = (o) => (o.other.count ? [{ name: `${fmtInt(o.other.names)} other name${o.other.names === 1 ? '' : 's'}`, count: o.other.count, total_us: o.other.total_us, mean_us: null, other: true }] : []);
+    document.getElementById('area-head').textContent = `Area ${FP.fmtTimeAt(s - full.s, (e - s) / 100)} – ${FP.fmtTimeAt(e - full.s, (e - s) / 100)} ` +
+      `(${fmtTime(e - s)}): ${fmtInt(j.count)} event${j.count === 1 ? '' : 's'} on ${fmtInt(j.tracks.length)} track${j.tracks.length === 1 ? '' : 's'}` +
+      (j.tracks_omitted ? ` (and ${fmtInt(j.tracks_omitted)} more counted, not listed)` : '') + '. Time is each event\'s time inside the area, every nesting depth.';
+    areaBox.dataset.count = String(j.count);
+    areaBox.dataset.start = String(s);
+    areaBox.dataset.end = String(e);
+    FP.renderTable(document.getElementById('area-names'), [
+      { key: 'name', label: 'Name', rowHeader: true, render: (n) => (n.other ? n.name : FP.nameEl(n.name)) },
+      { key: 'count', label: 'Count', num: true, render: (n) => fmtInt(n.count) },
+      { key: 'total_us', label: 'Time in area', num: true, render: (n) => fmtTime(n.total_us) },
+      { key: 'share', label: 'Of the area', num: true, render: (n) => fmtPct(n.total_us / (e - s)) },
+      { key: 'mean_us', label: 'Mean event', num: true, render: (n) => (n.mean_us === null ? '—' : fmtTime(n.mean_us)) },
+    ], [...j.names, ...other(j)], null, null);
+    FP.renderTable(document.getElementById('area-tracks'), [
+      { key: 'track', label: 'Track', rowHeader: true, render: (t) => trackName(t) },
+      { key: 'count', label: 'Events', num: true, render: (t) => fmtInt(t.count) },
+      { key: 'top', label: 'Longest name', render: (t) => (t.names[0] ? FP.nameEl(t.names[0].name, FP.shortName(t.names[0].name, 50)) : '—') },
+      { key: 'top_us', label: 'Its time', num: true, render: (t) => (t.names[0] ? fmtTime(t.names[0].total_us) : '—') },
+      { key: 'top_n', label: 'Its count', num: true, render: (t) => (t.names[0] ? fmtInt(t.names[0].count) : '—') },
+      { key: 'names', label: 'Names', num: true, render: (t) => fmtInt(t.names.length + t.other.names) },
+    ], j.tracks, null, null);
+    areaBox.dataset.state = 'ready';
+  }
+  document.getElementById('area-view').addEventListener('click', () => summarizeArea(view.s, view.e));
+  document.getElementById('area-clear').addEventListener('click', () => { areaSeq++; area = null; areaBox.hidden = true; draw(); });
 
   // ---- start ---------------------------------------------------------------------------------
   (async () => {

@@ -25,6 +25,7 @@
 #include "store/backup.h"
 #include "store/download.h"
 #include "store/history.h"
+#include "store/area.h"
 #include "store/jobs.h"
 #include "store/query.h"
 
@@ -482,6 +483,39 @@ static int h_events(app *a, http_req *rq, http_reply *out) {
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
+/* An area selection's summary (store/area.h): the window is required and bounded like
+ * /timeline's; names per track 1..AREA_NAMES_MAX; tracks, at most AREA_TRACKS_MAX ids. */
+#define AREA_TRACKS_PARAM_MAX 16384 /* bytes of ?tracks= */
+
+static int h_area(app *a, http_req *rq, http_reply *out) {
+    double s, e;
+    long long nn;
+    if (num_param(rq, out, "start_us", &s) || num_param(rq, out, "end_us", &e) || int_param(rq, out, "names", 10, 1, AREA_NAMES_MAX, &nn))
+        return ERR_PARAM;
+    if (isnan(s) || isnan(e)) return http_error(out, ERR_PARAM, "start_us and end_us are required (microseconds, as /timeline gives them)");
+    if (fabs(s) > TIMELINE_US_MAX || fabs(e) > TIMELINE_US_MAX)
+        return http_error(out, ERR_PARAM, "start_us and end_us must lie within +-9e15 (microseconds)");
+    if (!(e > s)) return http_error(out, ERR_PARAM, "end_us must be after start_us");
+    const char *tq = http_query(rq, "tracks");
+    char copy[AREA_TRACKS_PARAM_MAX + 1]; /* the ids, cut at the commas (no heap: WITH_DB may return) */
+    const char *ids[AREA_TRACKS_MAX];
+    size_t nids = 0;
+    if (tq) {
+        if (!*tq || strlen(tq) > AREA_TRACKS_PARAM_MAX)
+            return http_error(out, ERR_PARAM, "tracks must be 1 to %d bytes of comma-separated track ids", AREA_TRACKS_PARAM_MAX);
+        memcpy(copy, tq, strlen(tq) + 1);
+        for (char *p = copy, *tok; (tok = strsep(&p, ","));) {
+            if (!*tok) continue;
+            if (nids == AREA_TRACKS_MAX) return http_error(out, ERR_PARAM, "tracks names at most %d track ids", AREA_TRACKS_MAX);
+            ids[nids++] = tok;
+        }
+    }
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, area_summary(db_, rq->id, s, e, (int)nn, tq ? ids : NULL, nids, &body));
+    return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
+}
+
 static int h_busy(app *a, http_req *rq, http_reply *out) {
     double s, e;
     long long nb;
@@ -734,6 +768,7 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/efficiency", h_efficiency, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/events", h_events, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/area", h_area, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/busy", h_busy, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
     {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},

@@ -198,3 +198,42 @@ test('the job page\'s straggler opens its step on the timeline; a rank\'s sessio
   assertClean(problems, 'job links');
   await page.close();
 });
+
+test('an area selection gives Perfetto\'s summary: per track and by name, the API\'s numbers', { timeout: 90000 }, async () => {
+  const st = await apiGet(`/api/v1/sessions/${id}/steps`);
+  const step = st.steps[2];
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/timeline.html?id=${id}&start=${step.start_us}&end=${step.start_us + step.dur_us}`);
+  await page.waitForFunction(() => document.getElementById('tl').dataset.state === 'ready');
+  // shift+drag across the middle half of the plot
+  const box = await page.locator('#tl').boundingBox();
+  const x0 = box.x + 180 + (box.width - 180) * 0.25, x1 = box.x + 180 + (box.width - 180) * 0.75, y = box.y + 60;
+  await page.keyboard.down('Shift');
+  await page.mouse.move(x0, y);
+  await page.mouse.down();
+  await page.mouse.move((x0 + x1) / 2, y, { steps: 4 });
+  await page.mouse.move(x1, y, { steps: 4 });
+  await page.mouse.up();
+  await page.keyboard.up('Shift');
+  await page.waitForFunction(() => document.getElementById('area').dataset.state === 'ready');
+  const a = await page.evaluate(() => ({ ...document.getElementById('area').dataset }));
+  const s = Number(a.start), e = Number(a.end);
+  const mid = step.start_us + step.dur_us / 2;
+  assert.ok(s < mid && e > mid && e - s > step.dur_us * 0.4 && e - s < step.dur_us * 0.6, `the area ${s}..${e} is the middle half of the step`);
+  const j = await apiGet(`/api/v1/sessions/${id}/area?start_us=${s}&end_us=${e}&names=10`);
+  assert.equal(Number(a.count), j.count, 'the event count is the API\'s');
+  const names = await page.$$eval('#area-names tbody th .name', (xs) => xs.map((x) => x.getAttribute('title')));
+  assert.deepEqual(names, j.names.map((n) => n.name), 'the names, longest first');
+  const tracks = await page.locator('#area-tracks tbody tr').count();
+  assert.equal(tracks, j.tracks.length);
+  const tl = await apiGet(`/api/v1/sessions/${id}/timeline?start_us=${s}&end_us=${e}&buckets=1`);
+  assert.equal(j.count, tl.tracks.reduce((x, t) => x + t.count, 0), 'as many events as the timeline counts in the area');
+  // the button: the view itself
+  await page.locator('#area-view').click();
+  await page.waitForFunction((n) => document.getElementById('area').dataset.state === 'ready' && document.getElementById('area').dataset.count !== n, a.count);
+  const v = await page.evaluate(() => ({ ...document.getElementById('area').dataset, vs: document.getElementById('tl').dataset.viewStart }));
+  assert.equal(Number(v.start), Number(v.vs));
+  await shot(page, 'links-area.png');
+  assertClean(problems, 'area selection');
+  await page.close();
+});
