@@ -53,6 +53,37 @@
   let selected = null;      // GET /events reply of the clicked or found event
   let shownTracks = null;   // Set of the track ids shown (the address's tracks), or null: all
   let area = null;          // {s, e}: the area selection (shift+drag, or "Summarise the view")
+  // Counter tracks (issue 51, item 3), under the tracks: each device's GPU busy per slice of the
+  // fetched window (GET /busy?buckets=, kernels, copies and memsets) and, where the trace has
+  // [memory] events, each device's allocated bytes (GET /memory's samples, a step line).
+  let busyData = null;      // GET /busy reply with buckets, over the fetched window
+  let memData = null;       // GET /memory's devices with samples
+  const COUNTER_H = 34;
+  async function fetchBusy(s, e, n) {
+    try {
+      return await api(`${base}/busy${qs({ start_us: s, end_us: e, buckets: Math.max(1, Math.min(2000, Math.round(n / 2))) })}`, { quiet: true });
+    } catch (_) { return null; }
+  }
+  function counterTracks() {
+    const out = [];
+    for (const d of (busyData && busyData.devices) || [])
+      if (d.buckets && d.buckets.length) out.push({ id: `counter:busy:${d.device}`, kind: 'counter', counter: 'busy', label: `GPU ${d.device} busy`, dev: d });
+    for (const d of memData || [])
+      if ((d.samples || []).length) out.push({ id: `counter:mem:${d.device}`, kind: 'counter', counter: 'mem', label: `${d.device} memory allocated`, dev: d });
+    return out;
+  }
+  // A counter's value at time t: busy in the slice holding t, or the allocated bytes after the
+  // last sample at or before t.
+  function counterAt(t, tr) {
+    if (tr.counter === 'busy') {
+      const n = tr.dev.buckets.length, w = (busyData.end_us - busyData.start_us) / n;
+      const i = Math.floor((t - busyData.start_us) / w);
+      return i >= 0 && i < n ? { v: tr.dev.buckets[i], from: busyData.start_us + i * w, w } : null;
+    }
+    let v = null;
+    for (const [ts, bytes] of tr.dev.samples) { if (ts > t) break; v = bytes; }
+    return v === null ? null : { v };
+  }
   {
     const t = FP.param('tracks');
     if (t) shownTracks = new Set(t.split(',').filter(Boolean).slice(0, 256));
@@ -79,8 +110,8 @@
       const span = view.e - view.s;
       const s = Math.max(full.s, view.s - span / 2), e = Math.min(full.e, view.e + span / 2);
       const buckets = Math.min(4000, Math.max(50, Math.round(plotW() * (e - s) / span)));
-      const j = await api(`${base}/timeline${qs({ start_us: s, end_us: e, buckets })}`);
-      if (my === seq) { data = normalize(j); relayout(); }
+      const [j, b] = await Promise.all([api(`${base}/timeline${qs({ start_us: s, end_us: e, buckets })}`), fetchBusy(s, e, buckets)]);
+      if (my === seq) { data = normalize(j); busyData = b; relayout(); }
     } catch (_) {
       /* the banner shows it; keep drawing what we had */
     } finally {
@@ -143,6 +174,7 @@
   // ---- layout and drawing --------------------------------------------------------------------
   function heightOf(t) {
     if (heights.has(t.id)) return heights.get(t.id);
+    if (t.kind === 'counter') return COUNTER_H;
     let h;
     if (t.mode === 'buckets') h = BUCKET_H;
     else {
@@ -153,10 +185,11 @@
     return Math.max(h, ROW + 4);
   }
   function relayout() {
+    if (memData !== null) canvas.dataset.counters = counterTracks().map((t) => t.id).join(',');
     let y = AXIS_H + phaseH() + 4;
-    const tracks = (data ? data.tracks : []).filter((t) => !shownTracks || shownTracks.has(t.id));
+    const tracks = (data ? data.tracks : []).filter((t) => !shownTracks || shownTracks.has(t.id)).concat(counterTracks());
     showAllBtn.hidden = !shownTracks;
-    if (shownTracks && data) showAllBtn.textContent = `Show all ${fmtInt(data.tracks.length)} tracks (${fmtInt(tracks.length)} shown)`;
+    if (shownTracks && data) showAllBtn.textContent = `Show all ${fmtInt(data.tracks.length)} tracks (${fmtInt(tracks.filter((t) => t.kind !== 'counter').length)} shown)`;
     layout = tracks.map((t) => {
       const h = heightOf(t);
       const r = { track: t, y, h };
@@ -164,6 +197,8 @@
       return r;
     });
     resize(Math.max(y + 4, 120));
+    // where the counter rows are, for tests and tools
+    canvas.dataset.counterRows = JSON.stringify(layout.filter((r) => r.track.kind === 'counter').map((r) => ({ id: r.track.id, y: r.y, h: r.h })));
   }
   function resize(h) {
     const w = canvas.parentElement.clientWidth || 800;
@@ -323,6 +358,7 @@
   // "GPU 0 stream 7" already says what it is; "thread 456" gets a CPU in front.
   function trackName(t) {
     const l = t.label || t.id;
+    if (t.kind === 'counter') return l;
     return /^(cpu|gpu)\b/i.test(l) ? l : `${t.kind === 'gpu' ? 'GPU' : 'CPU'} ${l}`;
   }
 
@@ -333,8 +369,42 @@
     return parts.length < 2 || Number(parts[1]) === Number(dev);
   }
 
+  function drawCounter(r) {
+    const t = r.track, W = cssW, top = r.y + 3, h = r.h - 4, base = r.y + r.h - 1;
+    ctx.fillStyle = t.counter === 'busy' ? 'rgba(89, 161, 79, 0.55)' : 'rgba(176, 122, 161, 0.45)';
+    ctx.strokeStyle = t.counter === 'busy' ? '#3b7a33' : '#7b4a6f';
+    ctx.beginPath();
+    ctx.moveTo(LABEL_W, base);
+    if (t.counter === 'busy') {
+      const n = t.dev.buckets.length, w = (busyData.end_us - busyData.start_us) / n;
+      t.dev.buckets.forEach((v, i) => {
+        const x0 = xOf(busyData.start_us + i * w), x1 = xOf(busyData.start_us + (i + 1) * w), y = base - Math.min(1, Math.max(0, v)) * h;
+        if (x1 < LABEL_W || x0 > W) return;
+        ctx.lineTo(x0, y); ctx.lineTo(x1, y);
+      });
+      t.max = 1;
+    } else {
+      const peak = t.dev.peak_bytes || Math.max(...t.dev.samples.map((x) => x[1]), 1);
+      let y = base;
+      for (const [ts, bytes] of t.dev.samples) {
+        const x = xOf(ts);
+        ctx.lineTo(Math.max(LABEL_W, Math.min(W, x)), y);
+        y = base - (bytes / peak) * h;
+        ctx.lineTo(Math.max(LABEL_W, Math.min(W, x)), y);
+      }
+      ctx.lineTo(W, y);
+      t.max = peak;
+    }
+    ctx.lineTo(W, base);
+    ctx.closePath();
+    ctx.fill();
+    ctx.fillStyle = '#57606a';
+    ctx.fillText(t.counter === 'busy' ? '100%' : FP.fmtMem(t.max), LABEL_W + 3, top + 5);
+  }
+
   function drawTrack(r) {
     const t = r.track, W = cssW;
+    if (t.kind === 'counter') { drawCounter(r); return; }
     if (t.mode === 'buckets') {
       const c = t.kind === 'gpu' ? COLORS.kernel : COLORS.cpu_op;
       ctx.fillStyle = c;
@@ -445,7 +515,7 @@
       const s = d && d.streams.find((x) => String(x.stream) === st);
       return s ? s.busy_fraction : null;
     };
-    const rows = layout.map((r) => {
+    const rows = layout.filter((r) => r.track.kind !== 'counter').map((r) => {
       const d = drawnInView(r.track);
       const et = ex && ex.timeline.tracks.find((t) => t.id === r.track.id);
       return { t: r.track, n: et ? et.count : null, busy: r.track.kind === 'gpu' ? streamBusy(r.track) : d.busy, median: d.median };
@@ -491,6 +561,12 @@
     const r = layout.find((l) => y >= l.y && y < l.y + l.h);
     if (!r) return null;
     const tr = r.track;
+    if (tr.kind === 'counter') {
+      const c = counterAt(t, tr);
+      return c && { title: tr.label, rows: tr.counter === 'busy'
+        ? [['busy', fmtPct(c.v)], ['slice', `${fmtTime(c.from - full.s)} + ${fmtTime(c.w)}`], ['of', 'kernels, copies and memsets']]
+        : [['allocated', FP.fmtMem(c.v)], ['at', fmtTime(t - full.s)], ['peak', FP.fmtMem(tr.max)]] };
+    }
     if (tr.mode === 'buckets') {
       const b = (tr.buckets || []).find((q) => t >= q.ts_us && t < q.ts_us + q.dur_us);
       if (b) return { title: b.top || '(idle)', rows: [['events', fmtInt(b.count)], ['busy', fmtPct(b.busy)],
@@ -758,13 +834,20 @@
       canvas.dataset.state = 'error';
       return;
     }
+    api(`${base}/memory`, { quiet: true }).then((m) => {
+      memData = (m.devices || []).filter((d) => (d.samples || []).length);
+      if (data) { relayout(); draw(); }
+      canvas.dataset.counters = counterTracks().map((t) => t.id).join(',');
+    }, () => {});
     api(`${base}/gpu`, { quiet: true }).then((g) => {
       sessionGaps = (g.devices || []).map((d) => ({ device: d.device, count: (d.gaps || {}).count || 0 }));
       summarize();
     }, () => {});
     resize(cssH);
     try {
-      data = normalize(await api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`));
+      const [j, b] = await Promise.all([api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`), fetchBusy(null, null, Math.round(plotW()))]);
+      data = normalize(j);
+      busyData = b;
     } catch (_) { canvas.dataset.state = 'error'; return; }
     full = { s: data.start_us, e: data.end_us > data.start_us ? data.end_us : data.start_us + 1 };
     view = { ...full };

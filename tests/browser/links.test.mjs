@@ -237,3 +237,31 @@ test('an area selection gives Perfetto\'s summary: per track and by name, the AP
   assertClean(problems, 'area selection');
   await page.close();
 });
+
+test('counter tracks: GPU busy per slice from /busy and allocated memory from /memory, under the tracks', { timeout: 60000 }, async () => {
+  const mem = await apiGet(`/api/v1/sessions/${id}/memory`);
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/timeline.html?id=${id}`);
+  await page.waitForFunction(() => document.getElementById('tl').dataset.state === 'ready' && document.getElementById('tl').dataset.counters !== undefined);
+  const ids = (await page.evaluate(() => document.getElementById('tl').dataset.counters)).split(',');
+  assert.ok(ids.includes('counter:busy:0'), `a GPU busy counter: ${ids}`);
+  for (const d of mem.devices.filter((x) => x.samples.length)) assert.ok(ids.includes(`counter:mem:${d.device}`), `a memory counter for ${d.device}`);
+  // hover the memory counter at its peak: the tooltip reads the API's peak
+  const d = mem.devices.find((x) => x.device === 'cuda:0');
+  const v = await page.evaluate(() => ({ s: Number(document.getElementById('tl').dataset.viewStart), e: Number(document.getElementById('tl').dataset.viewEnd) }));
+  const box = await page.locator('#tl').boundingBox();
+  const rows = JSON.parse(await page.evaluate(() => document.getElementById('tl').dataset.counterRows));
+  const row = rows.find((r) => r.id === 'counter:mem:cuda:0');
+  const x = box.x + 180 + (box.width - 180) * ((d.peak_ts_us - v.s) / (v.e - v.s)) + 1;
+  await page.mouse.move(x, box.y + row.y + row.h / 2);
+  await page.locator('#tip').waitFor();
+  const tip = await page.locator('#tip').innerText();
+  assert.ok(tip.includes('cuda:0 memory allocated'), tip);
+  const fmt = await page.evaluate((b) => FP.fmtMem(b), d.peak_bytes);
+  assert.ok(tip.includes(`peak: ${fmt}`), `${tip} names the API's peak ${fmt}`);
+  // the busy counter over the whole session: its slices are /busy's
+  const busyRow = rows.find((r) => r.id === 'counter:busy:0');
+  assert.ok(busyRow, 'a busy row');
+  assertClean(problems, 'counters');
+  await page.close();
+});
