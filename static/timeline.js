@@ -176,8 +176,12 @@
     if (heights.has(t.id)) return heights.get(t.id);
     if (t.kind === 'counter') return COUNTER_H;
     let h;
-    if (t.mode === 'buckets') h = BUCKET_H;
-    else {
+    if (t.mode === 'buckets') {
+      // room for the named slices (the wide events the server sends with the buckets)
+      let d = -1;
+      for (const ev of t.slices || []) if ((ev.depth || 0) > d) d = ev.depth || 0;
+      h = Math.max(BUCKET_H, (Math.min(d, MAX_DEPTH - 1) + 1) * ROW + 4);
+    } else {
       let d = 0;
       for (const ev of t.events || []) if ((ev.depth || 0) > d) d = ev.depth || 0;
       h = (Math.min(d, MAX_DEPTH - 1) + 1) * ROW + 4;
@@ -274,7 +278,9 @@
         ctx.fillRect(Math.round(x0), y, 1, LANE_H - 2); // a seam between touching phases
         label(p.name, x0, x1, y + (LANE_H - 2) / 2, '#1b1f24');
       }
+      namedSlices = [];
       for (const r of layout) drawTrack(r);
+      canvas.dataset.namedSlices = JSON.stringify(namedSlices);
       drawSelection();
       if (area && area.e > view.s && area.s < view.e) { // the area selection: a band over every track
         const x0 = Math.max(LABEL_W, xOf(area.s)), x1 = Math.min(W, xOf(area.e));
@@ -414,10 +420,16 @@
         const h = Math.max(1, Math.min(1, b.busy) * (r.h - 2));
         ctx.fillRect(x0, r.y + r.h - h, Math.max(1, x1 - x0), h);
       }
-      return;
+      if (!(t.slices || []).length) return;
     }
+    drawEvents(r, t.mode === 'buckets' ? t.slices : t.events);
+  }
+  // Events as boxes in rows by depth, named where there is room; over a bucket track, its
+  // named slices (outlined, so they read apart from the busy bars under them).
+  function drawEvents(r, events) {
+    const t = r.track, W = cssW, over = t.mode === 'buckets';
     let lastCat = null;
-    for (const ev of t.events || []) {
+    for (const ev of events || []) {
       const x0 = xOf(ev.ts_us), x1 = xOf(ev.ts_us + ev.dur_us);
       if (x1 < LABEL_W || x0 > W) continue;
       const d = Math.min(ev.depth || 0, MAX_DEPTH - 1);
@@ -425,12 +437,14 @@
       if (ev.cat !== lastCat) { ctx.fillStyle = color(ev.cat); lastCat = ev.cat; }
       const w = Math.max(1, x1 - x0);
       ctx.fillRect(x0, y, w, ROW - 2);
+      if (over) { ctx.strokeStyle = '#ffffff'; ctx.strokeRect(x0 + 0.5, y + 0.5, Math.max(0, w - 1), ROW - 3); }
       if (w > 40) {
-        label(ev.name, x0, x1, y + (ROW - 2) / 2, '#ffffff');
+        if (label(ev.name, x0, x1, y + (ROW - 2) / 2, '#ffffff') && over) namedSlices.push(ev.name);
         ctx.fillStyle = color(ev.cat);
       }
     }
   }
+  let namedSlices = []; // the slice names drawn over bucket tracks in the last frame (for tests)
 
   function clipText(s, maxW) {
     s = String(s);
@@ -444,11 +458,12 @@
   }
   function label(text, x0, x1, y, fg) {
     const a = Math.max(x0, LABEL_W) + 3, b = Math.min(x1, cssW) - 3;
-    if (b - a < 20) return;
+    if (b - a < 20) return false;
     const s = clipText(text, b - a);
-    if (!s) return;
+    if (!s) return false;
     ctx.fillStyle = fg;
     ctx.fillText(s, a, y);
+    return true;
   }
 
   // ---- text around the canvas ----------------------------------------------------------------
@@ -540,7 +555,8 @@
     glanceEl.dataset.exact = ex ? 'yes' : 'no';
     FP.renderTable(document.getElementById('tracks'), [
       { key: 'label', label: 'Track', rowHeader: true, render: (r) => trackName(r.t) },
-      { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets' ? 'busy buckets' : 'events') },
+      { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets'
+        ? `busy buckets${(r.t.slices || []).length ? ` and ${fmtInt(r.t.slices.length)} named slice${r.t.slices.length === 1 ? '' : 's'}` : ''}` : 'events') },
       { key: 'n', label: 'Events in view', num: true, render: (r) => (r.n === null ? '…' : fmtInt(r.n)) },
       { key: 'busy', label: 'Busy in view', num: true, render: (r) => (r.busy === null ? '…' : fmtPct(r.busy)) },
       { key: 'median', label: 'Median event', num: true, render: (r) => (r.median === null ? '—' : fmtTime(r.median)) },
@@ -566,6 +582,13 @@
       return c && { title: tr.label, rows: tr.counter === 'busy'
         ? [['busy', fmtPct(c.v)], ['slice', `${fmtTime(c.from - full.s)} + ${fmtTime(c.w)}`], ['of', 'kernels, copies and memsets']]
         : [['allocated', FP.fmtMem(c.v)], ['at', fmtTime(t - full.s)], ['peak', FP.fmtMem(tr.max)]] };
+    }
+    const evs = tr.mode === 'buckets' ? tr.slices || [] : tr.events || [];
+    if (tr.mode === 'buckets' && evs.length) { // a named slice under the pointer comes first
+      const d = Math.floor((y - r.y - 2) / ROW);
+      const ev = evs.find((q) => Math.min(q.depth || 0, MAX_DEPTH - 1) === d && t >= q.ts_us && t <= q.ts_us + q.dur_us);
+      if (ev) return { title: ev.name, rows: [['duration', fmtTime(ev.dur_us)], ['start', fmtTime(ev.ts_us - full.s)], ['category', ev.cat || '—'],
+        ['track', tr.label || tr.id], ['', 'click for all args and the launch flow']], ev, track: tr };
     }
     if (tr.mode === 'buckets') {
       const b = (tr.buckets || []).find((q) => t >= q.ts_us && t < q.ts_us + q.dur_us);

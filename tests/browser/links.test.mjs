@@ -265,3 +265,23 @@ test('counter tracks: GPU busy per slice from /busy and allocated memory from /m
   assertClean(problems, 'counters');
   await page.close();
 });
+
+test('named slices at mid zoom: a bucket track names its wide events, as the server sends them', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/timeline.html?id=${id}`);
+  await page.waitForFunction(() => document.getElementById('tl').dataset.state === 'ready');
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const named = JSON.parse(await page.evaluate(() => document.getElementById('tl').dataset.namedSlices || '[]'));
+  const v = await page.evaluate(() => ({ s: Number(document.getElementById('tl').dataset.viewStart), e: Number(document.getElementById('tl').dataset.viewEnd) }));
+  const tl = await apiGet(`/api/v1/sessions/${id}/timeline?start_us=${v.s}&end_us=${v.e}&buckets=1000`);
+  const main = tl.tracks.find((t) => t.mode === 'buckets' && (t.slices || []).length);
+  assert.ok(main, 'a bucketed track with slices in the whole session');
+  const names = new Set(tl.tracks.flatMap((t) => (t.slices || []).map((x) => x.name)));
+  assert.ok(named.length >= 3, `named slices drawn: ${named}`);
+  for (const n of named) assert.ok(names.has(n), `${n} is a slice of the API`);
+  assert.ok(named.some((n) => /^ProfilerStep#\d+$/.test(n)), 'the steps are named');
+  for (const x of main.slices) assert.ok(x.dur_us >= ((v.e - v.s) / 1000) * 8 - 1e-6, 'only wide events');
+  await shot(page, 'links-slices.png');
+  assertClean(problems, 'named slices');
+  await page.close();
+});

@@ -115,5 +115,36 @@ class Area(unittest.TestCase):
         self.assertEqual(st, 404)
 
 
+class NamedSlices(unittest.TestCase):
+    """A track drawn as buckets (over 2,000 events in the window) names its wide events: those
+    at least 8 buckets long, with their depth among themselves."""
+
+    def test_wide_events_come_with_the_buckets(self):
+        evs = [ev("outer", "user_annotation", 0, 100000), ev("inner", "user_annotation", 10000, 50000)]
+        evs += [ev("tiny", "cpu_op", 100 + i * 30, 10) for i in range(3000)]
+        with _Srv() as srv:
+            sid = srv.upload_ok(json.dumps({"traceEvents": evs}).encode(), "?name=slices")
+            tl = srv.json("/api/v1/sessions/%d/timeline?buckets=100" % sid)
+            t = [x for x in tl["tracks"] if x["kind"] == "cpu"][0]
+            self.assertEqual(t["mode"], "buckets")
+            got = [(x["name"], x["depth"]) for x in t["slices"]]
+            self.assertEqual(got, [("outer", 0), ("inner", 1)], "8 buckets = 8 ms: only outer and inner")
+            # 10 buckets over the 100 ms: 80 ms at least, so outer alone
+            a = tl["start_us"]
+            z = srv.json("/api/v1/sessions/%d/timeline?start_us=%r&end_us=%r&buckets=10" % (sid, a, a + 100000))
+            zt = [x for x in z["tracks"] if x["kind"] == "cpu"][0]
+            self.assertEqual(zt["mode"], "buckets")
+            self.assertEqual([x["name"] for x in zt["slices"]], ["outer"])
+
+
+class _Srv:
+    def __enter__(self):
+        self.srv = Server()
+        return self.srv
+
+    def __exit__(self, *a):
+        self.srv.stop()
+
+
 if __name__ == "__main__":
     unittest.main()
