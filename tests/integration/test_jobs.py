@@ -132,3 +132,57 @@ class OnceCategories(unittest.TestCase):
             self.assertNotIn("startup", cats, s)
         finally:
             srv.stop()
+
+
+def jitter_rank(own):
+    """A generated rank trace: one ProfilerStep per entry of own, each with own[i] us of CPU
+    work before a 1 ms kernel."""
+    evs, t = [], 0
+    for s, w in enumerate(own):
+        start = t
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::work", "pid": 1, "tid": 1, "ts": t + 10, "dur": w})
+        t += 10 + w
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t, "dur": 30})
+        evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5, "dur": 10,
+                    "args": {"correlation": s + 1}})
+        evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 20, "dur": 1000,
+                    "args": {"device": 0, "stream": 7, "correlation": s + 1}})
+        t += 1100
+        evs.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (s + 1), "pid": 1, "tid": 1, "ts": start, "dur": t - start})
+    return json.dumps({"traceEvents": evs}).encode()
+
+
+class NoiseBound(unittest.TestCase):
+    """Issue 51, item 4: a straggler only beyond the steps' own spread (twice the standard error
+    of the difference of the mean steps), not from any difference; and each rank's mean step
+    split into compute, overlapped and exposed communication and idle."""
+
+    def job(self, srv, name, a, b):
+        for r, own in enumerate((a, b)):
+            srv.upload_ok(jitter_rank(own), "?label=job:%s&label=rank:%d" % (name, r))
+        return srv.json("/api/v1/jobs/" + name)
+
+    def test_within_and_beyond_the_noise(self):
+        srv = Server()
+        try:
+            j = self.job(srv, "noisy", (1000, 9000, 1000, 9000), (6000, 6000, 6000, 6000))
+            self.assertIsNone(j["straggler"], j["straggler_check"])
+            c = j["straggler_check"]
+            self.assertEqual((c["rank"], c["verdict"]), (1, "within_noise"))
+            sd = j["ranks"][0]["steps"]["sd_us"]
+            self.assertAlmostEqual(sd, 4618.8, delta=1)  # the sample sd of 1, 9, 1, 9 ms (+ the same 1.11 ms)
+            self.assertAlmostEqual(c["noise_us"], 2 * (sd * sd / 4) ** 0.5, delta=1)
+            self.assertLess(c["own_per_step_us"] - c["others_median_us"], c["noise_us"])
+            j = self.job(srv, "clear", (1000, 9000, 1000, 9000), (20000, 20000, 20000, 20000))
+            s = j["straggler"]
+            self.assertEqual((s["rank"], s["verdict"]), (1, "beyond_noise"))
+            self.assertGreater(s["own_per_step_us"] - s["others_median_us"], s["noise_us"])
+            for r in j["ranks"]:
+                b = r["breakdown"]
+                self.assertAlmostEqual(b["step_us"], r["steps"]["mean_us"], delta=1)
+                parts = b["compute_us"] + b["overlapped_comm_us"] + b["exposed_comm_us"] + b["idle_us"]
+                self.assertAlmostEqual(parts, b["step_us"], delta=1)
+                self.assertAlmostEqual(b["compute_us"], 1000, delta=1)
+                self.assertEqual(b["exposed_comm_us"], 0)
+        finally:
+            srv.stop()
