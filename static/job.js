@@ -94,6 +94,28 @@
     let state = { key: 'rank', dir: 'ascending', clientSort: true };
     const draw = () => renderTable(document.getElementById('ranks'), cols, j.ranks, state, (k) => { state = nextSort(state, k, cols); draw(); });
     draw();
+    // the collectives (issue 51, item 4): calls, bytes, kernel time, algbw and busbw
+    const colls = j.collectives || [];
+    document.getElementById('coll-note').textContent = colls.length
+      ? 'From the NCCL kernels\' own args (Collective name, message size, dtype, group size). Bytes: nccl-tests\' S (the output for all-gather, ' +
+        'the input otherwise); algorithm bandwidth: bytes over kernel time; bus bandwidth: algbw × 2(n−1)/n for all-reduce, × (n−1)/n for all-gather, ' +
+        'reduce-scatter and all-to-all, × 1 otherwise, n the group size.'
+      : 'No collective kernel with its sizes in these ranks (NCCL kernels carry them in PyTorch 2.2 and later; gloo runs on the CPU).';
+    const gbps = (v) => (v === null || v === undefined ? '—' : `${v.toFixed(v < 10 ? 2 : 1)} GB/s`);
+    const ccols = [
+      { key: 'collective', label: 'Collective', rowHeader: true, value: (c) => c.collective },
+      { key: 'group_size', label: 'Group size', num: true, value: (c) => c.group_size, render: (c) => (c.group_size === null ? '—' : fmtInt(c.group_size)) },
+      { key: 'ranks', label: 'Ranks', num: true, value: (c) => c.ranks, render: (c) => fmtInt(c.ranks) },
+      { key: 'calls', label: 'Calls', num: true, value: (c) => c.calls, render: (c) => fmtInt(c.calls) },
+      { key: 'bytes', label: 'Bytes', num: true, value: (c) => c.bytes, render: (c) => (c.bytes === null ? '—' : FP.fmtMem(c.bytes)) },
+      { key: 'time_us', label: 'Kernel time', num: true, value: (c) => c.time_us, render: (c) => fmtTime(c.time_us) },
+      { key: 'algbw_gbps', label: 'Algorithm bandwidth', num: true, value: (c) => c.algbw_gbps, render: (c) => gbps(c.algbw_gbps), csv: (c) => c.algbw_gbps, csvUnit: 'GB/s' },
+      { key: 'busbw_gbps', label: 'Bus bandwidth', num: true, value: (c) => c.busbw_gbps, render: (c) => gbps(c.busbw_gbps), csv: (c) => c.busbw_gbps, csvUnit: 'GB/s' },
+    ];
+    let cstate = { key: 'time_us', dir: 'descending', clientSort: true };
+    const cdraw = () => renderTable(document.getElementById('collectives'), ccols, colls, cstate, (k) => { cstate = nextSort(cstate, k, ccols); cdraw(); },
+      'No collective kernels with sizes.');
+    cdraw();
     const ranks = j.ranks.map((r) => r.rank);
     const pcols = [{ key: 'name', label: 'Phase', rowHeader: true, value: (p) => p.name }].concat(ranks.map((rk, i) => ({
       key: 'r' + i, label: `Rank ${rk === null ? '?' : rk}`, num: true,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/err.h"
+#include "store/colls.h"
 
 #define JOB_PHASES_MAX 10 /* phases compared across ranks */
 
@@ -319,11 +320,20 @@ int jobs_get(db_conn *db, const char *job, json_t **out) {
         json_decref(ranks);
         return st != DB_DONE ? ERR_DB : ERR_NOTFOUND;
     }
-    json_t *check, *strag = straggler(ranks, &check);
     size_t i;
     json_t *r;
+    /* the collectives table: the first COLLS_RANKS_MAX ranks' collective kernels */
+    long long ids[COLLS_RANKS_MAX];
+    size_t nids = 0;
+    json_array_foreach(ranks, i, r) if (nids < COLLS_RANKS_MAX) ids[nids++] = (long long)json_integer_value(json_object_get(r, "session_id"));
+    json_t *colls = colls_of(db, ids, nids);
+    if (!colls) {
+        json_decref(ranks);
+        return ERR_DB;
+    }
+    json_t *check, *strag = straggler(ranks, &check);
     json_array_foreach(ranks, i, r) json_object_del(r, "_per_step");
-    *out = json_pack("{s:s,s:o,s:o,s:o,s:o}", "job", job, "ranks", ranks, "straggler", strag, "straggler_check", check, "phases",
-                     phase_table(db, job));
+    *out = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "job", job, "ranks", ranks, "straggler", strag, "straggler_check", check, "phases",
+                     phase_table(db, job), "collectives", colls);
     return *out ? 0 : ERR_NOMEM;
 }

@@ -4,7 +4,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BASE, REPO, launch, openPage, assertClean, shot, apiGet, parseTime, columnTexts, headerIndex } from './helpers.mjs';
+import { BASE, REPO, TRACES, launch, openPage, assertClean, shot, apiGet, parseTime, columnTexts, headerIndex } from './helpers.mjs';
 
 const JOB = `browser-job-${process.pid}`;
 let browser;
@@ -108,5 +108,36 @@ test('issue 51 item 4: a straggler only beyond the steps\' spread, the split per
   assert.deepEqual(await columnTexts(page, '#ranks', si), ['', 'yes']);
   await shot(page, 'job-1440.png');
   assertClean(problems, 'job noise bound');
+  await page.close();
+});
+
+test('issue 51 item 4: the collectives table reads the API\'s calls, bytes and bandwidths', { timeout: 90000 }, async () => {
+  const name = `nccl-${process.pid}`;
+  const body = readFileSync(join(TRACES, 'hta/nccl_parser_config/nccl_data.json.gz'));
+  let res = await fetch(`${BASE}/api/v1/sessions?label=job:${name}&label=rank:0`, { method: 'POST', body });
+  assert.equal(res.status, 201);
+  res = await fetch(`${BASE}/api/v1/sessions?label=job:${name}&label=rank:1`, { method: 'POST', body: jitterRank([1000, 1000]) });
+  assert.equal(res.status, 201);
+  const job = await apiGet(`/api/v1/jobs/${name}`);
+  assert.ok(job.collectives.length >= 2);
+  const { page, problems } = await openPage(browser.context);
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await page.goto(`${BASE}/job.html?job=${encodeURIComponent(name)}`);
+  await page.waitForFunction((n) => document.querySelectorAll('#collectives tbody tr').length === n, job.collectives.length);
+  assert.deepEqual(await columnTexts(page, '#collectives', 0), job.collectives.map((c) => c.collective));
+  const calls = (await columnTexts(page, '#collectives', await headerIndex(page, '#collectives', 'Calls'))).map(Number);
+  assert.deepEqual(calls, job.collectives.map((c) => c.calls));
+  const bus = await columnTexts(page, '#collectives', await headerIndex(page, '#collectives', 'Bus bandwidth'));
+  job.collectives.forEach((c, i) => {
+    const v = Number(bus[i].replace(' GB/s', ''));
+    assert.ok(Math.abs(v - c.busbw_gbps) <= (c.busbw_gbps < 10 ? 0.005 : 0.05), `${c.collective}: ${bus[i]} is ${c.busbw_gbps}`);
+  });
+  const bytes = await columnTexts(page, '#collectives', await headerIndex(page, '#collectives', 'Bytes'));
+  const fmt = await page.evaluate((b) => b.map((x) => FP.fmtMem(x)), job.collectives.map((c) => c.bytes));
+  assert.deepEqual(bytes, fmt);
+  const right = await page.$$eval('#collectives thead th', (ths) => Math.max(...ths.map((th) => th.getBoundingClientRect().right)));
+  assert.ok(right <= 1440, `the last column ends at ${right} px`);
+  await shot(page, 'job-collectives.png');
+  assertClean(problems, 'collectives');
   await page.close();
 });

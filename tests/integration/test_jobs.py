@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-from fpserver import ROOT, Server
+from fpserver import ROOT, TRACES, Server
 
 
 def record_job(slow_rank, steps=4):
@@ -184,5 +184,48 @@ class NoiseBound(unittest.TestCase):
                 self.assertAlmostEqual(parts, b["step_us"], delta=1)
                 self.assertAlmostEqual(b["compute_us"], 1000, delta=1)
                 self.assertEqual(b["exposed_comm_us"], 0)
+        finally:
+            srv.stop()
+
+
+NCCL = os.path.join(TRACES, "hta/nccl_parser_config/nccl_data.json.gz")
+DTYPE = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1, "Char": 1, "Bool": 1}
+
+
+class Collectives(unittest.TestCase):
+    """Issue 51, item 4: the collectives table, from the NCCL kernels' args, against the trace
+    read here: calls, bytes (S as nccl-tests define it), kernel time, algbw and busbw."""
+
+    def test_against_the_trace(self):
+        import gzip
+        with open(NCCL, "rb") as f:
+            raw = f.read()
+        want = {}
+        for e in json.loads(gzip.decompress(raw))["traceEvents"]:
+            a = e.get("args") or {}
+            if e.get("cat") != "kernel" or "Collective name" not in a:
+                continue
+            n = a["Collective name"]
+            w = want.setdefault((n, a["Group size"]), [0, 0, 0.0])
+            w[0] += 1
+            w[1] += a["Out msg nelems" if "allgather" in n.replace("_", "") else "In msg nelems"] * DTYPE[a["dtype"]]
+            w[2] += e["dur"]
+        srv = Server()
+        try:
+            srv.upload_ok(raw, "?label=job:nccl&label=rank:0")
+            srv.upload_ok(jitter_rank((1000, 1000)), "?label=job:nccl&label=rank:1")  # a rank with no collective
+            got = srv.json("/api/v1/jobs/nccl")["collectives"]
+            self.assertEqual({(c["collective"], c["group_size"]) for c in got}, set(want))
+            for c in got:
+                calls, nbytes, t = want[(c["collective"], c["group_size"])]
+                self.assertEqual((c["calls"], c["ranks"]), (calls, 1))
+                self.assertEqual(c["bytes"], nbytes)
+                self.assertAlmostEqual(c["time_us"], t, places=3)
+                alg = nbytes / t / 1e3
+                self.assertAlmostEqual(c["algbw_gbps"], alg, places=6)
+                n = c["group_size"]
+                f = 2 * (n - 1) / n if c["collective"] == "allreduce" else 1.0
+                self.assertAlmostEqual(c["busbw_gbps"], alg * f, places=6)
+            self.assertEqual(got[0]["collective"], "allreduce", "the most kernel time first")
         finally:
             srv.stop()
