@@ -422,10 +422,26 @@
 
   // A suspect's link into the timeline: its culprit, the first instance selected (issue 51,
   // item 3). A suspect names no window of its own, so the timeline fits the view to the event.
-  const culpritHref = (x) => FP.timelineHref(id, { find: x.culprit });
+  // Startup and tail name a stretch, not an event: their link is that window (the session's
+  // start to its first GPU work, its last GPU work to its end), and a culprit in parentheses
+  // ("(untraced)") names no event to select.
+  let sessionEnd = null;
+  function culpritHref(x) {
+    const ev = x.evidence || {}, named = x.culprit && !x.culprit.startsWith('(');
+    if (x.category === 'startup' && ev.lead_in_us > 0)
+      return FP.timelineHref(id, { start: sessionStart, end: sessionStart + ev.lead_in_us, find: named ? x.culprit : null });
+    if (x.category === 'tail' && ev.tail_us > 0 && sessionEnd !== null)
+      return FP.timelineHref(id, { start: sessionEnd - ev.tail_us, end: sessionEnd, find: named ? x.culprit : null });
+    return FP.timelineHref(id, { find: named ? x.culprit : null });
+  }
 
   async function loadSuspects() {
     const j = await shown(firstScreen.suspects);
+    try { // the summary was asked for beside the suspects: the tail's window needs its end
+      const sm = await summary;
+      sessionStart = sm.start_us || 0;
+      sessionEnd = sm.end_us ?? null;
+    } catch (_) { /* shown by loadSummary */ }
     renderNext(j);
     const box = document.getElementById('suspects-chart');
     const list = j.suspects || [];

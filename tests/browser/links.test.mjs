@@ -285,3 +285,22 @@ test('named slices at mid zoom: a bucket track names its wide events, as the ser
   assertClean(problems, 'named slices');
   await page.close();
 });
+
+test('a tail suspect opens its window; "(untraced)" selects nothing and says nothing is missing', { timeout: 60000 }, async () => {
+  const { T } = await import('./helpers.mjs');
+  const sid = await uploadApi(T.base, 'links-tail', ['suite:links']);
+  const [sus, s] = await Promise.all([apiGet(`/api/v1/sessions/${sid}/suspects`), apiGet(`/api/v1/sessions/${sid}`)]);
+  const tail = sus.suspects.find((x) => x.category === 'tail' && x.evidence && x.evidence.tail_us > 0);
+  if (!tail) return; // the trace has no tail suspect: nothing to follow
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/session.html?id=${sid}`);
+  const i = sus.suspects.indexOf(tail);
+  const link = page.locator('#suspects-chart a').nth(i);
+  await link.waitFor();
+  await link.click();
+  const t = await landed(page, { selected: !tail.culprit.startsWith('(') });
+  assert.ok(Math.abs(t.s - (s.end_us - tail.evidence.tail_us)) < 1 && Math.abs(t.e - s.end_us) < 1, `the tail's window ${t.s}..${t.e}`);
+  assert.equal(await page.locator('#search-status').innerText(), '', 'no "not found"');
+  assertClean(problems, 'tail link');
+  await page.close();
+});
