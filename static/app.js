@@ -248,6 +248,15 @@ const FP = (() => {
     return e;
   }
   function param(name) { return new URLSearchParams(location.search).get(name); }
+  // The timeline's address for a finding (issue 51, item 3): the view lives in the address, so
+  // a link can be pasted. v: {start, end} (µs, as the API gives them), sel (an event's ref),
+  // find (an event's whole name: the first at or after `at`, else `start`, else the session's
+  // start, is selected; dir=prev searches back from `at`), tracks (track ids shown). A name
+  // ending in * finds any name starting with the rest (ProfilerStep*).
+  function timelineHref(id, v = {}) {
+    return `timeline.html${qs({ id, start: v.start, end: v.end, sel: v.sel, find: v.find, at: v.at, dir: v.dir,
+      tracks: v.tracks && v.tracks.length ? v.tracks.join(',') : null })}`;
+  }
   function qs(obj) {
     const p = new URLSearchParams();
     for (const [k, v] of Object.entries(obj)) {
@@ -393,6 +402,6 @@ const FP = (() => {
   function sessionName(s) { return s && (s.name || `session ${s.id}`); }
 
   return { ApiError, api, once, showError, clearError, fmtTime, fmtTimeAt, fmtShare, shortName, shortNames, nameEl, gpuWord, cpuOnly, fmtValue, fmtMem, fmtPct, fmtInt, fmtSigned,
-           fmtDate, fmtDims, smellText, el, param, qs, debounce, renderTable, sortRows, nextSort, dl,
+           fmtDate, fmtDims, smellText, el, param, timelineHref, qs, debounce, renderTable, sortRows, nextSort, dl,
            sessionName, num, tableCsv, setCaption };
 })();

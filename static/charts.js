@@ -1,7 +1,8 @@
 // charts.js: the dashboard's pictures as inline SVG, no library. Every mark carries the number
 // it stands for in data-value (and data-key for a stacked part), so a test reads what is drawn.
-//   FPC.bars(items, fmt)                 one horizontal bar per {label, value, title?}, in order
-//   FPC.stacked(rows, keys, colors, fmt) one bar per {label, parts: {key: value}, mean?}, parts
+//   FPC.bars(items, fmt)                 one horizontal bar per {label, value, title?, href?}, in order
+//                                        (href: the label is a link, e.g. into the timeline)
+//   FPC.stacked(rows, keys, colors, fmt) one bar per {label, parts: {key: value}, mean?, href?}, parts
 //                                        stacked; each part's hover gives its share of the bar
 //   FPC.columns(values, fmtY, opts)      a column per value (a share per time slice)
 //   FPC.line(points, fmtX, fmtY, opts)   [x, y] points as a line, the maximum marked; opts.second:
@@ -73,8 +74,9 @@ const FPC = (() => {
     const root = svg('svg', { viewBox: `0 0 ${W} ${items.length * RH + 4}`, class: 'chart bars', role: 'img', 'aria-label': opts.label || null });
     items.forEach((it, i) => {
       const w = Math.max(1, ((W - L - R) * it.value) / max), y = i * RH + 2;
+      const lbl = svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: 'lbl' }, it.label, tip(it.title || it.label));
       root.append(
-        svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: 'lbl' }, it.label, tip(it.title || it.label)),
+        it.href ? svg('a', { href: it.href, class: 'tl-link' }, lbl) : lbl,
         svg('rect', { x: L, y, width: w.toFixed(1), height: RH - 5, class: 'bar', fill: it.color || null, 'data-value': it.value,
                       'data-label': it.label }, tip(`${it.title || it.label}: ${fmt(it.value)}`)),
         svg('text', { x: L + w + 4, y: y + 13, class: 'val' }, fmt(it.value)));
@@ -99,7 +101,8 @@ const FPC = (() => {
                                           'data-value': v }, tip(`${r.title || r.label}: ${k.replace(/_/g, ' ')} ${fmt(v)} (${(t ? (v * 100) / t : 0).toFixed(2)}%)`)));
         x += w;
       }
-      root.append(svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: r.mean ? 'lbl mean' : 'lbl' }, r.label, tip(r.title || r.label)), g,
+      const lbl = svg('text', { x: L - 6, y: y + 13, 'text-anchor': 'end', class: r.mean ? 'lbl mean' : 'lbl' }, r.label, tip(r.title || r.label));
+      root.append(r.href ? svg('a', { href: r.href, class: 'tl-link' }, lbl) : lbl, g,
         svg('text', { x: x + 4, y: y + 13, class: 'val' }, fmt(t)));
     });
     return interactive(root);

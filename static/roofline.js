@@ -158,6 +158,8 @@
 
   const cols = [
     { key: 'name', label: 'Operator', rowHeader: true, render: (o) => FP.nameEl(o.name) },
+    // into the timeline: the operator's first call, selected (issue 51, item 3)
+    { key: 'tl', label: 'Trace', csv: false, sortable: false, render: (o) => el('a', { class: 'tl-link', href: FP.timelineHref(id, { find: o.name }), title: 'Its first call on the timeline, selected' }, 'timeline') },
     { key: 'shape', label: 'Shape', render: (o) => FP.nameEl(o.shape || '—', FP.shortName(o.shape || '—', 40)) },
     { key: 'dtype', label: 'Dtype' },
     { key: 'unit', label: 'Unit', render: (o) => o.unit || o.precision_class || '—' },

@@ -46,6 +46,9 @@
         s.step_mean_us !== null && s.step_mean_us !== undefined ? "tb-profiler's GPU utilization: kernel time over the steps' time"
           : "tb-profiler's GPU utilization: kernel time over the trace's time (no steps)"),
       item('uploaded', FP.fmtDate(s.created_at)),
+      // a rank of a distributed run links its job, whose page links each rank back (issue 51, item 4)
+      s.labels && s.labels.job ? el('span', {}, 'job: ', el('a', { id: 'to-job', href: `job.html?job=${encodeURIComponent(s.labels.job)}` },
+        s.labels.job + (s.labels.rank !== undefined ? ` (rank ${s.labels.rank})` : ''))) : null,
       el('span', {}, Object.entries(s.labels || {}).map(([k, v]) => el('span', { class: 'badge label' }, `${k}:${v}`))),
       analysisNote(s));
   }
@@ -265,6 +268,7 @@
     { key: 'calls', label: 'Calls', num: true, render: (k) => fmtInt(k.calls) },
     { key: 'total_us', label: 'Total', num: true, render: (k) => fmtTime(k.total_us) },
     { key: 'share', label: 'Share', num: true, render: (k) => fmtPct(k.share) },
+    { key: 'tl', label: 'Trace', csv: false, sortable: false, render: (k) => el('a', { class: 'tl-link', href: FP.timelineHref(id, { find: k.name }), title: 'Its first call on the timeline, selected' }, 'timeline') },
     { key: 'mean_us', label: 'Mean', num: true, render: (k) => fmtTime(k.mean_us) },
     { key: 'min_us', label: 'Min', num: true, render: (k) => fmtTime(k.min_us) },
     { key: 'max_us', label: 'Max', num: true, render: (k) => fmtTime(k.max_us) },
@@ -313,6 +317,13 @@
   }
 
   // ---- GPU facts ----------------------------------------------------------------------------
+  // An idle gap's link: the gap with half its length either side; selected, the host operator
+  // that was running as it ended (the last one starting before its end), when the gap names one.
+  function gapHref(x) {
+    const pad = Math.max(x.dur_us / 2, 5);
+    return FP.timelineHref(id, { start: x.start_us - pad, end: x.start_us + x.dur_us + pad,
+      find: x.host_op || null, at: x.host_op ? x.start_us + x.dur_us : null, dir: x.host_op ? 'prev' : null });
+  }
   async function loadGpu() {
     try { sessionStart = (await summary).start_us || 0; } catch (_) { /* shown by loadSummary */ }
     const g = await api(`${base}/gpu`);
@@ -345,7 +356,8 @@
         { key: 'start_us', label: 'Start (from session start)', num: true, render: (x) => fmtTime(x.start_us - sessionStart) },
         { key: 'dur_us', label: 'Length', num: true, render: (x) => fmtTime(x.dur_us) },
         { key: 'host_op', label: 'Host operator', render: (x) => FP.nameEl(x.host_op || '—') },
-        { key: 'host_call', label: 'Host call', render: (x) => FP.nameEl(x.host_call || '—') }],
+        { key: 'host_call', label: 'Host call', render: (x) => FP.nameEl(x.host_call || '—') },
+        { key: 'tl', label: 'Trace', csv: false, render: (x) => el('a', { class: 'tl-link', href: gapHref(x), title: 'The gap on the timeline, with half its length either side; the host operator running at its end selected' }, 'timeline') }],
       gaps.largest || [], null, null);
       parts.push(el('h3', {}, `Device ${d.device}`),
         dl([['busy', fmtTime(d.busy_us)], ['idle', `${fmtTime(d.idle_us)} (${fmtPct(d.idle_fraction)} of the wall)`],
@@ -393,7 +405,8 @@
     const perStep = top.at_stake_per_step_us;
     box.replaceChildren(...[
       el('p', { class: 'next-culprit' }, el('span', { class: 'next-cat', dataset: { category: top.category } }, top.category.replace(/_/g, ' ')),
-        ': ', el('b', { id: 'next-culprit' }, top.culprit)),
+        ': ', el('b', { id: 'next-culprit' }, top.culprit), ' ',
+        el('a', { id: 'next-timeline', class: 'tl-link', href: culpritHref(top), title: 'The first instance on the timeline, selected' }, 'see it in the timeline')),
       el('p', { class: 'next-stake' }, 'GPU idle at stake: ',
         perStep !== null && perStep !== undefined
           ? el('b', { id: 'next-per-step', dataset: { value: perStep } }, `${fmtTime(perStep)} per step`)
@@ -402,12 +415,33 @@
         ` (${fmtTime(top.at_stake_us)} of ${fmtTime(j.wall_us)}; at most what removing the cause could save).`),
       el('p', { class: 'next-exp' }, el('span', { class: 'key' }, 'Next experiment: '), el('span', { id: 'next-experiment' }, top.next_experiment)),
       list.length > 1 ? el('p', { class: 'muted small' }, 'Then: ', list.slice(1, 3).map((x, i) =>
-        [i ? '; ' : '', `${x.category.replace(/_/g, ' ')} `, FP.nameEl(x.culprit, FP.shortName(x.culprit, 50)), ` (${fmtPct(x.at_stake_fraction)})`])) : null,
+        [i ? '; ' : '', `${x.category.replace(/_/g, ' ')} `, el('a', { class: 'tl-link next-then', href: culpritHref(x) }, FP.nameEl(x.culprit, FP.shortName(x.culprit, 50))),
+          ` (${fmtPct(x.at_stake_fraction)})`])) : null,
     ].filter(Boolean));
+  }
+
+  // A suspect's link into the timeline: its culprit, the first instance selected (issue 51,
+  // item 3). A suspect names no window of its own, so the timeline fits the view to the event.
+  // Startup and tail name a stretch, not an event: their link is that window (the session's
+  // start to its first GPU work, its last GPU work to its end), and a culprit in parentheses
+  // ("(untraced)") names no event to select.
+  let sessionEnd = null;
+  function culpritHref(x) {
+    const ev = x.evidence || {}, named = x.culprit && !x.culprit.startsWith('(');
+    if (x.category === 'startup' && ev.lead_in_us > 0)
+      return FP.timelineHref(id, { start: sessionStart, end: sessionStart + ev.lead_in_us, find: named ? x.culprit : null });
+    if (x.category === 'tail' && ev.tail_us > 0 && sessionEnd !== null)
+      return FP.timelineHref(id, { start: sessionEnd - ev.tail_us, end: sessionEnd, find: named ? x.culprit : null });
+    return FP.timelineHref(id, { find: named ? x.culprit : null });
   }
 
   async function loadSuspects() {
     const j = await shown(firstScreen.suspects);
+    try { // the summary was asked for beside the suspects: the tail's window needs its end
+      const sm = await summary;
+      sessionStart = sm.start_us || 0;
+      sessionEnd = sm.end_us ?? null;
+    } catch (_) { /* shown by loadSummary */ }
     renderNext(j);
     const box = document.getElementById('suspects-chart');
     const list = j.suspects || [];
@@ -416,7 +450,7 @@
         : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;
     // 26: "compute bound op: " and the culprit fit the 294-unit gutter at 11px (30 could not)
     box.replaceChildren(list.length ? FPC.bars(list.map((x) => ({ label: `${x.category.replace(/_/g, ' ')}: ${FP.shortName(x.culprit, 26)}`,
-      title: `${x.category.replace(/_/g, ' ')}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category] })),
+      title: `${x.category.replace(/_/g, ' ')}: ${x.culprit}. ${x.next_experiment}`, value: x.at_stake_us, color: CAT_COLORS[x.category], href: culpritHref(x) })),
     (v) => fmtTime(v), { label: 'Suspects by time at stake', labelW: 300 }) : '');
     const q = j.questions || {};
     document.getElementById('questions').replaceChildren(...Object.entries(QUESTIONS).filter(([k]) => q[k]).map(([k, text]) =>
@@ -437,7 +471,9 @@
     const total = j.total ?? steps.length;
     const meanDur = mean ? (mean.dur_us ?? roles.reduce((a, k) => a + (mean[`${k}_us`] || 0), 0)) : 0;
     const rows = (mean ? [{ label: 'mean step', title: `mean step (of ${total} step${total === 1 ? '' : 's'})`, parts: part(mean), mean: true }] : [])
-      .concat(steps.map((r) => ({ label: r.name, parts: part(r) })));
+      .concat(steps.map((r) => ({ label: r.name, parts: part(r),
+        // the step's own window, its ProfilerStep range selected
+        href: r.start_us !== undefined ? FP.timelineHref(id, { start: r.start_us, end: r.start_us + r.dur_us, find: r.name }) : null })));
     const note = document.getElementById('steps-note');
     note.dataset.meanUs = mean ? String(meanDur) : '';
     note.replaceChildren(...(steps.length

@@ -1,4 +1,12 @@
-// timeline.js: canvas timeline (timeline.html?id=N).
+// timeline.js: canvas timeline (timeline.html?id=N&start=&end=&sel=&tracks=).
+//
+// The view lives in the address (issue 51, item 3): start and end (µs, as the API gives them),
+// sel (the selected event's ref) and tracks (the track ids shown, comma-separated; all when
+// absent) are written back as the view moves, so the address can be pasted. A finding's link
+// may name its event instead of its ref: find=NAME (the whole name; NAME* for a prefix) selects
+// the first such event at or after `at` (dir=prev: the last before it), else the first in the
+// window (one running at `start`, else the first starting before `end`), else the session's first, through GET /events?q=NAME&match=exact; without start and end the view
+// is then fitted to that event. The address then holds its ref.
 //
 // Draws CPU threads and GPU streams from the server's level-of-detail replies
 // (GET /timeline?start_us&end_us&buckets): a track comes as events (<= 2,000 in the window) or
@@ -43,6 +51,43 @@
   let exact = null;         // {view, timeline, busy}: the server's exact numbers for the view
   let sessionGaps = null;   // [{device, count}]: every idle gap of the session (GET /gpu)
   let selected = null;      // GET /events reply of the clicked or found event
+  let shownTracks = null;   // Set of the track ids shown (the address's tracks), or null: all
+  let area = null;          // {s, e}: the area selection (shift+drag, or "Summarise the view")
+  // Counter tracks (issue 51, item 3), under the tracks: each device's GPU busy per slice of the
+  // fetched window (GET /busy?buckets=, kernels, copies and memsets) and, where the trace has
+  // [memory] events, each device's allocated bytes (GET /memory's samples, a step line).
+  let busyData = null;      // GET /busy reply with buckets, over the fetched window
+  let memData = null;       // GET /memory's devices with samples
+  const COUNTER_H = 34;
+  async function fetchBusy(s, e, n) {
+    try {
+      return await api(`${base}/busy${qs({ start_us: s, end_us: e, buckets: Math.max(1, Math.min(2000, Math.round(n / 2))) })}`, { quiet: true });
+    } catch (_) { return null; }
+  }
+  function counterTracks() {
+    const out = [];
+    for (const d of (busyData && busyData.devices) || [])
+      if (d.buckets && d.buckets.length) out.push({ id: `counter:busy:${d.device}`, kind: 'counter', counter: 'busy', label: `GPU ${d.device} busy`, dev: d });
+    for (const d of memData || [])
+      if ((d.samples || []).length) out.push({ id: `counter:mem:${d.device}`, kind: 'counter', counter: 'mem', label: `${d.device} memory allocated`, dev: d });
+    return out;
+  }
+  // A counter's value at time t: busy in the slice holding t, or the allocated bytes after the
+  // last sample at or before t.
+  function counterAt(t, tr) {
+    if (tr.counter === 'busy') {
+      const n = tr.dev.buckets.length, w = (busyData.end_us - busyData.start_us) / n;
+      const i = Math.floor((t - busyData.start_us) / w);
+      return i >= 0 && i < n ? { v: tr.dev.buckets[i], from: busyData.start_us + i * w, w } : null;
+    }
+    let v = null;
+    for (const [ts, bytes] of tr.dev.samples) { if (ts > t) break; v = bytes; }
+    return v === null ? null : { v };
+  }
+  {
+    const t = FP.param('tracks');
+    if (t) shownTracks = new Set(t.split(',').filter(Boolean).slice(0, 256));
+  }
   const heights = new Map(); // track id -> height set by dragging its bottom edge
 
   // ---- legend --------------------------------------------------------------------------------
@@ -65,8 +110,8 @@
       const span = view.e - view.s;
       const s = Math.max(full.s, view.s - span / 2), e = Math.min(full.e, view.e + span / 2);
       const buckets = Math.min(4000, Math.max(50, Math.round(plotW() * (e - s) / span)));
-      const j = await api(`${base}/timeline${qs({ start_us: s, end_us: e, buckets })}`);
-      if (my === seq) { data = normalize(j); relayout(); }
+      const [j, b] = await Promise.all([api(`${base}/timeline${qs({ start_us: s, end_us: e, buckets })}`), fetchBusy(s, e, buckets)]);
+      if (my === seq) { data = normalize(j); busyData = b; relayout(); }
     } catch (_) {
       /* the banner shows it; keep drawing what we had */
     } finally {
@@ -129,9 +174,14 @@
   // ---- layout and drawing --------------------------------------------------------------------
   function heightOf(t) {
     if (heights.has(t.id)) return heights.get(t.id);
+    if (t.kind === 'counter') return COUNTER_H;
     let h;
-    if (t.mode === 'buckets') h = BUCKET_H;
-    else {
+    if (t.mode === 'buckets') {
+      // room for the named slices (the wide events the server sends with the buckets)
+      let d = -1;
+      for (const ev of t.slices || []) if ((ev.depth || 0) > d) d = ev.depth || 0;
+      h = Math.max(BUCKET_H, (Math.min(d, MAX_DEPTH - 1) + 1) * ROW + 4);
+    } else {
       let d = 0;
       for (const ev of t.events || []) if ((ev.depth || 0) > d) d = ev.depth || 0;
       h = (Math.min(d, MAX_DEPTH - 1) + 1) * ROW + 4;
@@ -139,14 +189,20 @@
     return Math.max(h, ROW + 4);
   }
   function relayout() {
+    if (memData !== null) canvas.dataset.counters = counterTracks().map((t) => t.id).join(',');
     let y = AXIS_H + phaseH() + 4;
-    layout = (data ? data.tracks : []).map((t) => {
+    const tracks = (data ? data.tracks : []).filter((t) => !shownTracks || shownTracks.has(t.id)).concat(counterTracks());
+    showAllBtn.hidden = !shownTracks;
+    if (shownTracks && data) showAllBtn.textContent = `Show all ${fmtInt(data.tracks.length)} tracks (${fmtInt(tracks.filter((t) => t.kind !== 'counter').length)} shown)`;
+    layout = tracks.map((t) => {
       const h = heightOf(t);
       const r = { track: t, y, h };
       y += h + GAP;
       return r;
     });
     resize(Math.max(y + 4, 120));
+    // where the counter rows are, for tests and tools
+    canvas.dataset.counterRows = JSON.stringify(layout.filter((r) => r.track.kind === 'counter').map((r) => ({ id: r.track.id, y: r.y, h: r.h })));
   }
   function resize(h) {
     const w = canvas.parentElement.clientWidth || 800;
@@ -222,8 +278,18 @@
         ctx.fillRect(Math.round(x0), y, 1, LANE_H - 2); // a seam between touching phases
         label(p.name, x0, x1, y + (LANE_H - 2) / 2, '#1b1f24');
       }
+      namedSlices = [];
       for (const r of layout) drawTrack(r);
+      canvas.dataset.namedSlices = JSON.stringify(namedSlices);
       drawSelection();
+      if (area && area.e > view.s && area.s < view.e) { // the area selection: a band over every track
+        const x0 = Math.max(LABEL_W, xOf(area.s)), x1 = Math.min(W, xOf(area.e));
+        ctx.fillStyle = 'rgba(9, 105, 218, 0.12)';
+        ctx.fillRect(x0, AXIS_H, Math.max(1, x1 - x0), H - AXIS_H);
+        ctx.fillStyle = 'rgba(9, 105, 218, 0.8)';
+        ctx.fillRect(x0, AXIS_H, 1, H - AXIS_H);
+        ctx.fillRect(Math.max(x0, x1 - 1), AXIS_H, 1, H - AXIS_H);
+      }
       // GPU idle gaps over the GPU tracks of their device
       for (const g of data.gaps || []) {
         const x0 = xOf(g.ts_us), x1 = xOf(g.ts_us + g.dur_us);
@@ -298,6 +364,7 @@
   // "GPU 0 stream 7" already says what it is; "thread 456" gets a CPU in front.
   function trackName(t) {
     const l = t.label || t.id;
+    if (t.kind === 'counter') return l;
     return /^(cpu|gpu)\b/i.test(l) ? l : `${t.kind === 'gpu' ? 'GPU' : 'CPU'} ${l}`;
   }
 
@@ -308,8 +375,42 @@
     return parts.length < 2 || Number(parts[1]) === Number(dev);
   }
 
+  function drawCounter(r) {
+    const t = r.track, W = cssW, top = r.y + 3, h = r.h - 4, base = r.y + r.h - 1;
+    ctx.fillStyle = t.counter === 'busy' ? 'rgba(89, 161, 79, 0.55)' : 'rgba(176, 122, 161, 0.45)';
+    ctx.strokeStyle = t.counter === 'busy' ? '#3b7a33' : '#7b4a6f';
+    ctx.beginPath();
+    ctx.moveTo(LABEL_W, base);
+    if (t.counter === 'busy') {
+      const n = t.dev.buckets.length, w = (busyData.end_us - busyData.start_us) / n;
+      t.dev.buckets.forEach((v, i) => {
+        const x0 = xOf(busyData.start_us + i * w), x1 = xOf(busyData.start_us + (i + 1) * w), y = base - Math.min(1, Math.max(0, v)) * h;
+        if (x1 < LABEL_W || x0 > W) return;
+        ctx.lineTo(x0, y); ctx.lineTo(x1, y);
+      });
+      t.max = 1;
+    } else {
+      const peak = t.dev.peak_bytes || Math.max(...t.dev.samples.map((x) => x[1]), 1);
+      let y = base;
+      for (const [ts, bytes] of t.dev.samples) {
+        const x = xOf(ts);
+        ctx.lineTo(Math.max(LABEL_W, Math.min(W, x)), y);
+        y = base - (bytes / peak) * h;
+        ctx.lineTo(Math.max(LABEL_W, Math.min(W, x)), y);
+      }
+      ctx.lineTo(W, y);
+      t.max = peak;
+    }
+    ctx.lineTo(W, base);
+    ctx.closePath();
+    ctx.fill();
+    ctx.fillStyle = '#57606a';
+    ctx.fillText(t.counter === 'busy' ? '100%' : FP.fmtMem(t.max), LABEL_W + 3, top + 5);
+  }
+
   function drawTrack(r) {
     const t = r.track, W = cssW;
+    if (t.kind === 'counter') { drawCounter(r); return; }
     if (t.mode === 'buckets') {
       const c = t.kind === 'gpu' ? COLORS.kernel : COLORS.cpu_op;
       ctx.fillStyle = c;
@@ -319,10 +420,16 @@
         const h = Math.max(1, Math.min(1, b.busy) * (r.h - 2));
         ctx.fillRect(x0, r.y + r.h - h, Math.max(1, x1 - x0), h);
       }
-      return;
+      if (!(t.slices || []).length) return;
     }
+    drawEvents(r, t.mode === 'buckets' ? t.slices : t.events);
+  }
+  // Events as boxes in rows by depth, named where there is room; over a bucket track, its
+  // named slices (outlined, so they read apart from the busy bars under them).
+  function drawEvents(r, events) {
+    const t = r.track, W = cssW, over = t.mode === 'buckets';
     let lastCat = null;
-    for (const ev of t.events || []) {
+    for (const ev of events || []) {
       const x0 = xOf(ev.ts_us), x1 = xOf(ev.ts_us + ev.dur_us);
       if (x1 < LABEL_W || x0 > W) continue;
       const d = Math.min(ev.depth || 0, MAX_DEPTH - 1);
@@ -330,12 +437,14 @@
       if (ev.cat !== lastCat) { ctx.fillStyle = color(ev.cat); lastCat = ev.cat; }
       const w = Math.max(1, x1 - x0);
       ctx.fillRect(x0, y, w, ROW - 2);
+      if (over) { ctx.strokeStyle = '#ffffff'; ctx.strokeRect(x0 + 0.5, y + 0.5, Math.max(0, w - 1), ROW - 3); }
       if (w > 40) {
-        label(ev.name, x0, x1, y + (ROW - 2) / 2, '#ffffff');
+        if (label(ev.name, x0, x1, y + (ROW - 2) / 2, '#ffffff') && over) namedSlices.push(ev.name);
         ctx.fillStyle = color(ev.cat);
       }
     }
   }
+  let namedSlices = []; // the slice names drawn over bucket tracks in the last frame (for tests)
 
   function clipText(s, maxW) {
     s = String(s);
@@ -349,11 +458,12 @@
   }
   function label(text, x0, x1, y, fg) {
     const a = Math.max(x0, LABEL_W) + 3, b = Math.min(x1, cssW) - 3;
-    if (b - a < 20) return;
+    if (b - a < 20) return false;
     const s = clipText(text, b - a);
-    if (!s) return;
+    if (!s) return false;
     ctx.fillStyle = fg;
     ctx.fillText(s, a, y);
+    return true;
   }
 
   // ---- text around the canvas ----------------------------------------------------------------
@@ -364,6 +474,27 @@
       `(${fmtTime(view.e - view.s)} of ${fmtTime(full.e - full.s)})${pending ? ' · loading…' : ''}`;
     canvas.dataset.viewStart = String(view.s);
     canvas.dataset.viewEnd = String(view.e);
+    writeAddress();
+  }
+
+  // The view into the address (replaceState: no history entry per pan), debounced: Chromium
+  // refuses more than a few hundred address changes in ten seconds.
+  const roundUs = (v) => Math.round(v * 1000) / 1000;
+  const writeAddress = FP.debounce(() => {
+    if (!view) return;
+    const whole = view.s === full.s && view.e === full.e;
+    const href = FP.timelineHref(id, { start: whole ? null : roundUs(view.s), end: whole ? null : roundUs(view.e),
+      sel: selected && selected.event ? selected.event.ref : null, tracks: shownTracks ? [...shownTracks] : null });
+    if (location.pathname.endsWith('timeline.html') && location.search !== href.slice('timeline.html'.length)) history.replaceState(null, '', href);
+    canvas.dataset.address = href;
+  }, 120);
+  const showAllBtn = document.getElementById('all-tracks');
+  showAllBtn.addEventListener('click', () => { shownTracks = null; relayout(); draw(); summarize(); writeAddress(); });
+  function hideTrack(tid) {
+    const ids = (data ? data.tracks : []).map((t) => t.id).filter((x) => x !== tid && (!shownTracks || shownTracks.has(x)));
+    if (!ids.length) return;
+    shownTracks = new Set(ids);
+    relayout(); draw(); summarize(); writeAddress();
   }
 
   // Busy and the median event of a track in the view, from what is drawn: used for CPU
@@ -399,7 +530,7 @@
       const s = d && d.streams.find((x) => String(x.stream) === st);
       return s ? s.busy_fraction : null;
     };
-    const rows = layout.map((r) => {
+    const rows = layout.filter((r) => r.track.kind !== 'counter').map((r) => {
       const d = drawnInView(r.track);
       const et = ex && ex.timeline.tracks.find((t) => t.id === r.track.id);
       return { t: r.track, n: et ? et.count : null, busy: r.track.kind === 'gpu' ? streamBusy(r.track) : d.busy, median: d.median };
@@ -424,10 +555,13 @@
     glanceEl.dataset.exact = ex ? 'yes' : 'no';
     FP.renderTable(document.getElementById('tracks'), [
       { key: 'label', label: 'Track', rowHeader: true, render: (r) => trackName(r.t) },
-      { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets' ? 'busy buckets' : 'events') },
+      { key: 'mode', label: 'Drawn as', render: (r) => (r.t.mode === 'buckets'
+        ? `busy buckets${(r.t.slices || []).length ? ` and ${fmtInt(r.t.slices.length)} named slice${r.t.slices.length === 1 ? '' : 's'}` : ''}` : 'events') },
       { key: 'n', label: 'Events in view', num: true, render: (r) => (r.n === null ? '…' : fmtInt(r.n)) },
       { key: 'busy', label: 'Busy in view', num: true, render: (r) => (r.busy === null ? '…' : fmtPct(r.busy)) },
       { key: 'median', label: 'Median event', num: true, render: (r) => (r.median === null ? '—' : fmtTime(r.median)) },
+      { key: 'hide', label: 'Shown', csv: false, render: (r) => el('button', { type: 'button', class: 'hide-track', dataset: { track: r.t.id },
+        disabled: rows.length < 2 ? '' : null, onclick: () => hideTrack(r.t.id) }, 'Hide') },
     ], rows, null, null);
   }
 
@@ -443,6 +577,19 @@
     const r = layout.find((l) => y >= l.y && y < l.y + l.h);
     if (!r) return null;
     const tr = r.track;
+    if (tr.kind === 'counter') {
+      const c = counterAt(t, tr);
+      return c && { title: tr.label, rows: tr.counter === 'busy'
+        ? [['busy', fmtPct(c.v)], ['slice', `${fmtTime(c.from - full.s)} + ${fmtTime(c.w)}`], ['of', 'kernels, copies and memsets']]
+        : [['allocated', FP.fmtMem(c.v)], ['at', fmtTime(t - full.s)], ['peak', FP.fmtMem(tr.max)]] };
+    }
+    const evs = tr.mode === 'buckets' ? tr.slices || [] : tr.events || [];
+    if (tr.mode === 'buckets' && evs.length) { // a named slice under the pointer comes first
+      const d = Math.floor((y - r.y - 2) / ROW);
+      const ev = evs.find((q) => Math.min(q.depth || 0, MAX_DEPTH - 1) === d && t >= q.ts_us && t <= q.ts_us + q.dur_us);
+      if (ev) return { title: ev.name, rows: [['duration', fmtTime(ev.dur_us)], ['start', fmtTime(ev.ts_us - full.s)], ['category', ev.cat || '—'],
+        ['track', tr.label || tr.id], ['', 'click for all args and the launch flow']], ev, track: tr };
+    }
     if (tr.mode === 'buckets') {
       const b = (tr.buckets || []).find((q) => t >= q.ts_us && t < q.ts_us + q.dur_us);
       if (b) return { title: b.top || '(idle)', rows: [['events', fmtInt(b.count)], ['busy', fmtPct(b.busy)],
@@ -530,6 +677,7 @@
       el('div', { class: 'args' }, FP.dl(argRows(e.args), 'facts small args-dl'))].filter(Boolean));
     details.dataset.ref = e.ref;
     details.hidden = false;
+    canvas.dataset.sel = e.ref;
   }
   // Selects an event (query: {ref} or {track, ts_us, dur_us}); reveal: move the view to it.
   async function select(query, reveal) {
@@ -539,6 +687,7 @@
     if (reveal && selected.event) revealEvent(selected.event);
     showDetails();
     draw();
+    writeAddress();
   }
   function revealEvent(e) {
     const span = view.e - view.s;
@@ -564,6 +713,7 @@
     revealEvent(j.event);
     showDetails();
     draw();
+    writeAddress();
   }
   document.getElementById('search').addEventListener('submit', (e) => { e.preventDefault(); search('next'); });
   document.getElementById('search-prev').addEventListener('click', () => search('prev'));
@@ -572,10 +722,17 @@
   // The track whose bottom edge is under y (within 4 px): dragging it resizes the track.
   function edgeAt(y) { return layout.find((l) => Math.abs(y - (l.y + l.h)) <= 4); }
 
-  let drag = null, resizing = null, downAt = null;
+  let drag = null, resizing = null, downAt = null, areaDrag = null;
   canvas.addEventListener('mousedown', (e) => {
     if (e.button !== 0) return;
     const rect = canvas.getBoundingClientRect();
+    if (e.shiftKey && e.clientX - rect.left >= LABEL_W) { // shift+drag: an area selection
+      const t = tOf(e.clientX - rect.left);
+      areaDrag = { t0: t };
+      area = { s: t, e: t, pending: true };
+      e.preventDefault();
+      return;
+    }
     const edge = edgeAt(e.clientY - rect.top);
     downAt = { x: e.clientX, y: e.clientY };
     if (edge) { resizing = { r: edge, y: e.clientY, h: edge.h }; return; }
@@ -590,6 +747,13 @@
     if (h && h.ev) select({ track: h.track.id, ts_us: h.ev.ts_us, dur_us: h.ev.dur_us });
   });
   window.addEventListener('mousemove', (e) => {
+    if (areaDrag) {
+      const rect = canvas.getBoundingClientRect();
+      const t = Math.max(view.s, Math.min(view.e, tOf(e.clientX - rect.left)));
+      area = { s: Math.min(areaDrag.t0, t), e: Math.max(areaDrag.t0, t), pending: true };
+      draw();
+      return;
+    }
     if (resizing) {
       heights.set(resizing.r.track.id, Math.max(ROW + 4, Math.round(resizing.h + e.clientY - resizing.y)));
       relayout(); draw();
@@ -605,7 +769,12 @@
       tip.hidden = true;
     } else if (e.target === canvas) showTip(e);
   });
-  window.addEventListener('mouseup', () => { drag = null; resizing = null; setTimeout(() => { downAt = null; }, 0); canvas.classList.remove('dragging'); });
+  window.addEventListener('mouseup', () => {
+    if (areaDrag) {
+      areaDrag = null;
+      if (area && area.e - area.s > 0) summarizeArea(area.s, area.e); else { area = null; draw(); }
+    }
+    drag = null; resizing = null; setTimeout(() => { downAt = null; }, 0); canvas.classList.remove('dragging'); });
   canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
   canvas.addEventListener('keydown', (e) => {
     const k = e.key;
@@ -624,6 +793,53 @@
   document.getElementById('reset').addEventListener('click', () => setView(full.s, full.e));
   window.addEventListener('resize', FP.debounce(() => { relayout(); draw(); refetch(); }, 150));
 
+  // ---- area selection: Perfetto's summary (GET /area) -----------------------------------------
+  // Per track the events in the area and their time by name (each clipped to the area), and the
+  // same by name over the tracks shown; the server reads the area's events, since a track
+  // drawn as buckets has no events on the page to sum.
+  const areaBox = document.getElementById('area');
+  let areaSeq = 0;
+  async function summarizeArea(s, e) {
+    const my = ++areaSeq;
+    area = { s, e, pending: true };
+    draw();
+    areaBox.hidden = false;
+    areaBox.dataset.state = 'loading';
+    document.getElementById('area-head').textContent = `Area ${FP.fmtTimeAt(s - full.s, (e - s) / 100)} – ${FP.fmtTimeAt(e - full.s, (e - s) / 100)} (${fmtTime(e - s)}): reading…`;
+    let j;
+    try {
+      j = await api(`${base}/area${qs({ start_us: s, end_us: e, names: 10, tracks: shownTracks ? [...shownTracks].join(',') : null })}`);
+    } catch (_) { if (my === areaSeq) areaBox.dataset.state = 'error'; return; }
+    if (my !== areaSeq) return;
+    area = { s, e };
+    draw();
+    const other = (o) => (o.other.count ? [{ name: `${fmtInt(o.other.names)} other name${o.other.names === 1 ? '' : 's'}`, count: o.other.count, total_us: o.other.total_us, mean_us: null, other: true }] : []);
+    document.getElementById('area-head').textContent = `Area ${FP.fmtTimeAt(s - full.s, (e - s) / 100)} – ${FP.fmtTimeAt(e - full.s, (e - s) / 100)} ` +
+      `(${fmtTime(e - s)}): ${fmtInt(j.count)} event${j.count === 1 ? '' : 's'} on ${fmtInt(j.tracks.length)} track${j.tracks.length === 1 ? '' : 's'}` +
+      (j.tracks_omitted ? ` (and ${fmtInt(j.tracks_omitted)} more counted, not listed)` : '') + '. Time is each event\'s time inside the area, every nesting depth.';
+    areaBox.dataset.count = String(j.count);
+    areaBox.dataset.start = String(s);
+    areaBox.dataset.end = String(e);
+    FP.renderTable(document.getElementById('area-names'), [
+      { key: 'name', label: 'Name', rowHeader: true, render: (n) => (n.other ? n.name : FP.nameEl(n.name)) },
+      { key: 'count', label: 'Count', num: true, render: (n) => fmtInt(n.count) },
+      { key: 'total_us', label: 'Time in area', num: true, render: (n) => fmtTime(n.total_us) },
+      { key: 'share', label: 'Of the area', num: true, render: (n) => fmtPct(n.total_us / (e - s)) },
+      { key: 'mean_us', label: 'Mean event', num: true, render: (n) => (n.mean_us === null ? '—' : fmtTime(n.mean_us)) },
+    ], [...j.names, ...other(j)], null, null);
+    FP.renderTable(document.getElementById('area-tracks'), [
+      { key: 'track', label: 'Track', rowHeader: true, render: (t) => trackName(t) },
+      { key: 'count', label: 'Events', num: true, render: (t) => fmtInt(t.count) },
+      { key: 'top', label: 'Longest name', render: (t) => (t.names[0] ? FP.nameEl(t.names[0].name, FP.shortName(t.names[0].name, 50)) : '—') },
+      { key: 'top_us', label: 'Its time', num: true, render: (t) => (t.names[0] ? fmtTime(t.names[0].total_us) : '—') },
+      { key: 'top_n', label: 'Its count', num: true, render: (t) => (t.names[0] ? fmtInt(t.names[0].count) : '—') },
+      { key: 'names', label: 'Names', num: true, render: (t) => fmtInt(t.names.length + t.other.names) },
+    ], j.tracks, null, null);
+    areaBox.dataset.state = 'ready';
+  }
+  document.getElementById('area-view').addEventListener('click', () => summarizeArea(view.s, view.e));
+  document.getElementById('area-clear').addEventListener('click', () => { areaSeq++; area = null; areaBox.hidden = true; draw(); });
+
   // ---- start ---------------------------------------------------------------------------------
   (async () => {
     canvas.dataset.state = 'loading';
@@ -641,13 +857,20 @@
       canvas.dataset.state = 'error';
       return;
     }
+    api(`${base}/memory`, { quiet: true }).then((m) => {
+      memData = (m.devices || []).filter((d) => (d.samples || []).length);
+      if (data) { relayout(); draw(); }
+      canvas.dataset.counters = counterTracks().map((t) => t.id).join(',');
+    }, () => {});
     api(`${base}/gpu`, { quiet: true }).then((g) => {
       sessionGaps = (g.devices || []).map((d) => ({ device: d.device, count: (d.gaps || {}).count || 0 }));
       summarize();
     }, () => {});
     resize(cssH);
     try {
-      data = normalize(await api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`));
+      const [j, b] = await Promise.all([api(`${base}/timeline${qs({ buckets: Math.round(plotW()) })}`), fetchBusy(null, null, Math.round(plotW()))]);
+      data = normalize(j);
+      busyData = b;
     } catch (_) { canvas.dataset.state = 'error'; return; }
     full = { s: data.start_us, e: data.end_us > data.start_us ? data.end_us : data.start_us + 1 };
     view = { ...full };
@@ -656,7 +879,52 @@
     drawNow();
     canvas.dataset.drawn = '1'; // first picture on screen (tests/browser/perf.test.mjs)
     summarize();
+    if (await openFromAddress()) return; // the view moved: its own fetch marks it ready
     await fetchExact(seq);
     canvas.dataset.state = 'ready';
   })();
+
+  // The view and the selection the address names (see the top of this file). Returns whether
+  // the view moved off the whole session.
+  async function openFromAddress() {
+    const num = (k) => { const v = FP.param(k); return v !== null && v !== '' && isFinite(Number(v)) ? Number(v) : null; };
+    const s = num('start'), e = num('end'), at = num('at');
+    const sel = FP.param('sel'), find = FP.param('find'), dir = FP.param('dir') === 'prev' ? 'prev' : 'next';
+    const windowed = s !== null && e !== null && e > s;
+    let ev = null;
+    try {
+      if (sel) selected = await api(`${base}/events${qs({ ref: sel })}`, { quiet: true });
+      else if (find) {
+        const star = find.endsWith('*') && find.length > 1;
+        const from = at !== null ? at : windowed ? s : null;
+        const look = (d) => api(`${base}/events${qs({ q: star ? find.slice(0, -1) : find, match: star ? null : 'exact', dir: d, ts_us: from })}`);
+        selected = null;
+        if (windowed && at === null) {
+          // the first in the window: one still running at its start (a step's ProfilerStep
+          // range opens before the step's window, which starts where the last GPU work ended),
+          // else the first starting inside it
+          const r = await look('prev');
+          if (r.event && r.event.ts_us + r.event.dur_us > s) selected = r;
+        }
+        if (!selected) selected = await look(dir);
+        if (!selected.event || (windowed && at === null && selected.event.ts_us >= e)) {
+          searchStatus.textContent = `no ${find} ${windowed ? 'in this window' : 'in this session'}`;
+          searchStatus.dataset.missing = find;
+          selected = null;
+        }
+      }
+      ev = selected && selected.event;
+    } catch (_) { selected = null; }
+    if (ev) { searchQ.value = ev.name; showDetails(); }
+    let moved = false;
+    if (windowed) { setView(s, e); moved = true; } else if (ev) {
+      // the event and as much again around it, so its neighbours show
+      const w = Math.max(ev.dur_us * 2, 50);
+      setView(ev.ts_us + ev.dur_us / 2 - w / 2, ev.ts_us + ev.dur_us / 2 + w / 2);
+      moved = true;
+    }
+    draw();
+    writeAddress();
+    return moved;
+  }
 })();

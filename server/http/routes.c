@@ -25,6 +25,7 @@
 #include "store/backup.h"
 #include "store/download.h"
 #include "store/history.h"
+#include "store/area.h"
 #include "store/jobs.h"
 #include "store/query.h"
 
@@ -457,13 +458,20 @@ static int h_timeline(app *a, http_req *rq, http_reply *out) {
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
+#define EVENT_Q_MAX 8192
+
 static int h_events(app *a, http_req *rq, http_reply *out) {
-    event_query q = {http_query(rq, "ref"), http_query(rq, "track"), http_query(rq, "q"), NAN, NAN, 1};
-    const char *dir = http_query(rq, "dir");
+    event_query q = {http_query(rq, "ref"), http_query(rq, "track"), http_query(rq, "q"), NAN, NAN, 1, 0};
+    const char *dir = http_query(rq, "dir"), *match = http_query(rq, "match");
     if (num_param(rq, out, "ts_us", &q.ts_us) || num_param(rq, out, "dur_us", &q.dur_us)) return ERR_PARAM;
     if (dir && strcmp(dir, "next") && strcmp(dir, "prev")) return http_error(out, ERR_PARAM, "dir must be next or prev");
     if (dir && !strcmp(dir, "prev")) q.dir = -1;
     if (q.q && !*q.q) return http_error(out, ERR_PARAM, "q must not be empty");
+    /* a finding's link names its culprit whole (issue 51, item 3): "aten::mm" must not stop
+     * at "aten::mm_backward"; a name is an interned string, EVENT_Q_MAX bounds the search */
+    if (q.q && strlen(q.q) > EVENT_Q_MAX) return http_error(out, ERR_PARAM, "q must be at most %d bytes", EVENT_Q_MAX);
+    if (match && strcmp(match, "contains") && strcmp(match, "exact")) return http_error(out, ERR_PARAM, "match must be contains or exact");
+    if (match && !strcmp(match, "exact")) q.exact = 1;
     if (!q.q && !q.ref && (!q.track || isnan(q.ts_us)))
         return http_error(out, ERR_PARAM, "name an event: ref, or track and ts_us; or search with q");
     if (q.q && !q.ref && isnan(q.ts_us)) q.ts_us = q.dir > 0 ? -INFINITY : INFINITY;
@@ -472,6 +480,39 @@ static int h_events(app *a, http_req *rq, http_reply *out) {
     WITH_DB(a, out, query_event(db_, rq->id, &q, &body));
     if (rc_ == ERR_PARAM) return http_error(out, ERR_PARAM, "ref must be TRACK:SEQ:INDEX, from an earlier reply");
     if (rc_ == ERR_NOTFOUND) return http_error(out, ERR_NOTFOUND, "no session %lld, or no such event in it", rq->id);
+    return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
+}
+
+/* An area selection's summary (store/area.h): the window is required and bounded like
+ * /timeline's; names per track 1..AREA_NAMES_MAX; tracks, at most AREA_TRACKS_MAX ids. */
+#define AREA_TRACKS_PARAM_MAX 16384 /* bytes of ?tracks= */
+
+static int h_area(app *a, http_req *rq, http_reply *out) {
+    double s, e;
+    long long nn;
+    if (num_param(rq, out, "start_us", &s) || num_param(rq, out, "end_us", &e) || int_param(rq, out, "names", 10, 1, AREA_NAMES_MAX, &nn))
+        return ERR_PARAM;
+    if (isnan(s) || isnan(e)) return http_error(out, ERR_PARAM, "start_us and end_us are required (microseconds, as /timeline gives them)");
+    if (fabs(s) > TIMELINE_US_MAX || fabs(e) > TIMELINE_US_MAX)
+        return http_error(out, ERR_PARAM, "start_us and end_us must lie within +-9e15 (microseconds)");
+    if (!(e > s)) return http_error(out, ERR_PARAM, "end_us must be after start_us");
+    const char *tq = http_query(rq, "tracks");
+    char copy[AREA_TRACKS_PARAM_MAX + 1]; /* the ids, cut at the commas (no heap: WITH_DB may return) */
+    const char *ids[AREA_TRACKS_MAX];
+    size_t nids = 0;
+    if (tq) {
+        if (!*tq || strlen(tq) > AREA_TRACKS_PARAM_MAX)
+            return http_error(out, ERR_PARAM, "tracks must be 1 to %d bytes of comma-separated track ids", AREA_TRACKS_PARAM_MAX);
+        memcpy(copy, tq, strlen(tq) + 1);
+        for (char *p = copy, *tok; (tok = strsep(&p, ","));) {
+            if (!*tok) continue;
+            if (nids == AREA_TRACKS_MAX) return http_error(out, ERR_PARAM, "tracks names at most %d track ids", AREA_TRACKS_MAX);
+            ids[nids++] = tok;
+        }
+    }
+    json_t *body = NULL;
+    int rc_;
+    WITH_DB(a, out, area_summary(db_, rq->id, s, e, (int)nn, tq ? ids : NULL, nids, &body));
     return rc_ ? db_fail(out, rc_, rq->id) : http_json(out, 200, body);
 }
 
@@ -727,6 +768,7 @@ static const route routes[] = {
     {"GET", "/api/v1/sessions/{id}/efficiency", h_efficiency, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/timeline", h_timeline, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/events", h_events, CACHE_SESSION},
+    {"GET", "/api/v1/sessions/{id}/area", h_area, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/busy", h_busy, CACHE_SESSION},
     {"GET", "/api/v1/sessions/{id}/trace", h_trace, CACHE_NO},
     {"GET", "/api/v1/compare", h_compare, CACHE_SESSION},

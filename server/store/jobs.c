@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/err.h"
+#include "store/colls.h"
 
 #define JOB_PHASES_MAX 10 /* phases compared across ranks */
 
@@ -78,8 +79,51 @@ static json_t *comm_of(const json_t *sus) {
     return json_null();
 }
 
+/* A rank's per-step figures from its step breakdown (analysis.steps, schema 10; the report's
+ * "breakdown" before): the steps' own spread (sd of their durations, the straggler's noise
+ * bound) and the mean step split as the job page draws it: compute (kernels, copies, memsets
+ * less the overlapped communication), communication overlapped with compute (the collective
+ * kernels' overlap per step), exposed communication (the communication role: collectives
+ * with no compute beside them, and the host's collective ranges) and the rest, GPU idle
+ * (runtime, data loading, CPU, other). Sets "sd_us" on st and returns the split, or null. */
+static json_t *step_split(db_stmt *bd, long long id, json_t *st, const json_t *comm) {
+    db_bind_int64(bd, 1, id);
+    json_t *out = json_null();
+    if (db_step(bd) == DB_ROW) {
+        const char *t = (const char *)db_column_text(bd, 1);
+        json_error_t e;
+        json_t *doc = t ? json_loads(t, 0, &e) : NULL, *b = doc;
+        if (b && db_column_int64(bd, 0)) b = json_object_get(doc, "breakdown"); /* stored before version 10 */
+        const json_t *steps = json_object_get(b, "steps"), *x;
+        size_t n = json_array_size(steps), i;
+        double sum = 0, sq = 0, comp = 0, exposed = 0;
+        json_array_foreach(steps, i, x) {
+            double d = num(x, "dur_us");
+            sum += d;
+            sq += d * d;
+            comp += num(x, "kernel_us") + num(x, "memcpy_us") + num(x, "memset_us");
+            exposed += num(x, "communication_us");
+        }
+        if (n >= 1) {
+            double mean = sum / (double)n, cnt = num(st, "count");
+            double var = n >= 2 ? (sq - sum * mean) / (double)(n - 1) : 0;
+            if (n >= 2 && json_is_object(st)) json_object_set_new(st, "sd_us", json_real(var > 0 ? sqrt(var) : 0));
+            comp /= (double)n;
+            exposed /= (double)n;
+            double ov = json_is_number(json_object_get(comm, "overlap_us")) && cnt > 0 ? num(comm, "overlap_us") / cnt : 0;
+            if (ov > comp) ov = comp;
+            double idle = mean - comp - exposed;
+            out = json_pack("{s:f,s:f,s:f,s:f,s:f,s:I}", "step_us", mean, "compute_us", comp - ov, "overlapped_comm_us", ov, "exposed_comm_us",
+                            exposed, "idle_us", idle > 0 ? idle : 0, "steps", (json_int_t)n);
+        }
+        json_decref(doc);
+    }
+    db_reset(bd);
+    return out;
+}
+
 /* One rank's row from its session row (id, name, rank, world_size, summary, report). */
-static json_t *rank_row(db_stmt *s, db_stmt *ph) {
+static json_t *rank_row(db_stmt *s, db_stmt *ph, db_stmt *bd) {
     long long id = db_column_int64(s, 0);
     json_error_t e;
     const char *sum_t = (const char *)db_column_text(s, 4), *rep_t = (const char *)db_column_text(s, 5);
@@ -99,6 +143,8 @@ static json_t *rank_row(db_stmt *s, db_stmt *ph) {
                                             json_object_get(top, "culprit"), "at_stake_fraction", json_object_get(top, "at_stake_fraction"))
                                 : json_null(),
                             "communication", comm_of(sus));
+    json_object_set_new(row, "breakdown", json_is_object(steps) ? step_split(bd, id, json_object_get(row, "steps"), json_object_get(row, "communication"))
+                                                              : json_null());
     /* what the straggler's "differs" compares: at stake per step, by category (not in the reply) */
     json_t *per = json_object();
     const json_t *x;
@@ -133,8 +179,36 @@ static double own_per_step(const json_t *rank) {
     return own > 0 ? own : 0;
 }
 
-/* The rank with the most own time per step, against the median of the others'. */
-static json_t *straggler(json_t *ranks) {
+/* The steps' own spread as a bound on a difference of two means: twice the standard error of
+ * (the worst rank's mean step) - (the others' pooled mean), from each rank's step sd and count
+ * (about a 95% bound). NAN when a rank with steps has no per-step times (a range's steps). */
+static double noise_bound(const json_t *ranks, size_t worst) {
+    double vw = NAN, vo = 0, no = 0;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(ranks, i, r) {
+        const json_t *st = json_object_get(r, "steps");
+        if (!json_is_number(json_object_get(st, "mean_us"))) continue;
+        if (!json_is_number(json_object_get(st, "sd_us"))) return NAN;
+        double sd = num(st, "sd_us"), n = num(st, "count");
+        if (n < 2) return NAN;
+        if (i == worst) vw = sd * sd / n;
+        else {
+            vo += sd * sd;
+            no += n;
+        }
+    }
+    if (isnan(vw) || no <= 0) return NAN;
+    size_t others = 0;
+    json_array_foreach(ranks, i, r) if (i != worst && json_is_number(json_object_get(json_object_get(r, "steps"), "sd_us"))) others++;
+    return 2 * sqrt(vw + (others ? vo / (double)others : 0) / no);
+}
+
+/* The rank with the most own time per step, against the median of the others'; its check
+ * (the figures and the noise bound) in *check. The verdict is null when the difference is
+ * within the steps' own spread. */
+static json_t *straggler(json_t *ranks, json_t **check) {
+    *check = json_null();
     size_t n = json_array_size(ranks), k = 0, worst = 0;
     double *m = calloc(n + 1, sizeof *m), wm = -1;
     if (!m) return json_null();
@@ -171,9 +245,18 @@ static json_t *straggler(json_t *ranks) {
             json_array_append_new(differs, json_pack("{s:s,s:f,s:f,s:f}", "category", cat, "at_stake_per_step_us", json_number_value(v),
                                                      "others_mean_us", others, "delta_us", json_number_value(v) - others));
     }
-    return json_pack("{s:O,s:O,s:O,s:f,s:f,s:f,s:o}", "rank", json_object_get(w, "rank"), "session_id", json_object_get(w, "session_id"),
-                     "step_mean_us", json_object_get(json_object_get(w, "steps"), "mean_us"), "own_per_step_us", wm,
-                     "others_median_us", med, "slower_by", med > 0 ? wm / med - 1 : 0, "differs", differs);
+    double noise = noise_bound(ranks, worst);
+    const char *verdict = isnan(noise) ? "no_spread" : wm - med > noise ? "beyond_noise" : "within_noise";
+    json_t *res = json_pack("{s:O,s:O,s:O,s:f,s:f,s:f,s:o,s:o,s:s}", "rank", json_object_get(w, "rank"), "session_id", json_object_get(w, "session_id"),
+                          "step_mean_us", json_object_get(json_object_get(w, "steps"), "mean_us"), "own_per_step_us", wm,
+                          "others_median_us", med, "slower_by", med > 0 ? wm / med - 1 : 0, "differs", differs, "noise_us",
+                          isnan(noise) ? json_null() : json_real(noise), "verdict", verdict);
+    *check = json_incref(res);
+    if (!strcmp(verdict, "within_noise")) {
+        json_decref(res);
+        return json_null();
+    }
+    return res;
 }
 
 /* Per phase name (CPU ranges), each rank's count and mean: the JOB_PHASES_MAX longest, over
@@ -217,26 +300,40 @@ int jobs_get(db_conn *db, const char *job, json_t **out) {
         " ORDER BY r.value IS NULL, %s, s.id LIMIT ?2", "r.value");
     db_stmt *ph = prep(db, "SELECT name, count, total_us FROM phases WHERE session_id = ?1 AND kind = 'cpu' AND count >= 2"
                                 " AND name != 'ProfilerStep*' ORDER BY count DESC, total_us DESC LIMIT 1");
-    if (!s || !ph) {
+    /* the step breakdown: analysis.steps (schema 10), else the report's "breakdown" */
+    db_stmt *bd = prep(db, "SELECT steps IS NULL, COALESCE(steps, report) FROM analysis WHERE session_id = ?1");
+    if (!s || !ph || !bd) {
         db_finalize(s);
         db_finalize(ph);
+        db_finalize(bd);
         return ERR_DB;
     }
     db_bind_text(s, 1, job);
     db_bind_int64(s, 2, JOB_RANKS_MAX);
     json_t *ranks = json_array();
     int st;
-    while ((st = db_step(s)) == DB_ROW) json_array_append_new(ranks, rank_row(s, ph));
+    while ((st = db_step(s)) == DB_ROW) json_array_append_new(ranks, rank_row(s, ph, bd));
     db_finalize(s);
     db_finalize(ph);
+    db_finalize(bd);
     if (st != DB_DONE || !json_array_size(ranks)) {
         json_decref(ranks);
         return st != DB_DONE ? ERR_DB : ERR_NOTFOUND;
     }
-    json_t *strag = straggler(ranks);
     size_t i;
     json_t *r;
+    /* the collectives table: the first COLLS_RANKS_MAX ranks' collective kernels */
+    long long ids[COLLS_RANKS_MAX];
+    size_t nids = 0;
+    json_array_foreach(ranks, i, r) if (nids < COLLS_RANKS_MAX) ids[nids++] = (long long)json_integer_value(json_object_get(r, "session_id"));
+    json_t *colls = colls_of(db, ids, nids);
+    if (!colls) {
+        json_decref(ranks);
+        return ERR_DB;
+    }
+    json_t *check, *strag = straggler(ranks, &check);
     json_array_foreach(ranks, i, r) json_object_del(r, "_per_step");
-    *out = json_pack("{s:s,s:o,s:o,s:o}", "job", job, "ranks", ranks, "straggler", strag, "phases", phase_table(db, job));
+    *out = json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "job", job, "ranks", ranks, "straggler", strag, "straggler_check", check, "phases",
+                     phase_table(db, job), "collectives", colls);
     return *out ? 0 : ERR_NOMEM;
 }

@@ -895,6 +895,10 @@ static const char *string_of(db_stmt *q, long long id, char *out, size_t n) {
 }
 
 #define TL_MAX_EVENTS 2000
+/* A track drawn as buckets also names its wide events ("slices"): those at least this many
+ * buckets long, where a name has room (issue 51, item 3: named slices at mid zoom, as
+ * Perfetto and tb-profiler's trace view draw them). */
+#define TL_SLICE_BUCKETS 8
 #define TL_MAX_TRACKS 200 /* tracks drawn on their own; the rest are merged into one */
 
 typedef struct tl_ev {
@@ -912,18 +916,23 @@ static int by_start(const void *pa, const void *pb) {
 /* The drawn events of one track in [a, b), each with its nesting depth: the number of
  * earlier-starting events on the track still open when it starts (a stack of ends, the
  * same rule as analyze.c's nesting but without its partial-overlap exception, which
- * only matters for attributing time, not for drawing rows). */
-static json_t *track_events(db_conn *db, long long id, int track, double a, double b, db_stmt *names) {
+ * only matters for attributing time, not for drawing rows). min_dur > 0: only the events
+ * at least that long (a parent is never shorter than its child, so their depths stay
+ * right among themselves), and only from chunks that span that long (no other chunk can
+ * hold one). At most TL_MAX_EVENTS * 2 either way. */
+static json_t *track_events(db_conn *db, long long id, int track, double a, double b, double min_dur, db_stmt *names) {
     db_stmt *s;
     json_t *arr = json_array();
     /* No ORDER BY seq: with it SQLite walked the session's primary key, every chunk of
      * every track, for each track (quadratic: 50k tracks took 209 s, issue 22); on
      * event_chunks_track it reads only this track's chunks, and the events are sorted below. */
-    if (!(s = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ? AND track = ? AND min_ts < ? AND max_end > ?"))) return arr;
+    if (!(s = db_prepare(db, "SELECT data FROM event_chunks WHERE session_id = ?1 AND track = ?2 AND min_ts < ?3 AND max_end > ?4"
+                             " AND max_end - min_ts >= ?5"))) return arr;
     db_bind_int64(s, 1, id);
     db_bind_int64(s, 2, track);
     db_bind_double(s, 3, b);
     db_bind_double(s, 4, a);
+    db_bind_double(s, 5, min_dur);
     buf in = {0};
     tl_ev *ev = NULL;
     size_t n = 0, cap = 0;
@@ -933,7 +942,7 @@ static json_t *track_events(db_conn *db, long long id, int track, double a, doub
         chunk_rec r;
         const char *js;
         while (chunk_next(&in, &off, &r, &js) == 1 && n < TL_MAX_EVENTS * 2) {
-            if (!chunk_drawn_cls(r.cls) || r.ts >= b || r.ts + r.dur <= a) continue;
+            if (!chunk_drawn_cls(r.cls) || r.ts >= b || r.ts + r.dur <= a || r.dur < min_dur) continue;
             if (VEC_RESERVE(ev, cap, n + 1, 256)) break;
             ev[n++] = (tl_ev){r.ts, r.dur, r.name, r.kind};
         }
@@ -1117,7 +1126,8 @@ static json_t *timeline_track(db_conn *db, long long id, const json_t *t, const 
         o = json_pack("{s:O,s:O,s:O}", "id", json_object_get(t, "id"), "kind", json_object_get(t, "kind"), "label", json_object_get(t, "label"));
         int few = tl_estimate(blob, g, a, b) <= TL_MAX_EVENTS;
         json_object_set_new(o, "mode", json_string(few ? "events" : "buckets"));
-        json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, names) : tl_resample(blob, g, a, b, nb, names));
+        json_object_set_new(o, few ? "events" : "buckets", few ? track_events(db, id, idx, a, b, 0, names) : tl_resample(blob, g, a, b, nb, names));
+        if (!few) json_object_set_new(o, "slices", track_events(db, id, idx, a, b, (b - a) / nb * TL_SLICE_BUCKETS, names));
         long long gpu, n = track_count(edge, inside, id, idx, a, b, &gpu, NULL);
         json_object_set_new(o, "count", json_integer(n));
         if (!strcmp(json_string_value(json_object_get(t, "kind")), "gpu")) *ngpu += gpu;
@@ -1415,9 +1425,10 @@ static int has_id(const long long *ids, size_t n, long long id) {
     return 0;
 }
 
-/* The string ids whose text contains q (any case), sorted. */
-static int name_ids(db_conn *db, long long id, const char *q, long long **ids, size_t *n) {
-    db_stmt *s = prep(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
+/* The string ids whose text contains q (any case), or equals it (exact), sorted. */
+static int name_ids(db_conn *db, long long id, const char *q, int exact, long long **ids, size_t *n) {
+    db_stmt *s = prep(db, exact ? "SELECT id FROM strings WHERE session_id = ?1 AND s = ?2 ORDER BY id"
+                                : "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
     size_t cap = 0;
     *ids = NULL;
     *n = 0;
@@ -1432,14 +1443,14 @@ static int name_ids(db_conn *db, long long id, const char *q, long long **ids, s
     return rc;
 }
 
-/* The next (dir > 0) or previous event after/before cur whose name contains q, in (ts,
+/* The next (dir > 0) or previous event after/before cur whose name contains q (is q: exact), in (ts,
  * track, seq, i) order. Why chunks in this order with an early stop: every event of a
  * chunk starts in [min_ts, max_end], so once a chunk starts after the best next match (or
  * ends before the best previous one) no later chunk can hold a better one. */
-static int find_name(db_conn *db, long long id, const char *q, const ev_key *cur, int dir, ev_hit *h) {
+static int find_name(db_conn *db, long long id, const char *q, int exact, const ev_key *cur, int dir, ev_hit *h) {
     long long *ids;
     size_t nids;
-    int rc = name_ids(db, id, q, &ids, &nids);
+    int rc = name_ids(db, id, q, exact, &ids, &nids);
     if (rc || !nids) { free(ids); return rc; }
     ev_walk w = {.s = prep(db, dir > 0 ? EV_COLS " AND max_end >= ?2 ORDER BY min_ts" : EV_COLS " AND min_ts <= ?2 ORDER BY max_end DESC", id)};
     if (!w.s) { free(ids); return ERR_DB; }
@@ -1498,7 +1509,7 @@ static int event_in(db_conn *db, long long id, const event_query *q, json_t **ou
             cur = h.k;
             h.found = 0;
         }
-        if (!rc) rc = find_name(db, id, q->q, &cur, q->dir, &h);
+        if (!rc) rc = find_name(db, id, q->q, q->exact, &cur, q->dir, &h);
     } else if (q->ref) {
         rc = find_ref(db, id, q->ref, &h);
         if (!rc && !h.found) rc = ERR_NOTFOUND;

@@ -64,6 +64,7 @@ typedef struct event_query {
     const char *ref, *track, *q;
     double ts_us, dur_us; /* NAN when absent */
     int dir;
+    int exact; /* q is the whole name, case and all (match=exact), not a part of it */
 } event_query;
 int query_event(db_conn *db, long long id, const event_query *q, json_t **out);
 /* GET /busy: the union of GPU work (kernels, copies, memsets) in [start_us, end_us) per

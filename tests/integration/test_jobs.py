@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import unittest
 
-from fpserver import ROOT, Server
+from fpserver import ROOT, TRACES, Server
 
 
 def record_job(slow_rank, steps=4):
@@ -130,5 +130,102 @@ class OnceCategories(unittest.TestCase):
             self.assertIn("cpu_bound_op", cats, s)
             self.assertNotIn("tail", cats, s)
             self.assertNotIn("startup", cats, s)
+        finally:
+            srv.stop()
+
+
+def jitter_rank(own):
+    """A generated rank trace: one ProfilerStep per entry of own, each with own[i] us of CPU
+    work before a 1 ms kernel."""
+    evs, t = [], 0
+    for s, w in enumerate(own):
+        start = t
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::work", "pid": 1, "tid": 1, "ts": t + 10, "dur": w})
+        t += 10 + w
+        evs.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t, "dur": 30})
+        evs.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5, "dur": 10,
+                    "args": {"correlation": s + 1}})
+        evs.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": t + 20, "dur": 1000,
+                    "args": {"device": 0, "stream": 7, "correlation": s + 1}})
+        t += 1100
+        evs.append({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#%d" % (s + 1), "pid": 1, "tid": 1, "ts": start, "dur": t - start})
+    return json.dumps({"traceEvents": evs}).encode()
+
+
+class NoiseBound(unittest.TestCase):
+    """Issue 51, item 4: a straggler only beyond the steps' own spread (twice the standard error
+    of the difference of the mean steps), not from any difference; and each rank's mean step
+    split into compute, overlapped and exposed communication and idle."""
+
+    def job(self, srv, name, a, b):
+        for r, own in enumerate((a, b)):
+            srv.upload_ok(jitter_rank(own), "?label=job:%s&label=rank:%d" % (name, r))
+        return srv.json("/api/v1/jobs/" + name)
+
+    def test_within_and_beyond_the_noise(self):
+        srv = Server()
+        try:
+            j = self.job(srv, "noisy", (1000, 9000, 1000, 9000), (6000, 6000, 6000, 6000))
+            self.assertIsNone(j["straggler"], j["straggler_check"])
+            c = j["straggler_check"]
+            self.assertEqual((c["rank"], c["verdict"]), (1, "within_noise"))
+            sd = j["ranks"][0]["steps"]["sd_us"]
+            self.assertAlmostEqual(sd, 4618.8, delta=1)  # the sample sd of 1, 9, 1, 9 ms (+ the same 1.11 ms)
+            self.assertAlmostEqual(c["noise_us"], 2 * (sd * sd / 4) ** 0.5, delta=1)
+            self.assertLess(c["own_per_step_us"] - c["others_median_us"], c["noise_us"])
+            j = self.job(srv, "clear", (1000, 9000, 1000, 9000), (20000, 20000, 20000, 20000))
+            s = j["straggler"]
+            self.assertEqual((s["rank"], s["verdict"]), (1, "beyond_noise"))
+            self.assertGreater(s["own_per_step_us"] - s["others_median_us"], s["noise_us"])
+            for r in j["ranks"]:
+                b = r["breakdown"]
+                self.assertAlmostEqual(b["step_us"], r["steps"]["mean_us"], delta=1)
+                parts = b["compute_us"] + b["overlapped_comm_us"] + b["exposed_comm_us"] + b["idle_us"]
+                self.assertAlmostEqual(parts, b["step_us"], delta=1)
+                self.assertAlmostEqual(b["compute_us"], 1000, delta=1)
+                self.assertEqual(b["exposed_comm_us"], 0)
+        finally:
+            srv.stop()
+
+
+NCCL = os.path.join(TRACES, "hta/nccl_parser_config/nccl_data.json.gz")
+DTYPE = {"Float": 4, "Half": 2, "BFloat16": 2, "Double": 8, "Int": 4, "Long": 8, "Byte": 1, "Char": 1, "Bool": 1}
+
+
+class Collectives(unittest.TestCase):
+    """Issue 51, item 4: the collectives table, from the NCCL kernels' args, against the trace
+    read here: calls, bytes (S as nccl-tests define it), kernel time, algbw and busbw."""
+
+    def test_against_the_trace(self):
+        import gzip
+        with open(NCCL, "rb") as f:
+            raw = f.read()
+        want = {}
+        for e in json.loads(gzip.decompress(raw))["traceEvents"]:
+            a = e.get("args") or {}
+            if e.get("cat") != "kernel" or "Collective name" not in a:
+                continue
+            n = a["Collective name"]
+            w = want.setdefault((n, a["Group size"]), [0, 0, 0.0])
+            w[0] += 1
+            w[1] += a["Out msg nelems" if "allgather" in n.replace("_", "") else "In msg nelems"] * DTYPE[a["dtype"]]
+            w[2] += e["dur"]
+        srv = Server()
+        try:
+            srv.upload_ok(raw, "?label=job:nccl&label=rank:0")
+            srv.upload_ok(jitter_rank((1000, 1000)), "?label=job:nccl&label=rank:1")  # a rank with no collective
+            got = srv.json("/api/v1/jobs/nccl")["collectives"]
+            self.assertEqual({(c["collective"], c["group_size"]) for c in got}, set(want))
+            for c in got:
+                calls, nbytes, t = want[(c["collective"], c["group_size"])]
+                self.assertEqual((c["calls"], c["ranks"]), (calls, 1))
+                self.assertEqual(c["bytes"], nbytes)
+                self.assertAlmostEqual(c["time_us"], t, places=3)
+                alg = nbytes / t / 1e3
+                self.assertAlmostEqual(c["algbw_gbps"], alg, places=6)
+                n = c["group_size"]
+                f = 2 * (n - 1) / n if c["collective"] == "allreduce" else 1.0
+                self.assertAlmostEqual(c["busbw_gbps"], alg * f, places=6)
+            self.assertEqual(got[0]["collective"], "allreduce", "the most kernel time first")
         finally:
             srv.stop()

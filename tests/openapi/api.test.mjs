@@ -555,6 +555,29 @@ test('GET /api/v1/sessions/{id}/timeline: exact counts per track and of GPU work
   assert.ok(b.count > 2000, 'a bucketed track still says its exact count');
 });
 
+test('GET /api/v1/sessions/{id}/area: an area selection\'s summary, per track and by name', async () => {
+  const s = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}`, {}, 200)).body;
+  const P = `/api/v1/sessions/${ids.simpleAdd}/area`;
+  const a = s.start_us, b = s.end_us;
+  const all = (await call('GET', `${P}?start_us=${a}&end_us=${b}&names=3`, {}, 200)).body;
+  const tl = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/timeline?start_us=${a}&end_us=${b}&buckets=1`, {}, 200)).body;
+  for (const t of all.tracks) {
+    assert.ok(t.names.length <= 3);
+    const tt = tl.tracks.find((x) => x.id === t.id);
+    if (tt) assert.equal(t.count, tt.count, `${t.id}: the timeline's count`);
+    assert.equal(t.names.reduce((x, n) => x + n.count, 0) + t.other.count, t.count, `${t.id}: names and other add up`);
+  }
+  const one = all.tracks[0].id;
+  const only = (await call('GET', `${P}?start_us=${a}&end_us=${b}&tracks=${encodeURIComponent(one)}`, {}, 200)).body;
+  assert.deepEqual(only.tracks.map((t) => t.id), [one]);
+  await expectError('GET', `${P}?start_us=${a}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `${P}?start_us=${b}&end_us=${a}`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `${P}?start_us=${a}&end_us=${b}&names=0`, {}, 400, 'invalid_parameter');
+  await expectError('GET', `/api/v1/sessions/999999/area?start_us=1&end_us=2`, {}, 404, 'not_found');
+  const res = await expectError('POST', `${P}?start_us=${a}&end_us=${b}`, {}, 405, 'method_not_allowed');
+  assert.equal(res.headers.allow, 'GET');
+});
+
 test('GET /api/v1/sessions/{id}/busy: the union of GPU work, per device, stream and slice', async () => {
   const P = `/api/v1/sessions/${ids.simpleAdd}/busy`;
   const gpu = (await call('GET', `/api/v1/sessions/${ids.simpleAdd}/gpu`, {}, 200)).body;
