@@ -23,6 +23,16 @@
  *    (a DataLoader range, a runtime call, a compile, tokenizer, garbage-collection or
  *    allocator range) are their own label from the first: the sync explains none of them.
  *    A kernel-wait gap is labelled with the innermost cpu_op around its launch.
+ *    Issue 48 (what emptied the queue): a call that waited inside an operator (a pageable
+ *    copy, a driver call: any runtime call but a kernel launch that started while the device
+ *    was busy, waited >= WAIT_TELL_US and returned as it went idle) is a sync too, named by its
+ *    outermost cpu_op; the drain's refill: the lead a sync did not take in its own gap (less
+ *    the named host work there) goes on into the thread's host-wait gaps that follow, until
+ *    used up or another sync claims (the cheap ops launched into the emptied queue are not
+ *    blamed); a record_function / NVTX range's own time with no launch with GPU work under it
+ *    is named host work (LB_RANGE_HOST). Every label also counts its part inside a step (a
+ *    step's range open; per step counts only that) and, per record_function / NVTX range, the
+ *    idle under it (idle_rsum: the range tree, suspects_idle.c).
  *  - the lead-in (trace start to the first GPU activity) is labelled like a host-wait gap on
  *    the thread that launched that activity (no sync rule): its labels (LB_LEAD*) feed the
  *    startup suspect and are not idle (they are outside the GPU window). The tail (the last
