@@ -235,10 +235,15 @@ typedef struct idle_state {
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;
     size_t nsums, capsums;
+    json_t *sync_ev;               /* sync culprit name -> [what blocked: the call, the ops it ran under, the copy],
+                                    * up to SYNC_EV_MAX each (idle.c: a sync's evidence, issue 48) */
     intern *rkeys;                 /* (type, name, range) -> index into rsums */
     idle_rsum *rsums;
     size_t nrsums, caprsums;
 } idle_state;
+
+#define SYNC_CHAIN 6  /* the cpu_ops a sync's evidence quotes, outermost first */
+#define SYNC_EV_MAX 5 /* the distinct blocking calls quoted per sync culprit */
 
 /* One range of the labelling stack. */
 typedef struct label_frame { double ts, te; long name; int type; } label_frame;
@@ -272,6 +277,11 @@ typedef struct idle_walk {
     int sync_launch;               /* it was a kernel launch that returned after its kernels (not a sync call) */
     long long nlaunch, nblock;     /* the thread's kernel launches so far, and those that blocked */
     long sync_range;               /* the record_function / NVTX range around the blocking call, -1 none */
+    long sync_call, wait_call;     /* the blocking call's name, and the waiting call's */
+    long long sync_corr, wait_corr; /* their correlations (-1 none) */
+    long sync_ops[SYNC_CHAIN], wait_ops[SYNC_CHAIN]; /* the cpu_ops they ran under, outermost first */
+    int sync_nops, wait_nops;
+    sqlite3_stmt *corrq;           /* idle.c sync_evidence's */
     double gpu_launch_ts;          /* the start of the thread's latest runtime call with GPU work (-inf none) */
     int wait_ok;                   /* a call that may have waited inside an operator (issue 48): the latest */
     double wait_ts, wait_te;

@@ -334,6 +334,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(idle.keys);
     free(idle.sums);
     intern_free(idle.rkeys);
+    json_decref(idle.sync_ev);
     free(idle.rsums);
     an_suspects_free(&a);
     an_steps_free(&a);

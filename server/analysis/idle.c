@@ -498,6 +498,41 @@ static int busy_at(A *a, idle_walk *w, long long dev, double t, int *busy) {
     return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : an_dberr(a);
 }
 
+/* The cpu_ops of stack, outermost first, into ops (at most SYNC_CHAIN). */
+static int op_chain(const A *a, const frame *stack, int depth, long *ops) {
+    int n = 0;
+    for (int i = 0; i < depth && n < SYNC_CHAIN; i++)
+        if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) ops[n++] = stack[i].name;
+    return n;
+}
+
+/* A sync's evidence (issue 48: a drain is named with what made it block): "call under op >
+ * op (the copy's name)" once per distinct text, SYNC_EV_MAX per culprit. The copy is the
+ * call's first GPU activity (its correlation: one index lookup, once per sync gap). */
+static int sync_evidence(A *a, idle_walk *w, long culprit, long call, long long corr, const long *ops, int nops) {
+    idle_state *s = a->idle;
+    if (!s->sync_ev && !(s->sync_ev = json_object())) return ERR_NOMEM;
+    const char *key = an_str(a, culprit);
+    json_t *v = json_object_get(s->sync_ev, key);
+    if (v && json_array_size(v) >= SYNC_EV_MAX) return 0;
+    char text[1024];
+    size_t n = (size_t)snprintf(text, sizeof text, "%s under ", an_str(a, call));
+    for (int i = 0; i < nops && n < sizeof text; i++) n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", i ? " > " : "", an_str(a, ops[i]));
+    if (!nops && n < sizeof text) n += (size_t)snprintf(text + n, sizeof text - n, "(no op)");
+    if (corr >= 0) {
+        if (!w->corrq && !(w->corrq = an_prep(a, "SELECT name FROM scratch.ev WHERE corr = ?1 AND cls = 2 LIMIT 1"))) return ERR_DB;
+        sqlite3_bind_int64(w->corrq, 1, corr);
+        if (sqlite3_step(w->corrq) == SQLITE_ROW && n < sizeof text)
+            snprintf(text + n, sizeof text - n, " (%s)", an_str(a, (long)sqlite3_column_int64(w->corrq, 0)));
+        sqlite3_reset(w->corrq);
+    }
+    if (!v && (!(v = json_array()) || json_object_set_new(s->sync_ev, key, v))) return ERR_NOMEM;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) if (!strcmp(json_string_value(x), text)) return 0;
+    return json_array_append_new(v, json_string(text)) ? ERR_NOMEM : 0;
+}
+
 /* A host-wait gap (or the lead-in, or the tail) opens at its start: is it a sync's (sync
  * call S on the thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? Failing
  * that, a call that waited inside an operator (issue 48): the latest other call but a kernel
@@ -523,6 +558,13 @@ static int open_next_gap(A *a, idle_walk *w) {
     else if (!edge && w->carry_on && w->carry_left > 0)
         g = (open_gap){g0, g1, lts, 0, 0, w->carry_name, w->carry_range, edge, w->carry_launch, 1};
     if (sync || wait) w->carry_on = 0; /* a claim of its own ends the last drain's refill */
+    if (sync && !w->sync_launch) {
+        int rc = sync_evidence(a, w, w->sync_name, w->sync_call, w->sync_corr, w->sync_ops, w->sync_nops);
+        if (rc) return rc;
+    } else if (wait) {
+        int rc = sync_evidence(a, w, w->wait_name, w->wait_call, w->wait_corr, w->wait_ops, w->wait_nops);
+        if (rc) return rc;
+    }
     w->open[w->nopen++] = g;
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
     return 0;
@@ -658,6 +700,11 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
             }
             int instep;
             stack_range(a, stack, depth, &instep, &w->sync_range);
+            if (b != 2) { /* a sync's evidence, written if a gap opens as it returns */
+                w->sync_call = r->name;
+                w->sync_corr = r->corr;
+                w->sync_nops = op_chain(a, stack, depth, w->sync_ops);
+            }
         } else if (r->dur >= WAIT_TELL_US - SYNC_SLACK_US && !kernel_launch(a, r->name)) {
             /* a call that may wait inside an operator (a pageable copy, a driver call): named
              * like a sync by the outermost cpu_op around it (open_next_gap decides) */
@@ -669,6 +716,9 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
                 if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) { w->wait_name = stack[i].name; break; }
             int instep;
             stack_range(a, stack, depth, &instep, &w->wait_range);
+            w->wait_call = r->name;
+            w->wait_corr = r->corr;
+            w->wait_nops = op_chain(a, stack, depth, w->wait_ops);
         }
         int rc = w->kw_row ? kernel_waits(a, w, r, stack, depth) : 0;
         /* a call that is neither a launch, a copy nor a sync labels its own time */
@@ -700,6 +750,7 @@ void an_idle_walk_free(idle_walk *w) {
     sqlite3_finalize(w->hw);
     sqlite3_finalize(w->kw);
     sqlite3_finalize(w->busyq);
+    sqlite3_finalize(w->corrq);
     if (w->kr) run_close(w->kr);
     free(w->kr);
     free(w->frames);

@@ -154,6 +154,52 @@ static int fill_op(const char *n) {
     return (l >= 5 && !strcmp(n + l - 5, "fill_")) || (l >= 5 && !strcmp(n + l - 5, "zero_"));
 }
 
+/* Puts text before the suspect's next experiment: the fix the trace itself points at first,
+ * the category's advice after it. */
+static int prepend(json_t *entry, const char *text) {
+    const char *next = json_string_value(json_object_get(entry, "next_experiment"));
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s%s%s", text, next && *next ? " Otherwise: " : "", next ? next : "");
+    return json_object_set_new(entry, "next_experiment", json_string(buf)) ? ERR_NOMEM : 0;
+}
+
+/* A sync's evidence (idle.c sync_evidence: what blocked, under which ops, the copy) for its
+ * members, SYNC_EV_MAX at most; and what the trace shows made it block: a copy from pageable
+ * memory (its fix: pinned memory), or a data-dependent shape (an op whose output size only
+ * the GPU knows: nonzero, masked_select, unique). */
+static int sync_drain(A *a, json_t *entry, const nsum *m, size_t n) {
+    const json_t *all = a->idle->sync_ev;
+    json_t *calls = json_array(), *ev = json_object_get(entry, "evidence");
+    const char *pageable = NULL, *shape = NULL;
+    for (size_t i = 0; i < n && all && json_array_size(calls) < SYNC_EV_MAX; i++) {
+        const json_t *v = m[i].key >= 0 ? json_object_get(all, an_str(a, m[i].key)) : NULL;
+        size_t j;
+        json_t *x;
+        json_array_foreach(v, j, x) {
+            const char *t = json_string_value(x);
+            if (json_array_size(calls) >= SYNC_EV_MAX) break;
+            json_array_append(calls, x);
+            if (!pageable && strstr(t, "Pageable") && strstr(t, "HtoD")) pageable = t;
+            if (!shape && (strstr(t, "nonzero") || strstr(t, "masked_select") || strstr(t, "unique"))) shape = t;
+        }
+    }
+    if (!json_is_object(ev) || json_object_set_new(ev, "blocking_calls", calls)) return ERR_NOMEM;
+    if (shape && json_object_set_new(ev, "drain", json_string("data_dependent_shape"))) return ERR_NOMEM;
+    if (pageable && json_object_set_new(ev, "drain", json_string("pageable_copy"))) return ERR_NOMEM;
+    char buf[512];
+    if (pageable) {
+        snprintf(buf, sizeof buf, "The queue drains in a copy from pageable memory (%.200s): pin the source (DataLoader(pin_memory=True) "
+                 "or tensor.pin_memory()) so .to(device, non_blocking=True) is asynchronous.", pageable);
+        return prepend(entry, buf);
+    }
+    if (shape) {
+        snprintf(buf, sizeof buf, "The queue drains at a data-dependent shape (%.200s): the host waits to learn the output's size; a "
+                 "fixed-size form (a mask multiply, torch.where, a size= bound) keeps the queue full.", shape);
+        return prepend(entry, buf);
+    }
+    return 0;
+}
+
 /* Where the trace shows the fills of a gradient reset (fill / zero ops under a zero_grad
  * range) holding FILL_SHARE of a suspect's idle, the idiomatic fix, appended to its advice. */
 static int reset_advice(A *a, json_t *entry, int cat, double at) {
@@ -167,12 +213,11 @@ static int reset_advice(A *a, json_t *entry, int cat, double at) {
         range = x->range;
     }
     if (range < 0 || fills < FILL_SHARE * at) return 0;
-    const char *next = json_string_value(json_object_get(entry, "next_experiment"));
-    char buf[1400], cut[EVIDENCE_NAME_MAX + 4];
-    snprintf(buf, sizeof buf, "%s The trace shows %.1f ms of it in fills under %s (a gradient reset): zero_grad(set_to_none=True) "
-             "(the default since PyTorch 2.0) drops the gradients instead of filling them, no kernel at all.", next ? next : "", fills / 1e3,
+    char buf[512], cut[EVIDENCE_NAME_MAX + 4];
+    snprintf(buf, sizeof buf, "%.1f ms of it are fills under %s (a gradient reset): zero_grad(set_to_none=True) (the default since "
+             "PyTorch 2.0) drops the gradients instead of filling them, no kernel at all.", fills / 1e3,
              utf8_clip(an_str(a, range), EVIDENCE_NAME_MAX, cut, sizeof cut));
-    return json_object_set_new(entry, "next_experiment", json_string(buf)) ? ERR_NOMEM : 0;
+    return prepend(entry, buf);
 }
 
 int sus_annotate(A *a, const tally *t, json_t *entry, int cat, double at, long culprit, int single) {
@@ -182,8 +227,9 @@ int sus_annotate(A *a, const tally *t, json_t *entry, int cat, double at, long c
     if (!single && members_of(t, cat, &m, &n)) return ERR_NOMEM;
     double sum;
     json_t *doc = members_doc(a, single ? &one : m, n, &sum);
+    int rc = cat == C_SYNC ? sync_drain(a, entry, single ? &one : m, n) : 0;
     free(m);
-    if (json_object_set_new(entry, "members", doc) || json_object_set_new(entry, "members_us", json_real(sum))) return ERR_NOMEM;
+    if (rc || json_object_set_new(entry, "members", doc) || json_object_set_new(entry, "members_us", json_real(sum))) return ERR_NOMEM;
     int c = cat == C_THREADS ? C_CPU : cat;
     double in = c == C_START || c == C_TAIL || c == C_OUTLIER ? -1 : inside_share(a, c, single ? culprit : -1);
     json_t *ev = json_object_get(entry, "evidence");
