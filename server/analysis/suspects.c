@@ -43,7 +43,9 @@
  * A suspect fires at FIRE_FRACTION of the wall (step_outlier whenever one step reaches
  * OUTLIER_RATIO x the median: one slow step in fifty is a cause too); healthy = GPU busy >=
  * HEALTHY_BUSY of the wall and nothing fired. A CPU-only trace labels every host instant of
- * every thread; a category's at stake is then its largest thread's. */
+ * every thread; a category's at stake is then its largest thread's. suspects_idle.c (issue 48)
+ * gives each suspect its members, names a spread category by the range holding it, adds the
+ * ranges that hold idle on their own, and counts per step only the work inside the steps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
