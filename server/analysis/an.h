@@ -127,6 +127,8 @@ enum {
     LB_OP,           /* a cpu_op's own time */
     LB_RT,           /* a runtime/driver call's own time: no GPU work, not a launch, copy or sync (cudaMalloc, cuModuleLoadData) */
     LB_SYNC_LAUNCH,  /* a gap that starts as a blocking kernel launch returns: the op that launched it */
+    LB_RANGE_HOST,   /* a record_function / NVTX range's own time where no launch with GPU work nests under it:
+                      * named host work (issue 48; host_work in an Nsight export, else python_overhead) */
     LB_LEAD_DATA,    /* lead-in: a DataLoader range on the stack */
     LB_LEAD,         /* lead-in: the innermost range (name -1: none, or no launch found) */
     LB_TAIL_DATA,    /* tail: a DataLoader range on the stack */
@@ -138,7 +140,14 @@ typedef struct idle_sum {
     long name;       /* string id, -1 none */
     long track;      /* CPU-only: the thread; else -1 */
     double us;
+    double in_us, known_us; /* of us, the part inside a step (a ProfilerStep range on the labelling stack, or
+                             * the launch's), of the part where that is known (issue 48: per step) */
 } idle_sum;
+
+/* Idle (host-wait and kernel-wait labels) under a record_function / NVTX range (not a step,
+ * not a DataLoader): the innermost one on the thread at the instant, or the one around the
+ * sync that took it (issue 48: the idle summed up the range tree, suspects_idle.c). */
+typedef struct idle_rsum { int type; long name, range; double us; } idle_rsum;
 
 /* CPU-only segment categories (wscratch.cseg.cat), in the order they take wall time. */
 enum { CSEG_COMM, CSEG_DATA, CSEG_GC, CSEG_TOKENIZE, CSEG_COMPILE, CSEG_CPU, CSEG_PY, CSEG_N };
@@ -226,14 +235,24 @@ typedef struct idle_state {
     intern *keys;                  /* (type, name, track) -> index into sums */
     idle_sum *sums;
     size_t nsums, capsums;
+    json_t *sync_ev;               /* sync culprit name -> [what blocked: the call, the ops it ran under, the copy],
+                                    * up to SYNC_EV_MAX each (idle.c: a sync's evidence, issue 48) */
+    intern *rkeys;                 /* (type, name, range) -> index into rsums */
+    idle_rsum *rsums;
+    size_t nrsums, caprsums;
 } idle_state;
 
+#define SYNC_CHAIN 6  /* the cpu_ops a sync's evidence quotes, outermost first */
+#define SYNC_EV_MAX 5 /* the distinct blocking calls quoted per sync culprit */
+
 /* One range of the labelling stack. */
-typedef struct label_frame { double te; long name; int type; } label_frame;
+typedef struct label_frame { double ts, te; long name; int type; } label_frame;
 /* A host-wait gap being labelled; sync_name >= 0: it starts as a blocking call returns (a
  * sync, or a blocking launch: sync_launch), which explains at most sync_left more of it
  * (idle.c: the sync rule); edge GAP_LEAD_IN or GAP_TAIL for those (no sync rule), else 0. */
-typedef struct open_gap { double g0, g1, sync_left; long sync_name; int edge, sync_launch; } open_gap;
+/* refill: the gap draws on the walk's carry (the lead a drain cost, idle.c); named: the named
+ * host work in a sync's own gap (what the sync carries on is its lead less that). */
+typedef struct open_gap { double g0, g1, lts, sync_left, named; long sync_name, sync_range; int edge, sync_launch, refill; } open_gap;
 
 /* The walk's labelling state for the thread being walked. */
 typedef struct idle_walk {
@@ -247,6 +266,7 @@ typedef struct idle_walk {
     int nopen;
     size_t capopen;
     sqlite3_stmt *hw, *kw;         /* the thread's host-wait gaps by g0, kernel-wait ones by launch */
+    sqlite3_stmt *busyq;           /* idle.c busy_at's */
     run_reader *kr;                /* the kernel-wait ones from kwruns (idle_state.kw_rows 0) */
     int hw_row, kw_row;            /* the cursors are on a row */
     double kw_lts, kw_us;          /* the kernel-wait cursor's gap: its launch's start, its length */
@@ -256,6 +276,20 @@ typedef struct idle_walk {
     long sync_name;                /* a sync: the outermost cpu_op around it; a launch: the innermost; else its own name */
     int sync_launch;               /* it was a kernel launch that returned after its kernels (not a sync call) */
     long long nlaunch, nblock;     /* the thread's kernel launches so far, and those that blocked */
+    long sync_range;               /* the record_function / NVTX range around the blocking call, -1 none */
+    long sync_call, wait_call;     /* the blocking call's name, and the waiting call's */
+    long long sync_corr, wait_corr; /* their correlations (-1 none) */
+    long sync_ops[SYNC_CHAIN], wait_ops[SYNC_CHAIN]; /* the cpu_ops they ran under, outermost first */
+    int sync_nops, wait_nops;
+    sqlite3_stmt *corrq;           /* idle.c sync_evidence's */
+    double gpu_launch_ts;          /* the start of the thread's latest runtime call with GPU work (-inf none) */
+    int wait_ok;                   /* a call that may have waited inside an operator (issue 48): the latest */
+    double wait_ts, wait_te;
+    long wait_name, wait_range;    /* its outermost cpu_op (else its name), the range around it */
+    int carry_on;                  /* a drain's refill (issue 48): the lead it cost, not used up yet */
+    double carry_left;
+    long carry_name, carry_range;
+    int carry_launch;
 } idle_walk;
 
 /* ---- suspects (suspects.c) ---- */

@@ -203,9 +203,10 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     a.idle = &idle;
     a.sus = &sus;
     idle.keys = intern_new();
+    idle.rkeys = intern_new();
     sus.op_keys = intern_new();
     STEP_BEGIN();
-    int rc = !idle.keys || !sus.op_keys ? ERR_NOMEM : name_flags(&a);
+    int rc = !idle.keys || !idle.rkeys || !sus.op_keys ? ERR_NOMEM : name_flags(&a);
     STEP_END("name_flags");
     if (!isfinite(t->start_us)) { t->start_us = 0; t->end_us = 0; }
     a.wall = t->end_us - t->start_us;
@@ -333,6 +334,9 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     sqlite3_finalize(idle.pinst_ins);
     intern_free(idle.keys);
     free(idle.sums);
+    intern_free(idle.rkeys);
+    json_decref(idle.sync_ev);
+    free(idle.rsums);
     an_suspects_free(&a);
     an_waste_free(&a);
     an_steps_free(&a);

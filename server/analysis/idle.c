@@ -23,6 +23,16 @@
  *    (a DataLoader range, a runtime call, a compile, tokenizer, garbage-collection or
  *    allocator range) are their own label from the first: the sync explains none of them.
  *    A kernel-wait gap is labelled with the innermost cpu_op around its launch.
+ *    Issue 48 (what emptied the queue): a call that waited inside an operator (a pageable
+ *    copy, a driver call: any runtime call but a kernel launch that started while the device
+ *    was busy, waited >= WAIT_TELL_US and returned as it went idle) is a sync too, named by its
+ *    outermost cpu_op; the drain's refill: the lead a sync did not take in its own gap (less
+ *    the named host work there) goes on into the thread's host-wait gaps that follow, until
+ *    used up or another sync claims (the cheap ops launched into the emptied queue are not
+ *    blamed); a record_function / NVTX range's own time with no launch with GPU work under it
+ *    is named host work (LB_RANGE_HOST). Every label also counts its part inside a step (a
+ *    step's range open; per step counts only that) and, per record_function / NVTX range, the
+ *    idle under it (idle_rsum: the range tree, suspects_idle.c).
  *  - the lead-in (trace start to the first GPU activity) is labelled like a host-wait gap on
  *    the thread that launched that activity (no sync rule): its labels (LB_LEAD*) feed the
  *    startup suspect and are not idle (they are outside the GPU window). The tail (the last
@@ -46,24 +56,39 @@
 #include "lib/utf8.h"
 #include "lib/vec.h"
 
+#define WAIT_TELL_US 10.0 /* a call inside an operator waited at least this for the device (the oracle's TELL_US) ... */
+#define RETURN_US 10.0    /* ... and returned within this of the device going idle */
+
 _Static_assert(GAP_LEAD_IN == 3 && GAP_TAIL == 4, "the queries below name the lead-in's class as 3, the tail's as 4");
 
-/* One row of the sums: a label and its idle (or, CPU-only, labelled) time. */
-static int add_label(A *a, int type, long name, long track, double us) {
+/* One row of the sums: a label and its idle (or, CPU-only, labelled) time; instep 1 when
+ * the time lies inside a step, 0 outside, -1 unknown; range: the record_function / NVTX
+ * range it lies under (-1 none; issue 48's range tree, idle_rsum). */
+static int add_label_in(A *a, int type, long name, long track, double us, int instep, long range) {
     if (us <= 0) return 0;
     idle_state *s = a->idle;
     long key[3] = {type, name, s->cpu_only ? track : -1};
     int fresh;
     long i = INTERN_SLOT(s->keys, key, sizeof key, s->sums, s->nsums, s->capsums, 64, &fresh);
     if (i < 0) return ERR_NOMEM;
-    if (fresh) s->sums[i] = (idle_sum){type, name, key[2], 0};
+    if (fresh) s->sums[i] = (idle_sum){type, name, key[2], 0, 0, 0};
     s->sums[i].us += us;
+    if (instep >= 0) s->sums[i].known_us += us;
+    if (instep > 0) s->sums[i].in_us += us;
+    if (range < 0) return 0;
+    long rk[3] = {type, name, range};
+    i = INTERN_SLOT(s->rkeys, rk, sizeof rk, s->rsums, s->nrsums, s->caprsums, 64, &fresh);
+    if (i < 0) return ERR_NOMEM;
+    if (fresh) s->rsums[i] = (idle_rsum){type, name, range, 0};
+    s->rsums[i].us += us;
     return 0;
 }
 
+static int add_label(A *a, int type, long name, long track, double us) { return add_label_in(a, type, name, track, us, -1, -1); }
+
 /* ---- gaps ---- */
 
-#define GAP_INS "INSERT INTO wscratch.igap(dev, track, cls, g0, g1, lts, corr) VALUES (?, ?, ?, ?, ?, ?, ?)"
+#define GAP_INS "INSERT INTO wscratch.igap(dev, track, cls, g0, g1, lts, corr, b0) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 /* The launches (runtime calls) by correlation id: LCUR_SQL's rows, read from ev_corr in id
  * order by a cursor (idcur.c has why: a query per gap was ~75M of an_idle_gaps' 113M
  * instructions on the flat shape at 30 MB); an id's first row is the one a query "corr = ?
@@ -97,7 +122,9 @@ static int find_launch(A *a, lcur *c, int has_corr, long long corr, double *lts,
     return rc;
 }
 
-static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, int cls, double g0, double g1, double lts, long long corr) {
+static int insert_gap(A *a, sqlite3_stmt *ins, long long dev, long long track, int cls, double g0, double g1, double lts, long long corr,
+                      double b0) {
+    sqlite3_bind_double(ins, 8, b0);
     sqlite3_bind_int64(ins, 1, dev);
     sqlite3_bind_int64(ins, 2, track);
     sqlite3_bind_int(ins, 3, cls);
@@ -133,7 +160,7 @@ static void kw_order(gap_sink *k, long long track, double lts, long long corr) {
 }
 
 /* One gap [g0, g1] of device dev ended by the activity of correlation corr (has_corr 0: none). */
-static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int has_corr, long long corr) {
+static int one_gap(A *a, gap_sink *k, long long dev, double b0, double g0, double g1, int has_corr, long long corr) {
     double lts;
     long long track;
     int found, rc0 = find_launch(a, &k->launch, has_corr, corr, &lts, &track, &found);
@@ -141,16 +168,16 @@ static int one_gap(A *a, gap_sink *k, long long dev, double g0, double g1, int h
     int cls = !found ? GAP_OTHER : lts < g0 ? GAP_KERNEL_WAIT : GAP_HOST_WAIT;
     a->idle->by_class[cls] += g1 - g0;
     if (cls == GAP_OTHER && add_label(a, LB_NO_LAUNCH, -1, -1, g1 - g0)) return ERR_NOMEM;
-    if (!a->idle->stream) return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+    if (!a->idle->stream) return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr, b0);
     gap_rec g = {g0, g1, cls};
     int rc = run_add(&k->gw, 0, &g);
-    if (!rc && cls == GAP_HOST_WAIT) rc = insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+    if (!rc && cls == GAP_HOST_WAIT) rc = insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr, b0);
     if (rc || cls != GAP_KERNEL_WAIT) return rc;
     /* a launch's thread is one of the trace's tracks; one that is not is a row, and makes
      * the walk read rows (kw_rows_from_runs adds the runs) */
     if (track < 0 || (size_t)track >= a->t->ntracks) {
         k->ordered = 0;
-        return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr);
+        return insert_gap(a, k->ins, dev, track, cls, g0, g1, lts, corr, b0);
     }
     kw_order(k, track, lts, corr);
     kw_rec r = {lts, corr, g0, g1};
@@ -192,14 +219,14 @@ static int edge_gap(A *a, sqlite3_stmt *ins, lcur *launch, int cls, const edge *
     if (g1 <= g0) return 0;
     int rc = find_launch(a, launch, e->has_corr, e->corr, &lts, &track, &found);
     if (rc) return rc;
-    return found ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, e->corr) : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
+    return found ? insert_gap(a, ins, -1, track, cls, g0, g1, lts, e->corr, g0) : add_label(a, lead ? LB_LEAD : LB_TAIL, -1, -1, g1 - g0);
 }
 
 /* The gaps of one device, and its summary. Rows come by start (ties: lowest correlation,
  * the activity a gap ends in); the union's end so far marks a gap when the next starts after. */
 static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t *devices, edge *lead, edge *tail) {
     sqlite3_bind_int64(q, 1, dev);
-    double w0 = NAN, ue = -INFINITY, busy = 0, idle = 0, by0[GAP_NCLASSES];
+    double w0 = NAN, ue = -INFINITY, busy = 0, idle = 0, by0[GAP_NCLASSES], b0 = NAN; /* b0: the busy run's start */
     memcpy(by0, a->idle->by_class, sizeof by0);
     int rc = 0, src;
     while (!rc && (src = sqlite3_step(q)) == SQLITE_ROW) {
@@ -208,10 +235,11 @@ static int device_gaps(A *a, sqlite3_stmt *q, gap_sink *k, long long dev, json_t
         edge_note(lead, 1, ts, has_corr, q);
         edge_note(tail, 0, te, has_corr, q);
         if (isnan(w0)) {
-            w0 = ts;
+            w0 = b0 = ts;
         } else if (ts > ue) {
             idle += ts - ue;
-            rc = one_gap(a, k, dev, ue, ts, has_corr, sqlite3_column_int64(q, 2));
+            rc = one_gap(a, k, dev, b0, ue, ts, has_corr, sqlite3_column_int64(q, 2));
+            b0 = ts;
         }
         if (ts > ue) busy += te - ts;
         else if (te > ue) busy += te - ue;
@@ -244,7 +272,7 @@ static int kw_rows_from_runs(A *a, sqlite3_stmt *ins, long long dev) {
     for (size_t t = 0; !rc && t < a->t->ntracks; t++) {
         const kw_rec *g;
         run_seek(&r, (long long)t);
-        while (!rc && (g = run_next(&r))) rc = insert_gap(a, ins, dev, (long long)t, GAP_KERNEL_WAIT, g->g0, g->g1, g->lts, g->corr);
+        while (!rc && (g = run_next(&r))) rc = insert_gap(a, ins, dev, (long long)t, GAP_KERNEL_WAIT, g->g0, g->g1, g->lts, g->corr, g->g0);
         if (!rc) rc = r.rc;
     }
     run_close(&r);
@@ -336,6 +364,10 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
     w->sync_ok = 0;
     w->sync_launch = 0;
     w->nlaunch = w->nblock = 0;
+    w->sync_range = -1;
+    w->gpu_launch_ts = -INFINITY;
+    w->wait_ok = 0;
+    w->carry_on = 0;
     w->on = 0;
     w->hw_row = w->kw_row = 0;
     if (a->idle->cpu_only) {
@@ -343,7 +375,7 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
         return 0;
     }
     if (!w->hw) {
-        w->hw = an_prep(a, "SELECT g0, g1, cls FROM wscratch.igap WHERE track = ?1 AND cls <> 0 AND cls <> 2 ORDER BY g0");
+        w->hw = an_prep(a, "SELECT g0, g1, cls, b0, dev, lts FROM wscratch.igap WHERE track = ?1 AND cls <> 0 AND cls <> 2 ORDER BY g0");
         if (!w->hw) return ERR_DB;
         if (a->idle->kw_rows) {
             w->kw = an_prep(a, "SELECT lts, corr, g1 - g0 FROM wscratch.igap WHERE track = ?1 AND cls = 2 ORDER BY lts, corr");
@@ -369,11 +401,20 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
 
 /* The label of instant t: the innermost open range (frames[] holds ranges that may have
  * ended: they end where te <= t), a DataLoader range anywhere below it taking precedence,
- * then the innermost range of named host work (compile, tokenizer, garbage collector). */
-static void label_at(const A *a, const idle_walk *w, double t, int *type, long *name, double *until) {
+ * then the innermost range of named host work (compile, tokenizer, garbage collector).
+ * *instep: a step's range is open; *range: the innermost record_function / NVTX range. */
+static void label_at(const A *a, const idle_walk *w, double t, int *type, long *name, double *until, int *instep, long *range,
+                     const label_frame **lf) {
     int k = w->nframes;
     while (k > 0 && w->frames[k - 1].te <= t) k--;
     *until = k > 0 ? w->frames[k - 1].te : INFINITY;
+    *instep = 0;
+    *range = -1;
+    *lf = NULL;
+    for (int i = 0; i < k; i++) {
+        if (w->frames[i].type == LB_STEP) *instep = 1;
+        if (w->frames[i].type == LB_UA) *range = w->frames[i].name;
+    }
     for (int i = 0; i < k; i++)
         if (w->frames[i].type == LB_DATALOADER) {
             *type = LB_DATALOADER;
@@ -387,54 +428,157 @@ static void label_at(const A *a, const idle_walk *w, double t, int *type, long *
     if (!j) j = k;
     *type = j > 0 ? w->frames[j - 1].type : LB_UNTRACED;
     *name = j > 0 ? w->frames[j - 1].name : -1;
+    *lf = j > 0 ? &w->frames[j - 1] : NULL;
 }
 
 /* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
  * (wscratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
-static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
+static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name, int instep) {
     unsigned f = an_flags(a, name);
     int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : f & NF_GC ? CSEG_GC : f & NF_TOKENIZE ? CSEG_TOKENIZE
             : f & NF_COMPILE ? CSEG_COMPILE : type == LB_OP ? CSEG_CPU : CSEG_PY;
     int rc = cseg_add(a, w->track, cat, name, x, y);
-    return rc ? rc : add_label(a, type, name, w->track, y - x);
+    return rc ? rc : add_label_in(a, type, name, w->track, y - x, instep, -1);
 }
 
 /* Named host work: an instant under it is its own, never a sync's (the sync rule). */
 static int named_work(const A *a, int type, long name) {
-    return type == LB_DATALOADER || type == LB_RT || (an_flags(a, name) & (NF_COMPILE | NF_TOKENIZE | NF_GC | NF_ALLOC));
+    return type == LB_DATALOADER || type == LB_RT || type == LB_RANGE_HOST || (an_flags(a, name) & (NF_COMPILE | NF_TOKENIZE | NF_GC | NF_ALLOC));
 }
 
-/* Counts [x, y) of every open gap under label (type, name). */
-static int count_piece(A *a, idle_walk *w, double x, double y, int type, long name) {
+/* Counts [x, y) of every open gap under label (type, name), inside a step or not (instep),
+ * under the record_function / NVTX range range (-1 none). A drain's refill gap draws on the
+ * walk's carry, its own gap on its sync_left (the sync rule, the refill: the file header). */
+static int count_piece(A *a, idle_walk *w, double x, double y, int type0, long name, int instep, long range, const label_frame *lf) {
     int rc = 0;
-    if (a->idle->cpu_only) return type == LB_UNTRACED ? 0 : cpu_piece(a, w, x, y, type, name);
+    if (a->idle->cpu_only) return type0 == LB_UNTRACED ? 0 : cpu_piece(a, w, x, y, type0, name, instep);
     for (int i = 0; i < w->nopen && !rc; i++) {
         open_gap *g = &w->open[i];
         double lo = x > g->g0 ? x : g->g0, hi = y < g->g1 ? y : g->g1;
         if (hi <= lo) continue;
+        /* A range's own time with no GPU work under it is named host work (issue 48): no launch
+         * with GPU work on the thread since it began, and the launch that ends the gap comes
+         * after it ends (any launch inside it would have ended the gap sooner). */
+        int type = type0 == LB_UA && !g->edge && lf && w->gpu_launch_ts < lf->ts && g->lts >= lf->te ? LB_RANGE_HOST : type0;
+        double *left = g->refill ? &w->carry_left : &g->sync_left;
         if (g->edge == GAP_LEAD_IN) rc = add_label(a, type == LB_DATALOADER ? LB_LEAD_DATA : LB_LEAD, name, -1, hi - lo);
         else if (g->edge == GAP_TAIL) rc = add_label(a, type == LB_DATALOADER ? LB_TAIL_DATA : LB_TAIL, name, -1, hi - lo);
-        else if (g->sync_name < 0 || named_work(a, type, name)) rc = add_label(a, type, name, -1, hi - lo);
-        else { /* the sync's first, up to what it left; the rest is the host's own */
-            double s = hi - lo < g->sync_left ? hi - lo : g->sync_left;
-            g->sync_left -= s;
-            rc = add_label(a, g->sync_launch ? LB_SYNC_LAUNCH : LB_SYNC, g->sync_name, -1, s);
-            if (!rc) rc = add_label(a, type, name, -1, hi - lo - s);
+        else if (g->sync_name < 0) rc = add_label_in(a, type, name, -1, hi - lo, instep, range);
+        else if (named_work(a, type, name)) {
+            /* named host work keeps its label; in a refill it uses up that much of the lead */
+            if (g->refill) *left = *left > hi - lo ? *left - (hi - lo) : 0;
+            else g->named += hi - lo;
+            rc = add_label_in(a, type, name, -1, hi - lo, instep, range);
+        } else { /* the sync's first, up to what it left; the rest is the host's own */
+            double s = hi - lo < *left ? hi - lo : *left;
+            *left -= s;
+            rc = add_label_in(a, g->sync_launch ? LB_SYNC_LAUNCH : LB_SYNC, g->sync_name, -1, s, instep, g->sync_range);
+            if (!rc) rc = add_label_in(a, type, name, -1, hi - lo - s, instep, range);
         }
     }
     return rc;
 }
 
+/* Whether device dev was busy at t (*busy): an activity among the BUSY_LOOKBACK that start
+ * last at or before t ends after it. Asked only for a call that returned as a gap began and
+ * started before that gap's busy run (a few per trace): the index ev_gpu answers it. */
+#define BUSY_LOOKBACK 64
+static int busy_at(A *a, idle_walk *w, long long dev, double t, int *busy) {
+    if (!w->busyq) {
+        w->busyq = an_prep(a, "SELECT MAX(te) FROM (SELECT te FROM scratch.ev WHERE cls = 2 AND dev = ?1 AND ts <= ?2 ORDER BY ts DESC LIMIT "
+                              "64)");
+        if (!w->busyq) return ERR_DB;
+    }
+    _Static_assert(BUSY_LOOKBACK == 64, "the query's LIMIT");
+    sqlite3_bind_int64(w->busyq, 1, dev);
+    sqlite3_bind_double(w->busyq, 2, t);
+    int rc = sqlite3_step(w->busyq);
+    *busy = rc == SQLITE_ROW && sqlite3_column_type(w->busyq, 0) != SQLITE_NULL && sqlite3_column_double(w->busyq, 0) > t;
+    sqlite3_reset(w->busyq);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : an_dberr(a);
+}
+
+/* The cpu_ops of stack, outermost first, into ops (at most SYNC_CHAIN). */
+static int op_chain(const A *a, const frame *stack, int depth, long *ops) {
+    int n = 0;
+    for (int i = 0; i < depth && n < SYNC_CHAIN; i++)
+        if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) ops[n++] = stack[i].name;
+    return n;
+}
+
+/* A sync's evidence (issue 48: a drain is named with what made it block): "call under op >
+ * op (the copy's name)" once per distinct text, SYNC_EV_MAX per culprit. The copy is the
+ * call's first GPU activity (its correlation: one index lookup, once per sync gap). */
+static int sync_evidence(A *a, idle_walk *w, long culprit, long call, long long corr, const long *ops, int nops) {
+    idle_state *s = a->idle;
+    if (!s->sync_ev && !(s->sync_ev = json_object())) return ERR_NOMEM;
+    const char *key = an_str(a, culprit);
+    json_t *v = json_object_get(s->sync_ev, key);
+    if (v && json_array_size(v) >= SYNC_EV_MAX) return 0;
+    char text[1024];
+    size_t n = (size_t)snprintf(text, sizeof text, "%s under ", an_str(a, call));
+    for (int i = 0; i < nops && n < sizeof text; i++) n += (size_t)snprintf(text + n, sizeof text - n, "%s%s", i ? " > " : "", an_str(a, ops[i]));
+    if (!nops && n < sizeof text) n += (size_t)snprintf(text + n, sizeof text - n, "(no op)");
+    if (corr >= 0) {
+        if (!w->corrq && !(w->corrq = an_prep(a, "SELECT name FROM scratch.ev WHERE corr = ?1 AND cls = 2 LIMIT 1"))) return ERR_DB;
+        sqlite3_bind_int64(w->corrq, 1, corr);
+        if (sqlite3_step(w->corrq) == SQLITE_ROW && n < sizeof text)
+            snprintf(text + n, sizeof text - n, " (%s)", an_str(a, (long)sqlite3_column_int64(w->corrq, 0)));
+        sqlite3_reset(w->corrq);
+    }
+    if (!v && (!(v = json_array()) || json_object_set_new(s->sync_ev, key, v))) return ERR_NOMEM;
+    size_t i;
+    json_t *x;
+    json_array_foreach(v, i, x) if (!strcmp(json_string_value(x), text)) return 0;
+    return json_array_append_new(v, json_string(text)) ? ERR_NOMEM : 0;
+}
+
 /* A host-wait gap (or the lead-in, or the tail) opens at its start: is it a sync's (sync
- * call S on the thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? */
-static int open_next_gap(idle_walk *w) {
+ * call S on the thread with S.ts < g0 <= S.te + SYNC_SLACK_US, the latest before g0)? Failing
+ * that, a call that waited inside an operator (issue 48): the latest other call but a kernel
+ * launch, started while the device was busy (at or after b0, the start of the busy run the gap
+ * ends), waited >= WAIT_TELL_US for it and returned as it went idle (within SYNC_SLACK_US
+ * before g0 to RETURN_US after). Failing both, a drain's refill while its lead lasts. */
+static int open_next_gap(A *a, idle_walk *w) {
     if (VEC_RESERVE(w->open, w->capopen, (size_t)w->nopen + 1, 4)) return ERR_NOMEM;
     double g0 = sqlite3_column_double(w->hw, 0), g1 = sqlite3_column_double(w->hw, 1);
+    double b0 = sqlite3_column_type(w->hw, 3) == SQLITE_NULL ? g0 : sqlite3_column_double(w->hw, 3);
     int cls = sqlite3_column_int(w->hw, 2), edge = cls == GAP_LEAD_IN || cls == GAP_TAIL ? cls : 0;
     int sync = !edge && w->sync_ok && w->sync_ts < g0 && g0 <= w->sync_te + SYNC_SLACK_US;
-    w->open[w->nopen++] = (open_gap){g0, g1, sync ? g0 - w->sync_ts : 0, sync ? w->sync_name : -1, edge, sync && w->sync_launch};
+    int wait = !edge && !sync && w->wait_ok && g0 - w->wait_ts >= WAIT_TELL_US && w->wait_te >= g0 - SYNC_SLACK_US &&
+               w->wait_te <= g0 + RETURN_US;
+    if (wait && w->wait_ts < b0) { /* before the busy run the gap ends: was the device busy as the call started? */
+        int rc = busy_at(a, w, sqlite3_column_int64(w->hw, 4), w->wait_ts, &wait);
+        if (rc) return rc;
+    }
+    double lts = sqlite3_column_double(w->hw, 5);
+    open_gap g = {g0, g1, lts, 0, 0, -1, -1, edge, 0, 0};
+    if (sync) g = (open_gap){g0, g1, lts, g0 - w->sync_ts, 0, w->sync_name, w->sync_range, edge, w->sync_launch, 0};
+    else if (wait) g = (open_gap){g0, g1, lts, g0 - w->wait_ts, 0, w->wait_name, w->wait_range, edge, 0, 0};
+    else if (!edge && w->carry_on && w->carry_left > 0)
+        g = (open_gap){g0, g1, lts, 0, 0, w->carry_name, w->carry_range, edge, w->carry_launch, 1};
+    if (sync || wait) w->carry_on = 0; /* a claim of its own ends the last drain's refill */
+    if (sync && !w->sync_launch) {
+        int rc = sync_evidence(a, w, w->sync_name, w->sync_call, w->sync_corr, w->sync_ops, w->sync_nops);
+        if (rc) return rc;
+    } else if (wait) {
+        int rc = sync_evidence(a, w, w->wait_name, w->wait_call, w->wait_corr, w->wait_ops, w->wait_nops);
+        if (rc) return rc;
+    }
+    w->open[w->nopen++] = g;
     w->hw_row = sqlite3_step(w->hw) == SQLITE_ROW;
     return 0;
+}
+
+/* A gap closes: a sync's own gap hands the lead it did not take, less the named host work in
+ * it, to the refill of the gaps that follow on this thread (issue 48). */
+static void close_gap(idle_walk *w, const open_gap *g) {
+    if (g->edge || g->refill || g->sync_name < 0) return;
+    w->carry_on = 1;
+    w->carry_left = g->sync_left > g->named ? g->sync_left - g->named : 0;
+    w->carry_name = g->sync_name;
+    w->carry_range = g->sync_range;
+    w->carry_launch = g->sync_launch;
 }
 
 int an_idle_advance(A *a, idle_walk *w, double t) {
@@ -442,23 +586,25 @@ int an_idle_advance(A *a, idle_walk *w, double t) {
     if (a->idle->cpu_only && !isfinite(w->cur)) w->cur = t;
     int rc = 0;
     while (!rc && w->cur < t) {
-        while (!rc && w->hw_row && sqlite3_column_double(w->hw, 0) <= w->cur) rc = open_next_gap(w);
+        while (!rc && w->hw_row && sqlite3_column_double(w->hw, 0) <= w->cur) rc = open_next_gap(a, w);
         if (rc) break;
         if (!w->nopen && !a->idle->cpu_only && (!w->hw_row || sqlite3_column_double(w->hw, 0) >= t)) break; /* nothing to label before t */
         double next = t, until;
         if (w->hw_row && sqlite3_column_double(w->hw, 0) < next) next = sqlite3_column_double(w->hw, 0);
         for (int i = 0; i < w->nopen; i++)
             if (w->open[i].g1 < next) next = w->open[i].g1;
-        int type;
-        long name;
-        label_at(a, w, w->cur, &type, &name, &until);
+        int type, instep;
+        long name, range;
+        const label_frame *lf;
+        label_at(a, w, w->cur, &type, &name, &until, &instep, &range, &lf);
         if (until < next) next = until;
         if (!isfinite(next)) break; /* nothing open, nothing ahead: the thread is labelled */
-        if (w->nopen || a->idle->cpu_only) rc = count_piece(a, w, w->cur, next, type, name);
+        if (w->nopen || a->idle->cpu_only) rc = count_piece(a, w, w->cur, next, type, name, instep, range, lf);
         w->cur = next;
         int k = 0; /* the gaps that ended */
         for (int i = 0; i < w->nopen; i++)
             if (w->open[i].g1 > w->cur) w->open[k++] = w->open[i];
+            else close_gap(w, &w->open[i]);
         w->nopen = k;
         if (!w->nopen && !w->hw_row && !a->idle->cpu_only) break; /* no gap left on this thread */
     }
@@ -476,6 +622,19 @@ static int range_type(const A *a, const hrow *r) {
     return r->kind == a->ua_kind ? LB_UA : LB_OP;
 }
 
+/* Of a launch's stack: whether a step's range is open (*instep) and the innermost record_
+ * function / NVTX range, not a step nor a DataLoader (*range, -1 none). */
+static void stack_range(const A *a, const frame *stack, int depth, int *instep, long *range) {
+    *instep = 0;
+    *range = -1;
+    for (int i = 0; i < depth; i++) {
+        if (stack[i].cls != EV_HOST_OP || stack[i].kind != a->ua_kind) continue;
+        unsigned f = an_flags(a, stack[i].name);
+        if (f & NF_STEP) *instep = 1;
+        else if (!(f & NF_DATALOADER)) *range = stack[i].name;
+    }
+}
+
 /* A launch R whose gap waited for the kernel (kernel wait): its culprit is the innermost
  * cpu_op around R, else the innermost range, else R itself. */
 static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
@@ -484,14 +643,15 @@ static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, i
         double lts = w->kw_lts, us = w->kw_us;
         long long corr = w->kw_corr;
         if (lts == r->ts && corr == r->corr) {
-            long name = r->name;
-            int type = LB_KWAIT_RT;
+            long name = r->name, range;
+            int type = LB_KWAIT_RT, instep;
             for (int i = depth - 1; i >= 0; i--)
                 if (stack[i].cls == EV_HOST_OP) {
                     if (type == LB_KWAIT_RT) { name = an_fold(a, stack[i].name); type = LB_KWAIT_RANGE; }
                     if (stack[i].kind != a->ua_kind) { name = stack[i].name; type = LB_KWAIT_OP; break; }
                 }
-            rc = add_label(a, type, name, -1, us);
+            stack_range(a, stack, depth, &instep, &range);
+            rc = add_label_in(a, type, name, -1, us, instep, range);
         } else if (lts == r->ts) {
             break; /* another launch at the same instant: its row may come next */
         } else {
@@ -500,6 +660,13 @@ static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, i
         if (!rc) rc = kw_step(w);
     }
     return rc;
+}
+
+/* A kernel (or graph) launch: a launch call that is not a copy nor a memset. */
+static int kernel_launch(A *a, long name) {
+    if (!(an_flags(a, name) & NF_LAUNCH)) return 0;
+    const char *n = an_str(a, name);
+    return !strstr(n, "emcpy") && !strstr(n, "emset") && !strstr(n, "EMCPY") && !strstr(n, "EMSET");
 }
 
 /* Whether r, a runtime call, blocks the host: a sync call or a pageable device-to-host copy
@@ -519,6 +686,7 @@ static int blocking_call(const A *a, idle_walk *w, const hrow *r) {
 int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth) {
     if (!w->on) return 0;
     if (r->cls == EV_HOST_RT) {
+        if (r->has_g) w->gpu_launch_ts = r->ts;
         int b = blocking_call(a, w, r);
         if (b) { /* the latest blocking call, and the op that made it: a sync's outermost cpu_op, a launch's innermost */
             w->sync_ok = 1;
@@ -530,6 +698,27 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
                 int k = b == 2 ? depth - 1 - i : i;
                 if (stack[k].cls == EV_HOST_OP && stack[k].kind != a->ua_kind) { w->sync_name = stack[k].name; break; }
             }
+            int instep;
+            stack_range(a, stack, depth, &instep, &w->sync_range);
+            if (b != 2) { /* a sync's evidence, written if a gap opens as it returns */
+                w->sync_call = r->name;
+                w->sync_corr = r->corr;
+                w->sync_nops = op_chain(a, stack, depth, w->sync_ops);
+            }
+        } else if (r->dur >= WAIT_TELL_US - SYNC_SLACK_US && !kernel_launch(a, r->name)) {
+            /* a call that may wait inside an operator (a pageable copy, a driver call): named
+             * like a sync by the outermost cpu_op around it (open_next_gap decides) */
+            w->wait_ok = 1;
+            w->wait_ts = r->ts;
+            w->wait_te = r->te;
+            w->wait_name = r->name;
+            for (int i = 0; i < depth; i++)
+                if (stack[i].cls == EV_HOST_OP && stack[i].kind != a->ua_kind) { w->wait_name = stack[i].name; break; }
+            int instep;
+            stack_range(a, stack, depth, &instep, &w->wait_range);
+            w->wait_call = r->name;
+            w->wait_corr = r->corr;
+            w->wait_nops = op_chain(a, stack, depth, w->wait_ops);
         }
         int rc = w->kw_row ? kernel_waits(a, w, r, stack, depth) : 0;
         /* a call that is neither a launch, a copy nor a sync labels its own time */
@@ -541,7 +730,7 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
     while (w->nframes > 0 && (r->ts >= w->frames[w->nframes - 1].te || r->te > w->frames[w->nframes - 1].te)) w->nframes--;
     if (VEC_RESERVE(w->frames, w->capframes, (size_t)w->nframes + 1, 64)) return ERR_NOMEM;
     int type = range_type(a, r);
-    w->frames[w->nframes++] = (label_frame){r->te, type == LB_STEP ? a->step_name : r->name, type};
+    w->frames[w->nframes++] = (label_frame){r->ts, r->te, type == LB_STEP ? a->step_name : r->name, type};
     return 0;
 }
 
@@ -560,6 +749,8 @@ int an_idle_thread_end(A *a, idle_walk *w) {
 void an_idle_walk_free(idle_walk *w) {
     sqlite3_finalize(w->hw);
     sqlite3_finalize(w->kw);
+    sqlite3_finalize(w->busyq);
+    sqlite3_finalize(w->corrq);
     if (w->kr) run_close(w->kr);
     free(w->kr);
     free(w->frames);

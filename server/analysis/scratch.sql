@@ -114,8 +114,9 @@ CREATE TABLE wscratch.ph(name_id INT, kind TEXT, count INT, total_us REAL, gpu_b
  kernel_us REAL, first_ts REAL);
 CREATE TABLE wscratch.tlb(track INT, data BLOB);
 -- The idle gaps of every device (idle.c): cls 0 other (track -1), 1 host wait, 2 kernel wait;
--- track and lts are the launch's thread and start, corr its correlation.
-CREATE TABLE wscratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT);
+-- track and lts are the launch's thread and start, corr its correlation; b0 the start of the
+-- device's busy run that the gap ends (a call that started after it waited for the device).
+CREATE TABLE wscratch.igap(dev INT, track INT, cls INT, g0 REAL, g1 REAL, lts REAL, corr INT, b0 REAL);
 -- With one device, its gaps (every class but the lead-in and tail) as runs (runs.c: up to
 -- RUN_BLOCK_BYTES of records a row, id = key << 32 | the block's number): gstream, key 0,
 -- every gap in time order (gap_rec, an.h); kwruns, key the launching thread, its kernel-wait

@@ -43,7 +43,9 @@
  * A suspect fires at FIRE_FRACTION of the wall (step_outlier whenever one step reaches
  * OUTLIER_RATIO x the median: one slow step in fifty is a cause too); healthy = GPU busy >=
  * HEALTHY_BUSY of the wall and nothing fired. A CPU-only trace labels every host instant of
- * every thread; a category's at stake is then its largest thread's. */
+ * every thread; a category's at stake is then its largest thread's. suspects_idle.c (issue 48)
+ * gives each suspect its members, names a spread category by the range holding it, adds the
+ * ranges that hold idle on their own, and counts per step only the work inside the steps. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,7 @@
 #include "analysis/advice.h"
 #include "analysis/an.h"
 #include "analysis/names.h"
+#include "analysis/suspects.h"
 #include "analysis/suspects_recompute.h"
 #include "analysis/suspects_waste.h"
 #include "lib/err.h"
@@ -72,16 +75,13 @@
                                      * peak is ~100 GFLOP/s with AVX2, ~190 with AVX-512, at 3 GHz) ... */
 #define PARALLEL_MIN_FLOPS 1e8      /* ... and its calls are big enough to be split across cores (>= 0.5 ms on one) */
 
-enum {
-    C_DATA, C_SYNC, C_PY, C_LAUNCH, C_CPU, C_COMM, C_COPY, C_PAGE, C_COMPUTE, C_START, C_TAIL,
-    C_ALLOC, C_COMPILE, C_TOKENIZE, C_GC, C_SYNC_LAUNCH, C_COPY_CRIT, C_MEMBOUND, C_OUTLIER, C_HOST_WORK, C_DOMINANT, C_THREADS, C_N
-};
 static const char *const cat_ids[] = {"data_loading", "host_sync", "python_overhead", "launch_bound", "cpu_bound_op",
                                       "communication", "copies_casts", "pageable_memcpy", "compute_bound_op", "startup", "tail",
                                       "allocator_churn", "compilation", "tokenization", "garbage_collection", "synchronous_launch",
                                       "copy_on_critical_path", "memory_bound_op", "step_outlier", "host_work", "dominant_op",
                                       "cpu_threads"};
 _Static_assert(sizeof cat_ids / sizeof cat_ids[0] == C_N, "one id per category");
+const char *category_name(int c) { return cat_ids[c]; }
 
 /* ---- the walk's statistics ---- */
 
@@ -187,15 +187,6 @@ static int is_short(const A *a, long name) {
 
 /* ---- contributions per category ---- */
 
-typedef struct contrib { int cat; long name; long track; double us; } contrib;
-
-typedef struct tally {
-    intern *keys;
-    contrib *c;
-    size_t n, cap;
-    json_t *evidence[C_N];
-} tally;
-
 static int credit(tally *t, int cat, long name, long track, double us) {
     if (us <= 0) return 0;
     long key[3] = {cat, name, track};
@@ -212,7 +203,7 @@ static int launches_block(const A *a) { return a->sus->launches > 0 && 2 * a->su
 
 /* The category of an idle label, C_N for none. Named host work comes before what kind of
  * range holds it: a tokenizer in a python_function is tokenization, not Python. */
-static int category_of(const A *a, const idle_sum *s) {
+int category_of(const A *a, const idle_sum *s) {
     unsigned f = an_flags(a, s->name);
     switch (s->type) {
     case LB_DATALOADER: case LB_LEAD_DATA: case LB_TAIL_DATA: return C_DATA;
@@ -231,6 +222,7 @@ static int category_of(const A *a, const idle_sum *s) {
     if (a->idle->cpu_only && s->type != LB_OP) return C_PY; /* cseg's categories (idle.c cpu_piece) */
     if (f & NF_ALLOC) return C_ALLOC;
     if (s->type == LB_RT) return C_HOST_WORK;
+    if (s->type == LB_RANGE_HOST) return a->t->source && !strcmp(a->t->source, "nsys") ? C_HOST_WORK : C_PY;
     if (s->type == LB_OP) return is_short(a, s->name) ? C_LAUNCH : C_CPU;
     return C_PY;
 }
@@ -1147,7 +1139,7 @@ static void graph_note(const A *a, char *out, size_t n) {
 
 /* One suspect of category c: its culprit, at stake (wall: the trace's), evidence and next
  * experiment. nsteps: the steps a per-step share divides by (0: none). */
-static json_t *suspect_entry(A *a, const tally *t, int c, double at, long culprit, int cpu_only, size_t nsteps) {
+json_t *suspect_entry(A *a, const tally *t, int c, double at, long culprit, int cpu_only, size_t nsteps) {
     static const char *const smell[] = {"cpu_heavy", "cpu_heavy", "cpu_heavy", "many_small_calls", "cpu_heavy", NULL, "one_op_dominates",
                                         "cpu_heavy", "one_op_dominates", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy", "cpu_heavy",
                                         "cpu_heavy", "cpu_heavy", "cpu_heavy", "one_op_dominates", NULL, "cpu_heavy", "one_op_dominates",
@@ -1213,6 +1205,7 @@ static int one_thread(const opstat *o, double *gflops) {
 static json_t *suspect_list(A *a, tally *t, double wall, const double *cpu_at, int *nfired) {
     int cpu_only = cpu_at != NULL;
     json_t *list = json_array();
+    int fired[C_N] = {0};
     *nfired = 0;
     for (int c = 0; c < C_N; c++) {
         double at, g;
@@ -1220,6 +1213,8 @@ static json_t *suspect_list(A *a, tally *t, double wall, const double *cpu_at, i
         if (c == C_THREADS) continue; /* only ever cpu_bound_op's, named for its cause below */
         at_stake_of(t, c, cpu_at, &at, &culprit);
         if (!fires(c, at, wall) || culprit < -1) continue;
+        fired[c] = 1;
+        culprit = sus_range_culprit(a, t, c, culprit); /* a range holding most of a spread category */
         int cat = c;
         if (c == C_CPU && cpu_only && one_thread(culprit >= 0 ? find_stat(a, culprit) : NULL, &g)) {
             /* the op's time is one core's work: the category says why (its evidence, the rate) */
@@ -1232,9 +1227,20 @@ static json_t *suspect_list(A *a, tally *t, double wall, const double *cpu_at, i
             for (size_t i = 0; i < t->n; i++)
                 if (t->c[i].cat == C_CPU) t->c[i].cat = C_THREADS;
         }
-        json_array_append_new(list, suspect_entry(a, t, cat, at, culprit, cpu_only, a->nsteps));
+        json_t *e = suspect_entry(a, t, cat, at, culprit, cpu_only, a->nsteps);
+        int single = cat == C_CPU || cat == C_THREADS || cat == C_COMPUTE || cat == C_MEMBOUND || cat == C_DOMINANT;
+        if (sus_annotate(a, t, e, cat, at, culprit, single) || json_array_append_new(list, e)) {
+            json_decref(list);
+            return NULL;
+        }
         ++*nfired;
     }
+    size_t nlisted = json_array_size(list);
+    if (sus_range_suspects(a, t, list, wall, fired)) {
+        json_decref(list);
+        return NULL;
+    }
+    *nfired += (int)(json_array_size(list) - nlisted);
     if (sort_list(list)) {
         json_decref(list);
         return NULL;
@@ -1289,14 +1295,16 @@ int an_suspects_steps(A *a, json_t *doc, const json_t *breakdown) {
     long culprit;
     if (!rc) at_stake_of(&t, C_OUTLIER, NULL, &at, &culprit);
     if (!rc && fires(C_OUTLIER, at, a->wall)) {
-        json_array_append_new(list, suspect_entry(a, &t, C_OUTLIER, at, culprit, a->idle->cpu_only, n));
+        json_t *e = suspect_entry(a, &t, C_OUTLIER, at, culprit, a->idle->cpu_only, n);
+        rc = sus_annotate(a, &t, e, C_OUTLIER, at, culprit, 0);
+        if (!rc) json_array_append_new(list, e);
+        else json_decref(e);
         json_object_set_new(doc, "healthy", json_false());
     }
     size_t i;
     json_t *x;
-    json_array_foreach(list, i, x) /* per step: of the steps counted now */
-        if (json_is_number(json_object_get(x, "at_stake_per_step_us")))
-            json_object_set_new(x, "at_stake_per_step_us", json_real(json_number_value(json_object_get(x, "at_stake_us")) / (double)n));
+    json_array_foreach(list, i, x) /* per step: of the steps counted now, inside them (suspects_idle.c) */
+        sus_per_step(x, n, sum / (double)n);
     if (!rc) rc = sort_list(list);
     for (int c = 0; c < C_N; c++) json_decref(t.evidence[c]);
     intern_free(t.keys);
@@ -1316,7 +1324,8 @@ static json_t *idle_doc(A *a, json_t *phases) {
         total += s->by_class[c];
     }
     static const char *const types[] = {"no_launch", "kernel_wait_op", "kernel_wait_range", "kernel_wait_launch", "dataloader", "sync",
-                                        "python_function", "user_annotation", "step", "untraced", "cpu_op", "runtime_call", "sync_launch"};
+                                        "python_function", "user_annotation", "step", "untraced", "cpu_op", "runtime_call", "sync_launch",
+                                        "range_host"};
     _Static_assert(sizeof types / sizeof types[0] == LB_LEAD_DATA, "a name per idle label type");
     int used[25];
     int nused = 0;

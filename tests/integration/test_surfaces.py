@@ -178,14 +178,18 @@ class Surfaces(unittest.TestCase):
                 self.assertEqual(v["steps"]["direction"], "unchanged")  # a session against itself
 
     def test_at_stake_per_step(self):
-        """/suspects at_stake_per_step_us = at_stake_us / the steps /steps counts (EXACT)."""
+        """/suspects at_stake_per_step_us (issue 48 item 5): the share of at_stake_us inside the
+        steps (evidence.inside_steps_fraction, 1 where not given) over the steps /steps counts,
+        never above /steps' mean step (EXACT)."""
         for rel, s in self.each():
             with self.subTest(trace=rel):
                 n = len(s["steps"]["steps"])
                 for x in s["suspects"].get("suspects") or []:
                     if x["at_stake_per_step_us"] is None:
                         continue
-                    self.assertTrue(close(x["at_stake_per_step_us"] * n, x["at_stake_us"]), (rel, x["category"]))
+                    f = (x.get("evidence") or {}).get("inside_steps_fraction", 1.0)
+                    want = min(x["at_stake_us"] * f / n, s["steps"]["mean"]["dur_us"])
+                    self.assertTrue(close(x["at_stake_per_step_us"], want), (rel, x["category"]))
 
     # ---- phases ----
 
