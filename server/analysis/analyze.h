@@ -19,8 +19,13 @@
  * existed), so that a re-analysis (ingest/reanalyse.h) knows which are older, and compare
  * and regressions say when their two sides differ. Bump it with any change to what is
  * stored: a figure, a verdict, a threshold, a row or a field of any of those documents (a
- * change only in how a reply is rendered from stored rows needs none). Never lower it. */
-#define ANALYSIS_VERSION 1
+ * change only in how a reply is rendered from stored rows needs none). Never lower it.
+ *   1  the first versioned analysis (issue 52)
+ *   2  issue 48: GPU time by kind and waste inside a busy GPU (copies_casts by kind,
+ *      unfused_elementwise, tiny_kernels, math_below_roof), recomputed_work, idle charged to
+ *      what emptied the queue and summed up the range tree, members and per-step figures of
+ *      the work inside the steps, advice chosen from the evidence, the report's Top lines */
+#define ANALYSIS_VERSION 2
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
 #define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */
