@@ -142,6 +142,8 @@ typedef struct idle_sum {
     double us;
     double in_us, known_us; /* of us, the part inside a step (a ProfilerStep range on the labelling stack, or
                              * the launch's), of the part where that is known (issue 48: per step) */
+    double pend_us;         /* of us, outside a step on the thread being walked, known only once the
+                             * thread is seen to open a step (idle.c settle_outside) */
 } idle_sum;
 
 /* Idle (host-wait and kernel-wait labels) under a record_function / NVTX range (not a step,
@@ -240,6 +242,8 @@ typedef struct idle_state {
     intern *rkeys;                 /* (type, name, range) -> index into rsums */
     idle_rsum *rsums;
     size_t nrsums, caprsums;
+    size_t *pend;                  /* the sums with pend_us > 0 on the thread being walked */
+    size_t npend, cappend;
 } idle_state;
 
 #define SYNC_CHAIN 6  /* the cpu_ops a sync's evidence quotes, outermost first */
@@ -290,6 +294,7 @@ typedef struct idle_walk {
     double carry_left;
     long carry_name, carry_range;
     int carry_launch;
+    int had_step;                  /* the thread opened a step's range: time outside one is known to be so */
 } idle_walk;
 
 /* ---- suspects (suspects.c) ---- */

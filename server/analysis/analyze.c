@@ -337,6 +337,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     intern_free(idle.rkeys);
     json_decref(idle.sync_ev);
     free(idle.rsums);
+    free(idle.pend);
     an_suspects_free(&a);
     an_waste_free(&a);
     an_steps_free(&a);

@@ -64,6 +64,26 @@ _Static_assert(GAP_LEAD_IN == 3 && GAP_TAIL == 4, "the queries below name the le
 /* One row of the sums: a label and its idle (or, CPU-only, labelled) time; instep 1 when
  * the time lies inside a step, 0 outside, -1 unknown; range: the record_function / NVTX
  * range it lies under (-1 none; issue 48's range tree, idle_rsum). */
+/* Why outside a step is known only on a thread that opens steps: PyTorch runs the backward
+ * pass (and with it DDP's collectives) on autograd's own thread, where no ProfilerStep range
+ * is ever open; its instants lie inside the steps in time, and calling them outside made the
+ * collectives of a DDP trace "once, before the first step or after the last". So time outside
+ * a step on the thread being walked waits (INSTEP_PENDING) until the thread's end says
+ * whether it opened a step: then it is outside, else unknown. */
+#define INSTEP_PENDING (-2)
+
+static int step_known(const idle_walk *w, int instep) { return instep || w->had_step ? instep : INSTEP_PENDING; }
+
+/* At a thread's end: its time outside a step is known to be outside when it opened one. */
+static void settle_outside(idle_state *s, int had_step) {
+    for (size_t k = 0; k < s->npend; k++) {
+        idle_sum *x = &s->sums[s->pend[k]];
+        if (had_step) x->known_us += x->pend_us;
+        x->pend_us = 0;
+    }
+    s->npend = 0;
+}
+
 static int add_label_in(A *a, int type, long name, long track, double us, int instep, long range) {
     if (us <= 0) return 0;
     idle_state *s = a->idle;
@@ -71,10 +91,17 @@ static int add_label_in(A *a, int type, long name, long track, double us, int in
     int fresh;
     long i = INTERN_SLOT(s->keys, key, sizeof key, s->sums, s->nsums, s->capsums, 64, &fresh);
     if (i < 0) return ERR_NOMEM;
-    if (fresh) s->sums[i] = (idle_sum){type, name, key[2], 0, 0, 0};
+    if (fresh) s->sums[i] = (idle_sum){type, name, key[2], 0, 0, 0, 0};
     s->sums[i].us += us;
     if (instep >= 0) s->sums[i].known_us += us;
     if (instep > 0) s->sums[i].in_us += us;
+    if (instep == INSTEP_PENDING) {
+        if (s->sums[i].pend_us == 0) {
+            if (VEC_RESERVE(s->pend, s->cappend, s->npend + 1, 64)) return ERR_NOMEM;
+            s->pend[s->npend++] = (size_t)i;
+        }
+        s->sums[i].pend_us += us;
+    }
     if (range < 0) return 0;
     long rk[3] = {type, name, range};
     i = INTERN_SLOT(s->rkeys, rk, sizeof rk, s->rsums, s->nrsums, s->caprsums, 64, &fresh);
@@ -368,6 +395,7 @@ int an_idle_thread(A *a, idle_walk *w, long track) {
     w->gpu_launch_ts = -INFINITY;
     w->wait_ok = 0;
     w->carry_on = 0;
+    w->had_step = 0;
     w->on = 0;
     w->hw_row = w->kw_row = 0;
     if (a->idle->cpu_only) {
@@ -415,6 +443,7 @@ static void label_at(const A *a, const idle_walk *w, double t, int *type, long *
         if (w->frames[i].type == LB_STEP) *instep = 1;
         if (w->frames[i].type == LB_UA) *range = w->frames[i].name;
     }
+    *instep = step_known(w, *instep);
     for (int i = 0; i < k; i++)
         if (w->frames[i].type == LB_DATALOADER) {
             *type = LB_DATALOADER;
@@ -651,7 +680,7 @@ static int kernel_waits(A *a, idle_walk *w, const hrow *r, const frame *stack, i
                     if (stack[i].kind != a->ua_kind) { name = stack[i].name; type = LB_KWAIT_OP; break; }
                 }
             stack_range(a, stack, depth, &instep, &range);
-            rc = add_label_in(a, type, name, -1, us, instep, range);
+            rc = add_label_in(a, type, name, -1, us, step_known(w, instep), range);
         } else if (lts == r->ts) {
             break; /* another launch at the same instant: its row may come next */
         } else {
@@ -731,6 +760,7 @@ int an_idle_row(A *a, idle_walk *w, const hrow *r, const frame *stack, int depth
     if (VEC_RESERVE(w->frames, w->capframes, (size_t)w->nframes + 1, 64)) return ERR_NOMEM;
     int type = range_type(a, r);
     w->frames[w->nframes++] = (label_frame){r->ts, r->te, type == LB_STEP ? a->step_name : r->name, type};
+    if (type == LB_STEP) w->had_step = 1;
     return 0;
 }
 
@@ -742,6 +772,7 @@ int an_idle_thread_end(A *a, idle_walk *w) {
         rc = add_label(a, LB_KWAIT_RT, -1, -1, w->kw_us);
         if (!rc) rc = kw_step(w);
     }
+    settle_outside(a->idle, w->had_step);
     w->on = 0;
     return rc;
 }

@@ -43,7 +43,7 @@ static int idle_cat(int c) {
 
 /* The category of a range sum's label. */
 static int rsum_cat(const A *a, const idle_rsum *r) {
-    idle_sum s = {r->type, r->name, -1, r->us, 0, 0};
+    idle_sum s = {r->type, r->name, -1, r->us, 0, 0, 0};
     return category_of(a, &s);
 }
 
