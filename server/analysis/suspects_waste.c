@@ -86,10 +86,13 @@ static int add_entry(A *a, json_t *list, const char *cat, const char *smell, con
                                                                       sizeof cut), "us", json_object_get(x, "gpu_us")));
     }
     json_object_set_new(ev, "top_contributors", top);
-    json_t *e = json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:o,s:s}", "category", cat, "culprit", culprit, "smell",
+    /* members_us: the whole group's own time, as every suspect with members gives it */
+    double sum = others;
+    for (size_t i = 0; i < json_array_size(members); i++) sum += json_number_value(json_object_get(json_array_get(members, i), "gpu_us"));
+    json_t *e = json_pack("{s:s,s:s,s:o,s:f,s:f,s:o,s:o,s:f,s:o,s:s}", "category", cat, "culprit", culprit, "smell",
                           smell ? json_string(smell) : json_null(), "at_stake_us", at, "at_stake_fraction", at / a->wall,
                           "at_stake_per_step_us", a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members,
-                          "evidence", ev, "next_experiment", next);
+                          "members_us", sum, "evidence", ev, "next_experiment", next);
     if (!e) return ERR_NOMEM;
     insert_ranked(list, e);
     ++*nfired;

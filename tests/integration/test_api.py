@@ -378,7 +378,9 @@ class Api(unittest.TestCase):
         self.assertEqual(own["evidence"]["operator"], "aten::copy_")
         self.assertAlmostEqual(own["evidence"]["share"], 0.6)
         self.assertEqual(own["evidence"]["class"], "memory")
-        self.assertIn("copies and casts of aten::copy_", rep["lines"]["next_experiment"])
+        # issue 48: copies_casts is data movement by kind, named by its largest member
+        self.assertIn("Data movement holds", rep["lines"]["next_experiment"])
+        self.assertIn("aten::copy_", rep["lines"]["next_experiment"])
 
     def test_smell_tiny_kernels_from_a_loop(self):
         evs = []
@@ -415,9 +417,11 @@ class Api(unittest.TestCase):
 
     def test_smell_healthy_run_fires_nothing(self):
         evs = []
-        names = ["aten::mm", "aten::add", "aten::relu", "aten::softmax"]
+        # four balanced ops, kernels packed back to back; no two elementwise kernels in a row
+        # (issue 48: add -> relu -> softmax back to back is an unfused chain, a suspect)
+        names = ["aten::mm", "aten::add", "aten::bmm", "aten::relu"]
         t = 0
-        for i in range(40):  # four balanced ops, kernels packed back to back
+        for i in range(40):
             evs += launch_pair(names[i % 4], names[i % 4] + "_kernel", t, 12, 30, i + 1, kts=i * 30)
             t += 10
         _, sm, rep = self.smells(trace(evs))
