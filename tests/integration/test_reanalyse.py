@@ -455,10 +455,26 @@ class Races(unittest.TestCase):
             self.assertEqual(rows(srv, "SELECT count(*) FROM %s WHERE session_id = %d" % (table, sid)), [["0"]], table)
 
 
+_BIG = {}
+
+
+def big_trace(events=300000):
+    """A generated LLM trace (bench/gen_trace.c) whose re-analysis takes about a second, so that
+    a kill 0.3 s after it starts lands mid-way (ResNet's 75k events re-analyse in ~0.25 s: the
+    kill came after the end on a fast run). Built once per process."""
+    if events not in _BIG:
+        d = tempfile.mkdtemp(prefix="fp-big-")
+        gen, out = os.path.join(d, "gen_trace"), os.path.join(d, "llm.json.gz")
+        subprocess.run([os.environ.get("CC", "cc"), "-O2", "-o", gen, os.path.join(fpserver.ROOT, "bench", "gen_trace.c")], check=True)
+        subprocess.run([gen, "-n", str(events), "-z", "-o", out], check=True)
+        _BIG[events] = out
+    return _BIG[events]
+
+
 class Kill(unittest.TestCase):
     def test_a_server_killed_mid_way_leaves_the_old_analysis_and_the_next_run_finishes(self):
         a = Server("--reanalyse-lease", "3", quiet=False)
-        sid = a.upload_ok(body(RESNET), "?name=killed")
+        sid = a.upload_ok(body(big_trace()), "?name=killed")
         want = reads(a, sid, JSON_READS)
         a.stop()
         sql(a, "UPDATE sessions SET analysis_version = 0 WHERE id = %d" % sid)
