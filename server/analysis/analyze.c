@@ -38,6 +38,7 @@
 
 #include "analysis/an.h"
 #include "analysis/report.h"
+#include "analysis/suspects_recompute.h"
 #include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
@@ -338,6 +339,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     json_decref(idle.sync_ev);
     free(idle.rsums);
     an_suspects_free(&a);
+    an_const_free(&a);
     an_waste_free(&a);
     an_steps_free(&a);
     json_decref(breakdown);
