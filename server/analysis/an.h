@@ -406,6 +406,7 @@ typedef struct A {
     unsigned char *kclass;         /* per string id: a kernel name's precision class (KC_*) + 1, 0 none */
     signed char *kcausal;          /* per string id: a flash kernel's causal flag (flops_kernel_causal), -1 none */
     size_t nkclass;
+    struct const_state *cst;       /* suspects_recompute.c: the chains an_const_pop follows, NULL until its first call */
     json_t *effic;                 /* the efficiency document (effic.c), from before an_suspects on;
                                     * owned by analyze_run (borrowed here): suspects.c reads verdicts */
 } A;

@@ -38,6 +38,7 @@
 
 #include "analysis/an.h"
 #include "analysis/report.h"
+#include "analysis/suspects_recompute.h"
 #include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
@@ -339,6 +340,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     free(idle.rsums);
     free(idle.pend);
     an_suspects_free(&a);
+    an_const_free(&a);
     an_waste_free(&a);
     an_steps_free(&a);
     json_decref(breakdown);

@@ -24,8 +24,9 @@
  *   2  issue 48: GPU time by kind and waste inside a busy GPU (copies_casts by kind,
  *      unfused_elementwise, tiny_kernels, math_below_roof), recomputed_work, idle charged to
  *      what emptied the queue and summed up the range tree, members and per-step figures of
- *      the work inside the steps, advice chosen from the evidence, the report's Top lines */
-#define ANALYSIS_VERSION 2
+ *      the work inside the steps, advice chosen from the evidence, the report's Top lines
+ *   3  recomputed_work's second mechanism: a per-step constant rebuilt every layer */
+#define ANALYSIS_VERSION 3
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
 #define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */

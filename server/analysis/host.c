@@ -13,6 +13,7 @@
 #include "analysis/an.h"
 #include "analysis/analyze.h"
 #include "analysis/report.h"
+#include "analysis/suspects_recompute.h"
 #include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
@@ -174,6 +175,9 @@ static int pop_frame(A *a, frame *stack, int *depth) {
     if (!rc) rc = note_step(a, f);
     if (!rc && f->e_n && a->eff) rc = an_effic_pop(a, f, stack, *depth);
     if (!rc) rc = an_op_host(a, f);
+    /* recomputed_work's rebuilt constants (suspects_recompute.c): which ops ran one after
+     * another under one range, with their shapes and GPU time, is known only here */
+    if (!rc) rc = an_const_pop(a, f, stack, *depth);
     if (!rc && f->cls == EV_HOST_OP && f->kind == a->ua_kind) {
         phase *p = phase_for(a, c.name, 0);
         if (!p) return ERR_NOMEM;

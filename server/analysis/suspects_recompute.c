@@ -20,7 +20,42 @@
  * SDPA ops with shapes) is the same evidence: grouped by (op, B, H, D), M = B * S.
  * At stake: sum over the group's rows of GPU time x (1 - s / M), the recomputed share; the
  * members are the groups that fired, each with its GPU time. A cached decode keeps M at the
- * batch size (one length: never fires); a prefill runs one length. */
+ * batch size (one length: never fires); a prefill runs one length.
+ *
+ * Mechanism 2: a per-step constant rebuilt every layer. Rotary cos/sin tables (arange ->
+ * outer -> cat -> cos, sin), a causal mask (full / ones -> triu / tril -> masked_fill),
+ * position ids (arange) built again in each layer's forward: the same few small kernels with
+ * the same input shapes, k times a step (k layers), where once (a register_buffer, or once a
+ * step outside the layers) would do. Premise: a Kineto trace has no dataflow, so what a
+ * chain makes is read from how it starts. A chain is a run of consecutive cpu_ops, siblings
+ * under one record_function / ProfilerStep range (or under none: ops nested in an op are
+ * its internals), that starts at a factory op (a tensor made from no tensor: arange, ones,
+ * zeros, full, empty, linspace, eye, scalar_tensor..., whose Input Dims hold no dim) and goes
+ * on only with factory, fill_, elementwise, trig, cat, cast and view ops (const_cont) whose
+ * every tensor has at most CONST_MAX_SPREAD dims other than 1 (a table [P, D], a mask
+ * [S, S] or [1, 1, S, S]; activations are [B, S, H] or [B, H, S, D]); any other op ends it
+ * (an empty counts only when fill_ or zero_ comes next: alone it is an output buffer). So
+ * its first tensor comes from scalars, and the names after it are the few that a table or
+ * a mask is made of: a chain that reads the activations (RMSNorm's pow of the hidden
+ * states) starts at no factory, and the op that applies the mask to the scores ends it.
+ * Recorded by the host walk (an_const_pop, one hook in host.c's pop_frame): each chain keyed
+ * by its (name, Input Dims) sequence, at most CONST_MAX_CHAINS distinct keys of at most
+ * CONST_CHAIN_OPS ops (more are dropped: a constant is a few ops, and the table stays
+ * bounded: ~35 KB, a linear search only when a chain ends), followed at most CONST_DEPTH
+ * levels deep; per key, per ProfilerStep, how many times it ran and the GPU time
+ * (cuda_total: all its launches' GPU time) of its runs after the first.
+ * A key fires in a step where it ran CONST_MIN_REPEATS times or more with the same shapes
+ * (a layer count; 2 or 3 is a model's own few tables: encoder and decoder, q and k), and
+ * fires when it did so in CONST_MIN_STEPS steps (a loop, not one warm-up). No steps: no
+ * evidence. Without record_shapes the factory test fails: no evidence either.
+ * At stake: the GPU time of those runs beyond the first in each step where the key fired.
+ * Why GPU time and not the launches' host time: where the GPU is busy it is what the rebuild
+ * costs; where the GPU idles on tiny launches, the launch time would count too, but it is
+ * not the members' own GPU time, and a suspect never holds more than its members. Members:
+ * the ops of the fired chains with their GPU time over every run; culprit: the first op
+ * (the factory) of the chain with the most at stake. The prefix mechanism wins when both
+ * fire (one recomputed_work suspect: the larger at stake). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +69,14 @@
 #define RECOMP_MIN_PREFIX 2    /* the smallest M is at least this many strides (a prompt) */
 #define RECOMP_STEADY_SHARE 0.8 /* one call count for this share of the lengths at least */
 #define RECOMP_EVIDENCE_ROWS 5 /* groups the evidence lists */
+
+/* Mechanism 2 (the header comment has why each one): */
+#define CONST_MAX_CHAINS 64    /* distinct chains kept; later new ones are dropped (counted) */
+#define CONST_CHAIN_OPS 16     /* ops a chain holds at most; a longer one is no small constant */
+#define CONST_DEPTH 32         /* nesting levels a chain is followed at (deeper: none) */
+#define CONST_MIN_REPEATS 4    /* runs of one chain in one step: a layer count */
+#define CONST_MIN_STEPS 2      /* steps it must repeat in */
+#define CONST_MAX_SPREAD 2     /* dims other than 1 a continuing op's tensors have at most */
 
 /* One (op, weight) group: the lengths it ran at are rlen rows pointing at it. */
 typedef struct rgroup {
@@ -253,9 +296,267 @@ static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
                      "next_experiment", next);
 }
 
-int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
+/* ---- mechanism 2: a per-step constant rebuilt every layer (the header comment) ---- */
+
+enum { CK_UNKNOWN, CK_FACTORY, CK_EMPTY, CK_CONT, CK_FILL, CK_OTHER };
+
+/* A chain being followed among the children of one range. */
+typedef struct cchain {
+    int n;                        /* its ops so far; 0: none open */
+    int bad;                      /* too long, or an empty not filled: dropped when it ends */
+    long name[CONST_CHAIN_OPS], shapes[CONST_CHAIN_OPS];
+    double us[CONST_CHAIN_OPS];   /* each op's GPU time (cuda_total) */
+    long step, track;             /* the ProfilerStep#N it started in (-1: none), its thread */
+} cchain;
+
+/* One distinct chain, (name, shapes) sequence, and its runs. */
+typedef struct centry {
+    uint64_t h;                   /* hash of the sequence */
+    int n;
+    long name[CONST_CHAIN_OPS], shapes[CONST_CHAIN_OPS];
+    double op_us[CONST_CHAIN_OPS]; /* each op's GPU time over every run */
+    long step, track;             /* the step being counted */
+    long long cnt;                /* runs in that step */
+    double extra;                 /* GPU time of that step's runs after the first */
+    long long runs, steps, steps_fired;
+    double us, at;                /* GPU time of every run; at stake (runs beyond the first in fired steps) */
+} centry;
+
+typedef struct const_state {
+    unsigned char *cls;           /* per name id (a->nnflags of them): CK_* */
+    cchain slot[CONST_DEPTH];     /* slot[d]: the chain among the frames at stack index d */
+    centry e[CONST_MAX_CHAINS];
+    size_t ne;
+    long long dropped;            /* chains not kept: the table was full */
+} const_state;
+
+static const char *const const_factory[] = {"aten::arange", "aten::ones", "aten::zeros", "aten::full", "aten::linspace",
+                                            "aten::logspace", "aten::eye", "aten::scalar_tensor", "aten::tensor", NULL};
+static const char *const const_cont[] = {
+    "aten::mul", "aten::mul_", "aten::outer", "aten::einsum", "aten::cat", "aten::stack", "aten::cos", "aten::sin", "aten::exp",
+    "aten::pow", "aten::div", "aten::div_", "aten::reciprocal", "aten::neg", "aten::add", "aten::add_", "aten::sub", "aten::sub_",
+    "aten::triu", "aten::tril", "aten::masked_fill", "aten::masked_fill_", "aten::to", "aten::_to_copy", "aten::copy_",
+    "aten::type_as", "aten::unsqueeze", "aten::expand", "aten::view", "aten::reshape", "aten::repeat", "aten::contiguous",
+    "aten::clone", "aten::slice", "aten::select", "aten::where", "aten::lt", "aten::gt", "aten::le", "aten::ge", "aten::eq",
+    "aten::ne", "aten::logical_not", "aten::bitwise_not", "aten::transpose", "aten::flatten", "aten::squeeze", "aten::detach",
+    "aten::lift_fresh", "aten::full_like", "aten::zeros_like", "aten::ones_like", NULL};
+
+static int in_list(const char *const *l, const char *n) {
+    for (; *l; l++)
+        if (!strcmp(*l, n)) return 1;
+    return 0;
+}
+
+/* A name's class, looked up once per name id. */
+static int const_class(A *a, const_state *c, long name) {
+    if (name < 0 || (size_t)name >= a->nnflags) return CK_OTHER;
+    if (c->cls[name]) return c->cls[name];
+    const char *n = an_str(a, name);
+    int k = !strcmp(n, "aten::empty") || !strcmp(n, "aten::empty_strided") ? CK_EMPTY
+            : !strcmp(n, "aten::fill_") || !strcmp(n, "aten::zero_")      ? CK_FILL
+            : in_list(const_factory, n)                                     ? CK_FACTORY
+            : in_list(const_cont, n)                                        ? CK_CONT
+                                                                            : CK_OTHER;
+    return c->cls[name] = (unsigned char)k;
+}
+
+/* Whether Input Dims hold no dim at all (only scalars and lists of ints: a factory's). */
+static int no_tensor_input(A *a, long shapes) {
+    if (shapes < 0) return 0; /* not recorded: nothing says */
+    for (const char *p = an_str(a, shapes); *p; p++)
+        if (*p >= '0' && *p <= '9') return 0;
+    return 1;
+}
+
+/* Whether every tensor of Input Dims has at most CONST_MAX_SPREAD dims other than 1: a
+ * table [P, D], a mask [S, S] or [1, 1, S, S], not the activations [B, S, H] / [B, H, S, D]
+ * (the chain has no dataflow: this is where it stops at the first op that reads them). */
+static int small_dims(A *a, long shapes) {
+    if (shapes < 0) return 0;
+    int n = 0;
+    for (const char *p = an_str(a, shapes); *p; p++) {
+        if (*p == '[') n = 0;
+        if (*p < '0' || *p > '9') continue;
+        char *e;
+        long long v = strtoll(p, &e, 10);
+        if (v != 1 && ++n > CONST_MAX_SPREAD) return 0;
+        p = e - 1;
+    }
+    return 1;
+}
+
+static uint64_t chain_hash(const cchain *ch) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < ch->n; i++) h = (h ^ (uint64_t)ch->name[i]) * 1099511628211ULL, h = (h ^ (uint64_t)ch->shapes[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A key's step ends: it fired there when it ran CONST_MIN_REPEATS times. */
+static void entry_commit(centry *e) {
+    if (e->cnt >= CONST_MIN_REPEATS) e->at += e->extra, e->steps_fired++;
+    e->cnt = 0, e->extra = 0;
+}
+
+/* The chain in ch ends: counted under its key; ch is closed. */
+static void chain_close(const_state *c, cchain *ch) {
+    double us = 0;
+    for (int i = 0; i < ch->n; i++) us += ch->us[i];
+    if (!ch->n || ch->bad || ch->step < 0 || us <= 0) {
+        ch->n = 0;
+        return;
+    }
+    uint64_t h = chain_hash(ch);
+    centry *e = NULL;
+    for (size_t i = 0; i < c->ne && !e; i++)
+        if (c->e[i].h == h && c->e[i].n == ch->n && !memcmp(c->e[i].name, ch->name, (size_t)ch->n * sizeof *ch->name) &&
+            !memcmp(c->e[i].shapes, ch->shapes, (size_t)ch->n * sizeof *ch->shapes))
+            e = &c->e[i];
+    if (!e && c->ne == CONST_MAX_CHAINS) c->dropped++;
+    if (!e && c->ne < CONST_MAX_CHAINS) {
+        e = &c->e[c->ne++];
+        memset(e, 0, sizeof *e);
+        e->h = h, e->n = ch->n, e->step = -1;
+        memcpy(e->name, ch->name, (size_t)ch->n * sizeof *ch->name);
+        memcpy(e->shapes, ch->shapes, (size_t)ch->n * sizeof *ch->shapes);
+    }
+    if (e) {
+        if (e->step != ch->step || e->track != ch->track) {
+            entry_commit(e);
+            e->step = ch->step, e->track = ch->track, e->steps++;
+        }
+        if (e->cnt++) e->extra += us;
+        e->runs++, e->us += us;
+        for (int i = 0; i < ch->n; i++) e->op_us[i] += ch->us[i];
+    }
+    ch->n = 0;
+}
+
+/* The ProfilerStep#N range around stack index d (its name id), -1 none. */
+static long step_around(const A *a, const frame *stack, int d) {
+    for (int i = d - 1; i >= 0; i--)
+        if (stack[i].cls == EV_HOST_OP && stack[i].kind == a->ua_kind && an_flags(a, stack[i].name) & NF_STEP) return stack[i].name;
+    return -1;
+}
+
+int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
+    const_state *c = a->cst;
+    if (!c) {
+        if (a->step_name < 0) return 0; /* no steps: no evidence */
+        if (!(c = a->cst = calloc(1, sizeof *c)) || !(c->cls = calloc(a->nnflags + 1, 1))) return ERR_NOMEM;
+    }
+    if (depth + 1 < CONST_DEPTH && c->slot[depth + 1].n) chain_close(c, &c->slot[depth + 1]); /* f's children's chain ends with f */
+    if (depth >= CONST_DEPTH) return 0;
+    cchain *ch = &c->slot[depth];
+    /* only siblings under a range (or under none) chain: ops nested in an op are its internals */
+    int under_range = !depth || (stack[depth - 1].cls == EV_HOST_OP && stack[depth - 1].kind == a->ua_kind);
+    int k = f->cls == EV_HOST_OP && f->kind != a->ua_kind && under_range ? const_class(a, c, f->name) : CK_OTHER;
+    if ((k == CK_FACTORY || k == CK_EMPTY) && !no_tensor_input(a, f->shapes)) k = CK_OTHER;
+    if ((k == CK_CONT || k == CK_FILL) && ch->n && !small_dims(a, f->shapes)) k = CK_OTHER;
+    if (k == CK_OTHER || (!ch->n && k != CK_FACTORY && k != CK_EMPTY)) {
+        if (ch->n) chain_close(c, ch);
+        return 0;
+    }
+    if (ch->n && ch->bad == 2 && k != CK_FILL) ch->bad = 1; /* an empty must be filled next */
+    else if (ch->bad == 2) ch->bad = 0;
+    if (!ch->n) ch->bad = 0, ch->step = step_around(a, stack, depth), ch->track = f->track;
+    if (ch->n == CONST_CHAIN_OPS) {
+        ch->bad = 1;
+        return 0;
+    }
+    if (k == CK_EMPTY && !ch->bad) ch->bad = 2;
+    ch->name[ch->n] = f->name, ch->shapes[ch->n] = f->shapes, ch->us[ch->n] = f->cuda_total;
+    ch->n++;
+    return 0;
+}
+
+void an_const_free(A *a) {
+    if (!a->cst) return;
+    free(a->cst->cls);
+    free(a->cst);
+    a->cst = NULL;
+}
+
+static int centry_cmp(const void *x, const void *y) {
+    const centry *p = x, *q = y;
+    return p->at > q->at ? -1 : p->at < q->at;
+}
+
+/* The chain's text: "aten::arange -> aten::outer -> ..." into out. */
+static void chain_text(A *a, const centry *e, char *out, size_t n) {
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < e->n && o + 1 < n; i++) {
+        int w = snprintf(out + o, n - o, "%s%s", i ? " -> " : "", an_str(a, e->name[i]));
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+}
+
+/* The suspect of the fired chains e[0..nf) (sorted by at stake), or NULL on no memory. */
+static json_t *const_entry(A *a, centry *e, size_t nf, double at) {
+    json_t *members = json_array(), *chains = json_array(), *top = json_array();
+    double members_us = 0;
+    for (size_t i = 0; i < nf; i++) {
+        json_t *ops = json_array();
+        for (int j = 0; j < e[i].n; j++) {
+            members_us += e[i].op_us[j];
+            json_array_append_new(members, json_pack("{s:s,s:s,s:f}", "name", an_str(a, e[i].name[j]), "shape",
+                                                     e[i].shapes[j] >= 0 ? an_str(a, e[i].shapes[j]) : "", "gpu_us", e[i].op_us[j]));
+            json_array_append_new(ops, json_pack("{s:s,s:s}", "op", an_str(a, e[i].name[j]), "shape",
+                                                 e[i].shapes[j] >= 0 ? an_str(a, e[i].shapes[j]) : ""));
+        }
+        char text[512];
+        chain_text(a, &e[i], text, sizeof text);
+        if (i < RECOMP_EVIDENCE_ROWS) {
+            json_array_append_new(chains, json_pack("{s:o,s:I,s:I,s:f,s:f,s:f}", "ops", ops, "runs", e[i].runs, "steps_fired",
+                                                    e[i].steps_fired, "runs_per_step", e[i].steps ? (double)e[i].runs / (double)e[i].steps : 0.0,
+                                                    "gpu_us", e[i].us, "rebuilt_us", e[i].at));
+            json_array_append_new(top, json_pack("{s:s,s:f}", "name", text, "us", e[i].at));
+        } else {
+            json_decref(ops);
+        }
+    }
+    const centry *c = &e[0];
+    char text[512], next[1536];
+    chain_text(a, c, text, sizeof text);
+    double per = c->steps ? (double)c->runs / (double)c->steps : 0;
+    snprintf(next, sizeof next,
+             "Build the constant once: the chain %s starts from a factory op (no tensor input) and runs %.0f times a step with "
+             "the same input shapes, as a per-step constant (rotary cos/sin tables, a causal mask, position ids) rebuilt in "
+             "every layer's forward. Compute it once, in __init__ as a register_buffer (persistent=False) or once a step "
+             "outside the layers, and pass it (or a cache of it) to every layer: about %.1f ms of GPU time is the rebuilds "
+             "after the first; re-profile and check that %s runs once a step",
+             text, per, at / 1e3, an_str(a, c->name[0]));
+    json_t *ev = json_pack("{s:s,s:o,s:i,s:I,s:o}", "mechanism", "constant_rebuilt", "chains", chains, "chains_fired", (int)nf,
+                           "chains_dropped", a->cst->dropped, "top_contributors", top);
+    double per_step = a->nsteps ? at / (double)a->nsteps : 0;
+    return json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:o,s:s}", "category", "recomputed_work", "culprit", an_str(a, c->name[0]), "smell",
+                     "at_stake_us", at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
+                     a->nsteps ? json_real(per_step) : json_null(), "members", members, "members_us", members_us, "evidence", ev,
+                     "next_experiment", next);
+}
+
+/* The constants' at stake into *at; the fired chains sorted first in a->cst->e, *nf of them. */
+static void const_judge(A *a, size_t *nf, double *at) {
+    const_state *c = a->cst;
+    *nf = 0, *at = 0;
+    if (!c) return;
+    for (int d = CONST_DEPTH; d-- > 0;)
+        if (c->slot[d].n) chain_close(c, &c->slot[d]);
+    for (size_t i = 0; i < c->ne; i++) {
+        entry_commit(&c->e[i]);
+        if (c->e[i].steps_fired < CONST_MIN_STEPS) c->e[i].at = 0;
+    }
+    qsort(c->e, c->ne, sizeof *c->e, centry_cmp);
+    for (; *nf < c->ne && c->e[*nf].at > 0; ++*nf) *at += c->e[*nf].at;
+}
+
+/* The prefix mechanism's suspect into *out (NULL: none fired above min_us), its at stake in
+ * *out_at. 0 or ERR_NOMEM. */
+static int prefix_suspect(A *a, double min_us, json_t **out, double *out_at) {
     const json_t *ops = json_object_get(a->effic, "operators");
     size_t n = json_array_size(ops), ng = 0, nv = 0;
+    *out = NULL, *out_at = 0;
     if (!n || names_cache(ops)) return 0;
     rgroup *g = malloc(n * sizeof *g);
     rlen *v = malloc(n * sizeof *v);
@@ -271,11 +572,29 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
         for (; nf < ng && g[nf].at > 0; nf++) at += g[nf].at;
     }
     if (!rc && nf && at >= min_us && at > 0 && !trains(a)) {
-        json_t *e = entry(a, g, nf, at);
-        if (!e || json_array_append_new(list, e)) rc = ERR_NOMEM;
-        else ++*nfired;
+        if (!(*out = entry(a, g, nf, at))) rc = ERR_NOMEM;
+        else *out_at = at;
     }
     free(g);
     free(v);
+    return rc;
+}
+
+int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
+    json_t *e = NULL;
+    double pat = 0, cat = 0;
+    size_t cnf = 0;
+    const_judge(a, &cnf, &cat);
+    int rc = prefix_suspect(a, min_us, &e, &pat);
+    if (!rc && cnf && cat >= min_us && cat > pat) { /* one recomputed_work suspect: the larger mechanism */
+        json_decref(e);
+        if (!(e = const_entry(a, a->cst->e, cnf, cat))) rc = ERR_NOMEM;
+    }
+    if (!rc && e) {
+        if (json_array_append_new(list, e)) return ERR_NOMEM;
+        ++*nfired;
+        return 0;
+    }
+    json_decref(e);
     return rc;
 }

@@ -3533,6 +3533,177 @@ def case_group_by_length_train():
     k.host(30)
     return k.doc(name="group_by_length_train")
 
+
+# ---------------------------------------------------------------- recomputed work (a per-step constant rebuilt every layer)
+
+K_ARANGE = ("void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, "
+            "c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() "
+            "const::{lambda(long)#1}>(int, at::native::arange_cuda_out(...)::{lambda(long)#1}, ...)")
+K_MUL_F32 = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::BinaryFunctor<float, "
+             "float, float, at::native::binary_internal::MulFunctor<float> > >(at::TensorIteratorBase&, ...)::{lambda(int)#1}>(int, ...)")
+K_CAT_F32 = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::(anonymous namespace)::"
+             "OpaqueType<4u>, unsigned int, 2, 128, 1>(at::native::(anonymous namespace)::OpaqueType<4u>*, ...)")
+K_COS_F32 = ("void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}"
+             "::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, ...)")
+K_SIN_F32 = ("void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}"
+             "::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, ...)")
+K_TRIL = ("void at::native::triu_tril_kernel<float, int, false, 4, true>(at::cuda::detail::TensorInfo<float, int>, "
+          "at::cuda::detail::TensorInfo<float const, int>, long, long, long, int)")
+K_EQ = ("void at::native::vectorized_elementwise_kernel<4, at::native::CompareEqFunctor<float>, at::detail::Array<char*, 2> >"
+        "(int, at::native::CompareEqFunctor<float>, at::detail::Array<char*, 2>)")
+K_MASKED_FILL = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<at::native::(anonymous namespace)::"
+                 "masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda(float, bool)#1}>"
+                 "(at::TensorIteratorBase&, ...)::{lambda(int)#1}>(int, ...)")
+
+
+def to_copy(k, dims, us, kname=K_CAST):
+    """x.to(dtype): aten::to -> _to_copy -> empty_strided, copy_ (the cast kernel)."""
+    with k.op("aten::to", pre=1.5, dims=[dims, [], [], [], []], types=["float", "ScalarType", "Scalar", "Scalar", ""]):
+        with k.op("aten::_to_copy", pre=1.2, dims=[dims, [], [], [], [], [], []]):
+            with k.op("aten::empty_strided", pre=0.6, post=0.3, dims=[[], [], [], [], [], []]):
+                pass
+            with k.op("aten::copy_", pre=1.0, dims=[dims, dims, []]):
+                k.launch(kname, us)
+
+
+def rope_tables(k, positions, dim=128, gbps=2600):
+    """An eager rotary table built from scratch (Meta-style precompute): t = arange(P), freqs =
+    outer(t, inv_freq) in fp32, emb = cat(freqs, freqs), then cos and sin cast to bf16: eight
+    ops, six kernels, every tensor made from the scalar P."""
+    p, h = positions, dim // 2
+    with k.op("aten::arange", pre=2.5, dims=[[], [], [], [], []], types=["Scalar", "ScalarType", "", "Device", "Scalar"]):
+        with k.op("aten::empty", pre=0.6, post=0.3, dims=[[], [], [], [], [], []]):
+            pass
+        with k.op("aten::arange", pre=1.0, dims=[[], [], [], [0]]):
+            k.launch(K_ARANGE, max(2.0, us_bytes(p * 8, gbps)))
+    with k.op("aten::type_as", pre=1.2, dims=[[p], [h]]):
+        to_copy(k, [p], max(2.0, us_bytes(p * 12, gbps)))
+    with k.op("aten::outer", pre=1.5, dims=[[p], [h]]):
+        with k.op("aten::mul", pre=1.0, dims=[[p, 1], [h]]):
+            k.launch(K_MUL_F32, max(2.5, us_bytes(p * h * 4, gbps)))
+    with k.op("aten::cat", pre=2.0, dims=[[[p, h], [p, h]], []]):
+        k.launch(K_CAT_F32, max(2.5, us_bytes(p * dim * 4 * 2, gbps)))
+    for fn, kname in (("aten::cos", K_COS_F32), ("aten::sin", K_SIN_F32)):
+        with k.op(fn, pre=1.5, dims=[[p, dim]], types=["float"]):
+            k.launch(kname, max(2.5, us_bytes(p * dim * 4 * 2, gbps)))
+        to_copy(k, [p, dim], max(2.5, us_bytes(p * dim * 6, gbps)))
+
+
+def llama_rope_decode(seed, name, per_layer, b=1, prompt=512, steps=24, layers=12, positions=32768):
+    """A hand-written Llama-3-8B port generating with a KV cache on an H100 (bf16, eager, CUDA
+    graphs off, current Kineto schema, record_shapes; 12 of 32 layers traced): a prefill step,
+    then one token a step. Its attention builds the rotary cos/sin tables for `positions`
+    positions (max_seq_len x 2, Meta's precompute) with rope_tables: per_layer=True in every
+    layer's forward, per_layer=False once a step before the layers (the control)."""
+    k = KTrace(seed)
+    k.host(40)
+    for i in range(steps):
+        s, past = (prompt, 0) if i == 0 else (1, prompt + i - 1)
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(25)
+            with k.op("aten::embedding", pre=3.0):
+                with k.op("aten::index_select", pre=1.5):
+                    k.launch(K_EMBED, max(2.5, us_bytes(b * s * 4096 * 2, 2400)))
+            if not per_layer:
+                rope_tables(k, positions)
+            for _ in range(layers):
+                if per_layer:
+                    rope_tables(k, positions)
+                llama_hf_layer(k, b, s, past)
+            rms_fused(k, b * s)
+            linear(k, roof_us(b, 128256, 4096), dims=[[b, 1, 4096], [128256, 4096]])    # lm_head, the last position
+            argmax(k)
+            item_sync(k)
+            k.host(30)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_rope_per_layer_llama_h100():
+    """A Llama-3-8B port rebuilding its rotary cos/sin tables (32768 positions, fp32, then bf16)
+    inside every attention forward: eight ops, the same shapes, 12 times a step."""
+    return llama_rope_decode(32001, "rope_per_layer_llama_h100", per_layer=True)
+
+
+def case_rope_once_llama_h100():
+    """Control: the same port building the tables once a step, before the layers."""
+    return llama_rope_decode(32002, "rope_once_llama_h100", per_layer=False)
+
+
+def case_causal_mask_per_layer_2021():
+    """A GPT-NeoX-style decoder of Pythia-160M's size (12 layers, d=768, 12 heads of 64, fp16,
+    eager attention) scoring a corpus on an A100 (torch 1.9, 2021 Kineto schema with
+    record_shapes), batch 1 x 2048 tokens: each attention builds its causal mask from scratch,
+    mask = torch.ones(S, S).tril(); mask.masked_fill(mask == 0, -inf), a 16 MB fp32
+    [2048, 2048] table, 12 times a step."""
+    k = KTrace(32003, device=A100, schema2021=True)
+    k.old_shapes = True
+    b, S, d, hd = 1, 2048, 768, 12
+    m = b * S
+    f16 = ["c10::Half"] * 3 + ["Scalar", "Scalar"]
+    sq = S * S * 4
+
+    def addmm16(n, kk):
+        with k.op("aten::addmm", pre=2.5, dims=[[n], [m, kk], [kk, n], [], []], types=f16):
+            k.launch(K_GEMM_A100_F16_SMALL, roof_us(m, n, kk, roof=A100_ROOF), grid=(108, 1, 1), block=(256, 1, 1))
+
+    def ln():
+        with k.op("aten::layer_norm", pre=1.5):
+            with k.op("aten::native_layer_norm", pre=1.2):
+                k.launch(K_LAYERNORM, max(3.0, us_bytes(m * d * 2 * 2, 1600)), grid=(m, 1, 1), block=(512, 1, 1))
+
+    k.host(40)
+    for i in range(12):
+        with k.ann("ProfilerStep#%d" % (i + 1), pre=2.0):
+            k.host(30)
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(12):
+                ln()
+                addmm16(3 * d, d)                                                         # query_key_value
+                with k.op("aten::ones", pre=2.5, dims=[[], [], [], [], []]):              # the causal mask, again
+                    with k.op("aten::empty", pre=0.6, post=0.3, dims=[[], [], [], [], [], []]):
+                        pass
+                    with k.op("aten::fill_", pre=1.0, dims=[[S, S], []]):
+                        k.launch(K_FILL, max(2.5, us_bytes(sq, 1600)))
+                with k.op("aten::tril", pre=2.0, dims=[[S, S], []]):
+                    k.launch(K_TRIL, max(2.5, us_bytes(2 * sq, 1600)))
+                with k.op("aten::eq", pre=2.0, dims=[[S, S], []]):
+                    k.launch(K_EQ, max(2.5, us_bytes(sq + sq // 4, 1600)))
+                with k.op("aten::masked_fill", pre=2.0, dims=[[S, S], [S, S], []]):
+                    with k.op("aten::clone", pre=1.0, dims=[[S, S], []]):
+                        with k.op("aten::copy_", pre=1.0, dims=[[S, S], [S, S], []]):
+                            k.launch(K_CAST, max(2.5, us_bytes(2 * sq, 1600)))
+                    with k.op("aten::masked_fill_", pre=1.0, dims=[[S, S], [S, S], []]):
+                        k.launch(K_MASKED_FILL, max(2.5, us_bytes(2 * sq + sq // 4, 1600)))
+                att = b * hd * S * S
+                with k.op("aten::matmul", pre=1.5):                                      # q @ k^T
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * hd, S, 64], [b * hd, 64, S]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_A100_F16_SMALL, us_flops(2 * att * 64, 250), grid=(108, 1, 1), block=(256, 1, 1))
+                with k.op("aten::add", pre=2.0, dims=[[b, hd, S, S], [S, S], []]):         # + mask
+                    k.launch(K_ADD_F32, us_bytes(att * 2 * 2 + sq, 1600))
+                with k.op("aten::softmax", pre=2.0):
+                    with k.op("aten::_softmax", pre=1.2):
+                        k.launch(K_SOFTMAX, us_bytes(att * 2 * 2, 1600))
+                with k.op("aten::matmul", pre=1.5):                                      # @ v
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * hd, S, S], [b * hd, S, 64]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_A100_F16_SMALL, us_flops(2 * att * 64, 250), grid=(108, 1, 1), block=(256, 1, 1))
+                addmm16(d, d)                                                             # dense
+                ln()
+                addmm16(4 * d, d)                                                         # mlp
+                eltwise(k, "aten::gelu", K_GELU, max(3.0, us_bytes(m * 4 * d * 2 * 2, 1600)))
+                addmm16(d, 4 * d)
+            ln()
+            with k.op("aten::log_softmax", pre=2.0):
+                k.launch(K_SOFTMAX, 40.0)
+            item_sync(k)
+            k.host(25)
+    k.host(30)
+    return k.doc(name="causal_mask_per_layer_2021")
+
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -3549,6 +3720,9 @@ CASES = {
     "nocache_gpt2_a100_2021": case_nocache_gpt2_a100_2021,
     "nanogpt_generate_a100": case_nanogpt_generate_a100,
     "group_by_length_train": case_group_by_length_train,
+    "rope_per_layer_llama_h100": case_rope_per_layer_llama_h100,
+    "rope_once_llama_h100": case_rope_once_llama_h100,
+    "causal_mask_per_layer_2021": case_causal_mask_per_layer_2021,
     "startup": case_startup,
     "tail": case_tail,
     "phases": case_phases,

@@ -306,7 +306,10 @@ Suspects
  - recomputed_work (busy GPU time that need not run at all): a prefix recomputed every step,
    generation without a KV cache (recomputed_work(): a GEMM-like op whose weight stays fixed
    while its token count M grows by one stride a step, M = s * (prompt + i); at stake: its
-   kernel time x (1 - s / M), the rows that were not new).
+   kernel time x (1 - s / M), the rows that were not new); and its second mechanism, a
+   per-step constant rebuilt every layer (rebuilt_constant(): rotary tables, causal masks,
+   position ids made from scratch in each layer's forward; definitions in its docstring;
+   the mechanism with the larger at stake is the suspect).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1729,6 +1732,7 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     tiny_kernels(t, steps, cats, evidence)
     math_below_roof(t, cats, evidence)
     recomputed_work(t, cats, evidence)
+    rebuilt_constant(t, cats, evidence)
 
 
 def step_of(g):
@@ -2048,6 +2052,140 @@ def recomputed_work(t, cats, evidence):
         c.iv = [[g.ts, g.te] for g in t.gpu if g.kind == "kernel" and g.inner is not None and g.inner.name in c.members]
         cats["recomputed_work"] = c
         evidence["recomputed_work"] = {"mechanism": "prefix_recomputed", "groups": rows[:5]}
+
+
+CONST_FACTORY = {"aten::arange", "aten::ones", "aten::zeros", "aten::full", "aten::linspace", "aten::logspace", "aten::eye",
+                 "aten::scalar_tensor", "aten::tensor", "aten::empty", "aten::empty_strided"}
+CONST_FILL = {"aten::fill_", "aten::zero_"}
+CONST_BUILD = {"aten::mul", "aten::mul_", "aten::outer", "aten::einsum", "aten::cat", "aten::stack", "aten::cos", "aten::sin",
+               "aten::exp", "aten::pow", "aten::div", "aten::div_", "aten::reciprocal", "aten::neg", "aten::add", "aten::add_",
+               "aten::sub", "aten::sub_", "aten::triu", "aten::tril", "aten::masked_fill", "aten::masked_fill_", "aten::to",
+               "aten::_to_copy", "aten::copy_", "aten::type_as", "aten::unsqueeze", "aten::expand", "aten::view", "aten::reshape",
+               "aten::repeat", "aten::contiguous", "aten::clone", "aten::slice", "aten::select", "aten::where", "aten::lt",
+               "aten::gt", "aten::le", "aten::ge", "aten::eq", "aten::ne", "aten::logical_not", "aten::bitwise_not",
+               "aten::transpose", "aten::flatten", "aten::squeeze", "aten::detach", "aten::lift_fresh", "aten::full_like",
+               "aten::zeros_like", "aten::ones_like"}
+CONST_MIN_REPEATS = 4    # runs of one chain in one step: the layers
+CONST_MIN_STEPS = 2      # steps where it ran that often
+CONST_MAX_OPS = 16       # a longer chain is no small constant
+
+
+def tensor_dims(dims):
+    """The tensors of Input Dims, each a list of ints (a tensor list gives each of its own)."""
+    out = []
+    for x in dims or []:
+        if isinstance(x, list) and x and all(isinstance(v, list) for v in x):
+            out.extend(tensor_dims(x))
+        elif isinstance(x, list) and x:
+            out.append(x)
+    return out
+
+
+def rebuilt_constant(t, cats, evidence):
+    """A per-step constant rebuilt every layer (rotary cos/sin tables, a causal mask,
+    position ids made again in each layer's forward). There is no dataflow in a trace, so a
+    constant is read from how it is made:
+      - a chain is a run of consecutive cpu_ops, children of one ProfilerStep / record_function
+        range (or of none), that starts at a factory: a tensor made from no tensor (arange,
+        ones, zeros, full, linspace, eye, scalar_tensor, tensor; empty only when fill_ /
+        zero_ comes next), whose Input Dims hold no dimension at all; it goes on with the
+        ops that build tables and masks (factories, fill_, elementwise math, trig, cat, casts,
+        views: CONST_BUILD) whose every tensor has at most two dims other than 1 (a table
+        [P, D] or a mask [S, S], not activations [B, S, H]); any other op ends it. Without
+        Input Dims nothing is a factory;
+      - a chain's key is its (name, Input Dims) sequence (at most CONST_MAX_OPS ops); per step
+        (the ProfilerStep around the chain's first op), a key that ran CONST_MIN_REPEATS times
+        or more is rebuilt there; it fires when rebuilt in CONST_MIN_STEPS steps or more.
+    An op's GPU time: every GPU activity launched under it (its own launches and its
+    children's). At stake: the GPU time of the runs after the first in each step where the key
+    was rebuilt; members: each op of a fired chain with its GPU time over every run; culprit:
+    the first op (the factory) of the chain with the most at stake. Only when it beats the
+    prefix mechanism's at stake does it take the recomputed_work entry."""
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    keys = {}             # key -> {"op_us": per op, "steps": {step: [runs, GPU time of the runs after the first]}}
+
+    def close(ch, step):
+        if not ch or step is None or len(ch) > CONST_MAX_OPS or ch[-1].name in ("aten::empty", "aten::empty_strided"):
+            return
+        if any(a.name in ("aten::empty", "aten::empty_strided") and b.name not in CONST_FILL for a, b in zip(ch, ch[1:])):
+            return
+        us = sum(gpu_us[id(x)] for x in ch)
+        if us <= 0:
+            return
+        key = tuple((x.name, json.dumps(x.dims)) for x in ch)
+        e = keys.setdefault(key, {"op_us": [0.0] * len(ch), "steps": {}})
+        for i, x in enumerate(ch):
+            e["op_us"][i] += gpu_us[id(x)]
+        st = e["steps"].setdefault(step, [0, 0.0])
+        if st[0]:
+            st[1] += us
+        st[0] += 1
+
+    def factory(x):
+        return x.name in CONST_FACTORY and x.dims is not None and not tensor_dims(x.dims)
+
+    def builds(x):
+        return (x.name in CONST_BUILD or x.name in CONST_FILL or factory(x)) and x.dims is not None and \
+            all(sum(1 for v in d if v != 1) <= 2 for d in tensor_dims(x.dims))
+
+    def step_around(x):
+        p = x.parent
+        while p is not None:
+            if p.kind == "user_annotation" and is_step(p.name):
+                return id(p)
+            p = p.parent
+        return None
+
+    groups = [r.children for r in t.host if r.kind == "user_annotation"]     # siblings under one range
+    top = defaultdict(list)                                                    # and under none, per thread
+    for h in t.host + t.rt:
+        if h.parent is None and h.kind != "python_function":
+            top[(h.pid, h.tid)].append(h)
+    groups.extend(top.values())
+    for kids in groups:
+        ch, step = [], None
+        for x in sorted(kids, key=lambda x: x.ts):
+            if x.kind != "cpu_op":
+                close(ch, step)
+                ch = []
+            elif ch and builds(x):
+                ch.append(x)
+            elif factory(x):
+                close(ch, step)
+                ch, step = [x], step_around(x)
+            else:
+                close(ch, step)
+                ch = []
+        close(ch, step)
+    fired = []
+    for key, e in keys.items():
+        hit = [v for v in e["steps"].values() if v[0] >= CONST_MIN_REPEATS]
+        if len(hit) >= CONST_MIN_STEPS:
+            fired.append((sum(v[1] for v in hit), key, e))
+    if not fired:
+        return
+    fired.sort(key=lambda f: -f[0])
+    at = sum(f[0] for f in fired)
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for _, key, e in fired:
+        for (name, _), us in zip(key, e["op_us"]):
+            c.members[name] += us
+    c.at = at
+    c.culprit = fired[0][1][0][0]
+    names = {n for _, key, _ in fired for n, _ in key}
+    c.iv = [[g.ts, g.te] for g in t.gpu if g.inner is not None and any(p.name in names for p in [g.inner] + t_stack(g.inner))]
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": "constant_rebuilt",
+                                   "chains": [{"ops": [n for n, _ in key], "rebuilt_us": r3(a)} for a, key, _ in fired[:5]]}
 
 
 def cpu_only_suspects(t, short, cats, evidence):
