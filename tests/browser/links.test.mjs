@@ -148,6 +148,9 @@ test('the address holds the view: a pasted address opens the same view, selectio
   await page.waitForFunction(() => !!document.getElementById('tl').dataset.sel);
   const before = (await page.locator('#tracks tbody tr').count());
   await page.locator('#tracks tbody tr').last().locator('button.hide-track').click();
+  // the address is rewritten 120 ms after the click (debounced): landed() alone could read the
+  // address of the view before it, which already matched the location
+  await page.waitForFunction(() => (document.getElementById('tl').dataset.address || '').includes('tracks='));
   const t = await landed(page);
   const u = new URL(t.url);
   assert.equal(u.searchParams.get('sel'), t.sel);
