@@ -381,7 +381,10 @@
 
   // ---- pictures -----------------------------------------------------------------------------
   const CAT_COLORS = { data_loading: '#e15759', host_sync: '#f28e2b', python_overhead: '#b07aa1', launch_bound: '#edc948',
-    cpu_bound_op: '#4e79a7', communication: '#76b7b2', copies_casts: '#9c755f', pageable_memcpy: '#ff9da7', compute_bound_op: '#59a14f', startup: '#d37295', tail: '#bab0ac' };
+    cpu_bound_op: '#4e79a7', communication: '#76b7b2', copies_casts: '#9c755f', pageable_memcpy: '#ff9da7', compute_bound_op: '#59a14f', startup: '#d37295', tail: '#bab0ac',
+    unfused_elementwise: '#8cd17d', tiny_kernels: '#f1ce63', math_below_roof: '#499894', recomputed_work: '#d4a6c8' };
+  // GET /suspects' gpu_time_by_kind, in this order (issue 48: a busy GPU's time by kind of work)
+  const KINDS = { math: 'math', data_movement: 'data movement', elementwise: 'elementwise', communication: 'communication', other: 'other' };
   const ROLE_COLORS = { kernel: '#59a14f', memcpy: '#edc948', memset: '#9c755f', communication: '#76b7b2', runtime: '#f28e2b',
     data_loading: '#e15759', cpu_exec: '#4e79a7', other: '#bab0ac' };
   const QUESTIONS = { kernels_packed: 'Are the kernels packed?', cpu_ranges_align: 'Do CPU ranges line up with their GPU work?',
@@ -445,6 +448,10 @@
     renderNext(j);
     const box = document.getElementById('suspects-chart');
     const list = j.suspects || [];
+    const kinds = j.gpu_time_by_kind;
+    document.getElementById('gpu-kinds').replaceChildren(...(kinds ? ['GPU time by kind of work: ',
+      ...Object.keys(KINDS).filter((k) => kinds[k]).map((k, i) => el('span', { dataset: { kind: k, us: String(kinds[k].us) } },
+        `${i ? ', ' : ''}${KINDS[k]} ${fmtPct(kinds[k].fraction)} (${fmtTime(kinds[k].us)})`))] : []));
     document.getElementById('suspects-note').textContent = !j.computed ? 'Not computed for this session (stored before suspects existed).'
       : list.length ? `Ranked by the wall time at stake (at most what removing the cause could save); ${j.healthy ? 'healthy' : 'not healthy'}.`
         : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;

@@ -227,3 +227,19 @@ test('smells, kernels, phases, GPU facts and the trace download', { timeout: 600
   assertClean(problems, 'session sections');
   await page.close();
 });
+
+test('GPU time by kind of work: each kind as /suspects gives it', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/session.html?id=${id}`);
+  await page.waitForSelector('#gpu-kinds span[data-kind]');
+  const kinds = (await apiGet(`/api/v1/sessions/${id}/suspects`)).gpu_time_by_kind;
+  assert.ok(kinds, 'a GPU trace has gpu_time_by_kind');
+  const spans = await page.locator('#gpu-kinds span[data-kind]').evaluateAll((xs) => xs.map((x) => [x.dataset.kind, Number(x.dataset.us), x.textContent]));
+  assert.deepEqual(spans.map(([k]) => k), ['math', 'data_movement', 'elementwise', 'communication', 'other'].filter((k) => kinds[k]));
+  for (const [k, us, text] of spans) {
+    assert.equal(us, kinds[k].us, k);
+    assert.ok(text.includes(`${(kinds[k].fraction * 100).toFixed(1)}%`), `${k}: ${text}`);
+  }
+  assertClean(problems);
+  await page.close();
+});
