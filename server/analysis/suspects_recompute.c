@@ -547,7 +547,7 @@ static void const_judge(A *a, size_t *nf, double *at) {
         entry_commit(&c->e[i]);
         if (c->e[i].steps_fired < CONST_MIN_STEPS) c->e[i].at = 0;
     }
-    qsort(c->e, c->ne, sizeof *c->e, centry_cmp);
+    if (c->ne) qsort(c->e, c->ne, sizeof *c->e, centry_cmp);
     for (; *nf < c->ne && c->e[*nf].at > 0; ++*nf) *at += c->e[*nf].at;
 }
 

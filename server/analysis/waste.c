@@ -322,7 +322,7 @@ static double windows_busy(A *a, const twin *w, size_t n) {
 }
 
 static int tiny_finish(A *a, tiny_acc *t, waste_out *o) {
-    qsort(t->w, t->nw, sizeof *t->w, twin_cmp);
+    if (t->nw) qsort(t->w, t->nw, sizeof *t->w, twin_cmp); /* t->w is NULL when empty */
     json_t *groups = json_object();
     int rc = groups ? 0 : ERR_NOMEM;
     for (size_t i = 0, j; !rc && i < t->nw; i = j) {
@@ -460,7 +460,8 @@ int an_waste_pass(A *a, waste_out *o) {
     memset(o, 0, sizeof *o);
     waste_state *w = state_of(a);
     if (!w) return ERR_NOMEM;
-    if (!w->sorted) qsort(w->l, w->n, sizeof *w->l, lrec_cmp), w->sorted = 1;
+    if (!w->sorted && w->n) qsort(w->l, w->n, sizeof *w->l, lrec_cmp); /* w->l is NULL when empty */
+    w->sorted = 1;
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, dur, dev, stream, kind, name, corr, bps FROM scratch.ev WHERE cls = 2 ORDER BY dev, ts");
     if (!q) return ERR_DB;
     pass p;

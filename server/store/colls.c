@@ -121,7 +121,7 @@ json_t *colls_of(db_conn *db, const long long *ids, size_t n) {
         free(rows);
         return NULL;
     }
-    qsort(rows, nrows, sizeof *rows, by_time_desc);
+    if (nrows) qsort(rows, nrows, sizeof *rows, by_time_desc);
     json_t *out = json_array();
     for (size_t i = 0; i < nrows; i++) {
         coll *c = &rows[i];
