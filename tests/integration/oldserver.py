@@ -35,7 +35,10 @@ def old_server(commit=OLD_COMMIT):
     try:
         subprocess.run(git + ["worktree", "add", "--detach", src, commit], check=True, capture_output=True)
         jobs = os.environ.get("FP_OLD_JOBS", "2")
-        r = subprocess.run(["nice", "make", "-j" + jobs, "server"], cwd=src, capture_output=True, text=True)
+        # the old tree's own defaults: under `make test-asan` MAKEFLAGS carries BUILD=build-asan,
+        # CC and SAN to every make below it, and the old binary went to build-asan/
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+        r = subprocess.run(["nice", "make", "-j" + jobs, "server"], cwd=src, capture_output=True, text=True, env=env)
         if r.returncode:
             why[0] = "make server at %s failed: %s" % (commit[:12], r.stderr[-2000:])
             return None
