@@ -1427,8 +1427,12 @@ static int has_id(const long long *ids, size_t n, long long id) {
 
 /* The string ids whose text contains q (any case), or equals it (exact), sorted. */
 static int name_ids(db_conn *db, long long id, const char *q, int exact, long long **ids, size_t *n) {
-    db_stmt *s = prep(db, exact ? "SELECT id FROM strings WHERE session_id = ?1 AND s = ?2 ORDER BY id"
-                                : "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id", id);
+    /* contains: SQLite's instr is PostgreSQL's strpos (no LIKE: '_' and '%' are common in
+     * kernel names and would match any character) */
+    db_stmt *s = exact ? db_prepare(db, "SELECT id FROM strings WHERE session_id = ?1 AND s = ?2 ORDER BY id")
+                       : db_prepare2(db, "SELECT id FROM strings WHERE session_id = ?1 AND instr(lower(s), lower(?2)) > 0 ORDER BY id",
+                                     "SELECT id FROM strings WHERE session_id = ?1 AND strpos(lower(s), lower(?2)) > 0 ORDER BY id");
+    if (s) db_bind_int64(s, 1, id);
     size_t cap = 0;
     *ids = NULL;
     *n = 0;
