@@ -20,6 +20,7 @@
  * Not covered: non-reentrant checkpointing (its recompute sits under the first node that
  * unpacks a saved tensor, with nothing nested), a gradient-accumulation window whose
  * optimizer step falls outside the trace (the advice says to check for it). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,12 +122,14 @@ void discard_free(discard_state *s) {
  * its kernels), zero_grad, or a gradient collective. Why every name: kernels, ranges and
  * ops are all interned in one table. */
 static int consumes_grads(A *a) {
-    static const char *const words[] = {"optimizer", "adam", "sgd", "lamb", "lion", "adagrad", "rmsprop", "adafactor",
+    static const char *const words[] = {"optimizer", "adam", "adamw", "sgd", "lamb", "lion", "adagrad", "rmsprop", "adafactor",
                                         "zero_grad", "allreduce", "all_reduce", "reduce_scatter", "reducescatter", NULL};
     for (size_t i = 0; i < a->nnflags; i++) {
         const char *n = an_str(a, (long)i);
         for (const char *const *w = words; n && *w; w++)
-            if (strcasestr(n, *w)) return 1;
+            /* a word, not the start of a longer lower-case one ("lambda" in every kernel's name) */
+            for (const char *p = n; (p = strcasestr(p, *w)); p++)
+                if (!islower((unsigned char)p[strlen(*w)])) return 1;
     }
     return 0;
 }
