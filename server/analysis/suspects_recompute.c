@@ -62,6 +62,7 @@
 #include <strings.h>
 
 #include "analysis/suspects_recompute.h"
+#include "analysis/suspects_discard.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 
@@ -328,6 +329,7 @@ typedef struct const_state {
     centry e[CONST_MAX_CHAINS];
     size_t ne;
     long long dropped;            /* chains not kept: the table was full */
+    discard_state *dis;           /* suspects_discard.c's tallies (work nobody uses), fed by the same hook */
 } const_state;
 
 static const char *const const_factory[] = {"aten::arange", "aten::ones", "aten::zeros", "aten::full", "aten::linspace",
@@ -444,6 +446,8 @@ int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
         if (a->step_name < 0) return 0; /* no steps: no evidence */
         if (!(c = a->cst = calloc(1, sizeof *c)) || !(c->cls = calloc(a->nnflags + 1, 1))) return ERR_NOMEM;
     }
+    int drc = discard_pop(&c->dis, a, f, stack, depth);
+    if (drc) return drc;
     if (depth + 1 < CONST_DEPTH && c->slot[depth + 1].n) chain_close(c, &c->slot[depth + 1]); /* f's children's chain ends with f */
     if (depth >= CONST_DEPTH) return 0;
     cchain *ch = &c->slot[depth];
@@ -471,6 +475,7 @@ int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
 
 void an_const_free(A *a) {
     if (!a->cst) return;
+    discard_free(a->cst->dis);
     free(a->cst->cls);
     free(a->cst);
     a->cst = NULL;
@@ -593,8 +598,10 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
     if (!rc && e) {
         if (json_array_append_new(list, e)) return ERR_NOMEM;
         ++*nfired;
-        return 0;
+        e = NULL;
     }
     json_decref(e);
+    /* work nobody uses (suspects_discard.c): its own suspects, beside the one above */
+    if (!rc && a->cst) rc = discard_suspects(a->cst->dis, a, list, min_us, nfired);
     return rc;
 }

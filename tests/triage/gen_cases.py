@@ -3704,6 +3704,333 @@ def case_causal_mask_per_layer_2021():
     return k.doc(name="causal_mask_per_layer_2021")
 
 
+# ---------------------------------------------------------------- work nobody uses (held-out round 2: suspects_discard.c)
+
+L4_ROOF = (121e12, 300e9)          # dense fp16 FLOP/s, GDDR6 bytes/s (L4 spec sheet)
+V100_ROOF = (125e12, 0.9e12)
+K_DROPOUT_F16 = ("void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::Half, float, unsigned int, 1, 4, bool>("
+                 "at::cuda::detail::TensorInfo<c10::Half const, unsigned int>, at::cuda::detail::TensorInfo<c10::Half, unsigned int>, "
+                 "at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)")
+K_DROPOUT_BF16 = K_DROPOUT_F16.replace("c10::Half", "c10::BFloat16")
+K_GEMM_L4 = "sm89_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"
+K_GEMM_L4_NN = "sm89_xmma_gemm_f16f16_f16f32_f32_nn_n_tilesize128x64x32_stage4_warpsize2x2x1_tensor16x8x16_kernel"
+K_DGEMM = "sm80_xmma_gemm_f64f64_f64f64_f64_tn_n_tilesize64x64x16_stage3_warpsize2x2x1_execute_kernel__5x_cublas"
+K_DGEMM_NN = "sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x16_stage3_warpsize2x2x1_execute_kernel__5x_cublas"
+K_TANH_F64 = ("void at::native::vectorized_elementwise_kernel<4, at::native::tanh_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}"
+              "::operator()() const::{lambda()#1}::operator()() const::{lambda(double)#1}, at::detail::Array<char*, 2> >(int, ...)")
+K_TANH_BWD_F64 = ("void at::native::vectorized_elementwise_kernel<4, at::native::tanh_backward_kernel_cuda(at::TensorIteratorBase&)"
+                  "::{lambda()#2}::operator()() const::{lambda()#1}::operator()() const::{lambda(double, double)#1}, at::detail::Array<char*, 3> >(int, ...)")
+K_ADAM_F64 = K_ADAM.replace("float", "double")
+K_BN_BWD_V100 = ("void cudnn::bn_bw_1C11_kernel_new<__half, float, float2, 512, true, 1>(float, float, float, float, cudnnTensorStruct, "
+                 "__half const*, cudnnTensorStruct, __half const*, cudnnTensorStruct, __half*, float const*, float*, float*, float const*, float const*, float)")
+K_CONV_DGRAD_V100 = "volta_fp16_s884cudnn_fp16_256x128_ldg8_dgrad_f2f_exp_small_nhwc2nchw_tt_v1"
+K_CONV_WGRAD_V100 = "volta_fp16_s884cudnn_fp16_128x128_ldg8_wgrad_idx_f2f_exp_small_nhwc_nt_v1"
+K_THRESH_BWD_F16 = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::threshold_kernel_impl<c10::Half>"
+                    "(at::TensorIteratorBase&, c10::Half, c10::Half)::{lambda(c10::Half, c10::Half)#1}, at::detail::Array<char*, 3> >(int, ...)")
+K_CUDNN_TRY = [
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __half, __half, __half, float, float, true>(...)",
+    "void implicit_convolve_hhgemm<__half, 1024, 5, 5, 3, 3, 3, 1, false, true, true>(int, int, int, __half const*, int, __half*, ...)",
+    "void fft2d_r2c_32x32<__half, false, 1u, false>(float2*, __half const*, int, int, int, int, int, int, int, int, int, ...)",
+    "void cudnn::winograd_nonfused::winogradForwardData4x4<float, __half>(cudnn::winograd_nonfused::WinogradDataParams<float, __half>)",
+    "sm80_xmma_fprop_implicit_gemm_indexed_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize64x64x64_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel",
+    "void cudnn::detail::implicit_convolve_sgemm<__half, __half, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, ...)",
+    "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x64x32_stage5_warpsize2x2x1_g1_tensor16x8x16_kernel",
+]
+K_CONV_A100 = "sm80_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+
+
+
+def case_dropout_infer_l4():
+    """BERT-base cross-encoder reranking on an L4 (fp16, torch 2.3 current schema, record_shapes)
+    whose serving code never called model.eval(): every nn.Dropout runs (aten::dropout ->
+    aten::native_dropout, fused_dropout_kernel_vec: 3 per layer, one over the [32,12,384,384]
+    attention probabilities) in a loop with no backward at all. The dropout kernels hold
+    ~25% of a busy GPU; their output is random noise the scores should not have: the work
+    must not run (model.eval() / torch.inference_mode())."""
+    k = KTrace(61001, device=L4)
+    k.host(40)
+    b, s, d = 32, 384, 768
+    m = b * s
+    h16 = ["c10::Half"] * 3
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8 * 3, 25.0, api_us=5.0)
+            embedding(k)
+            for _ in range(12):
+                for _qkv in range(3):
+                    addmm(k, K_GEMM_L4, roof_us(m, d, d, 0.6, L4_ROOF), dims=[[b, s, d], [d, d], [d]], types=h16, grid=(58, 1, 1))
+                att = b * 12 * s * s
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 12, s, 64], [b * 12, 64, s]], types=h16[:2]):
+                        k.launch(K_GEMM_L4_NN, us_flops(2 * att * 64, 60) + 3, grid=(58, 1, 1))
+                with k.op("aten::add", pre=2.0, dims=[[b, 12, s, s], [b, 1, 1, s]], types=h16[:2]):
+                    k.launch(K_ADD_F16, us_bytes(att * 4, 250))
+                with k.op("aten::softmax", pre=2.0):
+                    with k.op("aten::_softmax", pre=1.2, dims=[[b, 12, s, s], [], []]):
+                        k.launch(K_SOFTMAX_F16, us_bytes(att * 4, 250))
+                with k.op("aten::dropout", pre=2.0, dims=[[b, 12, s, s], [], []], types=["c10::Half", "Scalar", "Scalar"]):
+                    with k.op("aten::native_dropout", pre=1.5, dims=[[b, 12, s, s], [], []]):
+                        k.launch(K_DROPOUT_F16, us_bytes(att * 5, 250))
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 12, s, s], [b * 12, s, 64]], types=h16[:2]):
+                        k.launch(K_GEMM_L4_NN, us_flops(2 * att * 64, 60) + 3, grid=(58, 1, 1))
+                addmm(k, K_GEMM_L4, roof_us(m, d, d, 0.6, L4_ROOF), dims=[[b, s, d], [d, d], [d]], types=h16, grid=(58, 1, 1))
+                with k.op("aten::dropout", pre=2.0, dims=[[b, s, d], [], []], types=["c10::Half", "Scalar", "Scalar"]):
+                    with k.op("aten::native_dropout", pre=1.5, dims=[[b, s, d], [], []]):
+                        k.launch(K_DROPOUT_F16, us_bytes(m * d * 5, 250))
+                with k.op("aten::add", pre=2.0):
+                    k.launch(K_ADD_F16, us_bytes(m * d * 6, 250))
+                with k.op("aten::layer_norm", pre=2.0):
+                    k.launch(K_LN_F16, us_bytes(m * d * 4, 250))
+                addmm(k, K_GEMM_L4, roof_us(m, 4 * d, d, 0.6, L4_ROOF), dims=[[b, s, d], [4 * d, d], [4 * d]], types=h16, grid=(58, 1, 1))
+                with k.op("aten::gelu", pre=2.0):
+                    k.launch(K_GELU_F16, us_bytes(m * 4 * d * 4, 250))
+                addmm(k, K_GEMM_L4, roof_us(m, d, 4 * d, 0.6, L4_ROOF), dims=[[b, s, 4 * d], [d, 4 * d], [d]], types=h16, grid=(58, 1, 1))
+                with k.op("aten::dropout", pre=2.0, dims=[[b, s, d], [], []], types=["c10::Half", "Scalar", "Scalar"]):
+                    with k.op("aten::native_dropout", pre=1.5, dims=[[b, s, d], [], []]):
+                        k.launch(K_DROPOUT_F16, us_bytes(m * d * 5, 250))
+                with k.op("aten::add", pre=2.0):
+                    k.launch(K_ADD_F16, us_bytes(m * d * 6, 250))
+                with k.op("aten::layer_norm", pre=2.0):
+                    k.launch(K_LN_F16, us_bytes(m * d * 4, 250))
+            addmm(k, K_GEMM_L4, 8.0, dims=[[b, d], [1, d], [1]], types=h16, grid=(1, 1, 1))
+            tolist_sync(k, b * 2)
+            k.host(200)
+    k.host(30)
+    return k.doc(name="dropout_infer_l4")
+
+
+def case_eval_backward_2021():
+    """A ResNet-style validation loop on a V100 (torch 1.9, 2021 schema) that reuses the
+    training step's body: loss.backward() runs (CudnnConvolutionBackward, NativeBatchNorm-
+    Backward, ReluBackward0, AccumulateGrad) on every batch, but no optimizer step and no
+    zero_grad follow: the gradients are computed, accumulated into .grad, never read. The
+    backward is ~2/3 of a busy GPU (torch.no_grad() / inference_mode around validation)."""
+    k = KTrace(61002, device=V100, schema2021=True)
+    k.host(40)
+    layers = [(64, 56), (128, 28), (256, 14), (512, 7)] * 4
+    for st in range(6):
+        with k.op("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 64 * 3 * 224 * 224 * 2, 11.0, api_us=5.0)
+            for c, hw in layers:
+                act = 64 * c * hw * hw * 2
+                with k.op("aten::conv2d", pre=2.0):
+                    with k.op("aten::cudnn_convolution", pre=1.5):
+                        k.launch(K_CONV_VOLTA, us_flops(2 * 64 * hw * hw * c * c * 9, 70) + 5, grid=(80, 4, 1))
+                with k.op("aten::batch_norm", pre=2.0):
+                    with k.op("aten::cudnn_batch_norm", pre=1.5):
+                        k.launch(K_BN_INF_NCHW, us_bytes(act * 2, 700) + 3)
+                with k.op("aten::relu_", pre=2.0):
+                    k.launch(K_RELU_F16, us_bytes(act * 2, 700) + 3)
+            with k.op("aten::cross_entropy_loss", pre=2.0):
+                k.launch(K_LOG_SOFTMAX, 6.0)
+            with k.op("aten::ones_like", pre=2.0):
+                k.launch(K_FILL, 2.0)
+            for c, hw in reversed(layers):
+                act = 64 * c * hw * hw * 2
+                with k.op("autograd::engine::evaluate_function: ReluBackward0", pre=2.0):
+                    with k.op("ReluBackward0", pre=1.0):
+                        with k.op("aten::threshold_backward", pre=1.0):
+                            k.launch(K_THRESH_BWD_F16, us_bytes(act * 3, 700) + 3)
+                with k.op("autograd::engine::evaluate_function: CudnnBatchNormBackward", pre=2.0):
+                    with k.op("CudnnBatchNormBackward", pre=1.0):
+                        with k.op("aten::cudnn_batch_norm_backward", pre=1.0):
+                            k.launch(K_BN_BWD_V100, us_bytes(act * 3, 700) + 3)
+                with k.op("autograd::engine::evaluate_function: CudnnConvolutionBackward", pre=2.0):
+                    with k.op("CudnnConvolutionBackward", pre=1.0):
+                        with k.op("aten::cudnn_convolution_backward", pre=1.0):
+                            fl = 2 * 64 * hw * hw * c * c * 9
+                            k.launch(K_CONV_DGRAD_V100, us_flops(fl, 60) + 5, grid=(80, 4, 1))
+                            k.launch(K_CONV_WGRAD_V100, us_flops(fl, 55) + 5, grid=(80, 4, 1))
+                with k.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", pre=2.0):
+                    with k.op("torch::autograd::AccumulateGrad", pre=1.0):
+                        with k.op("aten::add_", pre=1.0):
+                            k.launch(K_ADD_F16, 3.0, grid=(40, 1, 1))
+            with k.op("aten::argmax", pre=2.0):
+                k.launch(K_ARGMAX, 5.0)
+            with k.op("aten::item", pre=2.0):
+                with k.op("aten::_local_scalar_dense", pre=1.5):
+                    k.memcpy("DtoH (Device -> Pageable)", 8, 0.005, api_us=8.0)
+                    k.sync()
+            k.host(60)
+    k.host(30)
+    return k.doc(name="eval_backward_2021")
+
+
+VIT_L = [(3 * 1024, 1024), (3 * 1024,), (1024, 1024), (1024,), (1024,), (1024,), (4096, 1024), (4096,), (1024, 4096), (1024,),
+         (1024,), (1024,)]
+
+
+def checkpoint_loop(seed, name, device=H100, schema2021=False, gemm=K_GEMM_H100):
+    """GPT-2 medium (24 layers, d=1024) fine-tuned at batch 8 x 1024 on an 80 GB H100 with
+    gradient checkpointing left on from a larger run (reentrant torch.utils.checkpoint per
+    block): each block's forward ops run a second time inside CheckpointFunctionBackward,
+    same shapes, before its backward GEMMs: ~1/4 of the GPU time recomputes what the
+    forward already computed, and the activations it saves fit many times over."""
+    k = KTrace(seed, device=device, schema2021=schema2021)
+    roof = H100_ROOF if device is H100 else (125e12, 0.9e12)
+    k.host(40)
+    b, s, d = 8, 1024, 1024
+    m = b * s
+
+    def block_fwd():
+        layer_norm(k, us_bytes(m * d * 4, 2400))
+        bf16_linear(k, m, 3 * d, d, roof=roof, kname=gemm)
+        sdpa(k, us_flops(4 * b * 16 * s * s * 64, 420) + 5, K_FLASH_FWD)
+        bf16_linear(k, m, d, d, roof=roof, kname=gemm)
+        layer_norm(k, us_bytes(m * d * 4, 2400))
+        bf16_linear(k, m, 4 * d, d, roof=roof, kname=gemm)
+        eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4 * d * 4, 2400))
+        bf16_linear(k, m, d, 4 * d, roof=roof, kname=gemm)
+
+    for st in range(5):
+        with (k.op if schema2021 else k.ann)("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(24):
+                with k.op("CheckpointFunction", pre=3.0):
+                    block_fwd()
+            with k.op("aten::cross_entropy_loss", pre=2.0):
+                k.launch(K_LOG_SOFTMAX, 900.0)
+            for _ in range(24):
+                with k.op("autograd::engine::evaluate_function: CheckpointFunctionBackward", pre=3.0):
+                    with k.op("CheckpointFunctionBackward", pre=2.0):
+                        block_fwd()
+                        for n, kk in ((d, 4 * d), (4 * d, d), (d, d), (3 * d, d)):
+                            with k.op("autograd::engine::evaluate_function: AddmmBackward0", pre=2.0):
+                                with k.op("AddmmBackward0", pre=1.5):
+                                    with k.op("aten::mm", pre=1.2, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                        k.launch(gemm, roof_us(m, kk, n, 0.7, roof))
+                                    with k.op("aten::mm", pre=1.2, dims=[[n, m], [m, kk]], types=BF16x3[:2]):
+                                        k.launch(gemm, roof_us(n, kk, m, 0.7, roof))
+                        with k.op("aten::_flash_attention_backward", pre=2.0):
+                            k.launch(K_FLASH_FWD, us_flops(10 * b * 16 * s * s * 64, 380) + 5, grid=(16, 16, 8))
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_ADAM, 500.0, grid=(320, 1, 1))
+            with k.ann("Optimizer.zero_grad#AdamW.zero_grad"):
+                pass
+            item_sync(k)
+            k.host(40)
+    k.host(30)
+    return k.doc(name=name)
+
+
+
+def case_checkpoint_roomy_h100():
+    """GPT-2 medium fine-tuned on an 80 GB H100 with reentrant checkpointing on every block."""
+    return checkpoint_loop(61008, "checkpoint_roomy_h100")
+
+
+def case_checkpoint_v100_2021():
+    """The same loop on a 32 GB V100 with torch 1.9 (2021 schema, fp16 s884 GEMMs): the
+    reentrant checkpoint of every block recomputes its forward inside the backward."""
+    return checkpoint_loop(61014, "checkpoint_v100_2021", device=V100, schema2021=True, gemm=K_GEMM_V100_F16)
+
+def gpt2_loop(seed, name, backward=True, optimizer=True, dropout=True, eager=False):
+    """GPT-2 small (12 layers, d=768, batch 16 x 1024) on an A100, bf16, current schema with
+    record_shapes: forward with nn.Dropout(0.1) after attention and MLP when dropout, then
+    (backward) the loss's backward (AddmmBackward0, NativeDropoutBackward0, flash backward)
+    and (optimizer) a fused AdamW step and zero_grad. GEMMs at ~70% of their roof. eager:
+    HF's eager attention (bmm, softmax, dropout over the [B, 12, S, S] probabilities, bmm)
+    in place of SDPA."""
+    k = KTrace(seed, device=A100)
+    k.host(40)
+    b, s, d = 16, 1024, 768
+    m = b * s
+    for st in range(5):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8 * 2, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(12):
+                layer_norm(k, us_bytes(m * d * 4, 1500))
+                bf16_linear(k, m, 3 * d, d, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                if eager:                    # attn_implementation="eager": probs materialized, dropped out
+                    att = b * 12 * s * s
+                    with k.op("aten::matmul", pre=1.5):
+                        with k.op("aten::bmm", pre=1.2, dims=[[b * 12, s, 64], [b * 12, 64, s]], types=BF16x3[:2]):
+                            k.launch(K_GEMM_A100_NN, us_flops(2 * att * 64, 200) + 3, grid=(108, 1, 1))
+                    with k.op("aten::softmax", pre=2.0):
+                        with k.op("aten::_softmax", pre=1.2, dims=[[b, 12, s, s], [], []]):
+                            k.launch(K_SOFTMAX, us_bytes(att * 4, 1500))
+                    if dropout:
+                        with k.op("aten::dropout", pre=2.0, dims=[[b, 12, s, s], [], []], types=["c10::BFloat16", "Scalar", "Scalar"]):
+                            with k.op("aten::native_dropout", pre=1.5, dims=[[b, 12, s, s], [], []]):
+                                k.launch(K_DROPOUT_BF16, us_bytes(att * 5, 1500))
+                    with k.op("aten::matmul", pre=1.5):
+                        with k.op("aten::bmm", pre=1.2, dims=[[b * 12, s, s], [b * 12, s, 64]], types=BF16x3[:2]):
+                            k.launch(K_GEMM_A100_NN, us_flops(2 * att * 64, 200) + 3, grid=(108, 1, 1))
+                else:
+                    sdpa(k, us_flops(4 * b * 12 * s * s * 64, 180) + 5, K_FLASH_FWD)
+                bf16_linear(k, m, d, d, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                if dropout:
+                    with k.op("aten::dropout", pre=2.0, dims=[[b, s, d], [], []], types=["c10::BFloat16", "Scalar", "Scalar"]):
+                        with k.op("aten::native_dropout", pre=1.5, dims=[[b, s, d], [], []]):
+                            k.launch(K_DROPOUT_BF16, us_bytes(m * d * 5, 1500))
+                layer_norm(k, us_bytes(m * d * 4, 1500))
+                bf16_linear(k, m, 4 * d, d, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4 * d * 4, 1500))
+                bf16_linear(k, m, d, 4 * d, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                if dropout:
+                    with k.op("aten::dropout", pre=2.0, dims=[[b, s, d], [], []], types=["c10::BFloat16", "Scalar", "Scalar"]):
+                        with k.op("aten::native_dropout", pre=1.5, dims=[[b, s, d], [], []]):
+                            k.launch(K_DROPOUT_BF16, us_bytes(m * d * 5, 1500))
+            with k.op("aten::cross_entropy_loss", pre=2.0):
+                k.launch(K_LOG_SOFTMAX, 400.0)
+            for _ in range(12 if backward else 0):
+                for n, kk in ((d, 4 * d), (4 * d, d), (d, d), (3 * d, d)):
+                    with k.op("autograd::engine::evaluate_function: AddmmBackward0", pre=2.0):
+                        with k.op("AddmmBackward0", pre=1.5):
+                            with k.op("aten::mm", pre=1.2, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                k.launch(K_GEMM_A100, roof_us(m, kk, n, 0.7, A100_ROOF), grid=(108, 1, 1))
+                            with k.op("aten::mm", pre=1.2, dims=[[n, m], [m, kk]], types=BF16x3[:2]):
+                                k.launch(K_GEMM_A100, roof_us(n, kk, m, 0.7, A100_ROOF), grid=(108, 1, 1))
+                if dropout:
+                    with k.op("autograd::engine::evaluate_function: NativeDropoutBackward0", pre=2.0):
+                        with k.op("aten::native_dropout_backward", pre=1.5):
+                            k.launch(K_MUL, us_bytes(m * d * 5, 1500))
+                with k.op("aten::_flash_attention_backward", pre=2.0):
+                    k.launch(K_FLASH_FWD, us_flops(10 * b * 12 * s * s * 64, 160) + 5, grid=(16, 12, 16))
+            if optimizer:
+                with k.ann("Optimizer.step#AdamW.step"):
+                    with k.op("aten::_fused_adamw_", pre=5.0):
+                        k.launch(K_ADAM, 300.0, grid=(320, 1, 1))
+                with k.ann("Optimizer.zero_grad#AdamW.zero_grad"):
+                    pass
+            item_sync(k)
+            k.host(40)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_gpt2_train_dropout_a100():
+    """Control: GPT-2 small pre-training (dropout in training, backward, fused AdamW and
+    zero_grad every step): the dropout and the backward are needed, nothing is thrown away."""
+    return gpt2_loop(61010, "gpt2_train_dropout_a100")
+
+
+def case_gpt2_eval_backward_a100():
+    """GPT-2 small's validation loop reusing the training step without the optimizer: dropout
+    off (model.eval()), loss.backward() still runs every batch, no optimizer step, no
+    zero_grad: the backward's GPU time (~2/3 of the step) computes gradients nobody reads."""
+    return gpt2_loop(61012, "gpt2_eval_backward_a100", dropout=False, optimizer=False)
+
+
+def case_gpt2_generate_train_mode_a100():
+    """GPT-2 small (HF, eager attention) scoring batches with the model left in train mode (no
+    model.eval()): no backward, no optimizer, but the three dropouts of every layer (one over
+    the attention probabilities) draw and apply their masks."""
+    return gpt2_loop(61013, "gpt2_generate_train_mode_a100", backward=False, optimizer=False, eager=True)
+
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -3774,6 +4101,14 @@ CASES = {
     "ddp_overlapped": case_ddp_overlapped,
     "graph_decode_roof": case_graph_decode_roof,
     "gemm_near_peak": case_gemm_near_peak,
+    # work nobody uses (suspects_discard.c)
+    "eval_backward_2021": case_eval_backward_2021,
+    "gpt2_eval_backward_a100": case_gpt2_eval_backward_a100,
+    "dropout_infer_l4": case_dropout_infer_l4,
+    "gpt2_generate_train_mode_a100": case_gpt2_generate_train_mode_a100,
+    "checkpoint_roomy_h100": case_checkpoint_roomy_h100,
+    "checkpoint_v100_2021": case_checkpoint_v100_2021,
+    "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
 }
 
 

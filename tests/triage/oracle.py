@@ -309,7 +309,9 @@ Suspects
    kernel time x (1 - s / M), the rows that were not new); and its second mechanism, a
    per-step constant rebuilt every layer (rebuilt_constant(): rotary tables, causal masks,
    position ids made from scratch in each layer's forward; definitions in its docstring;
-   the mechanism with the larger at stake is the suspect).
+   the mechanism with the larger at stake is the suspect); and its third family, work whose
+   result nobody uses (discarded_work(): gradients with no optimizer, dropout in a loop with
+   no backward, the forward recomputed inside a backward node; definitions in its docstring).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1733,6 +1735,7 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     math_below_roof(t, cats, evidence)
     recomputed_work(t, cats, evidence)
     rebuilt_constant(t, cats, evidence)
+    discarded_work(t, cats, evidence)
 
 
 def step_of(g):
@@ -2186,6 +2189,99 @@ def rebuilt_constant(t, cats, evidence):
     cats["recomputed_work"] = c
     evidence["recomputed_work"] = {"mechanism": "constant_rebuilt",
                                    "chains": [{"ops": [n for n, _ in key], "rebuilt_us": r3(a)} for a, key, _ in fired[:5]]}
+
+
+DISCARD_RANDOM = ("aten::dropout", "aten::native_dropout", "aten::_fused_dropout", "aten::fused_dropout", "aten::feature_dropout",
+                  "aten::alpha_dropout", "aten::feature_alpha_dropout", "aten::bernoulli", "aten::bernoulli_",
+                  "aten::rrelu_with_noise")
+DISCARD_CONSUMERS = ("optimizer", "adam", "adamw", "sgd", "lamb", "lion", "adagrad", "rmsprop", "adafactor", "zero_grad",
+                     "allreduce", "all_reduce", "reduce_scatter", "reducescatter")
+
+
+def discarded_work(t, cats, evidence):
+    """recomputed_work's third family: GPU work whose result nobody uses, read from the
+    autograd machinery's names (a trace has no dataflow). An autograd node is a cpu_op named
+    "autograd::engine::evaluate_function: ..."; a random training-only op one of
+    DISCARD_RANDOM; an op's GPU time every GPU activity launched under it. Needs two steps.
+      - gradients unused: the outermost nodes' GPU time, when no name in the trace (ops,
+        ranges, kernels) holds a word of DISCARD_CONSUMERS (optimizer, zero_grad, a gradient
+        collective; a word: not followed by a lower-case letter, "lambda" is no lamb);
+      - training mode in inference: the outermost random ops' GPU time, when no node has GPU
+        time (no backward at all);
+      - forward recomputed in backward: per node with nodes nested in it (its nearest node
+        ancestor), its GPU time less theirs (reentrant checkpointing).
+    Each is a candidate recomputed_work entry: the one with the most at stake (with the
+    prefix and constant mechanisms') is the suspect; members: the names with their GPU time."""
+    if sum(1 for h in t.host if is_step(h.name)) < 2:
+        return
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+
+    def is_node(x):
+        return x.kind == "cpu_op" and x.name.startswith("autograd::engine::evaluate_function")
+
+    def up(x, test):
+        p = x.parent
+        while p is not None:
+            if test(p):
+                return p
+            p = p.parent
+        return None
+
+    def word(n):
+        n = n or ""
+        low = n.lower()
+        for w in DISCARD_CONSUMERS:
+            i = low.find(w)
+            while i >= 0:
+                j = i + len(w)
+                if j >= len(n) or not n[j].islower():
+                    return True
+                i = low.find(w, i + 1)
+        return False
+
+    nodes, rnd, redo = defaultdict(float), defaultdict(float), defaultdict(float)
+    nested = defaultdict(float)
+    for h in t.host:
+        if is_node(h):
+            a = up(h, is_node)
+            if a is not None:
+                nested[id(a)] += gpu_us[id(h)]
+            elif gpu_us[id(h)] > 0:
+                nodes[h.name] += gpu_us[id(h)]
+        elif h.kind == "cpu_op" and h.name in DISCARD_RANDOM and gpu_us[id(h)] > 0 and \
+                up(h, lambda p: p.kind == "cpu_op" and p.name in DISCARD_RANDOM) is None:
+            rnd[h.name] += gpu_us[id(h)]
+    for h in t.host:
+        if is_node(h) and nested[id(h)] > 0 and gpu_us[id(h)] > nested[id(h)]:
+            redo[h.name] += gpu_us[id(h)] - nested[id(h)]
+    cands = []
+    if nodes and not any(word(x.name) for x in list(t.host) + list(t.gpu) + list(t.rt)):
+        cands.append(("gradients_unused", nodes))
+    if rnd and not nodes:
+        cands.append(("training_mode_in_inference", rnd))
+    if redo:
+        cands.append(("forward_recomputed_in_backward", redo))
+    if not cands:
+        return
+    mech, m = max(cands, key=lambda c: sum(c[1].values()))
+    at = sum(m.values())
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for n, us in m.items():
+        c.members[n] += us
+    c.at = at
+    c.culprit = max(m.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    c.iv = [[g.ts, g.te] for g in t.gpu if g.inner is not None and any(p.name in m for p in [g.inner] + t_stack(g.inner))]
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": mech, "members": {n: r3(v) for n, v in m.items()}}
 
 
 def cpu_only_suspects(t, short, cats, evidence):
