@@ -15,7 +15,7 @@
  *   launch_bound     host-wait idle under a short-kernel op, and kernel-wait idle of launches from one
  *   cpu_bound_op     host-wait idle under one other cpu_op (the largest one only)
  *   communication    host-wait idle under a collective range, plus exposed collective kernels
- *   copies_casts     the union of GPU work launched under a copy/cast op, and DtoD copies
+ *   copies_casts     data movement by kind: suspects_waste.c's rule (copies_rule), not this file's
  *   pageable_memcpy  the union of copies to or from pageable host memory
  *   compute_bound_op one non-GEMM, non-copy, non-data-movement op holding > COMPUTE_SHARE of the GPU time
  *   startup          the lead-in (trace start to first GPU activity) but its DataLoader
@@ -391,26 +391,6 @@ static int copy_critical(A *a, tally *t) {
     if (rc) return rc;
     t->evidence[C_COPY_CRIT] = json_pack("{s:f,s:f,s:f}", "copy_us", x.len, "exposed_us", x.exposed, "on_compute_stream_us", on_compute);
     return credit(t, C_COPY_CRIT, x.best, -1, x.exposed);
-}
-
-/* GPU work launched under a copy/cast op (not host<->device copies), and DtoD copies. A
- * trace with neither a launch under such an op (ccorr_ins is prepared at ccorr's first row)
- * nor a DtoD copy's name skips the query, whose every row would fail its WHERE: it joined
- * and sorted every GPU activity for nothing (106,000 in a 150 MB many-names trace: 30 ms). */
-static int copies(A *a, tally *t, double busy) {
-    if (!a->sus->ccorr_ins && !an_any_flagged(a, NF_DTOD)) return 0;
-    sqlite3_stmt *q = an_prep(a,
-        "SELECT g.ts, g.te, COALESCE(c.op, g.name) FROM scratch.ev g LEFT JOIN wscratch.ccorr c ON c.corr = g.corr"
-        " WHERE g.cls = 2 AND ((c.op IS NOT NULL AND (fp_flags(g.name) & ?1) = 0) OR (g.kind = ?2 AND (fp_flags(g.name) & ?3) != 0))"
-        " ORDER BY g.ts");
-    if (!q) return ERR_DB;
-    sqlite3_bind_int(q, 1, NF_HOST_COPY);
-    sqlite3_bind_int64(q, 2, a->memcpy_kind);
-    sqlite3_bind_int(q, 3, NF_DTOD);
-    double len = 0;
-    int rc = union_credit(t, q, C_COPY, &len);
-    if (!rc && len > 0) t->evidence[C_COPY] = json_pack("{s:f,s:f}", "copy_gpu_us", len, "share_of_gpu_busy", busy > 0 ? len / busy : 0);
-    return rc;
 }
 
 /* Pageable host<->device copies; none to find where no name is a pageable copy's. */
@@ -922,10 +902,6 @@ static void next_experiment(const advice_in *in, char *out, size_t n) {
         utf8_snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
                  "messages); check the interconnect's bandwidth against the message sizes", culprit);
         return;
-    case C_COPY:
-        utf8_snprintf(out, n, "Cut the copies and casts of %s: keep tensors in their final dtype and device, cast once at load, avoid "
-                 ".to()/.contiguous() inside the loop; re-profile its GPU share", culprit);
-        return;
     case C_PAGE:
         utf8_snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
                  "so %s overlaps compute instead of blocking the host", culprit);
@@ -1360,7 +1336,6 @@ int an_suspects(A *a, double gpu_busy, json_t **out) {
         if (c < C_N) rc = credit(&t, c, is->sums[i].name, is->sums[i].track, is->sums[i].us);
     }
     if (!rc && !cpu_only) rc = comm_exposed(a, &t, gpu_busy);
-    if (!rc && !cpu_only) rc = copies(a, &t, gpu_busy);
     if (!rc && !cpu_only) rc = pageable(a, &t);
     if (!rc && !cpu_only) rc = copy_critical(a, &t);
     if (!rc && !cpu_only) rc = compute_bound(a, &t);
