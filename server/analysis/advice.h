@@ -37,7 +37,7 @@ int an_sync_origin(A *a, const char *culprit, unsigned flags);
 /* host_sync's next experiment for culprit of that origin. Writes out. */
 void an_sync_advice(int origin, const char *culprit, int rocm, char *out, size_t n);
 
-/* The host walk's order of syncs, launches and steps on a thread (host.c, through suspects.c):
+/* The host walk's order of syncs, launches and steps on a thread (host.c, through suspects_host.c):
  * a popped sync call (sync), a popped step range (step), a kernel launch (launch). Counts the
  * syncs that have kernel launches before and after them inside one step. */
 void an_sync_walk(A *a, int sync, int step, int launch);

@@ -297,7 +297,7 @@ typedef struct idle_walk {
     int had_step;                  /* the thread opened a step's range: time outside one is known to be so */
 } idle_walk;
 
-/* ---- suspects (suspects.c) ---- */
+/* ---- suspects (suspects_host.c: the walk's statistics; suspects.c: the list) ---- */
 
 /* What the walk learns of one cpu_op name. */
 typedef struct opstat {
@@ -388,7 +388,7 @@ typedef struct A {
     int ndev;                      /* devices with GPU activity, counted up to 2 (gpu_devices) */
     long long dev0;                /* the first one's id: with ndev 1, ev_gpu's (dev, ts) order is
                                     * ts order (busy.c's merges, steps.c's roles) */
-    suspect_state *sus;            /* suspects.c */
+    suspect_state *sus;            /* suspects_host.c */
     steps_state *steps_st;         /* steps.c */
     sqlite3_stmt *mem_ins;         /* memory.c: INSERT INTO wscratch.mem */
     mrow *mrows;                   /* memory.c: the [memory] rows, in walk order, until mem_sql */
@@ -615,7 +615,8 @@ int cseg_open(A *a, cseg_stream *m, const int *cats, const long *names, int ncat
 int cseg_next(cseg_stream *m, double *s, double *e);
 void cseg_close(cseg_stream *m);
 
-/* suspects.c */
+/* suspects_host.c (an_op_host, an_op_launch, an_suspects_free), suspects.c (an_suspects),
+ * suspects_steps.c (an_suspects_steps) */
 int an_op_host(A *a, const frame *f);
 int an_op_launch(A *a, const hrow *r, const frame *stack, int depth);
 int an_suspects(A *a, double gpu_busy, json_t **out);

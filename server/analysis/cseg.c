@@ -1,5 +1,5 @@
 /* cseg.c: a CPU-only trace's labelled pieces (wscratch.cseg): idle.c's walk writes them one
- * thread at a time, suspects.c reads them back across threads in start order.
+ * thread at a time, suspects_cpu.c reads them back across threads in start order.
  *
  * Owns wscratch.cseg and A.idle->cw (the writer). Must not read the walk's state: a piece is
  * (category, name, start, end) of the thread being walked, nothing more.

@@ -461,7 +461,7 @@ static void label_at(const A *a, const idle_walk *w, double t, int *type, long *
 }
 
 /* CPU-only: a labelled piece of a thread, summed and kept as a segment of its category
- * (wscratch.cseg, cseg.c), for suspects.c to give wall time out in priority order across threads. */
+ * (wscratch.cseg, cseg.c), for suspects_cpu.c to give wall time out in priority order across threads. */
 static int cpu_piece(A *a, idle_walk *w, double x, double y, int type, long name, int instep) {
     unsigned f = an_flags(a, name);
     int cat = type == LB_DATALOADER ? CSEG_DATA : f & NF_COMM_RANGE ? CSEG_COMM : f & NF_GC ? CSEG_GC : f & NF_TOKENIZE ? CSEG_TOKENIZE

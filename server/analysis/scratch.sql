@@ -136,7 +136,7 @@ CREATE TABLE wscratch.mem(devtype INT, dev INT, ts REAL, bytes INT, total_alloc 
 -- end, name id), the thread's in start order (cseg.c has why).
 CREATE TABLE wscratch.cseg(cat INT NOT NULL, track INT NOT NULL, seq INT NOT NULL, data BLOB NOT NULL,
  PRIMARY KEY (cat, track, seq)) WITHOUT ROWID;
--- Launches made under a copy/cast op (suspects.c: copies_casts): correlation, the outermost such op.
+-- Launches made under a copy/cast op (suspects.c: copy_on_critical_path's culprit): correlation, the outermost such op.
 CREATE TABLE wscratch.ccorr(corr INT PRIMARY KEY, op INT) WITHOUT ROWID;
 
 -- @devices  (analyze_run: only when GPU events name more than one device)

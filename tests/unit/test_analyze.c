@@ -1054,7 +1054,7 @@ static void test_analyze_gap_launches_by_cursor(void **state) {
 #undef LK
 #undef LR
 
-/* CPU-only wall time in priority order (suspects.c cpu_priority over cseg.c's pieces): two
+/* CPU-only wall time in priority order (suspects_cpu.c sus_cpu_priority over cseg.c's pieces): two
  * threads of 100 iterations each, more than one block (CSEG_BLOCK pieces) per (category, thread), so
  * the shares are merges across threads and blocks. Per iteration b: thread 1 loads data
  * [b, b+3] and runs aten::mm [b+3, b+8]; thread 2 runs aten::mm [b+2, b+5], Python
