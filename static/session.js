@@ -438,6 +438,31 @@
     return FP.timelineHref(id, { find: named ? x.culprit : null });
   }
 
+  // GET /suspects' gpu_time_by_kind_by_phase (issue 48 item 1): a row per phase, the phases
+  // with the most GPU time first, as the reply orders them; a column per kind the session has
+  // time of, each the share of the phase's GPU time (its time on hover and in data-us).
+  const KIND_PHASES_SHOWN = 10; // rows drawn before "show all" (the reply has up to 50)
+  function renderKindsByPhase(rows, dropped, kinds, all = false) {
+    const box = document.getElementById('gpu-kinds-phases-box');
+    box.hidden = !(rows && rows.length);
+    if (box.hidden) return;
+    const cols = [
+      { key: 'phase', label: 'Phase', rowHeader: true, render: (r) => FP.nameEl(r.phase, FP.shortName(r.phase, 60)) },
+      { key: 'gpu_us', label: 'GPU time', num: true, render: (r) => el('span', { dataset: { us: String(r.gpu_us) } }, fmtTime(r.gpu_us)) },
+      ...Object.keys(KINDS).filter((k) => kinds && kinds[k] && kinds[k].us > 0).map((k) => ({
+        key: k, label: KINDS[k], num: true, value: (r) => r[k].fraction,
+        render: (r) => el('span', { title: fmtTime(r[k].us), dataset: { kind: k, us: String(r[k].us) } }, fmtPct(r[k].fraction)) }))];
+    const cut = !all && rows.length > KIND_PHASES_SHOWN;
+    renderTable(document.getElementById('gpu-kinds-phases'), cols, cut ? rows.slice(0, KIND_PHASES_SHOWN) : rows, null, null);
+    const left = dropped ? [dropped.rows ? `${fmtInt(dropped.rows)} more phase${dropped.rows === 1 ? '' : 's'} not listed by the server` : '',
+      dropped.phases ? `${fmtInt(dropped.phases)} name${dropped.phases === 1 ? '' : 's'} past the 256 tracked (${fmtTime(dropped.gpu_us)} of GPU time inside them)` : '']
+      .filter(Boolean) : [];
+    document.getElementById('gpu-kinds-phases-note').replaceChildren('The GPU work launched inside each record_function / NVTX range name ' +
+      '(nested ranges: in each enclosing phase), by kind, as a share of the phase\'s GPU time; the phases with the most GPU time first.' +
+      (left.length ? ` ${left.join('; ')}.` : ''), ...(cut ? [' ', el('button', { type: 'button', id: 'gpu-kinds-phases-all',
+      onclick: () => renderKindsByPhase(rows, dropped, kinds, true) }, `Show all ${fmtInt(rows.length)}`)] : []));
+  }
+
   async function loadSuspects() {
     const j = await shown(firstScreen.suspects);
     try { // the summary was asked for beside the suspects: the tail's window needs its end
@@ -452,6 +477,7 @@
     document.getElementById('gpu-kinds').replaceChildren(...(kinds ? ['GPU time by kind of work: ',
       ...Object.keys(KINDS).filter((k) => kinds[k]).map((k, i) => el('span', { dataset: { kind: k, us: String(kinds[k].us) } },
         `${i ? ', ' : ''}${KINDS[k]} ${fmtPct(kinds[k].fraction)} (${fmtTime(kinds[k].us)})`))] : []));
+    renderKindsByPhase(j.gpu_time_by_kind_by_phase, j.gpu_time_by_kind_by_phase_dropped, kinds);
     document.getElementById('suspects-note').textContent = !j.computed ? 'Not computed for this session (stored before suspects existed).'
       : list.length ? `Ranked by the wall time at stake (at most what removing the cause could save); ${j.healthy ? 'healthy' : 'not healthy'}.`
         : `Nothing at stake above 5% of the wall${j.healthy ? ': healthy' : ''}.`;

@@ -39,6 +39,7 @@
 #include "analysis/an.h"
 #include "analysis/report.h"
 #include "analysis/suspects_recompute.h"
+#include "analysis/suspects_waste.h"
 #include "analysis/waste.h"
 #include "lib/buf.h"
 #include "lib/cuda.h"
@@ -257,6 +258,7 @@ int analyze_run(trace_ctx *t, analysis *out, char *err, size_t errlen) {
     if (!rc && stp.on) { STEP_BEGIN(); rc = an_run(&a, "COMMIT; BEGIN"); STEP_END("walk_commit"); }
     if (!rc && stp.on) rc = an_steps_job_start(&a, &sjob);
     if (!rc) { STEP_BEGIN(); rc = an_suspects(&a, gpu_busy, &suspects); STEP_END("suspects"); }
+    if (!rc) rc = an_waste_phase_doc(&a, suspects); /* GPU time by kind per phase (suspects_waste.h) */
     if (!rc) { STEP_BEGIN(); rc = an_memory_doc(&a, &memory); STEP_END("memory"); }
     {
         STEP_BEGIN();

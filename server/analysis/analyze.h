@@ -25,8 +25,10 @@
  *      unfused_elementwise, tiny_kernels, math_below_roof), recomputed_work, idle charged to
  *      what emptied the queue and summed up the range tree, members and per-step figures of
  *      the work inside the steps, advice chosen from the evidence, the report's Top lines
- *   3  recomputed_work's second mechanism: a per-step constant rebuilt every layer */
-#define ANALYSIS_VERSION 3
+ *   3  recomputed_work's second mechanism: a per-step constant rebuilt every layer
+ *   4  issue 48 item 1 per phase: gpu_time_by_kind_by_phase (and _dropped) on the suspects
+ *      and efficiency documents */
+#define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
 #define SHORT_KERNEL_US 10.0    /* kernels under this are "short" (launch-bound) */

@@ -19,6 +19,7 @@
 #define SHORT_KERNEL_US 10.0   /* "latency-bound" needs kernels this short ... */
 #define MEMBERS_OUT 12         /* members listed; the rest as evidence.others_us */
 #define NEXT_MAX 1024
+#define WASTE_PHASES_OUT 50    /* gpu_time_by_kind_by_phase's rows, the most GPU time first */
 
 /* ---- members and culprit ---- */
 
@@ -293,11 +294,65 @@ static int math_rule(A *a, json_t *list, waste_out *o, int *nfired) {
     return rc;
 }
 
-static json_t *kinds_json(const waste_out *o) {
+/* {kind: {us, fraction}} of by[] over their sum tot, every kind (new reference). */
+static json_t *kinds_of(const double *by, double tot) {
     json_t *k = json_object();
     for (int i = 0; k && i < WK_N; i++)
-        json_object_set_new(k, wk_name(i), json_pack("{s:f,s:f}", "us", o->by_kind[i], "fraction", o->gpu_us > 0 ? o->by_kind[i] / o->gpu_us : 0));
+        if (json_object_set_new(k, wk_name(i), json_pack("{s:f,s:f}", "us", by[i], "fraction", tot > 0 ? by[i] / tot : 0))) {
+            json_decref(k);
+            return NULL;
+        }
     return k;
+}
+
+static json_t *kinds_json(const waste_out *o) { return kinds_of(o->by_kind, o->gpu_us); }
+
+/* ---- per phase ---- */
+
+typedef struct phrank { double us; size_t i; } phrank;
+
+static int phrank_cmp(const void *p, const void *q) {
+    const phrank *x = p, *y = q;
+    if (x->us != y->us) return x->us > y->us ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i; /* the order met */
+}
+
+/* gpu_time_by_kind_by_phase: the phases with GPU activity launched inside them, most first,
+ * at most WASTE_PHASES_OUT: {phase (clipped as idle.by_phase's), gpu_us, every kind's {us,
+ * fraction of the phase's gpu_us}}; *dropped: {rows: phases with GPU time not listed, phases:
+ * names past WASTE_PHASES_MAX, gpu_us: the time launched inside those} (new references). */
+static int phases_json(A *a, const waste_out *o, json_t **rows, json_t **dropped) {
+    phrank *r = malloc((o->nph ? o->nph : 1) * sizeof *r);
+    *rows = json_array();
+    *dropped = NULL;
+    if (!r || !*rows) {
+        free(r);
+        json_decref(*rows);
+        *rows = NULL;
+        return ERR_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < o->nph; i++)
+        if (o->ph_us[i] > 0) r[n++] = (phrank){o->ph_us[i], i};
+    if (n) qsort(r, n, sizeof *r, phrank_cmp);
+    int rc = 0;
+    char cut[EVIDENCE_NAME_MAX + 4];
+    for (size_t k = 0; !rc && k < n && k < WASTE_PHASES_OUT; k++) {
+        size_t i = r[k].i;
+        json_t *row = kinds_of(o->ph_kind[i], o->ph_us[i]);
+        if (!row || json_object_set_new(row, "phase", json_string(utf8_clip(an_str(a, o->ph_name[i]), EVIDENCE_NAME_MAX, cut, sizeof cut))) ||
+            json_object_set_new(row, "gpu_us", json_real(o->ph_us[i])) || json_array_append_new(*rows, row))
+            rc = ERR_NOMEM;
+    }
+    free(r);
+    if (!rc && !(*dropped = json_pack("{s:I,s:I,s:f}", "rows", (json_int_t)(n > WASTE_PHASES_OUT ? n - WASTE_PHASES_OUT : 0), "phases",
+                                      (json_int_t)o->ph_untracked, "gpu_us", o->ph_untracked_us)))
+        rc = ERR_NOMEM;
+    if (rc) {
+        json_decref(*rows);
+        *rows = NULL;
+    }
+    return rc;
 }
 
 int an_waste_suspects(A *a, json_t *list, int *nfired, json_t **by_kind) {
@@ -309,10 +364,36 @@ int an_waste_suspects(A *a, json_t *list, int *nfired, json_t **by_kind) {
     if (!rc) rc = tiny_rule(a, list, &o, nfired);
     if (!rc) rc = math_rule(a, list, &o, nfired);
     if (!rc && o.gpu_us > 0) {
+        json_t *rows = NULL, *dropped = NULL;
         *by_kind = kinds_json(&o);
-        /* the efficiency document carries the same figures (GET /efficiency) */
-        if (a->effic && *by_kind) json_object_set_new(a->effic, "gpu_time_by_kind", json_deep_copy(*by_kind));
+        rc = *by_kind ? phases_json(a, &o, &rows, &dropped) : ERR_NOMEM;
+        /* the efficiency document carries the same figures (GET /efficiency); the per-phase
+         * ones go to the suspects document from there (an_waste_phase_doc) */
+        if (!rc && a->effic) {
+            json_object_set_new(a->effic, "gpu_time_by_kind", json_deep_copy(*by_kind));
+            json_object_set_new(a->effic, "gpu_time_by_kind_by_phase", json_incref(rows));
+            json_object_set_new(a->effic, "gpu_time_by_kind_by_phase_dropped", json_incref(dropped));
+        }
+        json_decref(rows);
+        json_decref(dropped);
+        if (rc) {
+            json_decref(*by_kind);
+            *by_kind = NULL;
+        }
     }
     an_waste_out_free(&o);
     return rc;
+}
+
+int an_waste_phase_doc(A *a, json_t *doc) {
+    static const char *const keys[] = {"gpu_time_by_kind_by_phase", "gpu_time_by_kind_by_phase_dropped"};
+    if (!json_is_object(doc)) return 0;
+    /* null where the suspects document's gpu_time_by_kind is: no GPU activity (the efficiency
+     * document has none of the three keys then) */
+    int any = json_is_object(json_object_get(doc, "gpu_time_by_kind"));
+    for (int i = 0; i < 2; i++) {
+        const json_t *v = any && a->effic ? json_object_get(a->effic, keys[i]) : NULL;
+        if (json_object_set_new(doc, keys[i], v ? json_deep_copy(v) : json_null())) return ERR_NOMEM;
+    }
+    return 0;
 }

@@ -17,7 +17,16 @@ typedef struct A A;
 
 /* Adds the waste suspects that fire to list (ranked in, dominant_op last), counting them in
  * *nfired; *by_kind: the GPU time by kind ({kind: {us, fraction}}, new reference; NULL when
- * the trace has no GPU activity). */
+ * the trace has no GPU activity). The efficiency document (a->effic) gets the same, and the
+ * GPU time by kind per phase (waste.h's phases): gpu_time_by_kind_by_phase (the 50 phases
+ * with the most GPU time: [{phase, gpu_us, every kind's {us, fraction}}]) and
+ * gpu_time_by_kind_by_phase_dropped ({rows, phases, gpu_us}: what is not listed). */
 int an_waste_suspects(A *a, json_t *list, int *nfired, json_t **by_kind);
+
+/* Sets the suspects document doc's gpu_time_by_kind_by_phase and ..._dropped, copies of the
+ * efficiency document's, or null where doc's gpu_time_by_kind is null. Why apart: the
+ * suspects document is assembled after an_waste_suspects returns (suspects.c). 0, or
+ * ERR_NOMEM. */
+int an_waste_phase_doc(A *a, json_t *doc);
 
 #endif

@@ -1,5 +1,6 @@
-/* waste.c: waste inside a busy GPU by kind (waste.h; the rules: tests/triage/oracle.py's
- * work_kind, gpu_set_suspects' copies_casts, unfused_elementwise and tiny_kernels). */
+/* waste.c: waste inside a busy GPU by kind, per session and per phase (waste.h; the rules:
+ * tests/triage/oracle.py's work_kind and phase_kinds, gpu_set_suspects' copies_casts,
+ * unfused_elementwise and tiny_kernels). */
 #include "analysis/waste.h"
 
 #include <math.h>
@@ -22,8 +23,13 @@ typedef struct lrec {
     long long corr;
     long inner, range, dm_op; /* string ids, -1 none */
     double range_ts, step_ts; /* the range's and the step's start: which instance (NAN none) */
-    int graph;                /* a graph launch: its kernels' launches are gone already */
+    int pnode;                /* its phases: the node of their path (pnode), -1 none */
+    unsigned char graph;      /* a graph launch: its kernels' launches are gone already */
+    unsigned char pcut;       /* a phase around it is not tracked (a name or a path past its cap) */
 } lrec;
+
+/* One node of the tree of phase paths: the path of its parent, then phase. */
+typedef struct pnode { int parent, phase; } pnode;
 
 struct waste_state {
     lrec *l;
@@ -33,6 +39,18 @@ struct waste_state {
     signed char *okind;       /* per string id: an op's kind + 1 (WK_N + 1: none), 0 not known yet */
     signed char *kkind;       /* per string id: a kernel name's kind + 1 (WK_N + 1: the name does not say) */
     unsigned char *keltw;     /* per string id: 1 + (an elementwise kernel family) */
+    /* phases (waste.h's head) */
+    intern *pkeys;            /* phase name (string id) -> phase index */
+    long *pname;              /* per phase index: its name */
+    size_t nph, capph;
+    intern *dkeys;            /* names met past WASTE_PHASES_MAX (counted once each) */
+    intern *nkeys;            /* (parent node, phase) -> node */
+    pnode *node;
+    size_t nnode, capnode;
+    unsigned stamp[WASTE_PHASES_MAX], gen; /* stamp[p] == gen: the path being built holds p */
+    long *cur, *last;         /* this launch's and the last one's range names, outermost first */
+    size_t ncur, nlast, capcur, caplast;
+    int have_last, last_node, last_cut; /* the last one's path: launches in a row share it */
 };
 
 static waste_state *state_of(A *a) {
@@ -42,7 +60,10 @@ static waste_state *state_of(A *a) {
         a->waste->okind = calloc(n, 1);
         a->waste->kkind = calloc(n, 1);
         a->waste->keltw = calloc(n, 1);
-        if (!a->waste->okind || !a->waste->kkind || !a->waste->keltw) {
+        a->waste->pkeys = intern_new();
+        a->waste->dkeys = intern_new();
+        a->waste->nkeys = intern_new();
+        if (!a->waste->okind || !a->waste->kkind || !a->waste->keltw || !a->waste->pkeys || !a->waste->dkeys || !a->waste->nkeys) {
             an_waste_free(a);
             return NULL;
         }
@@ -85,22 +106,98 @@ static int is_cpu_op(A *a, waste_state *w, const frame *f) {
     return f->kind == w->cpu_kind;
 }
 
+/* ---- phases around a launch ---- */
+
+/* The index of phase name (a folded string id), -1 when it is past WASTE_PHASES_MAX (the
+ * name counted once in dkeys), -2 when out of memory. */
+static int phase_index(waste_state *w, long name) {
+    long i = intern_lookup(w->pkeys, (const char *)&name, sizeof name);
+    if (i >= 0) return (int)i;
+    if (w->nph >= WASTE_PHASES_MAX) return intern_id(w->dkeys, (const char *)&name, sizeof name) < 0 ? -2 : -1;
+    int fresh;
+    i = INTERN_SLOT(w->pkeys, &name, sizeof name, w->pname, w->nph, w->capph, 16, &fresh);
+    if (i < 0) return -2;
+    w->pname[i] = name;
+    return (int)i;
+}
+
+/* The node of parent's path followed by phase, -1 past WASTE_PHASE_NODES_MAX, -2 out of
+ * memory. */
+static int node_child(waste_state *w, int parent, int phase) {
+    int key[2] = {parent, phase}, fresh;
+    long i = intern_lookup(w->nkeys, (const char *)key, sizeof key);
+    if (i >= 0) return (int)i;
+    if (w->nnode >= WASTE_PHASE_NODES_MAX) return -1;
+    i = INTERN_SLOT(w->nkeys, key, sizeof key, w->node, w->nnode, w->capnode, 64, &fresh);
+    if (i < 0) return -2;
+    w->node[i] = (pnode){parent, phase};
+    return (int)i;
+}
+
+/* x's phases from the range names in w->cur (outermost first): the node of their path, each
+ * name once. Why the last launch's path is kept: launches come in runs under one stack of
+ * ranges, and the path depends on the names alone, so a run costs a comparison, no lookup. */
+static int launch_phases(waste_state *w, lrec *x) {
+    if (w->have_last && w->ncur == w->nlast && (!w->ncur || !memcmp(w->cur, w->last, w->ncur * sizeof *w->cur))) {
+        x->pnode = w->last_node;
+        x->pcut = (unsigned char)w->last_cut;
+        return 0;
+    }
+    if (++w->gen == 0) { /* wrapped: no stamp may look current */
+        memset(w->stamp, 0, sizeof w->stamp);
+        w->gen = 1;
+    }
+    int node = -1, cut = 0;
+    for (size_t i = 0; i < w->ncur; i++) {
+        int p = phase_index(w, w->cur[i]);
+        if (p == -2) return ERR_NOMEM;
+        if (p < 0) {
+            cut = 1;
+            continue;
+        }
+        if (w->stamp[p] == w->gen) continue; /* a range inside one of its own name */
+        w->stamp[p] = w->gen;
+        int c = node_child(w, node, p);
+        if (c == -2) return ERR_NOMEM;
+        if (c < 0) { /* the tree is full: this path's rest is untracked */
+            cut = 1;
+            break;
+        }
+        node = c;
+    }
+    x->pnode = node;
+    x->pcut = (unsigned char)cut;
+    long *t = w->last;
+    w->last = w->cur, w->cur = t;
+    size_t tc = w->caplast;
+    w->caplast = w->capcur, w->capcur = tc;
+    w->nlast = w->ncur;
+    w->have_last = 1, w->last_node = node, w->last_cut = cut;
+    return 0;
+}
+
 int an_waste_launch(A *a, const hrow *r, const frame *stack, int depth) {
     if (r->corr < 0) return 0;
     waste_state *w = state_of(a);
     if (!w || VEC_RESERVE(w->l, w->cap, w->n + 1, 1024)) return ERR_NOMEM;
-    lrec x = {r->corr, -1, -1, -1, NAN, NAN, (an_flags(a, r->name) & NF_GRAPH_LAUNCH) != 0};
+    lrec x = {r->corr, -1, -1, -1, NAN, NAN, -1, (an_flags(a, r->name) & NF_GRAPH_LAUNCH) != 0, 0};
+    w->ncur = 0;
     for (int i = 0; i < depth; i++) {
         const frame *f = &stack[i];
         if (f->cls != EV_HOST_OP) continue;
         if (f->kind == a->ua_kind) {
             if (an_flags(a, f->name) & NF_STEP) x.step_ts = f->ts;
             else x.range = f->name, x.range_ts = f->ts;
+            /* every range is a phase, under /phases' name (the step folded) */
+            if (VEC_RESERVE(w->cur, w->capcur, w->ncur + 1, 16)) return ERR_NOMEM;
+            w->cur[w->ncur++] = an_fold(a, f->name);
         } else if (is_cpu_op(a, w, f)) {
             x.inner = f->name;
             if (x.dm_op < 0 && op_kind(a, w, f->name) == WK_DATA_MOVEMENT) x.dm_op = f->name;
         }
     }
+    int rc = launch_phases(w, &x);
+    if (rc) return rc;
     if (w->n && w->l[w->n - 1].corr > x.corr) w->sorted = 0;
     else if (!w->n) w->sorted = 1;
     w->l[w->n++] = x;
@@ -411,6 +508,13 @@ static int take(A *a, pass *p, waste_out *o, sqlite3_stmt *q) {
     else if ((wk = kernel_kind(a, w, name)) < 0 && (wk = op_kind(a, w, inner)) < 0) wk = eltw_kernel(a, w, name) ? WK_ELEMENTWISE : WK_OTHER;
     o->by_kind[wk] += dur;
     o->gpu_us += dur;
+    /* per phase: every phase on the launch's path (each name once there) */
+    for (int n = l ? l->pnode : -1; n >= 0; n = w->node[n].parent) {
+        int ph = w->node[n].phase;
+        o->ph_kind[ph][wk] += dur;
+        o->ph_us[ph] += dur;
+    }
+    if (l && l->pcut) o->ph_untracked_us += dur;
     int rc = 0;
     /* copies: data movement, but host transfers (their own categories) and what an
      * addressing op launched (memory_bound_op's); named by the outermost data-movement op,
@@ -462,6 +566,16 @@ int an_waste_pass(A *a, waste_out *o) {
     if (!w) return ERR_NOMEM;
     if (!w->sorted && w->n) qsort(w->l, w->n, sizeof *w->l, lrec_cmp); /* w->l is NULL when empty */
     w->sorted = 1;
+    /* the phases the walk met: their sums (one row each, at most WASTE_PHASES_MAX) */
+    o->nph = w->nph;
+    o->ph_untracked = (long long)intern_count(w->dkeys);
+    if (w->nph) {
+        o->ph_name = malloc(w->nph * sizeof *o->ph_name);
+        o->ph_us = calloc(w->nph, sizeof *o->ph_us);
+        o->ph_kind = calloc(w->nph, sizeof *o->ph_kind);
+        if (!o->ph_name || !o->ph_us || !o->ph_kind) return ERR_NOMEM; /* the caller frees o */
+        memcpy(o->ph_name, w->pname, w->nph * sizeof *o->ph_name);
+    }
     sqlite3_stmt *q = an_prep(a, "SELECT ts, te, dur, dev, stream, kind, name, corr, bps FROM scratch.ev WHERE cls = 2 ORDER BY dev, ts");
     if (!q) return ERR_DB;
     pass p;
@@ -502,6 +616,7 @@ void an_waste_out_free(waste_out *o) {
         wm_free(&f[i]->ranges);
         json_decref(f[i]->ev);
     }
+    free(o->ph_name), free(o->ph_us), free(o->ph_kind);
     memset(o, 0, sizeof *o);
 }
 
@@ -510,6 +625,8 @@ void an_waste_free(A *a) {
     if (!w) return;
     free(w->l);
     free(w->okind), free(w->kkind), free(w->keltw);
+    intern_free(w->pkeys), intern_free(w->dkeys), intern_free(w->nkeys);
+    free(w->pname), free(w->node), free(w->cur), free(w->last);
     free(w);
     a->waste = NULL;
 }

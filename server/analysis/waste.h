@@ -4,8 +4,18 @@
  *
  * Owns waste_state: what the host walk tells it of each launch (an_waste_launch: the
  * innermost op, the innermost range, the outermost data-movement op, the step, a graph
- * launch), and the one pass over the GPU activity (an_waste_pass) that gives the GPU time by
- * kind and the estimates. Reads scratch.ev and the busy union (an_busy_in); writes nothing to
+ * launch, the phases around it), and the one pass over the GPU activity (an_waste_pass) that
+ * gives the GPU time by kind, per session and per phase, and the estimates.
+ *
+ * Phases (issue 48 item 1, per phase): the record_function / NVTX ranges (user_annotation)
+ * on the launching thread's stack, named as GET /phases names them (ProfilerStep#N folded
+ * to ProfilerStep*). An activity counts in every phase whose range encloses its launch, once
+ * per name (a range nested in a range of its own name adds nothing: /phases' kernel time
+ * counts it twice). At most WASTE_PHASES_MAX names are kept, the first met; an activity
+ * launched inside a name past it is counted in ph_untracked_us (once) and still in its kept
+ * phases. A launch keeps one int for its phases: the node of its path (outermost name first,
+ * each name once) in a tree of paths shared by every launch, at most WASTE_PHASE_NODES_MAX
+ * nodes (past it a launch keeps the path's part already there, the rest untracked). Reads scratch.ev and the busy union (an_busy_in); writes nothing to
  * scratch and no document: suspects_waste.c turns the result into suspects and advice. Must
  * not touch the idle attribution (idle.c) or the suspects' tally (suspects.c). */
 #ifndef FP_WASTE_H
@@ -15,6 +25,9 @@
 
 #include "analysis/kinds.h"
 #include "lib/intern.h"
+
+#define WASTE_PHASES_MAX 256          /* phase names kept (effic.c's EFFIC_PHASES_MAX) */
+#define WASTE_PHASE_NODES_MAX (1 << 16) /* distinct paths of phases (prefixes) kept */
 
 typedef struct A A;
 struct frame;
@@ -42,6 +55,13 @@ typedef struct waste_out {
     wfinding copies;         /* data movement (but host transfers, addressing ops) */
     wfinding unfused;        /* chains of elementwise kernels: the time above one fused pass */
     wfinding tiny;           /* phases of many tiny kernels: their fixed cost */
+    /* per phase (waste.h's head): nph of them, in the order met */
+    size_t nph;
+    long *ph_name;           /* the phase's name (string id, folded) */
+    double *ph_us;           /* GPU activity time launched inside it */
+    double (*ph_kind)[WK_N]; /* of it, by kind (sums to ph_us) */
+    long long ph_untracked;  /* names met past WASTE_PHASES_MAX */
+    double ph_untracked_us;  /* GPU activity time launched inside one of those (or past the nodes' cap), each once */
 } waste_out;
 
 /* The walk's hook: a launch r (a runtime call with GPU work) under stack[0..depth). */

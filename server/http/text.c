@@ -10,6 +10,7 @@
 #include "lib/buf.h"
 #include "analysis/report.h"
 #include "lib/timefmt.h"
+#include "lib/utf8.h"
 
 /* torch's _format_memory: "8.00 Kb", "-292 b". */
 static void fmt_mem(long long b, char *out, size_t n) {
@@ -227,18 +228,39 @@ char *text_regressions(const json_t *r, size_t *len) {
     return all;
 }
 
-/* The GPU time by kind of work (issue 48), one line: "GPU time by kind: math 61.2% (1.20 s),
- * ...", nothing where the reply has none (CPU-only, stored before it existed). */
-static void kinds_line(buf *b, const json_t *k) {
+/* Each kind of a {kind: {us, fraction}} object: " math 61.2% (1.20s), ..." and a newline. */
+static void kinds_rest(buf *b, const json_t *k) {
     static const char *const kinds[] = {"math", "data_movement", "elementwise", "communication", "other", NULL};
     char t[32];
-    if (!json_is_object(k)) return;
-    buf_puts(b, "GPU time by kind:");
     for (int i = 0; kinds[i]; i++) {
         const json_t *v = json_object_get(k, kinds[i]);
         buf_printf(b, "%s %s %.1f%% (%s)", i ? "," : "", kinds[i], num(v, "fraction") * 100, timefmt_us(num(v, "us"), t, sizeof t));
     }
     buf_puts(b, "\n");
+}
+
+#define KINDS_PHASES_SHOWN 3  /* gpu_time_by_kind_by_phase rows in the text forms (the reply has up to 50) */
+#define KINDS_PHASE_NAME 80   /* bytes of a phase's name there (the reply has it whole, to 1 KiB) */
+
+/* The GPU time by kind of work (issue 48), one line: "GPU time by kind: math 61.2% (1.20s),
+ * ...", then one line per phase with the most GPU time (gpu_time_by_kind_by_phase, the
+ * first KINDS_PHASES_SHOWN): "  in ProfilerStep* (1.10s of GPU time): math 58.2% (640ms),
+ * ..."; the fractions are of the phase's GPU time. Nothing where the reply has none (CPU-only,
+ * stored before it existed). */
+static void kinds_line(buf *b, const json_t *k, const json_t *phases) {
+    char t[32], cut[KINDS_PHASE_NAME + 4];
+    if (!json_is_object(k)) return;
+    buf_puts(b, "GPU time by kind:");
+    kinds_rest(b, k);
+    const json_t *p;
+    size_t i;
+    json_array_foreach(phases, i, p) {
+        if (i >= KINDS_PHASES_SHOWN) break;
+        const char *name = json_string_value(json_object_get(p, "phase"));
+        buf_printf(b, "  in %s (%s of GPU time):", utf8_clip(name ? name : "", KINDS_PHASE_NAME, cut, sizeof cut),
+                   timefmt_us(num(p, "gpu_us"), t, sizeof t));
+        kinds_rest(b, p);
+    }
 }
 
 char *text_suspects(const json_t *r, size_t *len) {
@@ -262,7 +284,7 @@ char *text_suspects(const json_t *r, size_t *len) {
                        timefmt_us(num(steps, "mean_us"), t1, sizeof t1), timefmt_us(num(steps, "p50_us"), t2, sizeof t2)),
                 buf_printf(&b, "%s)", timefmt_us(num(steps, "p90_us"), t3, sizeof t3));
         buf_printf(&b, "\n");
-        kinds_line(&b, json_object_get(r, "gpu_time_by_kind"));
+        kinds_line(&b, json_object_get(r, "gpu_time_by_kind"), json_object_get(r, "gpu_time_by_kind_by_phase"));
         const json_t *s;
         size_t i;
         json_array_foreach(json_object_get(r, "suspects"), i, s) {
@@ -300,7 +322,7 @@ char *text_efficiency(const json_t *reply, const char *const *cols, size_t *len)
     if (!json_is_object(dev)) effic_line(&b, "device_reason", json_object_get(reply, "device_reason"));
     for (int i = 0; keys[i]; i++) effic_line(&b, keys[i], json_object_get(s, keys[i]));
     effic_line(&b, "mfu_peak", json_object_get(json_object_get(s, "mfu_peak"), "unit"));
-    kinds_line(&b, json_object_get(reply, "gpu_time_by_kind"));
+    kinds_line(&b, json_object_get(reply, "gpu_time_by_kind"), json_object_get(reply, "gpu_time_by_kind_by_phase"));
     /* the unknown GPU time by reason, in full (the table cuts a reason at its width) */
     const json_t *u;
     size_t i;

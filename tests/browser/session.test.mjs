@@ -228,6 +228,41 @@ test('smells, kernels, phases, GPU facts and the trace download', { timeout: 600
   await page.close();
 });
 
+test('GPU time by kind per phase: each phase, its GPU time and each kind as /suspects gives them', { timeout: 60000 }, async () => {
+  const { page, problems } = await openPage(browser.context);
+  await page.goto(`${BASE}/session.html?id=${id}`);
+  await page.waitForSelector('#gpu-kinds-phases tbody tr [data-kind]');
+  const sus = await apiGet(`/api/v1/sessions/${id}/suspects`);
+  const rows = sus.gpu_time_by_kind_by_phase, kinds = sus.gpu_time_by_kind;
+  assert.ok(rows && rows.length, 'the trace has phases with GPU work');
+  assert.ok(await page.locator('#gpu-kinds-phases-box').isVisible());
+  // the first 10 drawn, the rest behind a button
+  assert.equal(await page.locator('#gpu-kinds-phases tbody tr').count(), Math.min(10, rows.length));
+  if (rows.length > 10) {
+    await page.click('#gpu-kinds-phases-all');
+    await page.waitForFunction((n) => document.querySelectorAll('#gpu-kinds-phases tbody tr').length === n, rows.length);
+  }
+  const shown = await page.locator('#gpu-kinds-phases tbody tr').evaluateAll((trs) => trs.map((tr) => ({
+    phase: tr.querySelector('th .name').getAttribute('title'),
+    us: Number(tr.querySelector('[data-us]:not([data-kind])').dataset.us),
+    time: tr.querySelector('[data-us]:not([data-kind])').textContent,
+    kinds: [...tr.querySelectorAll('[data-kind]')].map((x) => [x.dataset.kind, Number(x.dataset.us), x.textContent, x.title]) })));
+  assert.deepEqual(shown.map((r) => r.phase), rows.map((r) => r.phase), 'the rows are the reply\'s, in its order');
+  const cols = ['math', 'data_movement', 'elementwise', 'communication', 'other'].filter((k) => kinds[k].us > 0);
+  shown.forEach((r, i) => {
+    const want = rows[i];
+    assert.equal(r.us, want.gpu_us, `${r.phase}: GPU time`);
+    assert.equal(r.time, fmt3(want.gpu_us), `${r.phase}: ${r.time}`);
+    assert.deepEqual(r.kinds.map(([k]) => k), cols, `${r.phase}: a column per kind the session has time of`);
+    for (const [k, us, text] of r.kinds) {
+      assert.equal(us, want[k].us, `${r.phase} ${k}`);
+      assert.equal(text, `${(want[k].fraction * 100).toFixed(1)}%`, `${r.phase} ${k}: ${text}`);
+    }
+  });
+  assertClean(problems);
+  await page.close();
+});
+
 test('GPU time by kind of work: each kind as /suspects gives it', { timeout: 60000 }, async () => {
   const { page, problems } = await openPage(browser.context);
   await page.goto(`${BASE}/session.html?id=${id}`);
