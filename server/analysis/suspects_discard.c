@@ -112,6 +112,14 @@ int discard_pop(discard_state **sp, A *a, const frame *f, const frame *stack, in
     return 0;
 }
 
+int discard_training_mode(const discard_state *s, const A *a) { return s && a->nsteps >= 2 && s->random.nn && !s->node.nn; }
+
+int discard_random_op(const char *name) {
+    for (const char *const *r = random_ops; name && *r; r++)
+        if (!strcmp(name, *r)) return 1;
+    return 0;
+}
+
 void discard_free(discard_state *s) {
     if (!s) return;
     free(s->cls);

@@ -21,6 +21,13 @@ int discard_pop(discard_state **s, A *a, const frame *f, const frame *stack, int
  * counting each in *nfired. s NULL: nothing. 0, or ERR_NOMEM. */
 int discard_suspects(discard_state *s, A *a, json_t *list, double min_us, int *nfired);
 
+/* Whether the training-mode mechanism holds (random training-only ops with GPU time, no
+ * autograd node at all, two steps or more), whatever its size: their work is thrown away. */
+int discard_training_mode(const discard_state *s, const A *a);
+
+/* Whether op name is one of the random training-only ops (dropout family). */
+int discard_random_op(const char *name);
+
 /* Frees s (NULL: nothing). */
 void discard_free(discard_state *s);
 

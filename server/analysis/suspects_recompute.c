@@ -473,6 +473,8 @@ int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
     return 0;
 }
 
+discard_state *an_discard_state(const A *a) { return a->cst ? a->cst->dis : NULL; }
+
 void an_const_free(A *a) {
     if (!a->cst) return;
     discard_free(a->cst->dis);

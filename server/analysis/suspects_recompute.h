@@ -22,6 +22,9 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired);
  * a->cst (allocated on the first call of a trace with steps). 0, or ERR_NOMEM. */
 int an_const_pop(A *a, const frame *f, const frame *stack, int depth);
 
+/* suspects_discard.c's tallies, fed by an_const_pop; NULL before its first call. */
+struct discard_state *an_discard_state(const A *a);
+
 /* Frees a->cst (NULL: nothing); sets it to NULL. */
 void an_const_free(A *a);
 

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "analysis/an.h"
+#include "analysis/suspects_discard.h"
+#include "analysis/suspects_recompute.h"
 #include "analysis/waste.h"
 #include "lib/err.h"
 #include "lib/utf8.h"
@@ -36,7 +38,7 @@ static json_t *members_json(const wmembers *m, double *others, double *sum, long
         long best = -1;
         for (size_t i = 0; i < m->n; i++)
             if (!used[i] && (best < 0 || m->us[i] > m->us[best])) best = (long)i;
-        if (best < 0) break;
+        if (best < 0 || m->us[best] <= 0) break; /* a member left out (leave_out_discarded) */
         used[best] = 1;
         if (k == 0) *top = best;
         listed += m->us[best];
@@ -172,7 +174,22 @@ static void per_param_advice(const char *who, const json_t *ops, const char *wha
                       "phase in a CUDA graph to drop the per-kernel fixed cost; compare GPU time per step", who, what);
 }
 
+/* Work thrown away is not advised to run faster: with the model left in training mode in a
+ * loop that never trains (suspects_discard.c), the dropout kernels of the chains are
+ * recomputed_work's, to drop, not to fuse. Their members are left out (time 0) and the at
+ * stake keeps the kept members' share of the chain time (oracle.py's unfused_elementwise). */
+static void leave_out_discarded(A *a, wfinding *f) {
+    if (!discard_training_mode(an_discard_state(a), a)) return;
+    double sum = 0, cut = 0;
+    for (size_t i = 0; i < f->members.n; i++) {
+        sum += f->members.us[i];
+        if (discard_random_op(intern_str(f->members.keys, (long)i))) cut += f->members.us[i], f->members.us[i] = 0;
+    }
+    if (sum > 0) f->at *= (sum - cut) / sum;
+}
+
 static int unfused_rule(A *a, json_t *list, waste_out *o, int *nfired) {
+    leave_out_discarded(a, &o->unfused);
     if (!o->unfused.members.n || !fires(a, o->unfused.at) || o->unfused.at < UNFUSED_MIN_GAIN * o->gpu_us) return 0;
     double others, sum;
     long top;

@@ -2207,7 +2207,9 @@ def discarded_work(t, cats, evidence):
         ranges, kernels) holds a word of DISCARD_CONSUMERS (optimizer, zero_grad, a gradient
         collective; a word: not followed by a lower-case letter, "lambda" is no lamb);
       - training mode in inference: the outermost random ops' GPU time, when no node has GPU
-        time (no backward at all);
+        time (no backward at all); their members then leave unfused_elementwise's chains (work
+        to drop is not work to fuse), whose at stake keeps the kept members' share of the chain
+        time and must pass its gate again;
       - forward recomputed in backward: per node with nodes nested in it (its nearest node
         ancestor), its GPU time less theirs (reentrant checkpointing).
     Each is a candidate recomputed_work entry: the one with the most at stake (with the
@@ -2260,6 +2262,18 @@ def discarded_work(t, cats, evidence):
     for h in t.host:
         if is_node(h) and nested[id(h)] > 0 and gpu_us[id(h)] > nested[id(h)]:
             redo[h.name] += gpu_us[id(h)] - nested[id(h)]
+    if rnd and not nodes and "unfused_elementwise" in cats:
+        # work thrown away is not advised to run faster: the random ops' members leave the
+        # unfused chains (to drop, not to fuse), the at stake keeps the kept members' share
+        u = cats["unfused_elementwise"]
+        chain = sum(u.members.values())
+        cut = sum(v for n, v in u.members.items() if n in DISCARD_RANDOM)
+        if cut > 0 and chain > 0:
+            for n in DISCARD_RANDOM:
+                u.members.pop(n, None)
+            u.at *= (chain - cut) / chain
+            if not u.members or u.at <= 0 or u.at < UNFUSED_MIN_GAIN * sum(g.dur for g in t.gpu):
+                del cats["unfused_elementwise"]
     cands = []
     if nodes and not any(word(x.name) for x in list(t.host) + list(t.gpu) + list(t.rt)):
         cands.append(("gradients_unused", nodes))
