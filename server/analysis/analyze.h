@@ -27,7 +27,9 @@
  *      the work inside the steps, advice chosen from the evidence, the report's Top lines
  *   3  recomputed_work's second mechanism: a per-step constant rebuilt every layer
  *   4  issue 48 item 1 per phase: gpu_time_by_kind_by_phase (and _dropped) on the suspects
- *      and efficiency documents */
+ *      and efficiency documents; recomputed_work's work nobody uses (suspects_discard.c:
+ *      gradients with no optimizer, dropout in a loop that never trains, the forward again
+ *      inside a backward), which unfused_elementwise's chains leave out */
 #define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
