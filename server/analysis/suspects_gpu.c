@@ -343,6 +343,12 @@ void sus_gpu_advice(const advice_in *in, char *out, size_t n) {
         else if (!strcmp(bound, "latency")) /* short kernels under one block per SM (/efficiency): a graph cannot fill the GPU */
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Its kernels are short and fill under one block per SM: give "
                      "each more work (batch more, larger tiles) or fuse it with its neighbours", culprit, share, b);
+        else if (!strcmp(ev_str(in->ev, "dtype"), "fp64")) /* no fp64 peak in the table: the precision is the question */
+            utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time) and computes in float64 (fp64): only the HPC parts (V100, A100, "
+                     "H100, MI200/MI300) run fp64 at half their fp32 rate or better, the others at 1/32 to 1/64 of it. If the model "
+                     "does not need double precision, run it in float32 (model.float(), float32 inputs; "
+                     "torch.backends.cuda.matmul.allow_tf32 = True for the GEMMs) and compare GPU time per step; if part of it does "
+                     "(a solver, a PINN's derivatives), keep fp64 there only", culprit, share);
         else
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time): the next question is whether it is compute-bound or memory-bound, "
                      "which this trace cannot tell (%s); record with record_shapes=True on a known device, or measure its kernels' FLOP/s and "
