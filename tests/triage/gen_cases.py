@@ -3197,6 +3197,153 @@ def case_zero_grad_idle_2021():
     return k.doc(name="zero_grad_idle_2021")
 
 
+# ---- gradient reductions repeated within a step (suspects_comm.c "repeated")
+
+K_NCCL_AR_HALF_2021 = "ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)"
+
+
+def case_ddp_accum_resnet_2021():
+    """ResNet-50 on 8 V100s (torch 1.9, 2021 Kineto schema, fp16 AMP) with DDP and gradient
+    accumulation over 2 micro-batches written without model.no_sync(): each micro-batch's
+    backward all-reduces DDP's three gradient buckets (the last, smaller one exposed after the
+    backward), so 6 all-reduces run per optimizer step where 3 would do; SGD runs once after
+    the second micro-batch. At stake: half the reductions (bounded by their exposed time)."""
+    k = KTrace(48701, device=V100, schema2021=True)
+    k.host(40)
+    buckets = ((25.0, 6500.0), (25.0, 6500.0), (9.5, 2600.0))     # MB, us over two nodes' 25 GbE ring
+    for s in range(6):
+        with k.op("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _micro in range(2):
+                with k.op("aten::to", pre=3.0):
+                    with k.op("aten::copy_", pre=2.0):
+                        k.memcpy("HtoD (Pinned -> Device)", 32 * 3 * 224 * 224 * 2, 22.0)
+                for layer in range(53):
+                    with k.op("aten::cudnn_convolution", pre=4.0):
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                    with k.op("aten::cudnn_batch_norm", pre=3.0):
+                        k.launch(K_BN_INF_NCHW, 14.0)
+                    with k.op("aten::relu_", pre=2.0):
+                        k.launch(K_RELU_F16, 9.0)
+                b = 0
+                for layer in range(53):
+                    with k.op("aten::cudnn_convolution_backward", pre=4.0):
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                    with k.op("aten::cudnn_batch_norm_backward", pre=3.0):
+                        k.launch(K_BN_INF_NCHW, 20.0)
+                    if layer in (26, 44, 52):
+                        mb, us = buckets[b]
+                        b += 1
+                        k.stream_end[20] = max(k.stream_end.get(20, 0), k.stream_end.get(7, 0))
+                        with k.op("nccl:all_reduce", pre=3.0):
+                            k.launch(K_NCCL_AR_HALF_2021, us, stream=20, api_us=8.0, grid=(8, 1, 1), block=(256, 1, 1),
+                                     extra={"In msg nelems": int(mb * 1e6 / 2), "Out msg nelems": int(mb * 1e6 / 2), "dtype": "Half"})
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end[20])
+            with k.op("Optimizer.step#SGD.step", pre=3.0):
+                with k.op("aten::_foreach_add_", pre=4.0):
+                    for _ in range(4):
+                        k.launch(K_SGD, 80.0, grid=(320, 1, 1))
+            with k.op("aten::item", pre=2.0):
+                with k.op("aten::_local_scalar_dense", pre=1.5):
+                    k.memcpy("DtoH (Device -> Pageable)", 4, 0.005, api_us=8.0)
+                    k.sync()
+            k.host(30)
+    k.host(30)
+    return k.doc(name="ddp_accum_resnet_2021")
+
+
+def case_fsdp_accum_llama_h100():
+    """A Llama-style 1B model fine-tuned with FSDP (SHARD_GRAD_OP) on 8 H100s, 3 micro-batches
+    of gradient accumulation without no_sync(): each micro-batch's backward reduce-scatters the
+    gradients every 4 layers (4 reduce-scatters of 64 MB, mostly hidden under the backward),
+    the forward's all-gathers run once per micro-batch too (FSDP needs those); the fused AdamW
+    runs once per step. 12 reduce-scatters per step where 4 would do."""
+    k = KTrace(48702)
+    k.host(40)
+    rs = comm_args("_reduce_scatter_base", 33_554_432, 33_554_432 // 8, 8)
+    ag = comm_args("_allgather_base", 33_554_432 // 8, 33_554_432, 8)
+    m = 4 * 2048
+    for s in range(4):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _micro in range(3):
+                with k.ann("FullyShardedDataParallel.forward"):
+                    for layer in range(16):
+                        if layer % 4 == 0:
+                            collective(k, K_NCCL_AG, 700.0, ag, "nccl:_all_gather_base", wait_compute=False)
+                        rms_fused(k, m, hidden=2048)
+                        bf16_linear(k, m, 3 * 2048, 2048)
+                        with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                            with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0):
+                                k.launch(K_FLASH_FWD, 260.0, grid=(16, 16, 4))
+                        bf16_linear(k, m, 2048, 2048)
+                        rms_fused(k, m, hidden=2048)
+                        bf16_linear(k, m, 2 * 5632, 2048)
+                        bf16_linear(k, m, 2048, 5632)
+                with k.ann("## backward ##"):
+                    for layer in range(16):
+                        for n, kk in ((2048, 5632), (5632, 2048), (2048, 2048), (3 * 2048, 2048)):
+                            for _g in range(2):
+                                with k.op("aten::mm", pre=2.0, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                    k.launch(K_GEMM_H100, roof_us(m, kk, n, 0.7))
+                        with k.op("aten::_flash_attention_backward", pre=2.0):
+                            k.launch(K_FLASH_FWD, 650.0, grid=(16, 16, 4))
+                        if layer % 4 == 3:
+                            collective(k, K_NCCL_RS, 4200.0, rs, "nccl:_reduce_scatter_base")
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end[20])
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_ADAM, 300.0, grid=(320, 1, 1), block=(512, 1, 1))
+            item_sync(k)
+            k.host(30)
+    k.host(30)
+    return k.doc(distributed=dist_info(0, 8), name="fsdp_accum_llama_h100")
+
+
+def case_ddp_accum_no_sync_ok():
+    """Control: the same DDP accumulation done right (rank 0 of 8 H100s, GPT-style, bf16): the
+    first three of four micro-batches run under model.no_sync(), so DDP's four bucket
+    all-reduces run once per step, in the last micro-batch's backward, mostly hidden under it;
+    AdamW once. Nothing repeats: the repeated-reduction mechanism must stay quiet."""
+    k = KTrace(48703)
+    k.host(40)
+    args = comm_args("allreduce", 25_165_824, 25_165_824, 8)
+    m = 4 * 2048
+    for s in range(4):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for micro in range(4):
+                with k.ann("DistributedDataParallel.forward"):
+                    for _ in range(16):
+                        layer_norm(k, 12.0)
+                        bf16_linear(k, m, 3 * 2048, 2048)
+                        with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                            with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0):
+                                k.launch(K_FLASH_FWD, 520.0, grid=(16, 16, 4))
+                        bf16_linear(k, m, 2048, 2048)
+                        layer_norm(k, 12.0)
+                        bf16_linear(k, m, 8192, 2048)
+                        eltwise(k, "aten::gelu", K_GELU, 30.0)
+                        bf16_linear(k, m, 2048, 8192)
+                with k.ann("## backward ##"):
+                    for layer in range(16):
+                        for n, kk in ((2048, 8192), (8192, 2048), (2048, 2048), (3 * 2048, 2048)):
+                            for _g in range(2):
+                                with k.op("aten::mm", pre=2.0, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                    k.launch(K_GEMM_H100, roof_us(m, kk, n, 0.7))
+                        with k.op("aten::_flash_attention_backward", pre=2.0):
+                            k.launch(K_FLASH_FWD, 1250.0, grid=(16, 16, 4))
+                        if micro == 3 and layer % 4 == 3:
+                            collective(k, K_NCCL_AR, 900.0, args, "nccl:all_reduce")
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end.get(20, 0))
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_ADAM, 700.0, grid=(320, 1, 1), block=(512, 1, 1))
+            k.host(30)
+        if s == 3:
+            item_sync(k)
+    k.host(30)
+    return k.doc(distributed=dist_info(0, 8), name="ddp_accum_no_sync_ok")
+
+
 # ---- the healthy controls
 
 def case_ddp_overlapped():
@@ -4108,6 +4255,10 @@ CASES = {
     "gpt2_generate_train_mode_a100": case_gpt2_generate_train_mode_a100,
     "checkpoint_roomy_h100": case_checkpoint_roomy_h100,
     "checkpoint_v100_2021": case_checkpoint_v100_2021,
+    # gradient reductions repeated within a step (suspects_comm.c)
+    "ddp_accum_resnet_2021": case_ddp_accum_resnet_2021,
+    "fsdp_accum_llama_h100": case_fsdp_accum_llama_h100,
+    "ddp_accum_no_sync_ok": case_ddp_accum_no_sync_ok,
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
 }
 

@@ -178,7 +178,9 @@ first match wins:
  - cpu_bound_op: ONE suspect for the single op with the most such idle, at stake = that
    op's idle only (not the category's sum).
  - communication: also the exposed comm GPU time (union of comm kernels minus the union of
-   every other activity).
+   every other activity); when the steps repeat their gradient reductions k > 1 times
+   before one optimizer (repeated_reductions(): definitions in its docstring), at stake is
+   min(exposed, (k-1)/k of those reductions' time) and the advice is no_sync().
  - host_work: the runtime-call labels' time (what no other category names: cudaGetDevice-
    Properties, cudaStreamCreate, cudaFuncGetAttributes, cudaMemGetInfo ... in the loop).
 
@@ -1632,6 +1634,11 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
             cats["communication"].iv += exposed
         evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
                                      "overlap_us": r3(length(comm) - length(exposed))}
+        rep = repeated_reductions(t)
+        if rep is not None:
+            evidence["communication"]["repeated_per_step"] = rep
+            if length(exposed) > 0:
+                cats["communication"].at = min(length(exposed), rep["redundant_us"])
     page_iv = defaultdict(list)
     crit_iv = []
     crit_by = defaultdict(float)
@@ -1736,6 +1743,75 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     recomputed_work(t, cats, evidence)
     rebuilt_constant(t, cats, evidence)
     discarded_work(t, cats, evidence)
+
+
+REP_SLACK = 0.1     # repeats of one step: their activity counts within this share of the first's
+REP_STEPS = 0.5     # this share of the steps (at least 2) repeat their reductions, with one k
+
+
+def is_reduction_kernel(name):
+    low = name.lower()
+    return is_comm_kernel(name) and any(w in low for w in ("allreduce", "all_reduce", "reducescatter", "reduce_scatter"))
+
+
+def repeated_reductions(t):
+    """Gradient reductions repeated within a step (DDP / FSDP gradient accumulation without
+    no_sync()). A step's activities: the GPU activities launched in it (step_of), by start;
+    collectives other than reductions (all-reduce, reduce-scatter) left out. The step repeats
+    its reductions k > 1 times when, for the largest such k dividing their count n, (a) the
+    reduction sequence is periodic with period n/k (same kernel name and grid blocks in the
+    same order), (b) each repeat (the activities after the previous repeat's last reduction up
+    to its own last) holds >= 2 other activities, their count within REP_SLACK of the first
+    repeat's (a micro-batch's forward + backward each), and (c) the activities after the last
+    repeat include a name no repeat ran (the optimizer, once). It fires when REP_STEPS of the
+    steps (>= 2) repeat with one k (the first such step's): redundant = (k-1)/k of their
+    reductions' time; communication's at stake is min(exposed, redundant)."""
+    steps = sorted((h for h in t.host if is_step(h.name)), key=lambda h: h.ts)
+    if len(steps) < 2:
+        return None
+    per = defaultdict(list)
+    for g in sorted(t.gpu, key=lambda g: g.ts):
+        s = step_of(g)
+        if s is None:
+            continue
+        red = g.kind == "kernel" and is_reduction_kernel(g.name)
+        if g.kind == "kernel" and is_comm_kernel(g.name) and not red:
+            continue
+        per[s].append((g, red))
+    k0, hits, red_us, calls = None, 0, 0.0, 0
+    for st in steps:
+        v = per.get(id(st), [])
+        at = [i for i, (_g, r) in enumerate(v) if r]
+        n = len(at)
+        found = None
+        for k in range(n, 1, -1):
+            if n % k:
+                continue
+            p = n // k
+            keys = [(v[i][0].name, v[i][0].blocks) for i in at]
+            if any(keys[j] != keys[j - p] for j in range(p, n)):
+                continue
+            counts = []
+            for r in range(k):
+                lo = at[r * p - 1] + 1 if r else 0
+                hi = at[r * p + p - 1] + 1
+                counts.append(sum(1 for _g, rr in v[lo:hi] if not rr))
+            if any(c < 2 or abs(c - counts[0]) > REP_SLACK * counts[0] for c in counts):
+                continue
+            names = {g.name for g, _r in v[:at[-1] + 1]}
+            if not any(g.name not in names for g, _r in v[at[-1] + 1:]):
+                continue
+            found = k
+            break
+        if found and (k0 is None or found == k0):
+            k0 = found
+            hits += 1
+            red_us += sum(v[i][0].dur for i in at)
+            calls += n
+    if k0 is None or hits < 2 or hits < REP_STEPS * len(steps):
+        return None
+    return {"repeats": k0, "steps": hits, "reduction_us": r3(red_us), "redundant_us": r3(red_us * (k0 - 1) / k0),
+            "per_step": r3(calls / hits)}
 
 
 def step_of(g):
