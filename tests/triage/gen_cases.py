@@ -3344,6 +3344,165 @@ def case_ddp_accum_no_sync_ok():
     return k.doc(distributed=dist_info(0, 8), name="ddp_accum_no_sync_ok")
 
 
+# ---- rows computed that nobody reads (suspects_unread.c)
+
+def case_rerank_lastpos_v100_2021():
+    """A pointwise reranker on a V100 (torch 1.9, 2021 Kineto schema, record_shapes, fp16):
+    a GPT-2 medium-sized causal LM scores 16 (query, passage) pairs of 512 tokens by the
+    next-token logits of "yes" / "no" at the last position: `logits = model(ids).logits`
+    runs the lm_head (aten::matmul -> aten::mm, [16, 512, 1024] x [1024, 50257]) over every
+    position, then `logits[:, -1:, :]` (two aten::slice) and a softmax over [16, 1, 50257]:
+    511 of every 512 rows of the biggest GEMM are never read."""
+    k = KTrace(48711, device=V100, schema2021=True)
+    k.old_shapes = True
+    f16 = ["c10::Half"] * 3 + ["Scalar", "Scalar"]
+    b, s, d, v = 16, 512, 1024, 50257
+    m = b * s
+
+    def conv1d(n, kk):
+        with k.op("aten::addmm", pre=2.5, dims=[[n], [m, kk], [kk, n], [], []], types=f16):
+            k.launch(K_GEMM_V100_F16, roof_us(m, n, kk, 0.7, roof=V100_ROOF), grid=(80, 4, 1), block=(256, 1, 1))
+
+    def ln():
+        with k.op("aten::layer_norm", pre=1.5, dims=[[b, s, d], [], [d], [d], [], []]):
+            with k.op("aten::native_layer_norm", pre=1.2, dims=[[b, s, d], [], [d], [d], []]):
+                k.launch(K_LAYERNORM, us_bytes(m * d * 2 * 2, 800), grid=(m, 1, 1), block=(512, 1, 1))
+
+    k.host(40)
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 12.0, api_us=5.0)
+            embedding(k)
+            for _ in range(24):
+                ln()
+                conv1d(3 * d, d)
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 16, s, 64], [b * 16, 64, s]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_V100_F16, us_bytes(b * 16 * s * s * 2, 800), grid=(80, 4, 1), block=(256, 1, 1))
+                with k.op("aten::softmax", pre=2.0, dims=[[b, 16, s, s], [], []]):
+                    with k.op("aten::_softmax", pre=1.2, dims=[[b, 16, s, s], [], []]):
+                        k.launch(K_SOFTMAX_V100, us_bytes(b * 16 * s * s * 2 * 2, 800))
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 16, s, s], [b * 16, s, 64]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_V100_F16, us_bytes(b * 16 * s * s * 2, 800), grid=(80, 4, 1), block=(256, 1, 1))
+                conv1d(d, d)
+                ln()
+                conv1d(4 * d, d)
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4 * d * 2 * 2, 800))
+                conv1d(d, 4 * d)
+            ln()
+            with k.op("aten::matmul", pre=2.0, dims=[[b, s, d], [d, v]], types=["c10::Half"] * 2):     # lm_head
+                with k.op("aten::mm", pre=1.5, dims=[[m, d], [d, v]], types=["c10::Half"] * 2):
+                    k.launch(K_GEMM_V100_F16_NN, roof_us(m, v, d, 0.7, roof=V100_ROOF), grid=(80, 4, 1), block=(256, 1, 1))
+            with k.op("aten::slice", pre=1.5, dims=[[b, s, v], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::slice", pre=1.5, dims=[[b, s, v], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::softmax", pre=2.0, dims=[[b, 1, v], [], []]):
+                with k.op("aten::_softmax", pre=1.2, dims=[[b, 1, v], [], []]):
+                    k.launch(K_SOFTMAX_V100, 6.0, grid=(16, 1, 1))
+            tolist_sync(k, 128)
+            k.host(60)
+    k.host(30)
+    return k.doc(name="rerank_lastpos_v100_2021")
+
+
+def case_mcq_index_l4():
+    """Multiple-choice evaluation of a Qwen2-1.5B-sized model on an L4 (fp16, current schema,
+    record_shapes): the model flattens the hidden states (x.view(-1, d)) before the head, so
+    the lm_head is one aten::linear [8 x 768 = 6144, 1536] x [151936, 1536], its logits cast to
+    fp32 (aten::to over all 6144 rows), then `logits[last_idx]` (aten::index, one row a
+    sequence) and a log_softmax over [8, 151936]: 767 of every 768 rows of the head and its cast
+    are thrown away."""
+    k = KTrace(48712, device=L4)
+    b, s, d, v = 8, 768, 1536, 151936
+    m = b * s
+    f16 = ["c10::Half"] * 3
+    k.host(40)
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(28):
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2048, d, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                with k.op("aten::scaled_dot_product_attention", pre=2.0):
+                    with k.op("aten::_scaled_dot_product_efficient_attention", pre=1.5):
+                        k.launch(K_FLASH_FWD_F16, us_flops(4 * b * 12 * s * s * 128, 70) + 4, grid=(8, 12, 8))
+                bf16_linear(k, m, d, d, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2 * 8960, d, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                with k.op("aten::silu", pre=2.0):
+                    k.launch(K_SILU, us_bytes(m * 8960 * 2 * 2, 250))
+                with k.op("aten::mul", pre=2.0):
+                    k.launch(K_MUL, us_bytes(m * 8960 * 3 * 2, 250))
+                bf16_linear(k, m, d, 8960, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+            rms_fused(k, m, hidden=d)
+            with k.op("aten::view", pre=1.0, post=0.4, dims=[[b, s, d], []]):
+                pass
+            linear(k, roof_us(m, v, d, 0.7, roof=L4_ROOF), kname=K_GEMM_L4, grid=(58, 1, 1), dims=[[m, d], [v, d]])   # lm_head
+            to_copy(k, [m, v], us_bytes(m * v * 6, 250))                                          # logits.float()
+            with k.op("aten::index", pre=2.0, dims=[[m, v], [b]]):
+                k.launch(K_INDEX_COPY, us_bytes(b * v * 8, 250), grid=(8, 1, 1))
+            with k.op("aten::log_softmax", pre=2.0, dims=[[b, v], [], []], types=["float", "Scalar", ""]):
+                with k.op("aten::_log_softmax", pre=1.5, dims=[[b, v], [], []]):
+                    k.launch(K_LOG_SOFTMAX, 12.0, grid=(8, 1, 1))
+            tolist_sync(k, 64)
+            k.host(80)
+    k.host(30)
+    return k.doc(name="mcq_index_l4")
+
+
+def case_generate_keep_last_h100():
+    """Control: generation done right on an H100 (bf16, current schema, record_shapes): the
+    prefill slices the hidden states to the last position before the lm_head
+    (logits_to_keep=1: aten::slice of [4, 1024, 896], then the head over [4, 1, 896]) and each
+    decode step runs on one token with a KV cache (the head over [4, 1, 896]); the logits'
+    [:, -1, :] select keeps 1 of 1 row: nothing is thrown away."""
+    k = KTrace(48713)
+    b, s, d, v = 4, 1024, 896, 151936
+    k.host(40)
+    for st in range(8):
+        t = s if st == 0 else 1
+        m = b * t
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            embedding(k)
+            for _ in range(24):
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 1152, d)
+                with k.op("aten::scaled_dot_product_attention", pre=2.0):
+                    with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+                        k.launch(K_FLASH_FWD, us_flops(4 * b * 14 * t * s * 64, 350) + 4, grid=(8, 14, 4))
+                bf16_linear(k, m, d, d, bias=False)
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2 * 4864, d, bias=False)
+                with k.op("aten::silu", pre=2.0):
+                    k.launch(K_SILU, us_bytes(m * 4864 * 2 * 2, 2600) + 2)
+                with k.op("aten::mul", pre=2.0):
+                    k.launch(K_MUL, us_bytes(m * 4864 * 3 * 2, 2600) + 2)
+                bf16_linear(k, m, d, 4864, bias=False)
+            rms_fused(k, m, hidden=d)
+            with k.op("aten::slice", pre=1.5, dims=[[b, t, d], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            linear(k, roof_us(b, v, d, 0.75) + 5, dims=[[b, 1, d], [v, d]])                    # lm_head, last position
+            with k.op("aten::select", pre=1.5, dims=[[b, 1, v], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::argmax", pre=2.0, dims=[[b, v], [], []]):
+                k.launch(K_ARGMAX, 8.0, grid=(4, 1, 1))
+            tolist_sync(k, 32)
+            k.host(40)
+    k.host(30)
+    return k.doc(name="generate_keep_last_h100")
+
+
 # ---- the healthy controls
 
 def case_ddp_overlapped():
@@ -4259,6 +4418,10 @@ CASES = {
     "ddp_accum_resnet_2021": case_ddp_accum_resnet_2021,
     "fsdp_accum_llama_h100": case_fsdp_accum_llama_h100,
     "ddp_accum_no_sync_ok": case_ddp_accum_no_sync_ok,
+    # rows computed that nobody reads (suspects_unread.c)
+    "rerank_lastpos_v100_2021": case_rerank_lastpos_v100_2021,
+    "mcq_index_l4": case_mcq_index_l4,
+    "generate_keep_last_h100": case_generate_keep_last_h100,
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
 }
 

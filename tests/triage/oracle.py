@@ -313,7 +313,9 @@ Suspects
    position ids made from scratch in each layer's forward; definitions in its docstring;
    the mechanism with the larger at stake is the suspect); and its third family, work whose
    result nobody uses (discarded_work(): gradients with no optimizer, dropout in a loop with
-   no backward, the forward recomputed inside a backward node; definitions in its docstring).
+   no backward, the forward recomputed inside a backward node; definitions in its docstring);
+   and its fourth, rows computed that nobody reads (unread_rows(): a GEMM's whole output
+   cut to 1 of R rows right after, the lm_head over every position; its docstring).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1743,6 +1745,7 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     recomputed_work(t, cats, evidence)
     rebuilt_constant(t, cats, evidence)
     discarded_work(t, cats, evidence)
+    unread_rows(t, cats, evidence)
 
 
 REP_SLACK = 0.1     # repeats of one step: their activity counts within this share of the first's
@@ -2358,6 +2361,127 @@ def discarded_work(t, cats, evidence):
     c.iv = [[g.ts, g.te] for g in t.gpu if g.inner is not None and any(p.name in m for p in [g.inner] + t_stack(g.inner))]
     cats["recomputed_work"] = c
     evidence["recomputed_work"] = {"mechanism": mech, "members": {n: r3(v) for n, v in m.items()}}
+
+
+UNREAD_GEMMS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm")
+UNREAD_CUTS = ("select", "slice", "narrow", "index", "gather", "take", "as_strided", "split", "unbind", "chunk")
+UNREAD_MIN_ROWS = 4
+
+
+def unread_rows(t, cats, evidence):
+    """recomputed_work's fourth family: rows computed that nobody reads. With Input Dims, a
+    GEMM-like op's output (UNREAD_GEMMS; linear: x [.., K] by w [N, K], the others w [K, N];
+    addmm's input and weight after its bias) is x's leading dims then N. Follow the cpu_ops
+    after it on its thread, in the order they end (a child before its parent; an op inside
+    the GEMM is the GEMM's): the outermost GEMM op of a nest stands for it; an op whose first
+    input is the whole output is a cut when its name (after the namespace) holds a word of
+    UNREAD_CUTS, else a pass when op_kind says data_movement (a cast, a copy: its GPU time
+    counts, an op around the previous pass replacing it) and before any cut, else a reader
+    (the candidate is dropped); the first op with GPU time that does not read the whole output
+    (and is not inside the last pass) confirms it when a cut came first and its first input is
+    the output with one dim i (not the last, size >= UNREAD_MIN_ROWS) dropped (R = that size)
+    or divided (R = out[i] / its size >= UNREAD_MIN_ROWS), else drops it. Needs two steps and
+    two confirmed calls: at stake (1 - 1/R) of the GEMM's and its passes' GPU time, summed;
+    members: the GEMM names with that GPU time; the culprit the GEMM name with the most at
+    stake. The recomputed_work entry when its at stake is the larger."""
+    if sum(1 for h in t.host if is_step(h.name)) < 2:
+        return
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    def first_dims(h):
+        d = h.dims if isinstance(h.dims, list) else None
+        if not d or not isinstance(d[0], list) or not all(isinstance(x, int) for x in d[0]):
+            return None
+        return d[0]
+
+    def out_of(h):
+        d = h.dims if isinstance(h.dims, list) else None
+        if not d:
+            return None
+        ai = 1 if h.name == "aten::addmm" else 0
+        if len(d) < ai + 2:
+            return None
+        x, w = d[ai], d[ai + 1]
+        if not (isinstance(x, list) and isinstance(w, list) and len(x) >= 2 and len(w) == 2):
+            return None
+        k, n = (w[1], w[0]) if h.name == "aten::linear" else (w[0], w[1])
+        if k != x[-1] or n <= 0:
+            return None
+        return x[:-1] + [n]
+
+    def rows_cut(out, d):
+        for i in range(len(out) - 1):
+            if out[i] < UNREAD_MIN_ROWS:
+                continue
+            if len(d) == len(out) - 1 and d == out[:i] + out[i + 1:]:
+                r = out[i]
+            elif len(d) == len(out) and d[i] > 0 and out[i] % d[i] == 0 and d[:i] == out[:i] and d[i + 1:] == out[i + 1:]:
+                r = out[i] // d[i]
+            else:
+                continue
+            if r >= UNREAD_MIN_ROWS:
+                return r
+        return 0
+
+    by_thread = defaultdict(list)
+    for h in t.host:
+        if h.kind == "cpu_op":
+            by_thread[(h.pid, h.tid)].append(h)
+    gemm_us, at_by = defaultdict(float), defaultdict(float)
+    calls = 0
+    for hs in by_thread.values():
+        hs.sort(key=lambda h: (h.te, -h.ts))
+        c = None
+        for h in hs:
+            us = gpu_us[id(h)]
+            o = out_of(h) if h.name in UNREAD_GEMMS and us > 0 else None
+            if o is not None:
+                c = {"name": h.name, "ts": h.ts, "te": h.te, "us": us, "out": o, "cut": False, "pass": 0.0, "last": None}
+                continue
+            if c is None or h.ts < c["te"]:
+                continue
+            d = first_dims(h)
+            base = h.name.rsplit(":", 1)[-1]
+            if d == c["out"]:
+                if any(w in base for w in UNREAD_CUTS):
+                    c["cut"] = True
+                elif c["cut"] or op_kind(h.name) != "data_movement":
+                    c = None
+                elif c["last"] is not None and h.ts <= c["last"][0] and h.te >= c["last"][1]:
+                    c["pass"] += us - c["last"][2]
+                    c["last"] = (h.ts, h.te, us)
+                elif us > 0:
+                    c["pass"] += us
+                    c["last"] = (h.ts, h.te, us)
+                continue
+            if us <= 0 or (c["last"] is not None and h.ts >= c["last"][0] and h.te <= c["last"][1]):
+                continue
+            r = rows_cut(c["out"], d) if c["cut"] and d else 0
+            if r:
+                at = (c["us"] + c["pass"]) * (1 - 1 / r)
+                gemm_us[c["name"]] += c["us"] + c["pass"]
+                at_by[c["name"]] += at
+                calls += 1
+            c = None
+    at = sum(at_by.values())
+    if calls < 2 or at <= 0:
+        return
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for n, us in gemm_us.items():
+        c.members[n] += us
+    c.at = at
+    c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    c.iv = []
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": "rows_unread", "calls": calls, "members": {n: r3(v) for n, v in gemm_us.items()}}
 
 
 def cpu_only_suspects(t, short, cats, evidence):
