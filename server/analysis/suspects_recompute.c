@@ -63,6 +63,7 @@
 
 #include "analysis/suspects_recompute.h"
 #include "analysis/suspects_discard.h"
+#include "analysis/suspects_tune.h"
 #include "analysis/suspects_unread.h"
 #include "lib/err.h"
 #include "lib/flops.h"
@@ -332,6 +333,7 @@ typedef struct const_state {
     long long dropped;            /* chains not kept: the table was full */
     discard_state *dis;           /* suspects_discard.c's tallies (work nobody uses), fed by the same hook */
     unread_state *unr;            /* suspects_unread.c's (rows nobody reads), fed by the same hook */
+    tune_state *tun;              /* suspects_tune.c's (autotuning repeated), fed by the same hook */
 } const_state;
 
 static const char *const const_factory[] = {"aten::arange", "aten::ones", "aten::zeros", "aten::full", "aten::linspace",
@@ -450,6 +452,7 @@ int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
     }
     int drc = discard_pop(&c->dis, a, f, stack, depth);
     if (!drc) drc = unread_pop(&c->unr, a, f);
+    if (!drc) drc = tune_pop(&c->tun, a, f, stack, depth);
     if (drc) return drc;
     if (depth + 1 < CONST_DEPTH && c->slot[depth + 1].n) chain_close(c, &c->slot[depth + 1]); /* f's children's chain ends with f */
     if (depth >= CONST_DEPTH) return 0;
@@ -480,6 +483,7 @@ void an_const_free(A *a) {
     if (!a->cst) return;
     discard_free(a->cst->dis);
     unread_free(a->cst->unr);
+    tune_free(a->cst->tun);
     free(a->cst->cls);
     free(a->cst);
     a->cst = NULL;
@@ -608,5 +612,6 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
     /* work nobody uses (suspects_discard.c): its own suspects, beside the one above */
     if (!rc && a->cst) rc = discard_suspects(a->cst->dis, a, list, min_us, nfired);
     if (!rc && a->cst) rc = unread_suspects(a->cst->unr, a, list, min_us, nfired);
+    if (!rc && a->cst) rc = tune_suspects(a->cst->tun, a, list, min_us, nfired);
     return rc;
 }

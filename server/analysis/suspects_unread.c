@@ -5,10 +5,10 @@
  * output can be followed through the ops after it on its thread without dataflow: the
  * output of a GEMM-like op (linear: x [.., K] by w [N, K]; mm / addmm / matmul: w [K, N]) is
  * x's leading dims then N. When the ops after it read that whole shape only to pass it on
- * (a cast, a copy: `logits.float()`), then a view op cuts it (select, slice, narrow, index,
+ * (a cast, a copy: `logits.float()`; wk_op_kind's data movement), then a view op cuts it (select, slice, narrow, index,
  * gather, take, as_strided, split, unbind, chunk), and the next op with GPU work reads a
- * shape that is the output with one of its dims (R >= UNREAD_MIN_ROWS) dropped or set to
- * 1, then R - 1 of every R rows were computed, and cast, for nothing: the lm_head over
+ * shape that is the output with one of its dims dropped (R its size) or cut R times
+ * smaller (R >= UNREAD_MIN_ROWS), then R - 1 of every R rows were computed, and cast, for nothing: the lm_head over
  * every position when only the last one's logits are read (generation, classification by
  * the next token). At stake: (1 - 1/R) of the GEMM's GPU time and of the passes'. Any other
  * op with GPU work between the GEMM and the cut, or reading the whole output after the
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/suspects_unread.h"
+#include "analysis/kinds.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 
@@ -79,20 +80,24 @@ static int gemm_out(const char *name, const char *dims, long long *out) {
 }
 
 /* The rows kept 1 of by a read of shape d (rank r) from the output: R when d is the output
- * with one dim of size R dropped or set to 1, else 0. */
+ * with one dim of size R dropped (select), or that dim cut to a divisor of it, R times
+ * smaller (slice [-1:], index of one row a sequence); else 0. */
 static long long rows_cut(const ucand *c, const long long *d, int r) {
     for (int i = 0; i < c->rank - 1; i++) { /* the last dim is N: cutting it is not a row */
         if (c->out[i] < UNREAD_MIN_ROWS) continue;
         int ok = 1;
-        if (r == c->rank - 1) { /* dropped (select) */
+        long long rows = 0;
+        if (r == c->rank - 1) { /* dropped */
             for (int j = 0, o = 0; ok && j < c->rank; j++)
                 if (j != i) ok = d[o++] == c->out[j];
-        } else if (r == c->rank) { /* kept as 1 (slice [-1:]) */
-            for (int j = 0; ok && j < c->rank; j++) ok = d[j] == (j == i ? 1 : c->out[j]);
+            rows = c->out[i];
+        } else if (r == c->rank && d[i] > 0 && c->out[i] % d[i] == 0) { /* cut */
+            for (int j = 0; ok && j < c->rank; j++) ok = j == i || d[j] == c->out[j];
+            rows = c->out[i] / d[i];
         } else {
             ok = 0;
         }
-        if (ok) return c->out[i];
+        if (ok && rows >= UNREAD_MIN_ROWS) return rows;
     }
     return 0;
 }
@@ -131,8 +136,10 @@ int unread_pop(unread_state **sp, A *a, const frame *f) {
     int dr = dims ? flops_dims_at(dims, 0, d, UNREAD_RANK) : -1;
     int whole = dr == c->rank && !memcmp(d, c->out, (size_t)dr * sizeof *d);
     if (whole) {
+        /* a cut may come in several views (x[:, -1:] is a slice of dim 0, then of dim 1); the
+         * passes are copies and casts only (any other reader is a consumer) */
         if (is_cut(name)) c->sliced = 1;
-        else if (c->sliced) c->on = 0; /* read whole after the cut: someone uses it */
+        else if (c->sliced || wk_op_kind(name) != WK_DATA_MOVEMENT) c->on = 0;
         else if (c->pte > 0 && f->ts <= c->pts && f->te >= c->pte) {
             c->pass_us += f->cuda_total - c->last_us; /* the outer op of the last pass (copy_ -> _to_copy -> to) */
             c->last_us = f->cuda_total, c->pts = f->ts, c->pte = f->te;
