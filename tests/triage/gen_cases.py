@@ -3503,6 +3503,128 @@ def case_generate_keep_last_h100():
     return k.doc(name="generate_keep_last_h100")
 
 
+# ---- autotuning run again step after step (suspects_tune.c)
+
+K_TRY_V100 = [
+    "volta_fp16_s884cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1",
+    "void cudnn::winograd::generateWinogradTilesKernel<0, __half, float>(cudnn::winograd::GenerateWinogradTilesParams<__half, float>)",
+    "void fft2d_r2c_32x32<__half, false, 0u, false>(float2*, __half const*, int, int, int, int, int, int, int, int, int, ...)",
+    "void cudnn::detail::implicit_convolve_sgemm<__half, __half, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, ...)",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __half, __half, __half, float, float, true>(...)",
+    "volta_fp16_scudnn_fp16_128x64_relu_small_nn_v1",
+]
+K_TRY_L4 = [
+    "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize64x32x64_stage5_warpsize2x2x1_g1_tensor16x8x16_kernel",
+    "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x64x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __half, __half, __half, float, float, true>(...)",
+    "void implicit_convolve_hhgemm<__half, 1024, 5, 5, 3, 3, 3, 1, false, true, true>(int, int, int, __half const*, int, __half*, ...)",
+    "void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, ...)",
+]
+K_CONV_L4 = "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+
+
+def case_cudnn_tune_seg_v100_2021():
+    """A segmentation model (UNet-style encoder) trained on random crops on a V100 (torch 1.9,
+    2021 Kineto schema, record_shapes, fp16) with torch.backends.cudnn.benchmark=True: the
+    crop size changes every step, so each aten::cudnn_convolution meets a new input shape and
+    cuDNN tries six algorithms again (each once, a cudaEventSynchronize to time them) before
+    the chosen kernel runs: the search repeats every step and never pays off."""
+    k = KTrace(48721, device=V100, schema2021=True)
+    k.old_shapes = True
+    k.host(40)
+    chans = [(3, 64), (64, 64), (64, 128), (128, 128), (128, 256), (256, 256)]
+    for st in range(6):
+        hw = 256 + 32 * ((st * 3) % 7)
+        with k.op("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 16 * 3 * hw * hw * 2, 12.0, api_us=5.0)
+            size = hw
+            for li, (ci, co) in enumerate(chans):
+                if li and li % 2 == 0:
+                    size //= 2
+                fl = 2 * 16 * size * size * ci * co * 9
+                with k.op("aten::cudnn_convolution", pre=2.0, dims=[[16, ci, size, size], [co, ci, 3, 3], [], [], [], [], [], [], []]):
+                    k.runtime_only("cudaMalloc", 40.0, cbid=20)
+                    for kn in K_TRY_V100:
+                        k.launch(kn, us_flops(fl, k.rng.uniform(25, 90)) + 6, grid=(80, 2, 1))
+                        k.runtime_only("cudaEventRecord", 2.0, 135)
+                    k.sync(api="cudaEventSynchronize")
+                    k.runtime_only("cudaFree", 30.0, cbid=22)
+                    k.launch(K_CONV_VOLTA, us_flops(fl, 95) + 5, grid=(80, 2, 1))
+                with k.op("aten::cudnn_batch_norm", pre=2.0):
+                    k.launch(K_BN_INF_NCHW, us_bytes(16 * co * size * size * 4, 800) + 2)
+                with k.op("aten::relu_", pre=2.0):
+                    k.launch(K_RELU_F16, us_bytes(16 * co * size * size * 4, 800) + 2)
+            for li in range(6):
+                with k.op("aten::cudnn_convolution_backward", pre=3.0):
+                    k.launch(K_CONV_VOLTA, 900.0, grid=(80, 2, 1))
+                    k.launch(K_CONV_VOLTA, 900.0, grid=(80, 2, 1))
+            with k.op("Optimizer.step#SGD.step", pre=3.0):
+                with k.op("aten::_foreach_add_", pre=4.0):
+                    k.launch(K_SGD, 60.0, grid=(320, 1, 1))
+            with k.op("aten::item", pre=2.0):
+                with k.op("aten::_local_scalar_dense", pre=1.5):
+                    k.memcpy("DtoH (Device -> Pageable)", 4, 0.005, api_us=8.0)
+                    k.sync()
+            k.host(40)
+    k.host(30)
+    return k.doc(name="cudnn_tune_seg_v100_2021")
+
+
+def speech_conv_loop(seed, name, lengths):
+    """A wav2vec-style feature encoder (seven aten::cudnn_convolution over [8, C, T]) on an L4
+    (fp16, current schema, record_shapes) with cudnn.benchmark=True, one batch a step of the
+    given padded lengths T: a new T means new shapes, and cuDNN tries five algorithms (a
+    cudaDeviceSynchronize to time them) before the chosen kernel."""
+    k = KTrace(seed, device=L4)
+    k.host(40)
+    layers = [(1, 512, 10, 5)] + [(512, 512, 3, 2)] * 4 + [(512, 512, 2, 2)] * 2
+    seen = set()
+    for st, t in enumerate(lengths):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 8 * t * 2, 20.0, api_us=5.0)
+            size = t
+            for ci, co, kw, stride in layers:
+                out = (size - kw) // stride + 1
+                fl = 2 * 8 * out * ci * co * kw
+                key = (ci, co, size)
+                with k.op("aten::cudnn_convolution", pre=2.0, dims=[[8, ci, size], [co, ci, kw], [], [], [], [], [], [], []],
+                          types=["c10::Half", "c10::Half"] + [""] * 7):
+                    if key not in seen:
+                        seen.add(key)
+                        k.runtime_only("cudaMalloc", 50.0, cbid=20)
+                        for kn in K_TRY_L4:
+                            k.launch(kn, us_flops(fl, k.rng.uniform(20, 70)) + 6, grid=(58, 2, 1))
+                        k.sync(api="cudaDeviceSynchronize")
+                        k.runtime_only("cudaFree", 30.0, cbid=22)
+                    k.launch(K_CONV_L4, us_flops(fl, 75) + 5, grid=(58, 2, 1))
+                with k.op("aten::group_norm" if ci == 1 else "aten::gelu", pre=2.0):
+                    k.launch(K_GELU, us_bytes(8 * co * out * 4, 250) + 2)
+                size = out
+            with k.op("aten::linear", pre=2.0, dims=[[8, size, 512], [768, 512], [768]]):
+                with k.op("aten::addmm", pre=1.5):
+                    k.launch(K_GEMM_L4, us_flops(2 * 8 * size * 512 * 768, 70) + 4, grid=(58, 1, 1))
+            tolist_sync(k, 256)
+            k.host(60)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_cudnn_tune_speech_l4():
+    """ASR feature extraction with cudnn.benchmark=True and batches padded to their longest
+    clip: every batch has a new length, so every step autotunes all seven convolutions."""
+    return speech_conv_loop(48722, "cudnn_tune_speech_l4", [160000 + 4000 * ((i * 7) % 11) for i in range(8)])
+
+
+def case_cudnn_tune_fixed_l4():
+    """Control: the same encoder with clips padded to one fixed length: cuDNN tunes in the first
+    step only and every later step reuses the choice (benchmark mode paying off)."""
+    return speech_conv_loop(48723, "cudnn_tune_fixed_l4", [176000] * 8)
+
+
 # ---- the healthy controls
 
 def case_ddp_overlapped():
@@ -4422,6 +4544,10 @@ CASES = {
     "rerank_lastpos_v100_2021": case_rerank_lastpos_v100_2021,
     "mcq_index_l4": case_mcq_index_l4,
     "generate_keep_last_h100": case_generate_keep_last_h100,
+    # autotuning run again step after step (suspects_tune.c)
+    "cudnn_tune_seg_v100_2021": case_cudnn_tune_seg_v100_2021,
+    "cudnn_tune_speech_l4": case_cudnn_tune_speech_l4,
+    "cudnn_tune_fixed_l4": case_cudnn_tune_fixed_l4,
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
 }
 

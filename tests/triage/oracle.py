@@ -315,7 +315,9 @@ Suspects
    result nobody uses (discarded_work(): gradients with no optimizer, dropout in a loop with
    no backward, the forward recomputed inside a backward node; definitions in its docstring);
    and its fourth, rows computed that nobody reads (unread_rows(): a GEMM's whole output
-   cut to 1 of R rows right after, the lm_head over every position; its docstring).
+   cut to 1 of R rows right after, the lm_head over every position; its docstring);
+   and its fifth, autotuning run again step after step (autotune_repeated(): op calls that
+   launch many kernels and sync, on shapes not tuned before, after the first tuned step).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1746,6 +1748,7 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     rebuilt_constant(t, cats, evidence)
     discarded_work(t, cats, evidence)
     unread_rows(t, cats, evidence)
+    autotune_repeated(t, cats, evidence)
 
 
 REP_SLACK = 0.1     # repeats of one step: their activity counts within this share of the first's
@@ -2482,6 +2485,76 @@ def unread_rows(t, cats, evidence):
     c.iv = []
     cats["recomputed_work"] = c
     evidence["recomputed_work"] = {"mechanism": "rows_unread", "calls": calls, "members": {n: r3(v) for n, v in gemm_us.items()}}
+
+
+TUNE_MIN_LAUNCHES = 5
+
+
+def autotune_repeated(t, cats, evidence):
+    """recomputed_work's fifth family: autotuning run again step after step. A runtime call
+    belongs to the innermost cpu_op on its stack; a tuning call is a cpu_op with
+    TUNE_MIN_LAUNCHES or more launch calls (is_launch_call) and a sync call (a SYNC_CALLS name,
+    or one with a _suffix) of its own, with GPU time, inside a step (a ProfilerStep ancestor).
+    Taken in the order they end, a tuning call on an (op name, Input Dims) already tuned is
+    skipped (the library cached it); the first step with a tuning call is benchmark mode's
+    price and not counted; every later one adds (L - 1) / L of its GPU time (L its launches).
+    Fires with two such calls: members the op names with their calls' GPU time, the culprit
+    the name with the most at stake. The recomputed_work entry when its at stake is the
+    larger."""
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    launches, syncs = defaultdict(int), set()
+    for r in t.rt:
+        op = next((p for p in t_stack(r) if p.kind == "cpu_op"), None)
+        if op is None:
+            continue
+        if is_launch_call(r.name):
+            launches[id(op)] += 1
+        if r.name in SYNC_CALLS or any(r.name.startswith(c + "_") for c in SYNC_CALLS):
+            syncs.add(id(op))
+    seen = set()
+    first = None
+    later_steps = set()
+    calls = 0
+    at_by, us_by = defaultdict(float), defaultdict(float)
+    for h in sorted((h for h in t.host if h.kind == "cpu_op"), key=lambda h: (h.te, -h.ts)):
+        n = launches.get(id(h), 0)
+        if n < TUNE_MIN_LAUNCHES or id(h) not in syncs or gpu_us[id(h)] <= 0:
+            continue
+        st = next((p for p in t_stack(h) if is_step(p.name)), None)
+        if st is None:
+            continue
+        key = (h.name, json.dumps(h.dims))
+        if key in seen:
+            continue
+        seen.add(key)
+        if first is None:
+            first = id(st)
+        if id(st) == first:
+            continue
+        later_steps.add(id(st))
+        calls += 1
+        at_by[h.name] += gpu_us[id(h)] * (n - 1) / n
+        us_by[h.name] += gpu_us[id(h)]
+    at = sum(at_by.values())
+    if calls < 2 or at <= 0:
+        return
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for n, us in us_by.items():
+        c.members[n] += us
+    c.at = at
+    c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    c.iv = []
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": "autotune_repeated", "calls": calls, "steps": len(later_steps)}
 
 
 def cpu_only_suspects(t, short, cats, evidence):
