@@ -5,8 +5,9 @@
  * torch.backends.cudnn.benchmark=True, cuBLASLt / Triton autotuning) does it inside the op
  * call that first meets an input shape: the call launches one candidate kernel after another
  * and blocks the host on the GPU to time them, where an ordinary call launches one to three
- * kernels and never syncs. So a tuning call is an op call with TUNE_MIN_LAUNCHES launches or
- * more under it (as its innermost op) and a blocking sync among them. Tuning in the first
+ * kernels and never syncs. So a tuning call is a GEMM-like op's call (NF_GEMM_OP: the
+ * libraries that time candidates) with TUNE_MIN_LAUNCHES launches or more under it (as its
+ * innermost op) and a blocking sync among them. Tuning in the first
  * step that tunes is the price of benchmark mode; tuning again in later steps, on (op, Input
  * Dims) the trace has not tuned before, means the shapes keep changing and the search never
  * pays off (multi-scale images, variable-length audio or text without buckets). At stake:
@@ -70,7 +71,10 @@ int tune_pop(tune_state **sp, A *a, const frame *f, const frame *stack, int dept
     if (f->cls != EV_HOST_OP || depth >= TUNE_DEPTH) return 0;
     int l = s->launches[depth], y = s->sync[depth];
     s->launches[depth] = 0, s->sync[depth] = 0;
-    if (l < TUNE_MIN_LAUNCHES || !y || f->cuda_total <= 0) return 0;
+    /* GEMM-like ops only (NF_GEMM_OP: conv, mm, matmul, linear, attention ...): the libraries that
+     * time candidates; nonzero, unique and other data-dependent ops also launch several
+     * kernels and sync, on new shapes each step, without searching anything */
+    if (l < TUNE_MIN_LAUNCHES || !y || f->cuda_total <= 0 || !(an_flags(a, f->name) & NF_GEMM_OP)) return 0;
     long st = step_of(a, stack, depth);
     if (st < 0) return 0;
     size_t i = 0;

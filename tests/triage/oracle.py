@@ -2492,8 +2492,8 @@ TUNE_MIN_LAUNCHES = 5
 
 def autotune_repeated(t, cats, evidence):
     """recomputed_work's fifth family: autotuning run again step after step. A runtime call
-    belongs to the innermost cpu_op on its stack; a tuning call is a cpu_op with
-    TUNE_MIN_LAUNCHES or more launch calls (is_launch_call) and a sync call (a SYNC_CALLS name,
+    belongs to the innermost cpu_op on its stack; a tuning call is a GEMM-like cpu_op
+    (gemm_like_op) with TUNE_MIN_LAUNCHES or more launch calls (is_launch_call) and a sync call (a SYNC_CALLS name,
     or one with a _suffix) of its own, with GPU time, inside a step (a ProfilerStep ancestor).
     Taken in the order they end, a tuning call on an (op name, Input Dims) already tuned is
     skipped (the library cached it); the first step with a tuning call is benchmark mode's
@@ -2524,7 +2524,7 @@ def autotune_repeated(t, cats, evidence):
     at_by, us_by = defaultdict(float), defaultdict(float)
     for h in sorted((h for h in t.host if h.kind == "cpu_op"), key=lambda h: (h.te, -h.ts)):
         n = launches.get(id(h), 0)
-        if n < TUNE_MIN_LAUNCHES or id(h) not in syncs or gpu_us[id(h)] <= 0:
+        if n < TUNE_MIN_LAUNCHES or id(h) not in syncs or gpu_us[id(h)] <= 0 or not gemm_like_op(h.name):
             continue
         st = next((p for p in t_stack(h) if is_step(p.name)), None)
         if st is None:
