@@ -20,6 +20,10 @@
  * hide them). 0 or an ERR_* code. */
 int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us);
 
+/* Communication's time at stake from ev (an_comm_facts') and its exposed time: the redundant
+ * share of gradient reductions repeated within a step when there are, never above exposed. */
+double an_comm_at_stake(const json_t *ev, double exposed);
+
 /* Communication's next experiment for culprit from ev (an_comm_facts'), chosen by what the
  * evidence shows; torch: the program is PyTorch (its words may be used). Writes out. */
 void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, char *out, size_t n);

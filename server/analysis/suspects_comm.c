@@ -14,6 +14,13 @@
  *   overlapped    most of their time (OVERLAPPED) already runs beside compute: the exposed
  *                 rest is the first or last collective of the step
  *   exposed       nothing runs beside them: overlap them with compute
+ *   repeated      checked first: in a step the same gradient reduction pattern (all-reduce /
+ *                 reduce-scatter, same kernel, launch and bytes, same order) runs k > 1 times,
+ *                 each after a like share of the step's compute (a micro-batch's forward and
+ *                 backward: its activity count within REP_SLACK of the others'), and the step
+ *                 ends with work that runs in none of the repeats (the optimizer, once): DDP
+ *                 gradient accumulation without no_sync(). At stake: (k-1)/k of those
+ *                 collectives' time, never above the exposed time (an_comm_at_stake)
  * Message sizes come from c10d's args ("In msg nelems", "Out msg nelems", "dtype": ingest's
  * bytes of a collective kernel); an Nsight export has none, so a group there is the same
  * kernel with the same grid. */
@@ -33,6 +40,8 @@
 #define LATE_SHARE 0.5      /* late peer: the waits hold this share of the collective time */
 #define LINK_BUSY 0.5       /* link-bound: the collective kernels' union holds this share of the wall */
 #define OVERLAPPED 0.5      /* overlapped: this share of the collective time runs beside compute */
+#define REP_SLACK 0.1       /* repeats of one step: activity counts within this share of the first's */
+#define REP_STEPS 0.5       /* repeated: this share of the steps (at least 2) repeat their reductions */
 
 /* One group's durations, sorted, and what it is. */
 typedef struct cgroup { long name, grid; long long bytes; double *d; size_t n; } cgroup;
@@ -47,6 +56,132 @@ static void group_late(const cgroup *g, double *median, size_t *late, double *wa
             (*late)++;
             *wait += g->d[i] - *median;
         }
+}
+
+/* One GPU activity of a step, as comm_repeats reads it. */
+typedef struct gact { long name, grid; long long bytes; double dur; int red; } gact;
+
+static int step_ts_cmp(const void *x, const void *y) {
+    double p = *(const double *)x, q = *(const double *)y;
+    return p < q ? -1 : p > q;
+}
+
+/* Whether a collective kernel reduces gradients (all-reduce, reduce-scatter): the ones DDP
+ * and FSDP run after each backward. */
+static int is_reduction(const char *n) {
+    return n && (strcasestr(n, "allreduce") || strcasestr(n, "all_reduce") || strcasestr(n, "reducescatter") ||
+                 strcasestr(n, "reduce_scatter"));
+}
+
+/* The largest k > 1 for which the step's activities v[0..n) hold k repeats of one reduction
+ * pattern (see the header: same keys in the same order, like compute before each, and a tail
+ * with a name no repeat runs); 0 when none. seen: a zeroed byte per name id, left zeroed;
+ * *red_us: the time of the repeated reductions. */
+static size_t step_repeats(const gact *v, size_t n, unsigned char *seen, size_t nnames, double *red_us) {
+    size_t nr = 0, *at = NULL;
+    for (size_t i = 0; i < n; i++) nr += v[i].red != 0;
+    if (nr < 2 || !(at = malloc(nr * sizeof *at))) return 0;
+    nr = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].red) at[nr++] = i;
+    size_t best = 0;
+    for (size_t k = nr; k >= 2 && !best; k--) {
+        if (nr % k) continue;
+        size_t p = nr / k, ok = 1;
+        for (size_t j = p; ok && j < nr; j++) {
+            const gact *x = &v[at[j]], *y = &v[at[j - p]];
+            ok = x->name == y->name && x->grid == y->grid && x->bytes == y->bytes;
+        }
+        /* repeat r: the activities after repeat r-1's last reduction up to its own last */
+        double first = 0;
+        for (size_t r = 0; ok && r < k; r++) {
+            size_t lo = r ? at[r * p - 1] + 1 : 0, hi = at[r * p + p - 1] + 1, c = 0;
+            for (size_t i = lo; i < hi; i++) c += !v[i].red;
+            if (!r) first = (double)c;
+            ok = c >= 2 && fabs((double)c - first) <= REP_SLACK * first;
+        }
+        if (!ok) continue;
+        /* the tail: work after the last repeat that none of them ran (the optimizer) */
+        size_t end = at[nr - 1] + 1, fresh = 0;
+        for (size_t i = 0; i < end; i++)
+            if (v[i].name >= 0 && (size_t)v[i].name < nnames) seen[v[i].name] = 1;
+        for (size_t i = end; i < n; i++)
+            if (v[i].name >= 0 && (size_t)v[i].name < nnames && !seen[v[i].name]) fresh = 1;
+        for (size_t i = 0; i < end; i++)
+            if (v[i].name >= 0 && (size_t)v[i].name < nnames) seen[v[i].name] = 0;
+        if (fresh) {
+            best = k;
+            *red_us = 0;
+            for (size_t j = 0; j < nr; j++) *red_us += v[at[j]].dur;
+        }
+    }
+    free(at);
+    return best;
+}
+
+/* Gradient reductions repeated within the steps (the header's "repeated"): adds
+ * ev.repeated_per_step when REP_STEPS of the steps (at least 2) repeat theirs with one k.
+ * Activities belong to the step whose host range starts last before them (the GPU runs
+ * behind the host). 0 or an ERR_* code. */
+static int comm_repeats(A *a, json_t *ev) {
+    if (a->nsteps < 2) return 0;
+    double *st = malloc(a->nsteps * sizeof *st);
+    unsigned char *seen = calloc(a->nnflags + 1, 1);
+    gact *v = NULL;
+    size_t nv = 0, capv = 0, si = 0, hits = 0, k0 = 0, calls = 0;
+    double red = 0;
+    int rc = 0, named = 0;
+    if (!st || !seen) { rc = ERR_NOMEM; goto out; }
+    for (size_t i = 0; i < a->nsteps; i++) st[i] = a->steps[i].ts;
+    qsort(st, a->nsteps, sizeof *st, step_ts_cmp);
+    sqlite3_stmt *q = an_prep(a, "SELECT ts, name, IFNULL(grid, -1), IFNULL(bytes, 0), dur, (fp_flags(name) & ?1) != 0 FROM "
+                                 "scratch.ev WHERE cls = 2 ORDER BY ts");
+    if (!q) { rc = ERR_DB; goto out; }
+    sqlite3_bind_int(q, 1, NF_COMM_KERNEL);
+    int more = 1;
+    while (!rc && more) {
+        more = sqlite3_step(q) == SQLITE_ROW;
+        double ts = more ? sqlite3_column_double(q, 0) : 0;
+        if (more && ts < st[0]) continue; /* before the first step */
+        /* a step ends where the next one starts, and at the end of the rows */
+        if (!more || (si + 1 < a->nsteps && ts >= st[si + 1])) {
+            double us = 0;
+            size_t k = step_repeats(v, nv, seen, a->nnflags, &us);
+            if (k && (!k0 || k == k0)) {
+                k0 = k, hits++, red += us;
+                for (size_t i = 0; i < nv; i++) calls += v[i].red != 0;
+            }
+            nv = 0;
+            while (more && si + 1 < a->nsteps && ts >= st[si + 1]) si++;
+        }
+        if (!more) break;
+        long name = (long)sqlite3_column_int64(q, 1);
+        int comm = sqlite3_column_int(q, 5);
+        int r = comm && is_reduction(an_str(a, name));
+        named |= r;
+        if (comm && !r) continue; /* other collectives (all-gather, send/recv) are neither repeat nor compute */
+        if (VEC_RESERVE(v, capv, nv + 1, 256)) { rc = ERR_NOMEM; break; }
+        v[nv++] = (gact){name, (long)sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3), sqlite3_column_double(q, 4), r};
+    }
+    sqlite3_finalize(q);
+    if (!rc && named && hits >= 2 && (double)hits >= REP_STEPS * (double)a->nsteps) {
+        double waste = red * (double)(k0 - 1) / (double)k0;
+        json_object_set_new(ev, "repeated_per_step",
+                            json_pack("{s:I,s:I,s:I,s:f,s:f,s:f}", "repeats", (json_int_t)k0, "steps", (json_int_t)hits, "steps_total",
+                                      (json_int_t)a->nsteps, "per_step", (double)calls / (double)hits, "reduction_us", red,
+                                      "redundant_us", waste));
+    }
+out:
+    free(st);
+    free(seen);
+    free(v);
+    return rc;
+}
+
+double an_comm_at_stake(const json_t *ev, double exposed) {
+    const json_t *rp = json_object_get(ev, "repeated_per_step");
+    double w = rp ? json_number_value(json_object_get(rp, "redundant_us")) : exposed;
+    return w < exposed ? w : exposed;
 }
 
 int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us) {
@@ -111,7 +246,7 @@ int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us) {
     }
     for (size_t i = 0; i < ng; i++) free(g[i].d);
     free(g);
-    return rc;
+    return rc ? rc : comm_repeats(a, ev);
 }
 
 /* "436 MB" of a byte count. */
@@ -127,6 +262,23 @@ void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, 
     double busy = json_number_value(json_object_get(ev, "link_busy_fraction")), gbps = json_number_value(json_object_get(ev, "gb_per_s"));
     double per_call = json_number_value(json_object_get(ev, "bytes_per_call"));
     char size[32] = "";
+    const json_t *rp = json_object_get(ev, "repeated_per_step");
+    if (rp) {
+        /* the repeats are the cause whatever their overlap: fewer of them, not hiding them */
+        long long k = (long long)json_integer_value(json_object_get(rp, "repeats"));
+        utf8_snprintf(out, n, "%s runs %lld times per optimizer step: in %lld of %lld steps the same gradient reductions (%.0f a step) "
+                      "follow each of %lld micro-batches' backward, while the optimizer runs once, so %lld of every %lld reduce "
+                      "gradients that are only summed again (%.0f us of collectives, %.0f us of them redundant). %s",
+                      culprit, k, (long long)json_integer_value(json_object_get(rp, "steps")),
+                      (long long)json_integer_value(json_object_get(rp, "steps_total")),
+                      json_number_value(json_object_get(rp, "per_step")), k, k - 1, k,
+                      json_number_value(json_object_get(rp, "reduction_us")), json_number_value(json_object_get(rp, "redundant_us")),
+                      torch ? "Accumulate locally and reduce once: run every micro-batch but the last under `with model.no_sync():` "
+                              "(DDP; FSDP: no_sync() too, or set_requires_gradient_sync(False)), then compare the collectives per step"
+                            : "Accumulate the gradients locally and reduce them once per optimizer step (skip the reduction on all but "
+                              "the last micro-batch: DDP's no_sync()), then compare the collectives per step");
+        return;
+    }
     if (lp) {
         double med = json_number_value(json_object_get(lp, "median_us")), max = json_number_value(json_object_get(lp, "max_us"));
         double b = json_number_value(json_object_get(lp, "bytes"));

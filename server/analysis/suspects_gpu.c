@@ -147,7 +147,7 @@ static int comm_exposed(A *a, tally *t, double gpu_busy) {
     if (rc || !x.any) return rc;
     t->evidence[C_COMM] = json_pack("{s:f,s:f,s:f}", "comm_kernel_us", x.len, "exposed_us", x.exposed, "overlap_us", x.len - x.exposed);
     if ((rc = an_comm_facts(a, t->evidence[C_COMM], x.len, gpu_busy - x.exposed))) return rc;
-    return sus_credit(t, C_COMM, x.best, -1, x.exposed);
+    return sus_credit(t, C_COMM, x.best, -1, an_comm_at_stake(t->evidence[C_COMM], x.exposed));
 }
 
 /* Host<->device copies from pinned memory that no kernel hides (pageable ones are

@@ -63,6 +63,8 @@
 
 #include "analysis/suspects_recompute.h"
 #include "analysis/suspects_discard.h"
+#include "analysis/suspects_tune.h"
+#include "analysis/suspects_unread.h"
 #include "lib/err.h"
 #include "lib/flops.h"
 
@@ -330,6 +332,8 @@ typedef struct const_state {
     size_t ne;
     long long dropped;            /* chains not kept: the table was full */
     discard_state *dis;           /* suspects_discard.c's tallies (work nobody uses), fed by the same hook */
+    unread_state *unr;            /* suspects_unread.c's (rows nobody reads), fed by the same hook */
+    tune_state *tun;              /* suspects_tune.c's (autotuning repeated), fed by the same hook */
 } const_state;
 
 static const char *const const_factory[] = {"aten::arange", "aten::ones", "aten::zeros", "aten::full", "aten::linspace",
@@ -447,6 +451,8 @@ int an_const_pop(A *a, const frame *f, const frame *stack, int depth) {
         if (!(c = a->cst = calloc(1, sizeof *c)) || !(c->cls = calloc(a->nnflags + 1, 1))) return ERR_NOMEM;
     }
     int drc = discard_pop(&c->dis, a, f, stack, depth);
+    if (!drc) drc = unread_pop(&c->unr, a, f);
+    if (!drc) drc = tune_pop(&c->tun, a, f, stack, depth);
     if (drc) return drc;
     if (depth + 1 < CONST_DEPTH && c->slot[depth + 1].n) chain_close(c, &c->slot[depth + 1]); /* f's children's chain ends with f */
     if (depth >= CONST_DEPTH) return 0;
@@ -478,6 +484,8 @@ discard_state *an_discard_state(const A *a) { return a->cst ? a->cst->dis : NULL
 void an_const_free(A *a) {
     if (!a->cst) return;
     discard_free(a->cst->dis);
+    unread_free(a->cst->unr);
+    tune_free(a->cst->tun);
     free(a->cst->cls);
     free(a->cst);
     a->cst = NULL;
@@ -605,5 +613,7 @@ int an_recompute_suspect(A *a, json_t *list, double min_us, int *nfired) {
     json_decref(e);
     /* work nobody uses (suspects_discard.c): its own suspects, beside the one above */
     if (!rc && a->cst) rc = discard_suspects(a->cst->dis, a, list, min_us, nfired);
+    if (!rc && a->cst) rc = unread_suspects(a->cst->unr, a, list, min_us, nfired);
+    if (!rc && a->cst) rc = tune_suspects(a->cst->tun, a, list, min_us, nfired);
     return rc;
 }

@@ -3197,6 +3197,434 @@ def case_zero_grad_idle_2021():
     return k.doc(name="zero_grad_idle_2021")
 
 
+# ---- gradient reductions repeated within a step (suspects_comm.c "repeated")
+
+K_NCCL_AR_HALF_2021 = "ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)"
+
+
+def case_ddp_accum_resnet_2021():
+    """ResNet-50 on 8 V100s (torch 1.9, 2021 Kineto schema, fp16 AMP) with DDP and gradient
+    accumulation over 2 micro-batches written without model.no_sync(): each micro-batch's
+    backward all-reduces DDP's three gradient buckets (the last, smaller one exposed after the
+    backward), so 6 all-reduces run per optimizer step where 3 would do; SGD runs once after
+    the second micro-batch. At stake: half the reductions (bounded by their exposed time)."""
+    k = KTrace(48701, device=V100, schema2021=True)
+    k.host(40)
+    buckets = ((25.0, 6500.0), (25.0, 6500.0), (9.5, 2600.0))     # MB, us over two nodes' 25 GbE ring
+    for s in range(6):
+        with k.op("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _micro in range(2):
+                with k.op("aten::to", pre=3.0):
+                    with k.op("aten::copy_", pre=2.0):
+                        k.memcpy("HtoD (Pinned -> Device)", 32 * 3 * 224 * 224 * 2, 22.0)
+                for layer in range(53):
+                    with k.op("aten::cudnn_convolution", pre=4.0):
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                    with k.op("aten::cudnn_batch_norm", pre=3.0):
+                        k.launch(K_BN_INF_NCHW, 14.0)
+                    with k.op("aten::relu_", pre=2.0):
+                        k.launch(K_RELU_F16, 9.0)
+                b = 0
+                for layer in range(53):
+                    with k.op("aten::cudnn_convolution_backward", pre=4.0):
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                        k.launch(K_CONV_VOLTA, 120.0, grid=(98, 2, 1), block=(256, 1, 1))
+                    with k.op("aten::cudnn_batch_norm_backward", pre=3.0):
+                        k.launch(K_BN_INF_NCHW, 20.0)
+                    if layer in (26, 44, 52):
+                        mb, us = buckets[b]
+                        b += 1
+                        k.stream_end[20] = max(k.stream_end.get(20, 0), k.stream_end.get(7, 0))
+                        with k.op("nccl:all_reduce", pre=3.0):
+                            k.launch(K_NCCL_AR_HALF_2021, us, stream=20, api_us=8.0, grid=(8, 1, 1), block=(256, 1, 1),
+                                     extra={"In msg nelems": int(mb * 1e6 / 2), "Out msg nelems": int(mb * 1e6 / 2), "dtype": "Half"})
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end[20])
+            with k.op("Optimizer.step#SGD.step", pre=3.0):
+                with k.op("aten::_foreach_add_", pre=4.0):
+                    for _ in range(4):
+                        k.launch(K_SGD, 80.0, grid=(320, 1, 1))
+            with k.op("aten::item", pre=2.0):
+                with k.op("aten::_local_scalar_dense", pre=1.5):
+                    k.memcpy("DtoH (Device -> Pageable)", 4, 0.005, api_us=8.0)
+                    k.sync()
+            k.host(30)
+    k.host(30)
+    return k.doc(name="ddp_accum_resnet_2021")
+
+
+def case_fsdp_accum_llama_h100():
+    """A Llama-style 1B model fine-tuned with FSDP (SHARD_GRAD_OP) on 8 H100s, 3 micro-batches
+    of gradient accumulation without no_sync(): each micro-batch's backward reduce-scatters the
+    gradients every 4 layers (4 reduce-scatters of 64 MB, mostly hidden under the backward),
+    the forward's all-gathers run once per micro-batch too (FSDP needs those); the fused AdamW
+    runs once per step. 12 reduce-scatters per step where 4 would do."""
+    k = KTrace(48702)
+    k.host(40)
+    rs = comm_args("_reduce_scatter_base", 33_554_432, 33_554_432 // 8, 8)
+    ag = comm_args("_allgather_base", 33_554_432 // 8, 33_554_432, 8)
+    m = 4 * 2048
+    for s in range(4):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for _micro in range(3):
+                with k.ann("FullyShardedDataParallel.forward"):
+                    for layer in range(16):
+                        if layer % 4 == 0:
+                            collective(k, K_NCCL_AG, 700.0, ag, "nccl:_all_gather_base", wait_compute=False)
+                        rms_fused(k, m, hidden=2048)
+                        bf16_linear(k, m, 3 * 2048, 2048)
+                        with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                            with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0):
+                                k.launch(K_FLASH_FWD, 260.0, grid=(16, 16, 4))
+                        bf16_linear(k, m, 2048, 2048)
+                        rms_fused(k, m, hidden=2048)
+                        bf16_linear(k, m, 2 * 5632, 2048)
+                        bf16_linear(k, m, 2048, 5632)
+                with k.ann("## backward ##"):
+                    for layer in range(16):
+                        for n, kk in ((2048, 5632), (5632, 2048), (2048, 2048), (3 * 2048, 2048)):
+                            for _g in range(2):
+                                with k.op("aten::mm", pre=2.0, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                    k.launch(K_GEMM_H100, roof_us(m, kk, n, 0.7))
+                        with k.op("aten::_flash_attention_backward", pre=2.0):
+                            k.launch(K_FLASH_FWD, 650.0, grid=(16, 16, 4))
+                        if layer % 4 == 3:
+                            collective(k, K_NCCL_RS, 4200.0, rs, "nccl:_reduce_scatter_base")
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end[20])
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_ADAM, 300.0, grid=(320, 1, 1), block=(512, 1, 1))
+            item_sync(k)
+            k.host(30)
+    k.host(30)
+    return k.doc(distributed=dist_info(0, 8), name="fsdp_accum_llama_h100")
+
+
+def case_ddp_accum_no_sync_ok():
+    """Control: the same DDP accumulation done right (rank 0 of 8 H100s, GPT-style, bf16): the
+    first three of four micro-batches run under model.no_sync(), so DDP's four bucket
+    all-reduces run once per step, in the last micro-batch's backward, mostly hidden under it;
+    AdamW once. Nothing repeats: the repeated-reduction mechanism must stay quiet."""
+    k = KTrace(48703)
+    k.host(40)
+    args = comm_args("allreduce", 25_165_824, 25_165_824, 8)
+    m = 4 * 2048
+    for s in range(4):
+        with k.ann("ProfilerStep#%d" % (s + 1), pre=2.0):
+            for micro in range(4):
+                with k.ann("DistributedDataParallel.forward"):
+                    for _ in range(16):
+                        layer_norm(k, 12.0)
+                        bf16_linear(k, m, 3 * 2048, 2048)
+                        with k.op("aten::scaled_dot_product_attention", pre=3.0):
+                            with k.op("aten::_scaled_dot_product_flash_attention", pre=2.0):
+                                k.launch(K_FLASH_FWD, 520.0, grid=(16, 16, 4))
+                        bf16_linear(k, m, 2048, 2048)
+                        layer_norm(k, 12.0)
+                        bf16_linear(k, m, 8192, 2048)
+                        eltwise(k, "aten::gelu", K_GELU, 30.0)
+                        bf16_linear(k, m, 2048, 8192)
+                with k.ann("## backward ##"):
+                    for layer in range(16):
+                        for n, kk in ((2048, 8192), (8192, 2048), (2048, 2048), (3 * 2048, 2048)):
+                            for _g in range(2):
+                                with k.op("aten::mm", pre=2.0, dims=[[m, n], [n, kk]], types=BF16x3[:2]):
+                                    k.launch(K_GEMM_H100, roof_us(m, kk, n, 0.7))
+                        with k.op("aten::_flash_attention_backward", pre=2.0):
+                            k.launch(K_FLASH_FWD, 1250.0, grid=(16, 16, 4))
+                        if micro == 3 and layer % 4 == 3:
+                            collective(k, K_NCCL_AR, 900.0, args, "nccl:all_reduce")
+                k.stream_end[7] = max(k.stream_end[7], k.stream_end.get(20, 0))
+            with k.ann("Optimizer.step#AdamW.step"):
+                with k.op("aten::_fused_adamw_", pre=5.0):
+                    k.launch(K_ADAM, 700.0, grid=(320, 1, 1), block=(512, 1, 1))
+            k.host(30)
+        if s == 3:
+            item_sync(k)
+    k.host(30)
+    return k.doc(distributed=dist_info(0, 8), name="ddp_accum_no_sync_ok")
+
+
+# ---- rows computed that nobody reads (suspects_unread.c)
+
+def case_rerank_lastpos_v100_2021():
+    """A pointwise reranker on a V100 (torch 1.9, 2021 Kineto schema, record_shapes, fp16):
+    a GPT-2 medium-sized causal LM scores 16 (query, passage) pairs of 512 tokens by the
+    next-token logits of "yes" / "no" at the last position: `logits = model(ids).logits`
+    runs the lm_head (aten::matmul -> aten::mm, [16, 512, 1024] x [1024, 50257]) over every
+    position, then `logits[:, -1:, :]` (two aten::slice) and a softmax over [16, 1, 50257]:
+    511 of every 512 rows of the biggest GEMM are never read."""
+    k = KTrace(48711, device=V100, schema2021=True)
+    k.old_shapes = True
+    f16 = ["c10::Half"] * 3 + ["Scalar", "Scalar"]
+    b, s, d, v = 16, 512, 1024, 50257
+    m = b * s
+
+    def conv1d(n, kk):
+        with k.op("aten::addmm", pre=2.5, dims=[[n], [m, kk], [kk, n], [], []], types=f16):
+            k.launch(K_GEMM_V100_F16, roof_us(m, n, kk, 0.7, roof=V100_ROOF), grid=(80, 4, 1), block=(256, 1, 1))
+
+    def ln():
+        with k.op("aten::layer_norm", pre=1.5, dims=[[b, s, d], [], [d], [d], [], []]):
+            with k.op("aten::native_layer_norm", pre=1.2, dims=[[b, s, d], [], [d], [d], []]):
+                k.launch(K_LAYERNORM, us_bytes(m * d * 2 * 2, 800), grid=(m, 1, 1), block=(512, 1, 1))
+
+    k.host(40)
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 12.0, api_us=5.0)
+            embedding(k)
+            for _ in range(24):
+                ln()
+                conv1d(3 * d, d)
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 16, s, 64], [b * 16, 64, s]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_V100_F16, us_bytes(b * 16 * s * s * 2, 800), grid=(80, 4, 1), block=(256, 1, 1))
+                with k.op("aten::softmax", pre=2.0, dims=[[b, 16, s, s], [], []]):
+                    with k.op("aten::_softmax", pre=1.2, dims=[[b, 16, s, s], [], []]):
+                        k.launch(K_SOFTMAX_V100, us_bytes(b * 16 * s * s * 2 * 2, 800))
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * 16, s, s], [b * 16, s, 64]], types=["c10::Half"] * 2):
+                        k.launch(K_GEMM_V100_F16, us_bytes(b * 16 * s * s * 2, 800), grid=(80, 4, 1), block=(256, 1, 1))
+                conv1d(d, d)
+                ln()
+                conv1d(4 * d, d)
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4 * d * 2 * 2, 800))
+                conv1d(d, 4 * d)
+            ln()
+            with k.op("aten::matmul", pre=2.0, dims=[[b, s, d], [d, v]], types=["c10::Half"] * 2):     # lm_head
+                with k.op("aten::mm", pre=1.5, dims=[[m, d], [d, v]], types=["c10::Half"] * 2):
+                    k.launch(K_GEMM_V100_F16_NN, roof_us(m, v, d, 0.7, roof=V100_ROOF), grid=(80, 4, 1), block=(256, 1, 1))
+            with k.op("aten::slice", pre=1.5, dims=[[b, s, v], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::slice", pre=1.5, dims=[[b, s, v], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::softmax", pre=2.0, dims=[[b, 1, v], [], []]):
+                with k.op("aten::_softmax", pre=1.2, dims=[[b, 1, v], [], []]):
+                    k.launch(K_SOFTMAX_V100, 6.0, grid=(16, 1, 1))
+            tolist_sync(k, 128)
+            k.host(60)
+    k.host(30)
+    return k.doc(name="rerank_lastpos_v100_2021")
+
+
+def case_mcq_index_l4():
+    """Multiple-choice evaluation of a Qwen2-1.5B-sized model on an L4 (fp16, current schema,
+    record_shapes): the model flattens the hidden states (x.view(-1, d)) before the head, so
+    the lm_head is one aten::linear [8 x 768 = 6144, 1536] x [151936, 1536], its logits cast to
+    fp32 (aten::to over all 6144 rows), then `logits[last_idx]` (aten::index, one row a
+    sequence) and a log_softmax over [8, 151936]: 767 of every 768 rows of the head and its cast
+    are thrown away."""
+    k = KTrace(48712, device=L4)
+    b, s, d, v = 8, 768, 1536, 151936
+    m = b * s
+    f16 = ["c10::Half"] * 3
+    k.host(40)
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(28):
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2048, d, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                with k.op("aten::scaled_dot_product_attention", pre=2.0):
+                    with k.op("aten::_scaled_dot_product_efficient_attention", pre=1.5):
+                        k.launch(K_FLASH_FWD_F16, us_flops(4 * b * 12 * s * s * 128, 70) + 4, grid=(8, 12, 8))
+                bf16_linear(k, m, d, d, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2 * 8960, d, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+                with k.op("aten::silu", pre=2.0):
+                    k.launch(K_SILU, us_bytes(m * 8960 * 2 * 2, 250))
+                with k.op("aten::mul", pre=2.0):
+                    k.launch(K_MUL, us_bytes(m * 8960 * 3 * 2, 250))
+                bf16_linear(k, m, d, 8960, bias=False, roof=L4_ROOF, kname=K_GEMM_L4, types=f16, grid=(58, 1, 1))
+            rms_fused(k, m, hidden=d)
+            with k.op("aten::view", pre=1.0, post=0.4, dims=[[b, s, d], []]):
+                pass
+            linear(k, roof_us(m, v, d, 0.7, roof=L4_ROOF), kname=K_GEMM_L4, grid=(58, 1, 1), dims=[[m, d], [v, d]])   # lm_head
+            to_copy(k, [m, v], us_bytes(m * v * 6, 250))                                          # logits.float()
+            with k.op("aten::index", pre=2.0, dims=[[m, v], [b]]):
+                k.launch(K_INDEX_COPY, us_bytes(b * v * 8, 250), grid=(8, 1, 1))
+            with k.op("aten::log_softmax", pre=2.0, dims=[[b, v], [], []], types=["float", "Scalar", ""]):
+                with k.op("aten::_log_softmax", pre=1.5, dims=[[b, v], [], []]):
+                    k.launch(K_LOG_SOFTMAX, 12.0, grid=(8, 1, 1))
+            tolist_sync(k, 64)
+            k.host(80)
+    k.host(30)
+    return k.doc(name="mcq_index_l4")
+
+
+def case_generate_keep_last_h100():
+    """Control: generation done right on an H100 (bf16, current schema, record_shapes): the
+    prefill slices the hidden states to the last position before the lm_head
+    (logits_to_keep=1: aten::slice of [4, 1024, 896], then the head over [4, 1, 896]) and each
+    decode step runs on one token with a KV cache (the head over [4, 1, 896]); the logits'
+    [:, -1, :] select keeps 1 of 1 row: nothing is thrown away."""
+    k = KTrace(48713)
+    b, s, d, v = 4, 1024, 896, 151936
+    k.host(40)
+    for st in range(8):
+        t = s if st == 0 else 1
+        m = b * t
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            embedding(k)
+            for _ in range(24):
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 1152, d)
+                with k.op("aten::scaled_dot_product_attention", pre=2.0):
+                    with k.op("aten::_scaled_dot_product_flash_attention", pre=1.5):
+                        k.launch(K_FLASH_FWD, us_flops(4 * b * 14 * t * s * 64, 350) + 4, grid=(8, 14, 4))
+                bf16_linear(k, m, d, d, bias=False)
+                rms_fused(k, m, hidden=d)
+                bf16_linear(k, m, 2 * 4864, d, bias=False)
+                with k.op("aten::silu", pre=2.0):
+                    k.launch(K_SILU, us_bytes(m * 4864 * 2 * 2, 2600) + 2)
+                with k.op("aten::mul", pre=2.0):
+                    k.launch(K_MUL, us_bytes(m * 4864 * 3 * 2, 2600) + 2)
+                bf16_linear(k, m, d, 4864, bias=False)
+            rms_fused(k, m, hidden=d)
+            with k.op("aten::slice", pre=1.5, dims=[[b, t, d], [], [], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            linear(k, roof_us(b, v, d, 0.75) + 5, dims=[[b, 1, d], [v, d]])                    # lm_head, last position
+            with k.op("aten::select", pre=1.5, dims=[[b, 1, v], [], []]):
+                with k.op("aten::as_strided", pre=0.4, post=0.2):
+                    pass
+            with k.op("aten::argmax", pre=2.0, dims=[[b, v], [], []]):
+                k.launch(K_ARGMAX, 8.0, grid=(4, 1, 1))
+            tolist_sync(k, 32)
+            k.host(40)
+    k.host(30)
+    return k.doc(name="generate_keep_last_h100")
+
+
+# ---- autotuning run again step after step (suspects_tune.c)
+
+K_TRY_V100 = [
+    "volta_fp16_s884cudnn_fp16_128x128_ldg8_relu_f2f_exp_small_nhwc_tn_v1",
+    "void cudnn::winograd::generateWinogradTilesKernel<0, __half, float>(cudnn::winograd::GenerateWinogradTilesParams<__half, float>)",
+    "void fft2d_r2c_32x32<__half, false, 0u, false>(float2*, __half const*, int, int, int, int, int, int, int, int, int, ...)",
+    "void cudnn::detail::implicit_convolve_sgemm<__half, __half, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, ...)",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __half, __half, __half, float, float, true>(...)",
+    "volta_fp16_scudnn_fp16_128x64_relu_small_nn_v1",
+]
+K_TRY_L4 = [
+    "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize64x32x64_stage5_warpsize2x2x1_g1_tensor16x8x16_kernel",
+    "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x64x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel",
+    "void cudnn::cnn::conv2d_grouped_direct_kernel<false, true, false, false, 0, 0, int, __half, __half, __half, float, float, true>(...)",
+    "void implicit_convolve_hhgemm<__half, 1024, 5, 5, 3, 3, 3, 1, false, true, true>(int, int, int, __half const*, int, __half*, ...)",
+    "void cudnn::ops::nchwToNhwcKernel<__half, __half, float, false, true, (cudnnKernelDataType_t)0>(cudnn::ops::nchw2nhwc_params_t<float>, ...)",
+]
+K_CONV_L4 = "sm89_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nchw_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_kernel"
+
+
+def case_cudnn_tune_seg_v100_2021():
+    """A segmentation model (UNet-style encoder) trained on random crops on a V100 (torch 1.9,
+    2021 Kineto schema, record_shapes, fp16) with torch.backends.cudnn.benchmark=True: the
+    crop size changes every step, so each aten::cudnn_convolution meets a new input shape and
+    cuDNN tries six algorithms again (each once, a cudaEventSynchronize to time them) before
+    the chosen kernel runs: the search repeats every step and never pays off."""
+    k = KTrace(48721, device=V100, schema2021=True)
+    k.old_shapes = True
+    k.host(40)
+    chans = [(3, 64), (64, 64), (64, 128), (128, 128), (128, 256), (256, 256)]
+    for st in range(6):
+        hw = 256 + 32 * ((st * 3) % 7)
+        with k.op("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 16 * 3 * hw * hw * 2, 12.0, api_us=5.0)
+            size = hw
+            for li, (ci, co) in enumerate(chans):
+                if li and li % 2 == 0:
+                    size //= 2
+                fl = 2 * 16 * size * size * ci * co * 9
+                with k.op("aten::cudnn_convolution", pre=2.0, dims=[[16, ci, size, size], [co, ci, 3, 3], [], [], [], [], [], [], []]):
+                    k.runtime_only("cudaMalloc", 40.0, cbid=20)
+                    for kn in K_TRY_V100:
+                        k.launch(kn, us_flops(fl, k.rng.uniform(25, 90)) + 6, grid=(80, 2, 1))
+                        k.runtime_only("cudaEventRecord", 2.0, 135)
+                    k.sync(api="cudaEventSynchronize")
+                    k.runtime_only("cudaFree", 30.0, cbid=22)
+                    k.launch(K_CONV_VOLTA, us_flops(fl, 95) + 5, grid=(80, 2, 1))
+                with k.op("aten::cudnn_batch_norm", pre=2.0):
+                    k.launch(K_BN_INF_NCHW, us_bytes(16 * co * size * size * 4, 800) + 2)
+                with k.op("aten::relu_", pre=2.0):
+                    k.launch(K_RELU_F16, us_bytes(16 * co * size * size * 4, 800) + 2)
+            for li in range(6):
+                with k.op("aten::cudnn_convolution_backward", pre=3.0):
+                    k.launch(K_CONV_VOLTA, 900.0, grid=(80, 2, 1))
+                    k.launch(K_CONV_VOLTA, 900.0, grid=(80, 2, 1))
+            with k.op("Optimizer.step#SGD.step", pre=3.0):
+                with k.op("aten::_foreach_add_", pre=4.0):
+                    k.launch(K_SGD, 60.0, grid=(320, 1, 1))
+            with k.op("aten::item", pre=2.0):
+                with k.op("aten::_local_scalar_dense", pre=1.5):
+                    k.memcpy("DtoH (Device -> Pageable)", 4, 0.005, api_us=8.0)
+                    k.sync()
+            k.host(40)
+    k.host(30)
+    return k.doc(name="cudnn_tune_seg_v100_2021")
+
+
+def speech_conv_loop(seed, name, lengths):
+    """A wav2vec-style feature encoder (seven aten::cudnn_convolution over [8, C, T]) on an L4
+    (fp16, current schema, record_shapes) with cudnn.benchmark=True, one batch a step of the
+    given padded lengths T: a new T means new shapes, and cuDNN tries five algorithms (a
+    cudaDeviceSynchronize to time them) before the chosen kernel."""
+    k = KTrace(seed, device=L4)
+    k.host(40)
+    layers = [(1, 512, 10, 5)] + [(512, 512, 3, 2)] * 4 + [(512, 512, 2, 2)] * 2
+    seen = set()
+    for st, t in enumerate(lengths):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 8 * t * 2, 20.0, api_us=5.0)
+            size = t
+            for ci, co, kw, stride in layers:
+                out = (size - kw) // stride + 1
+                fl = 2 * 8 * out * ci * co * kw
+                key = (ci, co, size)
+                with k.op("aten::cudnn_convolution", pre=2.0, dims=[[8, ci, size], [co, ci, kw], [], [], [], [], [], [], []],
+                          types=["c10::Half", "c10::Half"] + [""] * 7):
+                    if key not in seen:
+                        seen.add(key)
+                        k.runtime_only("cudaMalloc", 50.0, cbid=20)
+                        for kn in K_TRY_L4:
+                            k.launch(kn, us_flops(fl, k.rng.uniform(20, 70)) + 6, grid=(58, 2, 1))
+                        k.sync(api="cudaDeviceSynchronize")
+                        k.runtime_only("cudaFree", 30.0, cbid=22)
+                    k.launch(K_CONV_L4, us_flops(fl, 75) + 5, grid=(58, 2, 1))
+                with k.op("aten::group_norm" if ci == 1 else "aten::gelu", pre=2.0):
+                    k.launch(K_GELU, us_bytes(8 * co * out * 4, 250) + 2)
+                size = out
+            with k.op("aten::linear", pre=2.0, dims=[[8, size, 512], [768, 512], [768]]):
+                with k.op("aten::addmm", pre=1.5):
+                    k.launch(K_GEMM_L4, us_flops(2 * 8 * size * 512 * 768, 70) + 4, grid=(58, 1, 1))
+            tolist_sync(k, 256)
+            k.host(60)
+    k.host(30)
+    return k.doc(name=name)
+
+
+def case_cudnn_tune_speech_l4():
+    """ASR feature extraction with cudnn.benchmark=True and batches padded to their longest
+    clip: every batch has a new length, so every step autotunes all seven convolutions."""
+    return speech_conv_loop(48722, "cudnn_tune_speech_l4", [160000 + 4000 * ((i * 7) % 11) for i in range(8)])
+
+
+def case_cudnn_tune_fixed_l4():
+    """Control: the same encoder with clips padded to one fixed length: cuDNN tunes in the first
+    step only and every later step reuses the choice (benchmark mode paying off)."""
+    return speech_conv_loop(48723, "cudnn_tune_fixed_l4", [176000] * 8)
+
+
 # ---- the healthy controls
 
 def case_ddp_overlapped():
@@ -4108,6 +4536,18 @@ CASES = {
     "gpt2_generate_train_mode_a100": case_gpt2_generate_train_mode_a100,
     "checkpoint_roomy_h100": case_checkpoint_roomy_h100,
     "checkpoint_v100_2021": case_checkpoint_v100_2021,
+    # gradient reductions repeated within a step (suspects_comm.c)
+    "ddp_accum_resnet_2021": case_ddp_accum_resnet_2021,
+    "fsdp_accum_llama_h100": case_fsdp_accum_llama_h100,
+    "ddp_accum_no_sync_ok": case_ddp_accum_no_sync_ok,
+    # rows computed that nobody reads (suspects_unread.c)
+    "rerank_lastpos_v100_2021": case_rerank_lastpos_v100_2021,
+    "mcq_index_l4": case_mcq_index_l4,
+    "generate_keep_last_h100": case_generate_keep_last_h100,
+    # autotuning run again step after step (suspects_tune.c)
+    "cudnn_tune_seg_v100_2021": case_cudnn_tune_seg_v100_2021,
+    "cudnn_tune_speech_l4": case_cudnn_tune_speech_l4,
+    "cudnn_tune_fixed_l4": case_cudnn_tune_fixed_l4,
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
 }
 

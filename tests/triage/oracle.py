@@ -178,7 +178,9 @@ first match wins:
  - cpu_bound_op: ONE suspect for the single op with the most such idle, at stake = that
    op's idle only (not the category's sum).
  - communication: also the exposed comm GPU time (union of comm kernels minus the union of
-   every other activity).
+   every other activity); when the steps repeat their gradient reductions k > 1 times
+   before one optimizer (repeated_reductions(): definitions in its docstring), at stake is
+   min(exposed, (k-1)/k of those reductions' time) and the advice is no_sync().
  - host_work: the runtime-call labels' time (what no other category names: cudaGetDevice-
    Properties, cudaStreamCreate, cudaFuncGetAttributes, cudaMemGetInfo ... in the loop).
 
@@ -311,7 +313,11 @@ Suspects
    position ids made from scratch in each layer's forward; definitions in its docstring;
    the mechanism with the larger at stake is the suspect); and its third family, work whose
    result nobody uses (discarded_work(): gradients with no optimizer, dropout in a loop with
-   no backward, the forward recomputed inside a backward node; definitions in its docstring).
+   no backward, the forward recomputed inside a backward node; definitions in its docstring);
+   and its fourth, rows computed that nobody reads (unread_rows(): a GEMM's whole output
+   cut to 1 of R rows right after, the lm_head over every position; its docstring);
+   and its fifth, autotuning run again step after step (autotune_repeated(): op calls that
+   launch many kernels and sync, on shapes not tuned before, after the first tuned step).
  - Per category one suspect; at stake = the category's sum (cpu_bound_op, compute_bound_op,
    memory_bound_op, dominant_op: the one op's; copies_casts, communication: a union;
    unfused_elementwise, tiny_kernels, math_below_roof: their estimates above).
@@ -1632,6 +1638,11 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
             cats["communication"].iv += exposed
         evidence["communication"] = {"comm_kernel_us": r3(length(comm)), "exposed_us": r3(length(exposed)),
                                      "overlap_us": r3(length(comm) - length(exposed))}
+        rep = repeated_reductions(t)
+        if rep is not None:
+            evidence["communication"]["repeated_per_step"] = rep
+            if length(exposed) > 0:
+                cats["communication"].at = min(length(exposed), rep["redundant_us"])
     page_iv = defaultdict(list)
     crit_iv = []
     crit_by = defaultdict(float)
@@ -1736,6 +1747,77 @@ def gpu_set_suspects(t, wall, gpu, short, steps, cats, evidence):
     recomputed_work(t, cats, evidence)
     rebuilt_constant(t, cats, evidence)
     discarded_work(t, cats, evidence)
+    unread_rows(t, cats, evidence)
+    autotune_repeated(t, cats, evidence)
+
+
+REP_SLACK = 0.1     # repeats of one step: their activity counts within this share of the first's
+REP_STEPS = 0.5     # this share of the steps (at least 2) repeat their reductions, with one k
+
+
+def is_reduction_kernel(name):
+    low = name.lower()
+    return is_comm_kernel(name) and any(w in low for w in ("allreduce", "all_reduce", "reducescatter", "reduce_scatter"))
+
+
+def repeated_reductions(t):
+    """Gradient reductions repeated within a step (DDP / FSDP gradient accumulation without
+    no_sync()). A step's activities: the GPU activities launched in it (step_of), by start;
+    collectives other than reductions (all-reduce, reduce-scatter) left out. The step repeats
+    its reductions k > 1 times when, for the largest such k dividing their count n, (a) the
+    reduction sequence is periodic with period n/k (same kernel name and grid blocks in the
+    same order), (b) each repeat (the activities after the previous repeat's last reduction up
+    to its own last) holds >= 2 other activities, their count within REP_SLACK of the first
+    repeat's (a micro-batch's forward + backward each), and (c) the activities after the last
+    repeat include a name no repeat ran (the optimizer, once). It fires when REP_STEPS of the
+    steps (>= 2) repeat with one k (the first such step's): redundant = (k-1)/k of their
+    reductions' time; communication's at stake is min(exposed, redundant)."""
+    steps = sorted((h for h in t.host if is_step(h.name)), key=lambda h: h.ts)
+    if len(steps) < 2:
+        return None
+    per = defaultdict(list)
+    for g in sorted(t.gpu, key=lambda g: g.ts):
+        s = step_of(g)
+        if s is None:
+            continue
+        red = g.kind == "kernel" and is_reduction_kernel(g.name)
+        if g.kind == "kernel" and is_comm_kernel(g.name) and not red:
+            continue
+        per[s].append((g, red))
+    k0, hits, red_us, calls = None, 0, 0.0, 0
+    for st in steps:
+        v = per.get(id(st), [])
+        at = [i for i, (_g, r) in enumerate(v) if r]
+        n = len(at)
+        found = None
+        for k in range(n, 1, -1):
+            if n % k:
+                continue
+            p = n // k
+            keys = [(v[i][0].name, v[i][0].blocks) for i in at]
+            if any(keys[j] != keys[j - p] for j in range(p, n)):
+                continue
+            counts = []
+            for r in range(k):
+                lo = at[r * p - 1] + 1 if r else 0
+                hi = at[r * p + p - 1] + 1
+                counts.append(sum(1 for _g, rr in v[lo:hi] if not rr))
+            if any(c < 2 or abs(c - counts[0]) > REP_SLACK * counts[0] for c in counts):
+                continue
+            names = {g.name for g, _r in v[:at[-1] + 1]}
+            if not any(g.name not in names for g, _r in v[at[-1] + 1:]):
+                continue
+            found = k
+            break
+        if found and (k0 is None or found == k0):
+            k0 = found
+            hits += 1
+            red_us += sum(v[i][0].dur for i in at)
+            calls += n
+    if k0 is None or hits < 2 or hits < REP_STEPS * len(steps):
+        return None
+    return {"repeats": k0, "steps": hits, "reduction_us": r3(red_us), "redundant_us": r3(red_us * (k0 - 1) / k0),
+            "per_step": r3(calls / hits)}
 
 
 def step_of(g):
@@ -2296,6 +2378,197 @@ def discarded_work(t, cats, evidence):
     c.iv = [[g.ts, g.te] for g in t.gpu if g.inner is not None and any(p.name in m for p in [g.inner] + t_stack(g.inner))]
     cats["recomputed_work"] = c
     evidence["recomputed_work"] = {"mechanism": mech, "members": {n: r3(v) for n, v in m.items()}}
+
+
+UNREAD_GEMMS = ("aten::linear", "aten::matmul", "aten::mm", "aten::addmm")
+UNREAD_CUTS = ("select", "slice", "narrow", "index", "gather", "take", "as_strided", "split", "unbind", "chunk")
+UNREAD_MIN_ROWS = 4
+
+
+def unread_rows(t, cats, evidence):
+    """recomputed_work's fourth family: rows computed that nobody reads. With Input Dims, a
+    GEMM-like op's output (UNREAD_GEMMS; linear: x [.., K] by w [N, K], the others w [K, N];
+    addmm's input and weight after its bias) is x's leading dims then N. Follow the cpu_ops
+    after it on its thread, in the order they end (a child before its parent; an op inside
+    the GEMM is the GEMM's): the outermost GEMM op of a nest stands for it; an op whose first
+    input is the whole output is a cut when its name (after the namespace) holds a word of
+    UNREAD_CUTS, else a pass when op_kind says data_movement (a cast, a copy: its GPU time
+    counts, an op around the previous pass replacing it) and before any cut, else a reader
+    (the candidate is dropped); the first op with GPU time that does not read the whole output
+    (and is not inside the last pass) confirms it when a cut came first and its first input is
+    the output with one dim i (not the last, size >= UNREAD_MIN_ROWS) dropped (R = that size)
+    or divided (R = out[i] / its size >= UNREAD_MIN_ROWS), else drops it. Needs two steps and
+    two confirmed calls: at stake (1 - 1/R) of the GEMM's and its passes' GPU time, summed;
+    members: the GEMM names with that GPU time; the culprit the GEMM name with the most at
+    stake. The recomputed_work entry when its at stake is the larger."""
+    if sum(1 for h in t.host if is_step(h.name)) < 2:
+        return
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    def first_dims(h):
+        d = h.dims if isinstance(h.dims, list) else None
+        if not d or not isinstance(d[0], list) or not all(isinstance(x, int) for x in d[0]):
+            return None
+        return d[0]
+
+    def out_of(h):
+        d = h.dims if isinstance(h.dims, list) else None
+        if not d:
+            return None
+        ai = 1 if h.name == "aten::addmm" else 0
+        if len(d) < ai + 2:
+            return None
+        x, w = d[ai], d[ai + 1]
+        if not (isinstance(x, list) and isinstance(w, list) and len(x) >= 2 and len(w) == 2):
+            return None
+        k, n = (w[1], w[0]) if h.name == "aten::linear" else (w[0], w[1])
+        if k != x[-1] or n <= 0:
+            return None
+        return x[:-1] + [n]
+
+    def rows_cut(out, d):
+        for i in range(len(out) - 1):
+            if out[i] < UNREAD_MIN_ROWS:
+                continue
+            if len(d) == len(out) - 1 and d == out[:i] + out[i + 1:]:
+                r = out[i]
+            elif len(d) == len(out) and d[i] > 0 and out[i] % d[i] == 0 and d[:i] == out[:i] and d[i + 1:] == out[i + 1:]:
+                r = out[i] // d[i]
+            else:
+                continue
+            if r >= UNREAD_MIN_ROWS:
+                return r
+        return 0
+
+    by_thread = defaultdict(list)
+    for h in t.host:
+        if h.kind == "cpu_op":
+            by_thread[(h.pid, h.tid)].append(h)
+    gemm_us, at_by = defaultdict(float), defaultdict(float)
+    calls = 0
+    for hs in by_thread.values():
+        hs.sort(key=lambda h: (h.te, -h.ts))
+        c = None
+        for h in hs:
+            us = gpu_us[id(h)]
+            o = out_of(h) if h.name in UNREAD_GEMMS and us > 0 else None
+            if o is not None:
+                c = {"name": h.name, "ts": h.ts, "te": h.te, "us": us, "out": o, "cut": False, "pass": 0.0, "last": None}
+                continue
+            if c is None or h.ts < c["te"]:
+                continue
+            d = first_dims(h)
+            base = h.name.rsplit(":", 1)[-1]
+            if d == c["out"]:
+                if any(w in base for w in UNREAD_CUTS):
+                    c["cut"] = True
+                elif c["cut"] or op_kind(h.name) != "data_movement":
+                    c = None
+                elif c["last"] is not None and h.ts <= c["last"][0] and h.te >= c["last"][1]:
+                    c["pass"] += us - c["last"][2]
+                    c["last"] = (h.ts, h.te, us)
+                elif us > 0:
+                    c["pass"] += us
+                    c["last"] = (h.ts, h.te, us)
+                continue
+            if us <= 0 or (c["last"] is not None and h.ts >= c["last"][0] and h.te <= c["last"][1]):
+                continue
+            r = rows_cut(c["out"], d) if c["cut"] and d else 0
+            if r:
+                at = (c["us"] + c["pass"]) * (1 - 1 / r)
+                gemm_us[c["name"]] += c["us"] + c["pass"]
+                at_by[c["name"]] += at
+                calls += 1
+            c = None
+    at = sum(at_by.values())
+    if calls < 2 or at <= 0:
+        return
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for n, us in gemm_us.items():
+        c.members[n] += us
+    c.at = at
+    c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    c.iv = []
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": "rows_unread", "calls": calls, "members": {n: r3(v) for n, v in gemm_us.items()}}
+
+
+TUNE_MIN_LAUNCHES = 5
+
+
+def autotune_repeated(t, cats, evidence):
+    """recomputed_work's fifth family: autotuning run again step after step. A runtime call
+    belongs to the innermost cpu_op on its stack; a tuning call is a GEMM-like cpu_op
+    (gemm_like_op) with TUNE_MIN_LAUNCHES or more launch calls (is_launch_call) and a sync call (a SYNC_CALLS name,
+    or one with a _suffix) of its own, with GPU time, inside a step (a ProfilerStep ancestor).
+    Taken in the order they end, a tuning call on an (op name, Input Dims) already tuned is
+    skipped (the library cached it); the first step with a tuning call is benchmark mode's
+    price and not counted; every later one adds (L - 1) / L of its GPU time (L its launches).
+    Fires with two such calls: members the op names with their calls' GPU time, the culprit
+    the name with the most at stake. The recomputed_work entry when its at stake is the
+    larger."""
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    launches, syncs = defaultdict(int), set()
+    for r in t.rt:
+        op = next((p for p in t_stack(r) if p.kind == "cpu_op"), None)
+        if op is None:
+            continue
+        if is_launch_call(r.name):
+            launches[id(op)] += 1
+        if r.name in SYNC_CALLS or any(r.name.startswith(c + "_") for c in SYNC_CALLS):
+            syncs.add(id(op))
+    seen = set()
+    first = None
+    later_steps = set()
+    calls = 0
+    at_by, us_by = defaultdict(float), defaultdict(float)
+    for h in sorted((h for h in t.host if h.kind == "cpu_op"), key=lambda h: (h.te, -h.ts)):
+        n = launches.get(id(h), 0)
+        if n < TUNE_MIN_LAUNCHES or id(h) not in syncs or gpu_us[id(h)] <= 0 or not gemm_like_op(h.name):
+            continue
+        st = next((p for p in t_stack(h) if is_step(p.name)), None)
+        if st is None:
+            continue
+        key = (h.name, json.dumps(h.dims))
+        if key in seen:
+            continue
+        seen.add(key)
+        if first is None:
+            first = id(st)
+        if id(st) == first:
+            continue
+        later_steps.add(id(st))
+        calls += 1
+        at_by[h.name] += gpu_us[id(h)] * (n - 1) / n
+        us_by[h.name] += gpu_us[id(h)]
+    at = sum(at_by.values())
+    if calls < 2 or at <= 0:
+        return
+    prev = cats.get("recomputed_work")
+    if prev is not None and (prev.at or 0.0) >= at:
+        return
+    c = Sus()
+    for n, us in us_by.items():
+        c.members[n] += us
+    c.at = at
+    c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    c.iv = []
+    cats["recomputed_work"] = c
+    evidence["recomputed_work"] = {"mechanism": "autotune_repeated", "calls": calls, "steps": len(later_steps)}
 
 
 def cpu_only_suspects(t, short, cats, evidence):
