@@ -29,7 +29,10 @@
  *   4  issue 48 item 1 per phase: gpu_time_by_kind_by_phase (and _dropped) on the suspects
  *      and efficiency documents; recomputed_work's work nobody uses (suspects_discard.c:
  *      gradients with no optimizer, dropout in a loop that never trains, the forward again
- *      inside a backward), which unfused_elementwise's chains leave out */
+ *      inside a backward), which unfused_elementwise's chains leave out; rows computed that
+ *      nobody reads (suspects_unread.c), autotuning repeated on new shapes every step
+ *      (suspects_tune.c), gradient reductions repeated within a step (suspects_comm.c);
+ *      dominant_op's advice for fp64 */
 #define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */
