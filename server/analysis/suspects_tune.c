@@ -19,11 +19,12 @@
 
 #include "analysis/suspects_tune.h"
 #include "lib/err.h"
-#include "lib/vec.h"
+#include "lib/intern.h"
 
 #define TUNE_DEPTH 64          /* stack levels whose launches and syncs are counted */
 #define TUNE_MIN_LAUNCHES 5    /* an ordinary op call launches fewer */
 #define TUNE_NAMES 8           /* op names told apart; the rest fold into the last */
+#define TUNE_SEEN_MAX 65536    /* (op, shapes) pairs remembered; past it no call counts as a new search */
 
 typedef struct tkey { long name, shapes; } tkey;
 typedef struct tname { long name; long long calls, launches; double gpu_us, at; } tname;
@@ -31,8 +32,7 @@ typedef struct tname { long name; long long calls, launches; double gpu_us, at; 
 struct tune_state {
     int launches[TUNE_DEPTH];  /* per stack index: launches whose innermost op it is */
     unsigned char sync[TUNE_DEPTH];
-    tkey *seen;                /* (op, shapes) already tuned */
-    size_t nseen, capseen;
+    intern *seen;              /* (op, shapes) already tuned, as bytes (a hash: a lookup per tuning call) */
     long first_step;           /* the first step (name id) with a tuning call, -1 none yet */
     long last_step;
     long long steps, calls, first_calls;
@@ -52,7 +52,7 @@ static long step_of(const A *a, const frame *stack, int d) {
 int tune_pop(tune_state **sp, A *a, const frame *f, const frame *stack, int depth) {
     tune_state *s = *sp;
     if (!s) {
-        if (!(s = *sp = calloc(1, sizeof *s))) return ERR_NOMEM;
+        if (!(s = *sp = calloc(1, sizeof *s)) || !(s->seen = intern_new())) return ERR_NOMEM;
         s->first_step = s->last_step = -1;
     }
     if (f->cls == EV_HOST_RT) {
@@ -77,11 +77,10 @@ int tune_pop(tune_state **sp, A *a, const frame *f, const frame *stack, int dept
     if (l < TUNE_MIN_LAUNCHES || !y || f->cuda_total <= 0 || !(an_flags(a, f->name) & NF_GEMM_OP)) return 0;
     long st = step_of(a, stack, depth);
     if (st < 0) return 0;
-    size_t i = 0;
-    while (i < s->nseen && !(s->seen[i].name == f->name && s->seen[i].shapes == f->shapes)) i++;
-    if (i < s->nseen) return 0; /* tuned before on these shapes: not a new search */
-    if (VEC_RESERVE(s->seen, s->capseen, s->nseen + 1, 64)) return ERR_NOMEM;
-    s->seen[s->nseen++] = (tkey){f->name, f->shapes};
+    tkey k = {f->name, f->shapes};
+    if (intern_lookup(s->seen, (const char *)&k, sizeof k) >= 0) return 0; /* tuned before on these shapes: not a new search */
+    if (intern_count(s->seen) >= TUNE_SEEN_MAX) return 0;                     /* bounded: the rest are not counted */
+    if (intern_id(s->seen, (const char *)&k, sizeof k) < 0) return ERR_NOMEM;
     if (s->first_step < 0) s->first_step = st;
     if (st == s->first_step) { s->first_calls++; return 0; } /* the first tuned step: benchmark mode's price */
     if (st != s->last_step) s->steps++, s->last_step = st;
@@ -99,7 +98,7 @@ int tune_pop(tune_state **sp, A *a, const frame *f, const frame *stack, int dept
 
 void tune_free(tune_state *s) {
     if (!s) return;
-    free(s->seen);
+    intern_free(s->seen);
     free(s);
 }
 
