@@ -242,10 +242,19 @@ static int compute_bound(A *a, tally *t) {
  * self CUDA, as the report's Top CUDA line), when no category names it already: a copy or
  * cast (copies_casts), a collective (communication), or compute_bound_op / memory_bound_op.
  * "One operator owns the run. Good. You have a target": the next question is its bound. */
+/* Whether a kernel's name says it computes in fp64: cuBLAS' dgemm / zgemm, cuBLASLt's and
+ * CUTLASS' f64 tiles, a template over double. */
+static int fp64_kernel(const char *n) {
+    return n && (strstr(n, "dgemm") || strstr(n, "zgemm") || strstr(n, "f64") || strstr(n, "double"));
+}
+
 static int dominant(A *a, tally *t) {
-    double total = 0;
+    double total = 0, fp64 = 0;
     for (size_t i = 0; i < a->t->ngpu_aggs; i++)
-        if (a->t->gpu_aggs[i].cls == EV_GPU) total += a->t->gpu_aggs[i].total;
+        if (a->t->gpu_aggs[i].cls == EV_GPU) {
+            total += a->t->gpu_aggs[i].total;
+            if (a->t->gpu_aggs[i].kind == a->kernel_kind && fp64_kernel(an_str(a, a->t->gpu_aggs[i].name))) fp64 += a->t->gpu_aggs[i].total;
+        }
     const agg *top = NULL, *second = NULL;
     for (size_t i = 0; i < a->naggs; i++) {
         const agg *g = &a->aggs[i];
@@ -264,6 +273,8 @@ static int dominant(A *a, tally *t) {
     if (!ev) return ERR_NOMEM;
     if (second) json_object_set_new(ev, "next_op", json_string(utf8_clip(an_str(a, second->name), EVIDENCE_NAME_MAX, cut, sizeof cut)));
     add_verdict(a, ev, an_str(a, top->name));
+    /* the precision where no Input type says it (the 2021 schema, an export): the kernels' names */
+    json_object_set_new(ev, "fp64_kernel_share", json_real(fp64 / total));
     t->evidence[C_DOMINANT] = ev;
     return sus_credit(t, C_DOMINANT, top->name, -1, top->self_cuda);
 }
@@ -343,7 +354,8 @@ void sus_gpu_advice(const advice_in *in, char *out, size_t n) {
         else if (!strcmp(bound, "latency")) /* short kernels under one block per SM (/efficiency): a graph cannot fill the GPU */
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time).%s Its kernels are short and fill under one block per SM: give "
                      "each more work (batch more, larger tiles) or fuse it with its neighbours", culprit, share, b);
-        else if (!strcmp(ev_str(in->ev, "dtype"), "fp64")) /* no fp64 peak in the table: the precision is the question */
+        else if (!strcmp(ev_str(in->ev, "dtype"), "fp64") || ev_num(in->ev, "fp64_kernel_share") >= 0.5)
+            /* no fp64 peak in the table: the precision is the question */
             utf8_snprintf(out, n, "%s owns the GPU (%.0f%% of its time) and computes in float64 (fp64): only the HPC parts (V100, A100, "
                      "H100, MI200/MI300) run fp64 at half their fp32 rate or better, the others at 1/32 to 1/64 of it. If the model "
                      "does not need double precision, run it in float32 (model.float(), float32 inputs; "

@@ -4459,6 +4459,83 @@ def case_gpt2_generate_train_mode_a100():
     return gpt2_loop(61013, "gpt2_generate_train_mode_a100", backward=False, optimizer=False, eager=True)
 
 
+
+# ---- fp64 math on a unit built for fp32 (dominant_op's advice names the precision) ----
+
+K_DGEMM_TN = "sm80_xmma_gemm_f64f64_f64f64_f64_tn_n_tilesize64x64x16_stage3_warpsize2x2x1_execute_kernel__5x_cublas"
+K_DGEMM_NN = "sm80_xmma_gemm_f64f64_f64f64_f64_nn_n_tilesize64x64x16_stage3_warpsize2x2x1_execute_kernel__5x_cublas"
+K_DGEMM_V100 = "volta_dgemm_64x64_nn"
+K_TANH_F64 = ("void at::native::vectorized_elementwise_kernel<4, at::native::tanh_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}"
+              "::operator()() const::{lambda()#1}::operator()() const::{lambda(double)#1}, at::detail::Array<char*, 2> >(int, ...)")
+K_TANH_BWD_F64 = ("void at::native::vectorized_elementwise_kernel<4, at::native::tanh_backward_kernel_cuda(at::TensorIteratorBase&)"
+                  "::{lambda()#2}::operator()() const::{lambda()#1}::operator()() const::{lambda(double, double)#1}, "
+                  "at::detail::Array<char*, 3> >(int, ...)")
+K_EXP_F64 = K_TANH_F64.replace("tanh_kernel_cuda", "exp_kernel_cuda")
+
+
+def case_fp64_pinn_l4():
+    """A physics-informed MLP (8 x 512 tanh layers, 16384 collocation points) trained with
+    torch.set_default_dtype(torch.float64) on an L4, whose fp64 rate is 1/64 of its fp32
+    (~0.47 TFLOP/s): the dgemms hold ~95% of a busy GPU, each near the fp64 roof: it runs
+    well on the wrong unit (float32 / TF32 runs the same math 30-60x faster)."""
+    k = KTrace(61106, device=L4)
+    k.host(40)
+    n, w = 16384, 512
+    f64 = ["double"] * 3
+    fp64 = (0.47e12, 300e9)
+    for st in range(5):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            for _ in range(8):
+                with k.op("aten::linear", pre=2.5, dims=[[n, w], [w, w], [w]], types=f64):
+                    with k.op("aten::addmm", pre=1.5, dims=[[w], [n, w], [w, w], [], []], types=f64 + ["Scalar", "Scalar"]):
+                        k.launch(K_DGEMM_TN, roof_us(n, w, w, 0.9, fp64, es=8), grid=(58, 1, 1))
+                with k.op("aten::tanh", pre=2.0, dims=[[n, w]], types=["double"]):
+                    k.launch(K_TANH_F64, us_bytes(n * w * 16, 280))
+            with k.op("aten::mse_loss", pre=2.0):
+                k.launch(K_SUM, 6.0)
+            for _ in range(8):
+                with k.op("autograd::engine::evaluate_function: TanhBackward0", pre=2.0):
+                    with k.op("aten::tanh_backward", pre=1.0):
+                        k.launch(K_TANH_BWD_F64, us_bytes(n * w * 24, 280))
+                with k.op("autograd::engine::evaluate_function: AddmmBackward0", pre=2.0):
+                    with k.op("aten::mm", pre=1.2, dims=[[n, w], [w, w]], types=f64[:2]):
+                        k.launch(K_DGEMM_NN, roof_us(n, w, w, 0.9, fp64, es=8), grid=(58, 1, 1))
+                    with k.op("aten::mm", pre=1.2, dims=[[w, n], [n, w]], types=f64[:2]):
+                        k.launch(K_DGEMM_NN, roof_us(w, w, n, 0.9, fp64, es=8), grid=(58, 1, 1))
+            with k.ann("Optimizer.step#Adam.step"):
+                with k.op("aten::_fused_adam_", pre=5.0):
+                    k.launch(K_ADAM.replace("float", "double"), 40.0)
+            item_sync(k)
+            k.host(40)
+    k.host(30)
+    return k.doc()
+
+
+def case_fp64_kernel_regression_v100_2021():
+    """Gaussian-process-style kernel regression scored in float64 on a V100 (torch 1.9, 2021
+    schema): per batch an RBF kernel matrix (cdist, exp) against 8192 inducing points and two
+    [4096, 8192] x [8192, 8192] dgemms: the matmuls hold ~90% of a busy GPU at the V100's fp64
+    rate (7.8 TFLOP/s, 1/16 of its fp16 tensor rate): float32 with TF32 off-limits on Volta is
+    still 2x, and the question is whether the model needs double precision at all."""
+    k = KTrace(61107, device=V100, schema2021=True)
+    k.host(40)
+    b, m = 4096, 8192
+    fp64 = (7.8e12, 900e9)
+    for st in range(4):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::cdist", pre=3.0, dims=[[b, 64], [m, 64]], types=["double", "double"]):
+                k.launch(K_EXP_F64, us_bytes(b * m * 16, 800))
+            with k.op("aten::exp", pre=2.0, dims=[[b, m]], types=["double"]):
+                k.launch(K_EXP_F64, us_bytes(b * m * 16, 800))
+            for _ in range(2):
+                with k.op("aten::matmul", pre=2.0, dims=[[b, m], [m, m]], types=["double", "double"]):
+                    with k.op("aten::mm", pre=1.0, dims=[[b, m], [m, m]], types=["double", "double"]):
+                        k.launch(K_DGEMM_V100, roof_us(b, m, m, 0.92, fp64, es=8), grid=(128, 64, 1))
+            item_sync(k)
+            k.host(60)
+    k.host(30)
+    return k.doc()
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4549,6 +4626,8 @@ CASES = {
     "cudnn_tune_speech_l4": case_cudnn_tune_speech_l4,
     "cudnn_tune_fixed_l4": case_cudnn_tune_fixed_l4,
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
+    "fp64_pinn_l4": case_fp64_pinn_l4,
+    "fp64_kernel_regression_v100_2021": case_fp64_kernel_regression_v100_2021,
 }
 
 
