@@ -150,6 +150,8 @@ static int comm_exposed(A *a, tally *t, double gpu_busy) {
     return sus_credit(t, C_COMM, x.best, -1, an_comm_at_stake(t->evidence[C_COMM], x.exposed));
 }
 
+static int repeated_uploads(A *a, json_t **out); /* below, with pageable_memcpy */
+
 /* Host<->device copies from pinned memory that no kernel hides (pageable ones are
  * pageable_memcpy's, device-to-device ones copies_casts'): on the GPU's critical path. The
  * culprit is the op that issued the copy (the outermost copy op: ccorr), else the copy.
@@ -184,7 +186,80 @@ static int copy_critical(A *a, tally *t) {
     sqlite3_finalize(st);
     if (rc) return rc;
     t->evidence[C_COPY_CRIT] = json_pack("{s:f,s:f,s:f}", "copy_us", x.len, "exposed_us", x.exposed, "on_compute_stream_us", on_compute);
+    json_t *rep = NULL;
+    if (t->evidence[C_COPY_CRIT] && !(rc = repeated_uploads(a, &rep)) && rep)
+        json_object_set_new(t->evidence[C_COPY_CRIT], "repeated_uploads", rep);
+    if (rc) return rc;
     return sus_credit(t, C_COPY_CRIT, x.best, -1, x.exposed);
+}
+
+/* ---- uploads repeated every step ---- */
+
+#define REUP_MIN_COPIES 16   /* host-to-device copies a step: a batch is a few tensors, a model's state is many */
+#define REUP_STEPS 0.66      /* ... with the same sizes in the same order in this share of the steps (2 or more) */
+
+static int cmp_ts(const void *x, const void *y) {
+    double p = *(const double *)x, q = *(const double *)y;
+    return p < q ? -1 : p > q;
+}
+
+/* Host-to-device copies that repeat every step: the same REUP_MIN_COPIES or more sizes in
+ * the same order, step after step. Why that tells constant state from data: a data batch is
+ * a few tensors whose sizes may repeat, but a step that uploads dozens of tensors of the same
+ * sizes in the same order every time uploads the same things (weights by model.to(device),
+ * buffers, tables built on the host inside the loop): work that one upload before the loop
+ * does. A copy belongs to the step whose host range starts last before it. *out: the
+ * evidence {copies_per_step, bytes_per_step, steps, steps_total}, or NULL. 0 or ERR_*. */
+static int repeated_uploads(A *a, json_t **out) {
+    *out = NULL;
+    if (a->nsteps < 2) return 0;
+    double *st = malloc(a->nsteps * sizeof *st);
+    long long *cur = NULL, *ref = NULL;
+    size_t ncur = 0, capcur = 0, nref = 0, capref = 0, si = 0, hits = 0;
+    long long refbytes = 0, curbytes = 0;
+    int rc = st ? 0 : ERR_NOMEM, more = 1;
+    sqlite3_stmt *q = NULL;
+    if (!rc) {
+        for (size_t i = 0; i < a->nsteps; i++) st[i] = a->steps[i].ts;
+        qsort(st, a->nsteps, sizeof *st, cmp_ts);
+        q = an_prep(a, "SELECT ts, IFNULL(bytes, 0), name FROM scratch.ev WHERE cls = 2 AND kind = ?1 AND (fp_flags(name) & ?2) != 0 "
+                       "ORDER BY ts");
+        if (!q) rc = ERR_DB;
+        else sqlite3_bind_int64(q, 1, a->memcpy_kind), sqlite3_bind_int(q, 2, NF_HOST_COPY);
+    }
+    while (!rc && more) {
+        more = sqlite3_step(q) == SQLITE_ROW;
+        double ts = more ? sqlite3_column_double(q, 0) : 0;
+        if (more && ts < st[0]) continue;
+        if (!more || (si + 1 < a->nsteps && ts >= st[si + 1])) { /* a step ends: compare with the last one */
+            if (ncur >= REUP_MIN_COPIES && nref == ncur && !memcmp(cur, ref, ncur * sizeof *cur)) hits += hits ? 1 : 2;
+            long long *x = ref; /* the buffers swap, each with its capacity */
+            size_t c = capref;
+            ref = cur, nref = ncur, refbytes = curbytes, capref = capcur;
+            cur = x, ncur = 0, curbytes = 0, capcur = c;
+            while (more && si + 1 < a->nsteps && ts >= st[si + 1]) si++;
+        }
+        if (!more) break;
+        const char *name = an_str(a, (long)sqlite3_column_int64(q, 2));
+        if (!name || !strstr(name, "HtoD")) continue;
+        if (ncur == capcur || !cur) {
+            size_t nc = capcur ? 2 * capcur : 64;
+            long long *g = realloc(cur, nc * sizeof *g);
+            if (!g) { rc = ERR_NOMEM; break; }
+            cur = g, capcur = nc;
+        }
+        cur[ncur++] = sqlite3_column_int64(q, 1);
+        curbytes += sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (!rc && hits >= 2 && (double)hits >= REUP_STEPS * (double)a->nsteps &&
+        !(*out = json_pack("{s:I,s:I,s:I,s:I}", "copies_per_step", (json_int_t)nref, "bytes_per_step", (json_int_t)refbytes, "steps",
+                           (json_int_t)hits, "steps_total", (json_int_t)a->nsteps)))
+        rc = ERR_NOMEM;
+    free(st);
+    free(cur);
+    free(ref);
+    return rc;
 }
 
 /* Pageable host<->device copies; none to find where no name is a pageable copy's. */
@@ -197,6 +272,9 @@ static int pageable(A *a, tally *t) {
     double len = 0;
     int rc = union_credit(t, q, C_PAGE, &len);
     if (!rc && len > 0) t->evidence[C_PAGE] = json_pack("{s:f}", "pageable_copy_us", len);
+    json_t *rep = NULL;
+    if (!rc && len > 0 && t->evidence[C_PAGE] && !(rc = repeated_uploads(a, &rep)) && rep)
+        json_object_set_new(t->evidence[C_PAGE], "repeated_uploads", rep);
     return rc;
 }
 
@@ -292,6 +370,22 @@ int sus_gpu_rules(A *a, tally *t, double gpu_busy) {
 
 /* ---- advice ---- */
 
+/* The advice for copies that repeat_uploads found the same every step, into out; 0 when ev
+ * has no such evidence. */
+static int upload_advice(const json_t *ev, const char *culprit, char *out, size_t n) {
+    const json_t *r = json_object_get(ev, "repeated_uploads");
+    if (!r) return 0;
+    utf8_snprintf(out, n, "Upload once, outside the loop: the same %lld host-to-device copies (%.1f MB) repeat in the same order in "
+             "%lld of %lld steps (%s): constant tensors (weights by model.to(device), buffers, tables built on the host) sent "
+             "again every step. Move them to the GPU once before the loop and keep them there (build tables on the device, "
+             "register_buffer); what must change per step, copy from pinned memory with non_blocking=True",
+             (long long)json_integer_value(json_object_get(r, "copies_per_step")),
+             (double)json_integer_value(json_object_get(r, "bytes_per_step")) / 1e6,
+             (long long)json_integer_value(json_object_get(r, "steps")), (long long)json_integer_value(json_object_get(r, "steps_total")),
+             culprit);
+    return 1;
+}
+
 /* " It is <bound>-bound: <figure>, <share> of the <peak>." of an op's evidence, "" without a bound. */
 static void bound_phrase(const json_t *ev, char *out, size_t n) {
     char p[256];
@@ -316,10 +410,12 @@ void sus_gpu_advice(const advice_in *in, char *out, size_t n) {
                  "messages); check the interconnect's bandwidth against the message sizes", culprit);
         return;
     case C_PAGE:
+        if (upload_advice(in->ev, culprit, out, n)) return;
         utf8_snprintf(out, n, "Copy from pinned memory: DataLoader(pin_memory=True) or tensor.pin_memory(), then .to(device, non_blocking=True), "
                  "so %s overlaps compute instead of blocking the host", culprit);
         return;
     case C_COPY_CRIT:
+        if (upload_advice(in->ev, culprit, out, n)) return;
         if (ev_num(in->ev, "on_compute_stream_us") >= 0.5 * ev_num(in->ev, "copy_us"))
             utf8_snprintf(out, n, "Take the copies of %s off the compute stream: issue them on a side stream (torch.cuda.Stream) from pinned "
                      "memory with non_blocking=True one step ahead (prefetch), and wait on an event before use, so they overlap the kernels "

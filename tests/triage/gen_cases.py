@@ -4536,6 +4536,84 @@ def case_fp64_kernel_regression_v100_2021():
     k.host(30)
     return k.doc()
 
+
+# ---- constant state uploaded again every step (pageable_memcpy / copy_on_critical_path advice) ----
+
+def case_weights_reupload_vit_a100():
+    """A ViT-L/16 image-embedding service on an A100 (fp32 weights kept on the host, bf16
+    autocast) that calls model.to('cuda') at the top of every request: ~290 aten::to ->
+    aten::copy_ HtoD copies (Pageable -> Device) a step, the same sizes in the same order each
+    step, 1.2 GB, longer than the forward. Upload once, before the loop."""
+    k = KTrace(61203, device=A100)
+    k.host(40)
+    for st in range(5):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            for _layer in range(24):
+                for shp in VIT_L:
+                    n = 1
+                    for x in shp:
+                        n *= x
+                    with k.op("aten::to", pre=3.0, dims=[list(shp), [], [], [], []]):
+                        with k.op("aten::_to_copy", pre=1.5):
+                            with k.op("aten::empty_strided", pre=0.6, post=0.3):
+                                pass
+                            with k.op("aten::copy_", pre=1.2, dims=[list(shp), list(shp), []]):
+                                k.memcpy("HtoD (Pageable -> Device)", n * 4, 11.0, blocking=True)
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", 64 * 3 * 224 * 224 * 2, 20.0, api_us=5.0)
+            m = 64 * 197
+            for _layer in range(24):
+                layer_norm(k, us_bytes(m * 1024 * 4, 1500))
+                bf16_linear(k, m, 3 * 1024, 1024, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                sdpa(k, us_flops(4 * 64 * 16 * 197 * 197 * 64, 150) + 5, K_FLASH_FWD)
+                bf16_linear(k, m, 1024, 1024, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                layer_norm(k, us_bytes(m * 1024 * 4, 1500))
+                bf16_linear(k, m, 4096, 1024, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4096 * 4, 1500))
+                bf16_linear(k, m, 1024, 4096, roof=A100_ROOF, kname=K_GEMM_A100, grid=(108, 1, 1))
+            tolist_sync(k, 64 * 1024 * 2)
+            k.host(100)
+    k.host(30)
+    return k.doc()
+
+
+BERT_BASE = [(3 * 768, 768), (3 * 768,), (768, 768), (768,), (768,), (768,), (3072, 768), (3072,), (768, 3072), (768,),
+             (768,), (768,)]
+
+
+def case_weights_reupload_bert_v100_2021():
+    """A BERT-base sentence classifier served on a V100 (torch 1.9, 2021 schema) whose handler
+    rebuilds the model from a CPU state_dict and calls model.half().cuda() per request: 144
+    pinned HtoD copies of the same sizes in the same order every step (the state dict was
+    pinned, so they are async and sit on the compute stream between the kernels) before a
+    short forward of 32 x 128 tokens. The weights should stay on the GPU."""
+    k = KTrace(61204, device=V100, schema2021=True)
+    k.host(40)
+    for st in range(6):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            for _layer in range(12):
+                for shp in BERT_BASE:
+                    n = 1
+                    for x in shp:
+                        n *= x
+                    with k.op("aten::to", pre=2.5):
+                        with k.op("aten::copy_", pre=1.0):
+                            k.memcpy("HtoD (Pinned -> Device)", n * 2, us_bytes(n * 2, 11), api_us=4.0)
+            m = 32 * 128
+            for _layer in range(12):
+                layer_norm(k, us_bytes(m * 768 * 2, 800))
+                bf16_linear(k, m, 3 * 768, 768, roof=V100_ROOF, kname=K_GEMM_V100_F16, grid=(80, 1, 1), types=["c10::Half"] * 3)
+                bf16_linear(k, m, 768, 768, roof=V100_ROOF, kname=K_GEMM_V100_F16, grid=(80, 1, 1), types=["c10::Half"] * 3)
+                layer_norm(k, us_bytes(m * 768 * 2, 800))
+                bf16_linear(k, m, 3072, 768, roof=V100_ROOF, kname=K_GEMM_V100_F16, grid=(80, 1, 1), types=["c10::Half"] * 3)
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 3072 * 4, 800))
+                bf16_linear(k, m, 768, 3072, roof=V100_ROOF, kname=K_GEMM_V100_F16, grid=(80, 1, 1), types=["c10::Half"] * 3)
+            tolist_sync(k, 32 * 2 * 4)
+            k.host(80)
+    k.host(30)
+    return k.doc()
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4628,6 +4706,8 @@ CASES = {
     "gpt2_train_dropout_a100": case_gpt2_train_dropout_a100,
     "fp64_pinn_l4": case_fp64_pinn_l4,
     "fp64_kernel_regression_v100_2021": case_fp64_kernel_regression_v100_2021,
+    "weights_reupload_vit_a100": case_weights_reupload_vit_a100,
+    "weights_reupload_bert_v100_2021": case_weights_reupload_bert_v100_2021,
 }
 
 
