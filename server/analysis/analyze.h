@@ -32,7 +32,8 @@
  *      inside a backward), which unfused_elementwise's chains leave out; rows computed that
  *      nobody reads (suspects_unread.c), autotuning repeated on new shapes every step
  *      (suspects_tune.c), gradient reductions repeated within a step (suspects_comm.c);
- *      dominant_op's advice for fp64 */
+ *      dominant_op's advice for fp64, uploads repeated every step (pageable_memcpy /
+ *      copy_on_critical_path's repeated_uploads), eager attention in unfused_elementwise */
 #define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */

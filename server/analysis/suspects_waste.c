@@ -174,6 +174,41 @@ static void per_param_advice(const char *who, const json_t *ops, const char *wha
                       "phase in a CUDA graph to drop the per-kernel fixed cost; compare GPU time per step", who, what);
 }
 
+/* The sequence length S of an attention computed eagerly, 0 none: a softmax row of the
+ * efficiency document (its 300 rows with the most GPU time) whose input is [.., S, S] with S
+ * >= EAGER_MIN_S. Why that shape: scores of queries against keys of the same length, the
+ * matrix a fused attention (FlashAttention, memory-efficient) never writes to memory, while
+ * an eager one writes and reads it for the scale, the mask, the softmax and the dropout. */
+#define EAGER_MIN_S 128
+static long long eager_attention_s(const A *a) {
+    const json_t *rows = json_object_get(a->effic, "operators"), *r;
+    size_t i;
+    json_array_foreach(rows, i, r) {
+        const char *name = json_string_value(json_object_get(r, "name")), *shape = json_string_value(json_object_get(r, "shape"));
+        if (!name || !shape || !strstr(name, "softmax") || strstr(name, "log_softmax") || strncmp(shape, "[[", 2)) continue;
+        long long d[8];
+        int n = 0;
+        for (const char *p = shape + 2; n < 8 && *p && *p != ']';) {
+            char *end;
+            d[n++] = strtoll(p, &end, 10);
+            if (end == p) break;
+            p = end;
+            while (*p == ',' || *p == ' ') p++;
+        }
+        if (n >= 3 && d[n - 1] == d[n - 2] && d[n - 1] >= EAGER_MIN_S) return d[n - 1];
+    }
+    return 0;
+}
+
+/* Whether a chain member with time is a softmax (not a log_softmax: a loss's). */
+static int softmax_member(const wmembers *m) {
+    for (size_t i = 0; i < m->n; i++) {
+        const char *n = intern_str(m->keys, (long)i);
+        if (m->us[i] > 0 && n && strstr(n, "softmax") && !strstr(n, "log_softmax")) return 1;
+    }
+    return 0;
+}
+
 /* Work thrown away is not advised to run faster: with the model left in training mode in a
  * loop that never trains (suspects_discard.c), the dropout kernels of the chains are
  * recomputed_work's, to drop, not to fuse. Their members are left out (time 0) and the at
@@ -198,6 +233,7 @@ static int unfused_rule(A *a, json_t *list, waste_out *o, int *nfired) {
     json_t *ev = json_incref(o->unfused.ev);
     json_object_set_new(ev, "chain_us", json_real(sum));
     char next[NEXT_MAX], what[160];
+    long long s_len = 0;
     if (optimizer_name(who) || has_word(who, "zero_grad")) {
         snprintf(what, sizeof what, "chains of elementwise kernels back to back, %.1f ms above one fused pass", o->unfused.at / 1e3);
         json_t *ops = json_object();
@@ -205,7 +241,14 @@ static int unfused_rule(A *a, json_t *list, waste_out *o, int *nfired) {
             json_object_set(ops, json_string_value(json_object_get(json_array_get(m, i), "name")), json_null());
         per_param_advice(who, ops, what, next, sizeof next);
         json_decref(ops);
-    } else
+    } else if (softmax_member(&o->unfused.members) && (s_len = eager_attention_s(a)) > 0)
+        utf8_snprintf(next, sizeof next, "The attention is computed eagerly: the chains around %s hold a softmax over [.., %lld, %lld] scores "
+                      "that go to memory and back between the matmuls, the scale, the mask and the softmax (%.0f%% of the GPU time above "
+                      "one pass): use "
+                      "F.scaled_dot_product_attention (FlashAttention / memory-efficient kernels never write the scores; Hugging Face: "
+                      "attn_implementation=\"sdpa\" or \"flash_attention_2\"), or torch.compile the block; compare GPU time per step",
+                      who, s_len, s_len, o->gpu_us > 0 ? 100 * o->unfused.at / o->gpu_us : 0);
+    else
         utf8_snprintf(next, sizeof next, "Fuse the elementwise chains around %s (%.0f%% of the GPU time above one pass over their "
                       "inputs and outputs): torch.compile the model (or the block: norm, activation, residual), or use fused kernels "
                       "(a fused RMSNorm / LayerNorm, F.gelu(approximate='tanh') in one op); compare GPU time per step",

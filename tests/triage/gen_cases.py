@@ -4614,6 +4614,57 @@ def case_weights_reupload_bert_v100_2021():
     k.host(30)
     return k.doc()
 
+
+# ---- attention computed eagerly (unfused_elementwise's advice: scaled_dot_product_attention) ----
+
+K_SOFTMAX_BF16 = K_SOFTMAX.replace("float, float, float", "c10::BFloat16, c10::BFloat16, float")
+
+
+def case_eager_attention_bert_h100():
+    """A BERT-large cross-encoder reranking batches of 64 x 512 tokens on an H100 (bf16,
+    shapes recorded) with attn_implementation="eager": per layer the [64, 16, 512, 512] scores
+    are written by a bmm, then scaled (div), masked (add of the mask) and softmaxed, each a
+    pass over 537 MB: the elementwise passes over the scores hold ~35% of a busy GPU, which
+    F.scaled_dot_product_attention (flash) never writes to memory."""
+    k = KTrace(61301, device=H100)
+    b, s, d, h = 64, 512, 1024, 16
+    m = b * s
+    sc = b * h * s * s * 2
+    bw = 2700
+
+    def attn_pass(opname, kname, dims):
+        with k.op(opname, pre=1.5, dims=dims, types=["c10::BFloat16"] * len(dims)):
+            k.launch(kname, us_bytes(2 * sc, bw))
+
+    k.host(40)
+    for st in range(4):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            for _ in range(24):
+                bf16_linear(k, m, 3 * d, d, roof=H100_ROOF)
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * h, s, 64], [b * h, 64, s]], types=["c10::BFloat16"] * 2):
+                        k.launch(K_GEMM_H100, us_bytes(sc, bw), grid=(132, 1, 1))
+                attn_pass("aten::div", K_DIV_BF16, [[b, h, s, s], []])
+                attn_pass("aten::add", K_ADD_BF16, [[b, h, s, s], [b, 1, 1, s], []])
+                with k.op("aten::softmax", pre=2.0, dims=[[b, h, s, s], [], []], types=["c10::BFloat16"]):
+                    with k.op("aten::_softmax", pre=1.2, dims=[[b, h, s, s], [], []], types=["c10::BFloat16"]):
+                        k.launch(K_SOFTMAX_BF16, us_bytes(2 * sc, bw))
+                with k.op("aten::matmul", pre=1.5):
+                    with k.op("aten::bmm", pre=1.2, dims=[[b * h, s, s], [b * h, s, 64]], types=["c10::BFloat16"] * 2):
+                        k.launch(K_GEMM_H100, us_bytes(sc, bw), grid=(132, 1, 1))
+                bf16_linear(k, m, d, d, roof=H100_ROOF)
+                eltwise(k, "aten::add", K_ADD_BF16, us_bytes(m * d * 6, bw))
+                layer_norm(k, us_bytes(m * d * 4, bw))
+                bf16_linear(k, m, 4 * d, d, roof=H100_ROOF)
+                eltwise(k, "aten::gelu", K_GELU, us_bytes(m * 4 * d * 4, bw))
+                bf16_linear(k, m, d, 4 * d, roof=H100_ROOF)
+                eltwise(k, "aten::add", K_ADD_BF16, us_bytes(m * d * 6, bw))
+                layer_norm(k, us_bytes(m * d * 4, bw))
+            tolist_sync(k, b * 4)
+            k.host(60)
+    k.host(30)
+    return k.doc()
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4708,6 +4759,7 @@ CASES = {
     "fp64_kernel_regression_v100_2021": case_fp64_kernel_regression_v100_2021,
     "weights_reupload_vit_a100": case_weights_reupload_vit_a100,
     "weights_reupload_bert_v100_2021": case_weights_reupload_bert_v100_2021,
+    "eager_attention_bert_h100": case_eager_attention_bert_h100,
 }
 
 
