@@ -123,8 +123,20 @@ static size_t step_repeats(const gact *v, size_t n, unsigned char *seen, size_t 
  * ev.repeated_per_step when REP_STEPS of the steps (at least 2) repeat theirs with one k.
  * Activities belong to the step whose host range starts last before them (the GPU runs
  * behind the host). 0 or an ERR_* code. */
+/* Whether any name of the trace is a backward's (autograd nodes, *Backward ops, backward
+ * kernels): gradients exist only then. Every name once: ops, ranges, kernels share one table. */
+static int any_backward(A *a) {
+    for (size_t i = 0; i < a->nnflags; i++) {
+        const char *n = an_str(a, (long)i);
+        if (n && strcasestr(n, "backward")) return 1;
+    }
+    return 0;
+}
+
 static int comm_repeats(A *a, json_t *ev) {
-    if (a->nsteps < 2) return 0;
+    /* gradients need a backward: tensor-parallel inference all-reduces the same pattern after
+     * every layer, then runs a head none of them ran, and is no accumulation */
+    if (a->nsteps < 2 || !any_backward(a)) return 0;
     double *st = malloc(a->nsteps * sizeof *st);
     unsigned char *seen = calloc(a->nnflags + 1, 1);
     gact *v = NULL;
@@ -228,6 +240,7 @@ int an_comm_facts(A *a, json_t *ev, double comm_us, double other_us) {
     }
     if (!rc) {
         json_object_set_new(ev, "collectives", json_real(calls));
+        json_object_set_new(ev, "backward", json_boolean(any_backward(a)));
         json_object_set_new(ev, "link_busy_fraction", json_real(a->wall > 0 ? comm_us / a->wall : 0));
         json_object_set_new(ev, "other_gpu_us", json_real(other_us > 0 ? other_us : 0));
         if (sized_us > 0) {
@@ -318,7 +331,13 @@ void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, 
                       torch ? " (a smaller last bucket: DDP bucket_cap_mb; FSDP forward/backward_prefetch)" : "");
         return;
     }
-    if (torch)
+    if (torch && json_is_false(json_object_get(ev, "backward")))
+        /* no gradients: inference (tensor / pipeline parallel), where DDP's buckets do not exist */
+        utf8_snprintf(out, n, "%s is exposed in a loop with no backward (inference): send less in it, a reduced result rather than the "
+                      "whole tensor (a local top-k / argmax before gathering logits, bf16 rather than fp32), fewer collectives "
+                      "(a fused all-reduce per layer), or overlap it with the next computation (async collectives on their own stream); "
+                      "check the interconnect's bandwidth against the message sizes", culprit);
+    else if (torch)
         utf8_snprintf(out, n, "Overlap %s with compute (DDP buckets, async collectives, gradient_as_bucket_view) or send less (larger, fewer "
                       "messages); check the interconnect's bandwidth against the message sizes", culprit);
     else

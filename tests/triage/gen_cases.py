@@ -4665,6 +4665,51 @@ def case_eager_attention_bert_h100():
     k.host(30)
     return k.doc()
 
+
+# ---- exposed collectives in a loop with no backward (inference: no DDP advice, no accumulation) ----
+
+def case_tp_logits_allgather_h100():
+    """Rank 0 of an 8-way tensor-parallel decode (a 27B model on 8 H100s, NVLink, 16 layers
+    traced, batch 512) whose vocab-parallel lm_head all-gathers the full fp32 logits
+    ([512, 256000] = 524 MB) to every rank every token, then every rank computes the same
+    argmax: ~1.5 ms of AllGather a step on the compute stream, beside two ~20 us all-reduces
+    per layer. Take each shard's local max (value, index) and gather those (8 x 512 pairs),
+    or gather bf16 to rank 0 only."""
+    k = KTrace(61401)
+    k.host(40)
+    m = 512
+    ar = comm_args("allreduce", m * 4608, m * 4608, 8)
+    ag = comm_args("allgather", m * 32000, m * 256000, 8, dtype="Float")
+    for st in range(12):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            embedding(k)
+            for _ in range(16):
+                fused_norm(k, 6.0)
+                linear(k, roof_us(m, 4096 * 2 // 8 * 4, 4608, 0.75), dims=[[m, 1, 4608], [4096 * 2 // 8 * 4, 4608]])
+                sdpa(k, 45.0)
+                linear(k, roof_us(m, 4608, 4096 // 8 * 4, 0.75), dims=[[m, 1, 512 * 4], [4608, 512 * 4]])
+                collective(k, K_NCCL_AR, 22.0, ar, "nccl:all_reduce", stream=7, wait_compute=False)
+                fused_norm(k, 6.0)
+                linear(k, roof_us(m, 2 * 36864 // 8, 4608, 0.75), dims=[[m, 1, 4608], [2 * 36864 // 8, 4608]])
+                silu_and_mul(k, 8.0)
+                linear(k, roof_us(m, 4608, 36864 // 8, 0.75), dims=[[m, 1, 36864 // 8], [4608, 36864 // 8]])
+                collective(k, K_NCCL_AR, 22.0, ar, "nccl:all_reduce", stream=7, wait_compute=False)
+            fused_norm(k, 6.0)
+            linear(k, roof_us(m, 32000, 4608, 0.75), dims=[[m, 1, 4608], [32000, 4608]])
+            with k.op("aten::to", pre=2.0, dims=[[m, 32000], [], [], [], []]):
+                with k.op("aten::_to_copy", pre=1.0):
+                    with k.op("aten::copy_", pre=1.0):
+                        k.launch(K_CAST, us_bytes(m * 32000 * 6, 2600))
+            collective(k, K_NCCL_AG, 1500.0, ag, "nccl:_all_gather_base", stream=7, wait_compute=False)
+            with k.op("aten::cat", pre=2.0):
+                k.launch(K_CAT_BF16, us_bytes(m * 256000 * 8, 2600))
+            with k.op("aten::argmax", pre=2.0):
+                k.launch(K_ARGMAX, us_bytes(m * 256000 * 4, 2600), grid=(512, 1, 1))
+            tolist_sync(k, m * 8)
+            k.host(30)
+    k.host(30)
+    return k.doc(distributed=dist_info(0, 8))
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4760,6 +4805,7 @@ CASES = {
     "weights_reupload_vit_a100": case_weights_reupload_vit_a100,
     "weights_reupload_bert_v100_2021": case_weights_reupload_bert_v100_2021,
     "eager_attention_bert_h100": case_eager_attention_bert_h100,
+    "tp_logits_allgather_h100": case_tp_logits_allgather_h100,
 }
 
 

@@ -1771,9 +1771,14 @@ def repeated_reductions(t):
     repeat's (a micro-batch's forward + backward each), and (c) the activities after the last
     repeat include a name no repeat ran (the optimizer, once). It fires when REP_STEPS of the
     steps (>= 2) repeat with one k (the first such step's): redundant = (k-1)/k of their
-    reductions' time; communication's at stake is min(exposed, redundant)."""
+    reductions' time; communication's at stake is min(exposed, redundant). Only where some
+    name of the trace (op, range, runtime call, kernel) holds "backward" (any case): without a
+    backward there are no gradients (tensor-parallel inference repeats its per-layer
+    all-reduces every step)."""
     steps = sorted((h for h in t.host if is_step(h.name)), key=lambda h: h.ts)
     if len(steps) < 2:
+        return None
+    if not any("backward" in (x.name or "").lower() for x in list(t.host) + list(t.gpu) + list(t.rt)):
         return None
     per = defaultdict(list)
     for g in sorted(t.gpu, key=lambda g: g.ts):
