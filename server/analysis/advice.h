@@ -32,7 +32,8 @@ void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, 
 enum sync_origin {
     SYNC_PYTHON,  /* an operator the Python loop calls (.item(), .cpu(), .tolist(), printing) */
     SYNC_RUNTIME, /* a runtime call in a program with no operators and no Python (C++) */
-    SYNC_RESULT   /* the step's final copy to the host of a step that takes input from it: the response */
+    SYNC_RESULT,  /* the step's final copy to the host of a step that takes input from it: the response */
+    SYNC_EXPLICIT /* a synchronize call of its own (torch.cuda.synchronize()) between a step's launches: instrumentation */
 };
 
 /* The origin of host_sync's culprit (name flags: names.h's of the culprit). */

@@ -33,7 +33,9 @@
  *      nobody reads (suspects_unread.c), autotuning repeated on new shapes every step
  *      (suspects_tune.c), gradient reductions repeated within a step (suspects_comm.c);
  *      dominant_op's advice for fp64, uploads repeated every step (pageable_memcpy /
- *      copy_on_critical_path's repeated_uploads), eager attention in unfused_elementwise */
+ *      copy_on_critical_path's repeated_uploads), eager attention in unfused_elementwise,
+ *      communication without a backward (no accumulation, no DDP advice), a synchronize of its
+ *      own between a step's launches (instrumentation) */
 #define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */

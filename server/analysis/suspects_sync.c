@@ -9,6 +9,11 @@
  *   a runtime call in a program with no operators and no Python frames (a C++ program,
  *                 an Nsight export of one): the advice is about its loop (streams, events),
  *                 not .item()
+ *   instrumentation  a synchronize call of its own (the culprit is the runtime call, in a
+ *                 program with operators) at least once a step between the step's launches:
+ *                 torch.cuda.synchronize() for timing or debugging; the experiment is removing
+ *                 it (CUDA events time without blocking). Checked before the result: a
+ *                 response's sync ends the step, it has no launches after it
  *   Python        otherwise: an operator the Python loop calls (.item(), .cpu(), printing)
  * A CUDA graph cannot hold a host sync nor an op whose output shape depends on the data: a
  * step with a sync call between its kernel launches (one a step or more; the input copy that
@@ -64,11 +69,13 @@ static int steps_return_result(A *a) {
 
 int an_sync_origin(A *a, const char *culprit, unsigned flags) {
     (void)culprit;
+    static const char *const torch[] = {"aten::", ".py(", "torch", "<built-in"};
+    int is_torch = any_name(a, torch, sizeof torch / sizeof torch[0]);
+    if (flags & NF_SYNC && is_torch && a->nsteps && (double)a->sus->inner_syncs >= (double)a->nsteps) return SYNC_EXPLICIT;
     if (steps_return_result(a)) return SYNC_RESULT;
     /* the culprit is the runtime call itself (no operator around it) in a program with no
      * operators and no Python frames */
-    static const char *const torch[] = {"aten::", ".py(", "torch", "<built-in"};
-    if (flags & NF_SYNC && !any_name(a, torch, sizeof torch / sizeof torch[0])) return SYNC_RUNTIME;
+    if (flags & NF_SYNC && !is_torch) return SYNC_RUNTIME;
     return SYNC_PYTHON;
 }
 
@@ -88,6 +95,12 @@ void an_sync_advice(int origin, const char *culprit, int rocm, char *out, size_t
                       "two %s streams (copy in and run the next batch while the host finishes this one), wait on an event for just the "
                       "result instead of synchronizing the stream, and move the host work after the sync to another thread; compare "
                       "GPU idle per batch", culprit, gpu);
+        return;
+    case SYNC_EXPLICIT:
+        utf8_snprintf(out, n, "%s is called on its own between the step's kernel launches (torch.cuda.synchronize() or a stream "
+                      "synchronize, once a step or more): instrumentation for timing or debugging stalls the queue each time. Remove it "
+                      "from the loop; to time parts of the step, record torch.cuda.Event(enable_timing=True) pairs and read them after "
+                      "the step (or use the profiler alone); compare GPU idle per step", culprit);
         return;
     default:
         utf8_snprintf(out, n, "Remove the per-step host sync in %s: keep the value on the GPU (no .item(), .cpu() or printing in the loop), "

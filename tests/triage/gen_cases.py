@@ -4710,6 +4710,74 @@ def case_tp_logits_allgather_h100():
     k.host(30)
     return k.doc(distributed=dist_info(0, 8))
 
+
+# ---- an explicit synchronize between a step's launches (instrumentation) ----
+
+def case_sync_timing_a100_2021():
+    """GPT-2 medium scoring (batch 8 x 256, fp16) on an A100 with torch 1.10 (2021 schema)
+    whose authors time each block with forward hooks that call torch.cuda.synchronize() and
+    time.perf_counter(): 24 cudaDeviceSynchronize a step (no op around them: the hooks are
+    Python). Each block's ~20 eager ops then launch into an empty GPU: the host's ~300 us of
+    launches per block no longer overlap the ~350 us of kernels. Drop the syncs (or time with
+    torch.cuda.Event / the profiler itself)."""
+    k = KTrace(61402, device=A100, schema2021=True)
+    k.host(40)
+    b, s_, d = 8, 256, 1024
+    m = b * s_
+    h16 = ["c10::Half"] * 3
+    for st in range(8):
+        with k.op("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.op("aten::to", pre=2.0):
+                with k.op("aten::copy_", pre=1.0):
+                    k.memcpy("HtoD (Pinned -> Device)", m * 8, 20.0, api_us=5.0)
+            embedding(k)
+            for _ in range(24):
+                k.sync(api="cudaDeviceSynchronize")
+                k.host(8)
+                with k.op("aten::layer_norm", pre=18.0):
+                    with k.op("aten::native_layer_norm", pre=8.0):
+                        k.launch(K_LN_F16, us_bytes(m * d * 4, 1500))
+                addmm(k, K_GEMM_A100_F16, roof_us(m, 3 * d, d, 0.6, A100_ROOF), grid=(108, 1, 1))
+                for nm in ("aten::split", "aten::view", "aten::permute", "aten::view", "aten::permute", "aten::view", "aten::permute"):
+                    with k.op(nm, pre=9.0, post=3.0):
+                        pass
+                with k.op("aten::matmul", pre=10.0):
+                    with k.op("aten::bmm", pre=6.0):
+                        k.launch(K_GEMM_A100_F16, 28.0, grid=(108, 1, 1))
+                with k.op("aten::div", pre=10.0):
+                    k.launch(K_ADD_F16, 10.0)
+                with k.op("aten::where", pre=12.0):
+                    k.launch(K_ADD_F16, 12.0)
+                with k.op("aten::softmax", pre=10.0):
+                    with k.op("aten::_softmax", pre=6.0):
+                        k.launch(K_SOFTMAX_F16, 12.0)
+                with k.op("aten::matmul", pre=10.0):
+                    with k.op("aten::bmm", pre=6.0):
+                        k.launch(K_GEMM_A100_F16, 28.0, grid=(108, 1, 1))
+                with k.op("aten::permute", pre=9.0, post=3.0):
+                    pass
+                with k.op("aten::contiguous", pre=9.0):
+                    k.launch(K_CAST, 8.0)
+                addmm(k, K_GEMM_A100_F16, roof_us(m, d, d, 0.6, A100_ROOF), grid=(108, 1, 1))
+                with k.op("aten::add", pre=10.0):
+                    k.launch(K_ADD_F16, 8.0)
+                with k.op("aten::layer_norm", pre=12.0):
+                    with k.op("aten::native_layer_norm", pre=8.0):
+                        k.launch(K_LN_F16, us_bytes(m * d * 4, 1500))
+                addmm(k, K_GEMM_A100_F16, roof_us(m, 4 * d, d, 0.6, A100_ROOF), grid=(108, 1, 1))
+                with k.op("aten::gelu", pre=12.0):
+                    k.launch(K_GELU_F16, us_bytes(m * 4 * d * 4, 1500))
+                addmm(k, K_GEMM_A100_F16, roof_us(m, d, 4 * d, 0.6, A100_ROOF), grid=(108, 1, 1))
+                with k.op("aten::add", pre=10.0):
+                    k.launch(K_ADD_F16, 8.0)
+            k.sync(api="cudaDeviceSynchronize")
+            with k.op("aten::log_softmax", pre=5.0):
+                k.launch(K_LOG_SOFTMAX, 60.0)
+            tolist_sync(k, b * 8)
+            k.host(60)
+    k.host(30)
+    return k.doc(name="ho3_sync_timing_a100_2021")
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4806,6 +4874,7 @@ CASES = {
     "weights_reupload_bert_v100_2021": case_weights_reupload_bert_v100_2021,
     "eager_attention_bert_h100": case_eager_attention_bert_h100,
     "tp_logits_allgather_h100": case_tp_logits_allgather_h100,
+    "sync_timing_a100_2021": case_sync_timing_a100_2021,
 }
 
 
