@@ -200,6 +200,12 @@ static long long eager_attention_s(const A *a) {
     return 0;
 }
 
+/* Whether op name fills memory with a constant (a reset, not a computation). */
+static int fill_op(const char *n) {
+    return n && (!strcmp(n, "aten::fill_") || !strcmp(n, "aten::zero_") || !strcmp(n, "aten::zeros") || !strcmp(n, "aten::zeros_like") ||
+                 !strcmp(n, "aten::full") || !strcmp(n, "aten::ones") || !strcmp(n, "aten::masked_fill_"));
+}
+
 /* Whether a chain member with time is a softmax (not a log_softmax: a loss's). */
 static int softmax_member(const wmembers *m) {
     for (size_t i = 0; i < m->n; i++) {
@@ -241,7 +247,14 @@ static int unfused_rule(A *a, json_t *list, waste_out *o, int *nfired) {
             json_object_set(ops, json_string_value(json_object_get(json_array_get(m, i), "name")), json_null());
         per_param_advice(who, ops, what, next, sizeof next);
         json_decref(ops);
-    } else if (softmax_member(&o->unfused.members) && (s_len = eager_attention_s(a)) > 0)
+    } else if (top >= 0 && fill_op(intern_str(o->unfused.members.keys, top)) && o->unfused.members.us[top] >= 0.5 * sum)
+        /* a fill is a reset: nothing to fuse it with; the question is whether it needs to run each step */
+        utf8_snprintf(next, sizeof next, "%s resets a buffer every step (%.1f ms of fills, %.0f%% of the GPU time in these chains): nothing "
+                      "computes there to fuse. Ask whether it needs to run each step: zero or fill it once when it is allocated (per "
+                      "request, not per token), or track the valid length / a mask instead of clearing it (a KV cache needs no zeroing "
+                      "past its length); allocate with torch.empty where every element is written before it is read; compare GPU time "
+                      "per step", who, o->unfused.members.us[top] / 1e3, sum > 0 ? 100 * o->unfused.members.us[top] / sum : 0);
+    else if (softmax_member(&o->unfused.members) && (s_len = eager_attention_s(a)) > 0)
         utf8_snprintf(next, sizeof next, "The attention is computed eagerly: the chains around %s hold a softmax over [.., %lld, %lld] scores "
                       "that go to memory and back between the matmuls, the scale, the mask and the softmax (%.0f%% of the GPU time above "
                       "one pass): use "

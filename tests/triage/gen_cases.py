@@ -4778,6 +4778,39 @@ def case_sync_timing_a100_2021():
     k.host(30)
     return k.doc(name="ho3_sync_timing_a100_2021")
 
+
+# ---- a buffer reset every step (unfused_elementwise: a fill is not fused, it is questioned) ----
+
+K_FILL_BF16 = K_FILL.replace("FillFunctor<float>", "FillFunctor<c10::BFloat16>")
+
+
+def case_kv_zero_each_step_h100():
+    """A custom Llama-3-8B decode engine on an H100 (bf16, record_shapes, 16 layers traced,
+    batch 32, static KV cache of 4096 positions) whose step() starts with
+    self.kv_cache.zero_() (meant once per request): 32 aten::zero_ -> fill_ of
+    [32, 8, 4096, 128] bf16 (268 MB each, 8.6 GB a step at HBM speed) before the layers,
+    ~half the GPU time, every token. The cache never needs zeroing: positions past the
+    current length are masked out. Do it once per request, or not at all."""
+    k = KTrace(61407)
+    k.host(40)
+    m = 32
+    for st in range(12):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            for _l in range(32):
+                with k.op("aten::zero_", pre=2.0, dims=[[32, 8, 4096, 128]], types=["c10::BFloat16"]):
+                    with k.op("aten::fill_", pre=1.0, dims=[[32, 8, 4096, 128], []], types=["c10::BFloat16", "Scalar"]):
+                        k.launch(K_FILL_BF16, us_bytes(32 * 8 * 4096 * 128 * 2, 2900), grid=(132 * 16, 1, 1))
+            embedding(k)
+            for _ in range(16):
+                decoder_layer(k, m=m)
+            fused_norm(k, 4.0)
+            linear(k, roof_us(m, 128256, 4096), dims=[[m, 1, 4096], [128256, 4096]])
+            argmax(k)
+            tolist_sync(k, m * 8)
+            k.host(12)
+    k.host(30)
+    return k.doc(name="ho3_kv_zero_each_step_h100")
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4875,6 +4908,7 @@ CASES = {
     "eager_attention_bert_h100": case_eager_attention_bert_h100,
     "tp_logits_allgather_h100": case_tp_logits_allgather_h100,
     "sync_timing_a100_2021": case_sync_timing_a100_2021,
+    "kv_zero_each_step_h100": case_kv_zero_each_step_h100,
 }
 
 
