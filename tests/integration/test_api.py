@@ -574,11 +574,13 @@ class CommAdvice48(unittest.TestCase):
     def tearDownClass(cls):
         cls.srv.stop()
 
-    def comm(self, c0, c1):
+    def comm(self, c0, c1, backward=True):
         evs = []
         for i in range(6):
             t = i * 2000
             evs.append(ev("aten::mm", "cpu_op", t, 8))
+            if backward:  # a training loop: gradients exist (the exposed advice may name DDP's buckets)
+                evs.append(ev("autograd::engine::evaluate_function: MmBackward0", "cpu_op", t + 9, 0.5))
             evs.append(ev("cudaLaunchKernel", "cuda_runtime", t + 1, 4, correlation=10 * i + 1))
             evs.append(ev("sm90_xmma_gemm_bf16bf16_bf16f32", "kernel", t + 6, 1394, pid=0, tid=7, correlation=10 * i + 1, device=0,
                           stream=7))
@@ -602,3 +604,10 @@ class CommAdvice48(unittest.TestCase):
         text = self.comm(1450, 1850)  # nothing runs beside it
         self.assertTrue(text.startswith("Overlap ncclDevKernel_AllReduce"), text)
         self.assertNotIn("already runs", text)
+
+    def test_exposed_without_a_backward(self):
+        # no backward anywhere (tensor-parallel inference): no gradients, no DDP buckets to tune
+        text = self.comm(1450, 1850, backward=False)
+        self.assertIn("no backward", text)
+        self.assertNotIn("DDP", text)
+        self.assertNotIn("no_sync", text)
