@@ -2493,17 +2493,24 @@ def unread_rows(t, cats, evidence):
     at = sum(at_by.values())
     if calls < 2 or at <= 0:
         return
+    keep_recomputed(cats, evidence, at, gemm_us, at_by,
+                    {"mechanism": "rows_unread", "calls": calls, "members": {n: r3(v) for n, v in gemm_us.items()}})
+
+
+def keep_recomputed(cats, evidence, at, members, at_by, ev):
+    """recomputed_work's one entry: this candidate (members: name -> GPU time; at_by: name ->
+    at stake, the culprit its largest) unless the entry already there holds at least as much."""
     prev = cats.get("recomputed_work")
     if prev is not None and (prev.at or 0.0) >= at:
         return
     c = Sus()
-    for n, us in gemm_us.items():
+    for n, us in members.items():
         c.members[n] += us
     c.at = at
     c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
     c.iv = []
     cats["recomputed_work"] = c
-    evidence["recomputed_work"] = {"mechanism": "rows_unread", "calls": calls, "members": {n: r3(v) for n, v in gemm_us.items()}}
+    evidence["recomputed_work"] = ev
 
 
 TUNE_MIN_LAUNCHES = 5
@@ -2563,17 +2570,7 @@ def autotune_repeated(t, cats, evidence):
     at = sum(at_by.values())
     if calls < 2 or at <= 0:
         return
-    prev = cats.get("recomputed_work")
-    if prev is not None and (prev.at or 0.0) >= at:
-        return
-    c = Sus()
-    for n, us in us_by.items():
-        c.members[n] += us
-    c.at = at
-    c.culprit = max(at_by.items(), key=lambda kv: (kv[1], kv[0]))[0]
-    c.iv = []
-    cats["recomputed_work"] = c
-    evidence["recomputed_work"] = {"mechanism": "autotune_repeated", "calls": calls, "steps": len(later_steps)}
+    keep_recomputed(cats, evidence, at, us_by, at_by, {"mechanism": "autotune_repeated", "calls": calls, "steps": len(later_steps)})
 
 
 def cpu_only_suspects(t, short, cats, evidence):
