@@ -38,7 +38,18 @@ typedef struct ucand {
 
 typedef struct uname { long name, pass; long long calls, rows; double gemm_us, pass_us, at; } uname;
 
+/* Why caches: the hook sees every op of the trace (30,000 in 20 MB of the llm shape) and the
+ * names and shapes repeat layer after layer: a name's class is read once, and a shape
+ * string's parse is kept in a direct-mapped slot (key + 1: 0 is an empty slot). Without them
+ * the hook cost 1,400 instructions an op (callgrind). */
+#define UNREAD_CACHE 64
+enum { UK_KNOWN = 1, UK_GEMM = 2, UK_CUT = 4, UK_MOVE = 8 };
+typedef struct dslot { long key1, name; int r; long long d[UNREAD_RANK]; } dslot;
+
 struct unread_state {
+    unsigned char *cls;        /* per name id: UK_* bits, 0 not read yet */
+    dslot gemm[UNREAD_CACHE];  /* (GEMM name, shapes) -> its output's shape */
+    dslot in0[UNREAD_CACHE];   /* shapes -> the first input's dims */
     ucand c;
     uname n[UNREAD_NAMES];
     size_t nn;
@@ -117,15 +128,48 @@ static void confirm(unread_state *s, long long rows) {
     c->on = 0;
 }
 
+/* The UK_* class of op name (id). */
+static unsigned klass(unread_state *s, A *a, long name) {
+    if (name < 0 || (size_t)name >= a->nnflags) return UK_KNOWN;
+    if (!s->cls[name]) {
+        const char *n = an_str(a, name);
+        s->cls[name] = (unsigned char)(UK_KNOWN | (in_list(gemm_ops, n) ? UK_GEMM : 0) | (is_cut(n) ? UK_CUT : 0) |
+                                       (wk_op_kind(n) == WK_DATA_MOVEMENT ? UK_MOVE : 0));
+    }
+    return s->cls[name];
+}
+
+/* gemm_out of (name, shapes), through its slot. */
+static int gemm_out_cached(unread_state *s, A *a, long name, long shapes, long long *out) {
+    dslot *x = &s->gemm[(size_t)(shapes * 31 + name) & (UNREAD_CACHE - 1)];
+    if (x->key1 != shapes + 1 || x->name != name) {
+        x->key1 = shapes + 1, x->name = name;
+        x->r = gemm_out(an_str(a, name), an_str(a, shapes), x->d);
+    }
+    if (x->r > 0) memcpy(out, x->d, (size_t)x->r * sizeof *out);
+    return x->r;
+}
+
+/* The first input's dims of shapes, through its slot; -1 when none. */
+static int in0_cached(unread_state *s, A *a, long shapes, long long *d) {
+    if (shapes < 0) return -1;
+    dslot *x = &s->in0[(size_t)shapes & (UNREAD_CACHE - 1)];
+    if (x->key1 != shapes + 1) x->key1 = shapes + 1, x->r = flops_dims_at(an_str(a, shapes), 0, x->d, UNREAD_RANK);
+    if (x->r > 0) memcpy(d, x->d, (size_t)x->r * sizeof *d);
+    return x->r;
+}
+
 int unread_pop(unread_state **sp, A *a, const frame *f) {
     unread_state *s = *sp;
-    if (!s && !(s = *sp = calloc(1, sizeof *s))) return ERR_NOMEM;
+    if (!s) {
+        if (!(s = *sp = calloc(1, sizeof *s)) || !(s->cls = calloc(a->nnflags + 1, 1))) return ERR_NOMEM;
+    }
     if (f->cls != EV_HOST_OP || f->kind == a->ua_kind) return 0;
-    const char *name = an_str(a, f->name), *dims = f->shapes >= 0 ? an_str(a, f->shapes) : NULL;
     ucand *c = &s->c;
+    unsigned k = klass(s, a, f->name);
     long long out[UNREAD_RANK];
     int r = 0;
-    if (dims && in_list(gemm_ops, name) && f->cuda_total > 0 && (r = gemm_out(name, dims, out))) {
+    if (k & UK_GEMM && f->shapes >= 0 && f->cuda_total > 0 && (r = gemm_out_cached(s, a, f->name, f->shapes, out)) > 0) {
         /* the outermost GEMM op of a nest (linear -> mm) pops last and replaces it */
         *c = (ucand){.on = 1, .name = f->name, .track = f->track, .ts = f->ts, .te = f->te, .gemm_us = f->cuda_total, .rank = r};
         memcpy(c->out, out, (size_t)r * sizeof *out);
@@ -133,13 +177,13 @@ int unread_pop(unread_state **sp, A *a, const frame *f) {
     }
     if (!c->on || f->track != c->track || f->ts < c->te) return 0; /* another thread, or inside the GEMM */
     long long d[UNREAD_RANK];
-    int dr = dims ? flops_dims_at(dims, 0, d, UNREAD_RANK) : -1;
+    int dr = in0_cached(s, a, f->shapes, d);
     int whole = dr == c->rank && !memcmp(d, c->out, (size_t)dr * sizeof *d);
     if (whole) {
         /* a cut may come in several views (x[:, -1:] is a slice of dim 0, then of dim 1); the
          * passes are copies and casts only (any other reader is a consumer) */
-        if (is_cut(name)) c->sliced = 1;
-        else if (c->sliced || wk_op_kind(name) != WK_DATA_MOVEMENT) c->on = 0;
+        if (k & UK_CUT) c->sliced = 1;
+        else if (c->sliced || !(k & UK_MOVE)) c->on = 0;
         else if (c->pte > 0 && f->ts <= c->pts && f->te >= c->pte) {
             c->pass_us += f->cuda_total - c->last_us; /* the outer op of the last pass (copy_ -> _to_copy -> to) */
             c->last_us = f->cuda_total, c->pts = f->ts, c->pte = f->te;
@@ -155,7 +199,10 @@ int unread_pop(unread_state **sp, A *a, const frame *f) {
     return 0;
 }
 
-void unread_free(unread_state *s) { free(s); }
+void unread_free(unread_state *s) {
+    if (s) free(s->cls);
+    free(s);
+}
 
 int unread_suspects(unread_state *s, A *a, json_t *list, double min_us, int *nfired) {
     if (!s || !s->nn || a->nsteps < 2 || s->calls < 2 || s->at < min_us) return 0;
