@@ -35,7 +35,8 @@
  *      dominant_op's advice for fp64, uploads repeated every step (pageable_memcpy /
  *      copy_on_critical_path's repeated_uploads), eager attention in unfused_elementwise,
  *      communication without a backward (no accumulation, no DDP advice), a synchronize of its
- *      own between a step's launches (instrumentation), fills told apart from fusable chains */
+ *      own between a step's launches (instrumentation), fills told apart from fusable chains,
+ *      a rooted reduce in a training loop (nn.DataParallel) */
 #define ANALYSIS_VERSION 4
 
 #define GAP_MIN_US 5.0          /* a GPU idle gap shorter than this is not counted */

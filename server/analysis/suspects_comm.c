@@ -269,6 +269,16 @@ static void mb(double bytes, char *out, size_t n) {
     else snprintf(out, n, "%.0f kB", bytes / 1e3);
 }
 
+/* Whether a collective kernel is a rooted reduce (onto one rank): in a training loop, the
+ * pattern of single-process data parallelism (nn.DataParallel reduces the gradients onto one
+ * GPU and broadcasts the parameters back every step), which DDP's all-reduce replaces. Not a
+ * Broadcast: DDP broadcasts its buffers every step too (broadcast_buffers). */
+static int rooted_collective(const char *n) {
+    if (!n) return 0;
+    const char *r = strstr(n, "Reduce");
+    return r && !strstr(n, "AllReduce") && !strstr(n, "ReduceScatter") && !strstr(n, "Reduce_Scatter") && (r[6] == '_' || r[6] == '(');
+}
+
 void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, char *out, size_t n) {
     const json_t *lp = json_object_get(ev, "late_peer");
     double comm = json_number_value(json_object_get(ev, "comm_kernel_us")), exposed = json_number_value(json_object_get(ev, "exposed_us"));
@@ -290,6 +300,14 @@ void an_comm_advice(const json_t *ev, const char *culprit, int torch, int rocm, 
                               "(DDP; FSDP: no_sync() too, or set_requires_gradient_sync(False)), then compare the collectives per step"
                             : "Accumulate the gradients locally and reduce them once per optimizer step (skip the reduction on all but "
                               "the last micro-batch: DDP's no_sync()), then compare the collectives per step");
+        return;
+    }
+    if (torch && json_is_true(json_object_get(ev, "backward")) && rooted_collective(culprit)) {
+        utf8_snprintf(out, n, "%s is a rooted collective in a training loop (a reduce onto one GPU, a broadcast from it): the pattern of "
+                      "single-process data parallelism (nn.DataParallel), which gathers the gradients on one GPU and sends the "
+                      "parameters back to every replica each step, and replicates the module in Python. Use DistributedDataParallel "
+                      "(one process per GPU, torchrun): its all-reduce runs in buckets beside the backward and nothing is re-broadcast; "
+                      "compare the step time", culprit);
         return;
     }
     if (lp) {

@@ -4811,6 +4811,81 @@ def case_kv_zero_each_step_h100():
     k.host(30)
     return k.doc(name="ho3_kv_zero_each_step_h100")
 
+
+# ---- single-process data parallelism (nn.DataParallel): a rooted reduce in a training loop ----
+
+K_NCCL_BCAST_2021 = "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclWorkElem)"
+K_NCCL_REDUCE_2021 = "ncclKernel_Reduce_RING_LL_Sum_float(ncclWorkElem)"
+K_TF32_GEMM = "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_stage3_warpsize2x2x1_tensor16x8x8_kernel"
+K_ADAM_F32 = K_ADAM.replace("BFloat16", "float")
+
+
+def case_dataparallel_a100():
+    """BERT-large fine-tuning with torch.nn.DataParallel over 4 A100s (fp32 with TF32,
+    torch 1.10, with_stack), profiled on GPU 0: every step replicate() broadcasts the 1.3 GB
+    of parameters to the other GPUs (NCCL Broadcast kernels, torch/nn/parallel/comm.py
+    broadcast_coalesced) and rebuilds 4 module replicas in Python (~25 ms, the GPU idle),
+    scatters the batch, runs the replicas in threads, gathers the outputs, and in backward
+    reduces every gradient onto GPU 0 (ReduceAddCoalesced: NCCL Reduce). The usual answer is
+    DistributedDataParallel: one process per GPU, no replication, gradients all-reduced in
+    buckets overlapped with the backward."""
+    k = KTrace(61418, device=A100)
+    k.python = True
+    k.host(40)
+    b, s_, d = 8, 384, 1024
+    m = b * s_
+    for st in range(5):
+        with k.ann("ProfilerStep#%d" % (st + 1), pre=2.0):
+            with k.py("train.py(140): train_step"):
+                with k.py("torch/nn/parallel/data_parallel.py(166): forward"):
+                    with k.py("torch/nn/parallel/data_parallel.py(180): replicate"):
+                        with k.py("torch/nn/parallel/replicate.py(78): replicate"):
+                            with k.py("torch/nn/parallel/replicate.py(61): _broadcast_coalesced_reshape"):
+                                with k.py("torch/nn/parallel/comm.py(40): broadcast_coalesced"):
+                                    for _ in range(8):
+                                        k.launch(K_NCCL_BCAST_2021, 830.0, stream=7, grid=(8, 1, 1), block=(288, 1, 1))
+                            for _mod in range(390):
+                                with k.py("torch/nn/parallel/replicate.py(123): <listcomp>"):
+                                    with k.py("torch/nn/modules/module.py(1720): _replicate_for_data_parallel"):
+                                        k.adv(k.j(48.0, 0.15))
+                    with k.py("torch/nn/parallel/data_parallel.py(178): scatter"):
+                        for _ in range(3):
+                            with k.op("aten::to", pre=3.0):
+                                with k.op("aten::copy_", pre=1.0):
+                                    k.memcpy("PtoP (Device -> Device)", m * 8 // 4, 100.0, api_us=6.0)
+                    with k.py("torch/nn/parallel/parallel_apply.py(41): parallel_apply"):
+                        embedding(k)
+                        for _ in range(24):
+                            layer_norm(k, us_bytes(m // 4 * d * 8, 1500))
+                            for (n, kk) in ((3 * d, d), (d, d), (4 * d, d), (d, 4 * d)):
+                                with k.op("aten::addmm", pre=14.0):
+                                    k.launch(K_TF32_GEMM, roof_us(m // 4, n, kk, 0.5, (156e12, 2.039e12), es=4), grid=(108, 1, 1))
+                            sdpa(k, 120.0, K_EFF_ATTN)
+                            eltwise(k, "aten::gelu", K_GELU, us_bytes(m // 4 * 4 * d * 8, 1500), pre=14.0)
+                    with k.py("torch/nn/parallel/data_parallel.py(187): gather"):
+                        with k.op("aten::to", pre=3.0):
+                            with k.op("aten::copy_", pre=1.0):
+                                k.memcpy("PtoP (Device -> Device)", m * 2 * 4, 100.0, api_us=6.0)
+                with k.op("aten::cross_entropy_loss", pre=2.0):
+                    k.launch(K_LOG_SOFTMAX, 10.0)
+                with k.py("torch/_tensor.py(396): backward"):
+                    for _ in range(24):
+                        for (n, kk) in ((3 * d, d), (d, d), (4 * d, d), (d, 4 * d)):
+                            with k.op("aten::mm", pre=10.0):
+                                k.launch(K_TF32_GEMM, 2 * roof_us(m // 4, n, kk, 0.5, (156e12, 2.039e12), es=4), grid=(108, 1, 1))
+                    with k.op("autograd::engine::evaluate_function: BroadcastBackward", pre=3.0):
+                        with k.op("BroadcastBackward", pre=2.0):
+                            with k.py("torch/nn/parallel/comm.py(98): reduce_add_coalesced"):
+                                for _ in range(8):
+                                    k.launch(K_NCCL_REDUCE_2021, 900.0, stream=7, grid=(8, 1, 1), block=(288, 1, 1))
+                with k.ann("Optimizer.step#AdamW.step"):
+                    with k.op("aten::_fused_adamw_", pre=5.0):
+                        k.launch(K_ADAM_F32, 1300.0, grid=(320, 1, 1))
+                item_sync(k)
+            k.host(40)
+    k.host(30)
+    return k.doc(name="ho3_dataparallel_a100")
+
 CASES = {
     "data_loading": case_data_loading,
     "host_sync": case_host_sync,
@@ -4909,6 +4984,7 @@ CASES = {
     "tp_logits_allgather_h100": case_tp_logits_allgather_h100,
     "sync_timing_a100_2021": case_sync_timing_a100_2021,
     "kv_zero_each_step_h100": case_kv_zero_each_step_h100,
+    "dataparallel_a100": case_dataparallel_a100,
 }
 
 
