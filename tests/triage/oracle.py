@@ -2171,6 +2171,19 @@ def tensor_dims(dims):
     return out
 
 
+def op_gpu_us(t):
+    """Every cpu_op's GPU time (by id): the durations of the GPU activities launched under it,
+    at any depth (what the walk's cuda_total is)."""
+    gpu_us = defaultdict(float)
+    for g in t.gpu:
+        p = g.inner
+        while p is not None:
+            if p.kind == "cpu_op":
+                gpu_us[id(p)] += g.dur
+            p = p.parent
+    return gpu_us
+
+
 def rebuilt_constant(t, cats, evidence):
     """A per-step constant rebuilt every layer (rotary cos/sin tables, a causal mask,
     position ids made again in each layer's forward). There is no dataflow in a trace, so a
@@ -2191,13 +2204,7 @@ def rebuilt_constant(t, cats, evidence):
     was rebuilt; members: each op of a fired chain with its GPU time over every run; culprit:
     the first op (the factory) of the chain with the most at stake. Only when it beats the
     prefix mechanism's at stake does it take the recomputed_work entry."""
-    gpu_us = defaultdict(float)
-    for g in t.gpu:
-        p = g.inner
-        while p is not None:
-            if p.kind == "cpu_op":
-                gpu_us[id(p)] += g.dur
-            p = p.parent
+    gpu_us = op_gpu_us(t)
     keys = {}             # key -> {"op_us": per op, "steps": {step: [runs, GPU time of the runs after the first]}}
 
     def close(ch, step):
@@ -2303,13 +2310,7 @@ def discarded_work(t, cats, evidence):
     prefix and constant mechanisms') is the suspect; members: the names with their GPU time."""
     if sum(1 for h in t.host if is_step(h.name)) < 2:
         return
-    gpu_us = defaultdict(float)
-    for g in t.gpu:
-        p = g.inner
-        while p is not None:
-            if p.kind == "cpu_op":
-                gpu_us[id(p)] += g.dur
-            p = p.parent
+    gpu_us = op_gpu_us(t)
 
     def is_node(x):
         return x.kind == "cpu_op" and x.name.startswith("autograd::engine::evaluate_function")
@@ -2408,13 +2409,7 @@ def unread_rows(t, cats, evidence):
     stake. The recomputed_work entry when its at stake is the larger."""
     if sum(1 for h in t.host if is_step(h.name)) < 2:
         return
-    gpu_us = defaultdict(float)
-    for g in t.gpu:
-        p = g.inner
-        while p is not None:
-            if p.kind == "cpu_op":
-                gpu_us[id(p)] += g.dur
-            p = p.parent
+    gpu_us = op_gpu_us(t)
     def first_dims(h):
         d = h.dims if isinstance(h.dims, list) else None
         if not d or not isinstance(d[0], list) or not all(isinstance(x, int) for x in d[0]):
@@ -2527,13 +2522,7 @@ def autotune_repeated(t, cats, evidence):
     Fires with two such calls: members the op names with their calls' GPU time, the culprit
     the name with the most at stake. The recomputed_work entry when its at stake is the
     larger."""
-    gpu_us = defaultdict(float)
-    for g in t.gpu:
-        p = g.inner
-        while p is not None:
-            if p.kind == "cpu_op":
-                gpu_us[id(p)] += g.dur
-            p = p.parent
+    gpu_us = op_gpu_us(t)
     launches, syncs = defaultdict(int), set()
     for r in t.rt:
         op = next((p for p in t_stack(r) if p.kind == "cpu_op"), None)
