@@ -27,6 +27,7 @@
 #include <strings.h>
 
 #include "analysis/suspects_discard.h"
+#include "analysis/suspects_entry.h"
 #include "lib/err.h"
 
 #define DISC_DEPTH 64          /* stack levels whose nested autograd time is kept */
@@ -161,12 +162,8 @@ static json_t *entry(A *a, dtally *t, const char *mech, const char *next) {
         json_array_append_new(members, json_pack("{s:s,s:f,s:I}", "name", "(other names)", "gpu_us", t->other_us, "calls",
                                                  t->other_calls));
     }
-    double at = t->us;
-    return json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:{s:s,s:I},s:s}", "category", "recomputed_work", "culprit",
-                     an_str(a, t->n[0].name), "smell", "at_stake_us", at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0,
-                     "at_stake_per_step_us", a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members,
-                     "members_us", members_us, "evidence", "mechanism", mech, "names", (json_int_t)(t->nn + (t->other_calls > 0)),
-                     "next_experiment", next);
+    return an_recomputed_entry(a, an_str(a, t->n[0].name), t->us, members, members_us,
+                               json_pack("{s:s,s:I}", "mechanism", mech, "names", (json_int_t)(t->nn + (t->other_calls > 0))), next);
 }
 
 static int add(json_t *list, json_t *e, int *nfired) {

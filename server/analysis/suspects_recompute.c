@@ -62,6 +62,7 @@
 #include <strings.h>
 
 #include "analysis/suspects_recompute.h"
+#include "analysis/suspects_entry.h"
 #include "analysis/suspects_discard.h"
 #include "analysis/suspects_tune.h"
 #include "analysis/suspects_unread.h"
@@ -292,11 +293,7 @@ static json_t *entry(A *a, const rgroup *g, size_t n, double at) {
              c->name, attention_layout(c->name) ? "batch, heads" : "weight", w, c->lengths, c->m0, c->m1, c->s, c->s, at / 1e3, c->name);
     json_t *ev = json_pack("{s:s,s:o,s:i,s:o}", "mechanism", "prefix_recomputed", "groups", rows, "groups_fired", (int)n,
                            "top_contributors", top);
-    double per_step = a->nsteps ? at / (double)a->nsteps : 0;
-    return json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:o,s:s}", "category", "recomputed_work", "culprit", c->name, "smell", "at_stake_us",
-                     at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
-                     a->nsteps ? json_real(per_step) : json_null(), "members", members, "members_us", members_us, "evidence", ev,
-                     "next_experiment", next);
+    return an_recomputed_entry(a, c->name, at, members, members_us, ev, next);
 }
 
 /* ---- mechanism 2: a per-step constant rebuilt every layer (the header comment) ---- */
@@ -544,11 +541,7 @@ static json_t *const_entry(A *a, centry *e, size_t nf, double at) {
              text, per, at / 1e3, an_str(a, c->name[0]));
     json_t *ev = json_pack("{s:s,s:o,s:i,s:I,s:o}", "mechanism", "constant_rebuilt", "chains", chains, "chains_fired", (int)nf,
                            "chains_dropped", a->cst->dropped, "top_contributors", top);
-    double per_step = a->nsteps ? at / (double)a->nsteps : 0;
-    return json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:o,s:s}", "category", "recomputed_work", "culprit", an_str(a, c->name[0]), "smell",
-                     "at_stake_us", at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
-                     a->nsteps ? json_real(per_step) : json_null(), "members", members, "members_us", members_us, "evidence", ev,
-                     "next_experiment", next);
+    return an_recomputed_entry(a, an_str(a, c->name[0]), at, members, members_us, ev, next);
 }
 
 /* The constants' at stake into *at; the fired chains sorted first in a->cst->e, *nf of them. */

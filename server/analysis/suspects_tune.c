@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/suspects_tune.h"
+#include "analysis/suspects_entry.h"
 #include "lib/err.h"
 #include "lib/intern.h"
 
@@ -125,11 +126,10 @@ int tune_suspects(tune_state *s, A *a, json_t *list, double min_us, int *nfired)
              "then compare the step time",
              c, t->calls, s->steps, t->calls ? (double)t->launches / (double)t->calls : 0, s->at / 1e3);
     double at = s->at;
-    json_t *e = json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:{s:s,s:I,s:I,s:I},s:s}", "category", "recomputed_work", "culprit", c,
-                          "smell", "at_stake_us", at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
-                          a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members, "members_us", members_us,
-                          "evidence", "mechanism", "autotune_repeated", "calls", (json_int_t)s->calls, "steps", (json_int_t)s->steps,
-                          "first_step_calls", (json_int_t)s->first_calls, "next_experiment", next);
+    json_t *e = an_recomputed_entry(a, c, at, members, members_us,
+                                    json_pack("{s:s,s:I,s:I,s:I}", "mechanism", "autotune_repeated", "calls", (json_int_t)s->calls,
+                                              "steps", (json_int_t)s->steps, "first_step_calls", (json_int_t)s->first_calls),
+                                    next);
     if (!e || json_array_append_new(list, e)) return ERR_NOMEM;
     ++*nfired;
     return 0;

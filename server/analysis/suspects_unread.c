@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "analysis/suspects_unread.h"
+#include "analysis/suspects_entry.h"
 #include "analysis/kinds.h"
 #include "lib/err.h"
 #include "lib/flops.h"
@@ -226,11 +227,10 @@ int unread_suspects(unread_state *s, A *a, json_t *list, double min_us, int *nfi
              "only; Hugging Face: logits_to_keep=1 / num_logits_to_keep=1), then check that %s's GPU time falls by that share",
              c, t->rows, t->rows, t->pass_us > 0 ? ", after a cast of the whole output" : "", t->calls, s->at / 1e3, c);
     double at = s->at;
-    json_t *e = json_pack("{s:s,s:s,s:n,s:f,s:f,s:o,s:o,s:f,s:{s:s,s:I,s:I},s:s}", "category", "recomputed_work", "culprit", c,
-                          "smell", "at_stake_us", at, "at_stake_fraction", a->wall > 0 ? at / a->wall : 0, "at_stake_per_step_us",
-                          a->nsteps ? json_real(at / (double)a->nsteps) : json_null(), "members", members, "members_us", members_us,
-                          "evidence", "mechanism", "rows_unread", "rows", (json_int_t)t->rows, "calls", (json_int_t)s->calls,
-                          "next_experiment", next);
+    json_t *e = an_recomputed_entry(a, c, at, members, members_us,
+                                    json_pack("{s:s,s:I,s:I}", "mechanism", "rows_unread", "rows", (json_int_t)t->rows, "calls",
+                                              (json_int_t)s->calls),
+                                    next);
     if (!e || json_array_append_new(list, e)) return ERR_NOMEM;
     ++*nfired;
     return 0;
